@@ -1,0 +1,119 @@
+#!/bin/busybox sh
+# shellcheck shell=sh
+#
+# Stage 1 of a fabricctl lab guest: the /init of the lab initramfs.
+#
+# Runs under busybox (static) as PID 1 of a stock Debian kernel booted by
+# scripts/lab.sh.  It loads the kernel modules listed in /modules.list (in
+# dependency order, computed on the build host), mounts the host's root
+# filesystem read-only over 9p, lays writable tmpfs and the per-host 9p share
+# over it, and finally chroots into the host root and hands over to stage 2
+# (scripts/lab-guest-runner.sh, read from the host tree at boot time).
+#
+# Parameters come from the kernel command line as lab.KEY=VALUE words:
+#   lab.host=h1          host name
+#   lab.share=/path      per-host writable share; mounted at the same path
+#   lab.runner=/path     stage-2 script (path inside the host root)
+#   lab.keep=/path       a host path to keep visible even under a tmpfs
+#                        (the project tree, when it lives in /tmp or similar)
+#
+# On any failure it prints "lab-init: FATAL: ..." on the console and powers
+# the guest off, so the host notices at once and shows the console tail.
+
+PATH=/bin
+export PATH
+
+say() { echo "lab-init: $*" >/dev/console 2>/dev/null || echo "lab-init: $*"; }
+fatal() {
+	say "FATAL: $*"
+	sync
+	/bin/busybox poweroff -f
+	sleep 60
+}
+
+/bin/busybox mkdir -p /bin /proc /sys /dev /newroot /hostview
+/bin/busybox --install -s /bin || fatal "busybox --install failed"
+
+mount -t proc proc /proc || fatal "mount /proc"
+mount -t sysfs sysfs /sys || fatal "mount /sys"
+mount -t devtmpfs devtmpfs /dev || fatal "mount /dev"
+
+HOST=
+SHARE=
+RUNNER=
+KEEP=
+read -r CMDLINE </proc/cmdline
+for w in $CMDLINE; do
+	case "$w" in
+	lab.host=*) HOST=${w#lab.host=} ;;
+	lab.share=*) SHARE=${w#lab.share=} ;;
+	lab.runner=*) RUNNER=${w#lab.runner=} ;;
+	lab.keep=*) KEEP=${w#lab.keep=} ;;
+	esac
+done
+[ -n "$HOST" ] || fatal "no lab.host= on the kernel command line"
+[ -n "$SHARE" ] || fatal "no lab.share= on the kernel command line"
+[ -n "$RUNNER" ] || fatal "no lab.runner= on the kernel command line"
+
+# Modules, in the order lab.sh computed with modprobe --show-depends.
+while read -r ko; do
+	[ -n "$ko" ] || continue
+	name=${ko%.ko}
+	# Already loaded (a dependency listed twice) is fine.
+	[ -d "/sys/module/$(echo "$name" | tr - _)" ] && continue
+	insmod "/lib/modules/$ko" || fatal "insmod $ko failed"
+done </modules.list
+
+NINEP="trans=virtio,version=9p2000.L,msize=262144"
+mount -t 9p -o "ro,$NINEP" hostroot /newroot || fatal "mount host root (9p tag hostroot)"
+# A second, untouched view of the host root, used to bring back paths that a
+# tmpfs below would otherwise hide.
+mount -o bind /newroot /hostview || fatal "bind host view"
+
+R=/newroot
+mount -t proc proc "$R/proc" || fatal "mount $R/proc"
+mount -t sysfs sysfs "$R/sys" || fatal "mount $R/sys"
+mount -t devtmpfs devtmpfs "$R/dev" || fatal "mount $R/dev"
+mkdir -p "$R/dev/pts" "$R/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$R/dev/pts" || say "warning: devpts not mounted"
+ln -sf /proc/self/fd "$R/dev/fd"
+ln -sf /proc/self/fd/0 "$R/dev/stdin"
+ln -sf /proc/self/fd/1 "$R/dev/stdout"
+ln -sf /proc/self/fd/2 "$R/dev/stderr"
+[ -d /sys/kernel/config ] && mount -t configfs configfs "$R/sys/kernel/config" 2>/dev/null
+
+# Writable scratch space.  A directory that does not exist on the host cannot
+# be created on the read-only root: it is skipped with a warning.
+for d in /tmp /run /var/tmp /var/lib/fabricctl /root /dev/shm; do
+	if [ -d "$R$d" ]; then
+		mount -t tmpfs -o mode=1777,size=128m tmpfs "$R$d" || fatal "tmpfs on $d"
+	else
+		say "warning: $d missing on the host root, left out"
+	fi
+done
+chmod 0700 "$R/root" 2>/dev/null
+chmod 0755 "$R/run" "$R/var/lib/fabricctl" 2>/dev/null
+
+# Bring back the project tree if a tmpfs above hid it.
+if [ -n "$KEEP" ] && [ ! -e "$R$KEEP" ] && [ -d "/hostview$KEEP" ]; then
+	if ! mkdir -p "$R$KEEP" || ! mount -o bind "/hostview$KEEP" "$R$KEEP"; then
+		say "warning: could not keep $KEEP visible"
+	fi
+fi
+
+# The per-host writable share, at the same path as on the host.
+mkdir -p "$R$SHARE" 2>/dev/null
+[ -d "$R$SHARE" ] || fatal "share mount point $SHARE missing in the guest"
+mount -t 9p -o "rw,$NINEP" labshare "$R$SHARE" || fatal "mount lab share (9p tag labshare) on $SHARE"
+
+[ -f "$R$RUNNER" ] || fatal "runner $RUNNER not found in the host root"
+[ -x "$R/bin/bash" ] || fatal "/bin/bash missing in the host root"
+
+say "modules loaded, host root mounted, starting $RUNNER"
+# shellcheck disable=SC2093 # exec replaces PID 1; fatal only runs if it fails
+exec chroot "$R" /usr/bin/env -i \
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	HOME=/root LANG=C.UTF-8 TERM=dumb \
+	LAB_HOST="$HOST" LAB_SHARE="$SHARE" \
+	/bin/bash "$RUNNER"
+fatal "chroot into the host root failed"

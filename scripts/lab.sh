@@ -1,0 +1,769 @@
+#!/bin/bash
+#
+# fabricctl real-kernel lab: a few qemu guests booting the stock Debian
+# kernel (which has MACsec, VLAN and soft-RoCE), wired to each other over
+# loopback sockets and driven by commands.  See docs/lab.md.
+#
+#   lab.sh setup
+#   lab.sh up [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
+#   lab.sh exec [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
+#   lab.sh exec-bg [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
+#   lab.sh wait [--dir DIR] [--timeout SEC] HOST JOB
+#   lab.sh kill [--dir DIR] HOST JOB
+#   lab.sh status [--dir DIR] [--json]
+#   lab.sh down [--dir DIR]
+
+set -euo pipefail
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+SCRIPTS=${SELF%/*}
+REPO=${SCRIPTS%/*}
+LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab}
+CACHE_DIR=${FCTL_LAB_CACHE:-/var/cache/fabricctl-lab}
+GUEST_INIT=$SCRIPTS/lab-guest-init.sh
+GUEST_RUNNER=$SCRIPTS/lab-guest-runner.sh
+
+# Kernel modules the guests need, by the names modprobe knows them.
+MODULES=(virtio_pci virtio_net 9pnet_virtio 9p 8021q macsec gcm ghash-generic
+	ctr aesni-intel ghash-clmulni-intel crc32_generic rdma_rxe ib_uverbs rdma_ucm)
+
+# command-or-file:package, checked by `setup` (and `up`).
+PACKAGES=(
+	qemu-system-x86_64:qemu-system-x86
+	modprobe:kmod
+	cpio:cpio
+	ip:iproute2
+	rdma:iproute2
+	ss:iproute2
+	ibv_devices:ibverbs-utils
+	ib_send_lat:perftest
+	ping:iputils-ping
+	jq:jq
+	flock:util-linux
+	setsid:util-linux
+	timeout:coreutils
+	xz:xz-utils
+	zstd:zstd
+)
+
+MAX_HOSTS=8
+TB_MB=256 # TCG translation cache per guest
+
+die() {
+	printf 'lab: %s\n' "$*" >&2
+	exit 1
+}
+say() { printf 'lab: %s\n' "$*" >&2; }
+# Whole non-negative number, small enough for shell arithmetic.
+is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
+# need_range VALUE MIN MAX MESSAGE
+need_range() {
+	if ! is_uint "$1" || (($1 < $2 || $1 > $3)); then die "$4"; fi
+}
+
+usage() {
+	sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" | sed '/^set -euo/,$d'
+}
+
+# --- packages, kernel, initramfs -------------------------------------------
+
+need_root() {
+	[[ $(id -u) == 0 ]] || die "must run as root (qemu reads /boot and exports / over 9p)"
+}
+
+ensure_packages() {
+	local -a missing=()
+	local entry cmd pkg
+	for entry in "${PACKAGES[@]}"; do
+		cmd=${entry%%:*} pkg=${entry#*:}
+		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+	done
+	# The dynamic busybox package would not run inside the initramfs.
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+		missing+=(busybox-static)
+	# The rxe userspace provider (librxe) lives here.
+	dpkg-query -W -f='${Status}' ibverbs-providers 2>/dev/null | grep -q 'ok installed' ||
+		missing+=(ibverbs-providers)
+	[[ -n $(find_kver 2>/dev/null) ]] || missing+=(linux-image-amd64)
+	((${#missing[@]} == 0)) && return 0
+	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+	say "installing missing packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -o DPkg::Lock::Timeout=300 update -q >&2 || die "apt-get update failed"
+	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" >&2 ||
+		die "apt-get install ${missing[*]} failed"
+}
+
+# Newest kernel under /boot that has its modules and MACsec; FCTL_LAB_KVER
+# overrides.  Never hard-coded: the image package moves with point releases.
+find_kver() {
+	local v
+	if [[ -n ${FCTL_LAB_KVER:-} ]]; then
+		[[ -f /boot/vmlinuz-$FCTL_LAB_KVER && -f /lib/modules/$FCTL_LAB_KVER/modules.dep ]] ||
+			die "FCTL_LAB_KVER=$FCTL_LAB_KVER: no /boot/vmlinuz-$FCTL_LAB_KVER or its modules"
+		echo "$FCTL_LAB_KVER"
+		return 0
+	fi
+	for v in $(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' 2>/dev/null |
+		sed 's/^vmlinuz-//' | sort -V -r); do
+		if [[ -f /lib/modules/$v/modules.dep ]] && modprobe -S "$v" --show-depends macsec >/dev/null 2>&1; then
+			echo "$v"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Prints the .ko paths to load, in order, for every module in MODULES.
+module_files() {
+	local kver=$1 m out line
+	local -A seen=()
+	for m in "${MODULES[@]}"; do
+		out=$(modprobe -S "$kver" --show-depends "$m" 2>&1) ||
+			die "kernel $kver lacks module '$m': $out"
+		while read -r line; do
+			case "$line" in
+			builtin\ *) ;;
+			insmod\ *)
+				line=${line#insmod }
+				line=${line%% *}
+				[[ -n ${seen[$line]:-} ]] && continue
+				seen[$line]=1
+				echo "$line"
+				;;
+			*) die "unexpected modprobe output for '$m': $line" ;;
+			esac
+		done <<<"$out"
+	done
+}
+
+# Builds (or reuses) the initramfs; prints its path.  The cache key covers the
+# kernel version, the module files and both scripts that end up in it.
+build_initramfs() {
+	local kver=$1 key tmp f base out
+	local -a files
+	mapfile -t files < <(module_files "$kver")
+	((${#files[@]} > 0)) || die "no module files found for $kver"
+	key=$({
+		echo "$kver"
+		printf '%s\n' "${files[@]}"
+		sha256sum "$GUEST_INIT" "$SELF" /bin/busybox
+	} | sha256sum | cut -c1-16)
+	out=$CACHE_DIR/initramfs-$kver-$key.cpio
+	if [[ -s $out ]]; then
+		echo "$out"
+		return 0
+	fi
+	mkdir -p "$CACHE_DIR"
+	tmp=$(mktemp -d "$CACHE_DIR/build.XXXXXX")
+	mkdir -p "$tmp/bin" "$tmp/lib/modules" "$tmp/dev" "$tmp/proc" "$tmp/sys" "$tmp/newroot"
+	cp /bin/busybox "$tmp/bin/busybox"
+	file -b /bin/busybox 2>/dev/null | grep -q 'dynamically' &&
+		{ rm -rf "$tmp"; die "/bin/busybox is dynamically linked: install busybox-static"; }
+	install -m 0755 "$GUEST_INIT" "$tmp/init"
+	: >"$tmp/modules.list"
+	for f in "${files[@]}"; do
+		base=${f##*/}
+		case "$f" in
+		*.ko) cp "$f" "$tmp/lib/modules/$base" ;;
+		*.ko.xz) base=${base%.xz} && xz -dc "$f" >"$tmp/lib/modules/$base" ;;
+		*.ko.zst) base=${base%.zst} && zstd -qdc "$f" >"$tmp/lib/modules/$base" ;;
+		*.ko.gz) base=${base%.gz} && gzip -dc "$f" >"$tmp/lib/modules/$base" ;;
+		*) rm -rf "$tmp" && die "unknown module file type: $f" ;;
+		esac
+		echo "$base" >>"$tmp/modules.list"
+	done
+	(cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp.cpio"
+	rm -rf "$tmp"
+	# Older images (other kernels or scripts) are stale; running guests
+	# already hold theirs in memory.
+	find "$CACHE_DIR" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "${out##*/}" -delete 2>/dev/null || :
+	mv -f "$tmp.cpio" "$out"
+	say "built $out (${#files[@]} modules)"
+	echo "$out"
+}
+
+cmd_setup() {
+	need_root
+	ensure_packages
+	local kver initrd
+	kver=$(find_kver) || die "no kernel with modules under /boot (install linux-image-amd64)"
+	initrd=$(build_initramfs "$kver")
+	echo "kernel:    /boot/vmlinuz-$kver"
+	echo "initramfs: $initrd"
+}
+
+# --- topology ---------------------------------------------------------------
+
+# One line per link: "LINK HOST_A PORT_A HOST_B PORT_B" (hosts as numbers).
+#   N=1: no links (h1.eth0 listens, nobody connects)
+#   N=2: h1.eth0 <-> h2.eth0
+#   N>=3 ring: h1.eth0 <-> h2.eth0, h2.eth1 <-> h3.eth0, ..., hN.eth1 <-> h1.eth1
+links() {
+	local n=$1 k a b pa pb
+	if ((n == 2)); then
+		echo "1 1 0 2 0"
+	elif ((n >= 3)); then
+		for ((k = 1; k <= n; k++)); do
+			a=$k b=$((k % n + 1))
+			if ((a == 1)); then pa=0; else pa=1; fi
+			if ((b == 1)); then pb=1; else pb=0; fi
+			echo "$k $a $pa $b $pb"
+		done
+	fi
+}
+
+mac_of() { printf '52:54:00:fa:%02x:%02x' "$1" "$2"; }
+
+# One line per NIC: "HOST PORT MAC PEER_HOST PEER_PORT ROLE TCPPORT", from
+# the links and the chosen TCP ports ("LINK PORT" lines on stdin).
+# The lower-numbered host of a link listens, the other connects, so hosts
+# can be started in order h1, h2, ... with each peer already listening.
+nic_table() {
+	local n=$1 k a pa b pb p
+	local -A tcp=()
+	while read -r k p; do tcp[$k]=$p; done
+	if ((n == 1)); then
+		echo "h1 eth0 $(mac_of 1 0) - - listen ${tcp[1]:-0}"
+		return 0
+	fi
+	while read -r k a pa b pb; do
+		echo "h$a eth$pa $(mac_of "$a" "$pa") h$b eth$pb listen ${tcp[$k]}"
+		echo "h$b eth$pb $(mac_of "$b" "$pb") h$a eth$pa connect ${tcp[$k]}"
+	done < <(links "$n") | sort -k1.2,1n -k2.4,2n
+}
+
+port_in_use() { [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
+
+pick_ports() {
+	local count=$1 i p
+	local -A used=()
+	for ((i = 1; i <= count; i++)); do
+		while :; do
+			p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+			[[ -z ${used[$p]:-} ]] && ! port_in_use "$p" && break
+		done
+		used[$p]=1
+		echo "$i $p"
+	done
+}
+
+# --- state ------------------------------------------------------------------
+
+state_file() { echo "$LAB_DIR/lab.state"; }
+host_dir() { echo "$LAB_DIR/$1"; }
+
+state_get() {
+	local key=$1 f
+	f=$(state_file)
+	[[ -f $f ]] || return 1
+	sed -n "s/^$key=//p" "$f" | tail -n1
+}
+
+# PID from a pidfile, only if that process still is what we started.
+live_pid() {
+	local pidfile=$1 marker=$2 pid
+	[[ -f $pidfile ]] || return 1
+	pid=$(<"$pidfile")
+	pid=${pid//[^0-9]/}
+	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$marker" || return 1
+	echo "$pid"
+}
+
+qemu_pid() { live_pid "$(host_dir "$1")/qemu.pid" "$(host_dir "$1")/qemu.pid"; }
+watchdog_pid() { live_pid "$LAB_DIR/watchdog.pid" "__watchdog $LAB_DIR "; }
+
+console_tail() {
+	local h=$1 lines=${2:-40} log
+	log=$(host_dir "$h")/console.log
+	echo "---- $h: last $lines lines of $log ----" >&2
+	if [[ -s $log ]]; then tail -n "$lines" "$log" | tr -d '\r' >&2; else echo "(empty)" >&2; fi
+	if [[ -s $(host_dir "$h")/qemu.err ]]; then
+		echo "---- $h: qemu stderr ----" >&2
+		tail -n 20 "$(host_dir "$h")/qemu.err" >&2
+	fi
+	echo "----" >&2
+}
+
+kill_qemus() {
+	local hd h pid
+	local -a pids=()
+	for hd in "$LAB_DIR"/h[0-9]*; do
+		[[ -d $hd ]] || continue
+		h=${hd##*/}
+		if pid=$(qemu_pid "$h"); then
+			pids+=("$pid")
+			kill -TERM "$pid" 2>/dev/null || :
+		fi
+	done
+	((${#pids[@]} == 0)) && return 0
+	local alive
+	for _ in $(seq 50); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			if [[ -d /proc/$pid ]]; then alive=1; fi
+		done
+		((alive)) || return 0
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || :; done
+	return 0
+}
+
+# Host-side watchdog: kills this lab's qemus at the deadline even if whoever
+# ran `up` is gone.  Runs in its own session; `down` kills its group.
+cmd_watchdog() {
+	LAB_DIR=$1
+	local deadline=$2 t
+	echo "$$" >"$LAB_DIR/watchdog.pid"
+	trap 'exit 0' TERM INT
+	while :; do
+		[[ -f $(state_file) ]] || exit 0
+		t=$(date +%s)
+		((t >= deadline)) && break
+		sleep 2
+	done
+	echo "lifetime over at $(date -u +%FT%TZ): stopping the lab's guests"
+	kill_qemus
+	echo "expired=$(date +%s)" >>"$(state_file)"
+}
+
+# --- up / down --------------------------------------------------------------
+
+LOCKFD=
+with_lock() {
+	[[ -n $LOCKFD ]] && return 0
+	mkdir -p "$LAB_DIR"
+	exec {LOCKFD}>"$LAB_DIR/.lock"
+	flock -w 120 "$LOCKFD" || die "another lab.sh holds $LAB_DIR/.lock"
+}
+
+cmd_down() {
+	with_lock
+	local pid hd
+	if pid=$(watchdog_pid); then
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || :
+	fi
+	kill_qemus
+	for hd in "$LAB_DIR"/h[0-9]*; do
+		[[ -d $hd ]] && rm -rf -- "$hd"
+	done
+	rm -f -- "$LAB_DIR/lab.state" "$LAB_DIR/nics.tsv" "$LAB_DIR/watchdog.pid" "$LAB_DIR/watchdog.log"
+	rm -f -- "$LAB_DIR/.lock"
+	rmdir -- "$LAB_DIR" 2>/dev/null || :
+	return 0
+}
+
+check_path_ok() {
+	[[ $1 == /* ]] || die "path must be absolute: $1"
+	[[ $1 =~ ^[A-Za-z0-9_./+-]+$ ]] || die "path has characters the kernel command line cannot carry: $1"
+}
+
+start_qemu() {
+	local h=$1 kver=$2 initrd=$3 mem=$4 hd n
+	local -a args nicargs=()
+	hd=$(host_dir "$h")
+	n=${h#h}
+	local _h port mac _ph _pp role tcp i=0
+	while read -r _h port mac _ph _pp role tcp; do
+		[[ $_h == "$h" ]] || continue
+		if [[ $role == listen ]]; then
+			nicargs+=(-netdev "socket,id=n$i,listen=127.0.0.1:$tcp")
+		else
+			nicargs+=(-netdev "socket,id=n$i,connect=127.0.0.1:$tcp")
+		fi
+		nicargs+=(-device "virtio-net-pci,netdev=n$i,mac=$mac,addr=0x$((8 + ${port#eth}))")
+		i=$((i + 1))
+	done <"$LAB_DIR/nics.tsv"
+	args=(
+		-name "fctl-lab-$h,process=fctl-lab-$h"
+		-accel "tcg,tb-size=$TB_MB" -cpu max -smp 1 -m "$mem"
+		-nodefaults -display none -monitor none -no-reboot
+		-serial "file:$hd/console.log"
+		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
+		-append "console=ttyS0 quiet panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$REPO"
+		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
+		-virtfs "local,path=$hd,mount_tag=labshare,security_model=passthrough,multidevs=remap"
+		"${nicargs[@]}"
+		-pidfile "$hd/qemu.pid" -daemonize
+	)
+	date +%s.%N >"$hd/started"
+	# The lock fd must not live on in the daemonized qemu.
+	qemu-system-x86_64 "${args[@]}" </dev/null >"$hd/qemu.err" 2>&1 {LOCKFD}>&-
+}
+
+cmd_up() {
+	local hosts=2 mem=512 lifetime=1800 boot_timeout=180
+	while (($#)); do
+		case "$1" in
+		--hosts) hosts=${2:?--hosts needs a number} && shift 2 ;;
+		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		--mem) mem=${2:?--mem needs MB} && shift 2 ;;
+		--lifetime) lifetime=${2:?--lifetime needs seconds} && shift 2 ;;
+		--boot-timeout) boot_timeout=${2:?--boot-timeout needs seconds} && shift 2 ;;
+		*) die "up: unknown argument '$1'" ;;
+		esac
+	done
+	need_range "$hosts" 1 "$MAX_HOSTS" "--hosts must be 1..$MAX_HOSTS"
+	need_range "$mem" 256 65536 "--mem must be 256..65536 (MB)"
+	need_range "$lifetime" 10 604800 "--lifetime must be 10..604800 (s)"
+	need_range "$boot_timeout" 1 3600 "--boot-timeout must be 1..3600 (s)"
+	need_root
+	check_path_ok "$LAB_DIR"
+	check_path_ok "$SCRIPTS"
+
+	# Refuse to start over a live lab; clean up a dead one.
+	if [[ -f $LAB_DIR/lab.state ]]; then
+		local h alive=0
+		for h in "$LAB_DIR"/h[0-9]*; do
+			qemu_pid "${h##*/}" >/dev/null && alive=1
+		done
+		((alive)) && die "a lab is already up in $LAB_DIR (run: lab.sh down --dir $LAB_DIR)"
+		(cmd_down)
+	fi
+
+	ensure_packages
+	local kver initrd avail need
+	kver=$(find_kver) || die "no kernel with modules under /boot (install linux-image-amd64)"
+	initrd=$(build_initramfs "$kver")
+
+	avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+	need=$((hosts * (mem + TB_MB + 96) + 512))
+	((avail >= need)) || die "not enough memory: $hosts guests need about $need MB, $avail MB available"
+
+	with_lock
+	trap 'say "interrupted: tearing the lab down"; cmd_down; exit 130' INT TERM
+	local deadline=$(($(date +%s) + lifetime)) i h nlinks
+	mkdir -p /var/lib/fabricctl # mount point for a guest tmpfs
+	for ((i = 1; i <= hosts; i++)); do
+		rm -rf -- "${LAB_DIR:?}/h$i"
+		mkdir -p "$LAB_DIR/h$i/queue" "$LAB_DIR/h$i/jobs"
+	done
+	nlinks=$(links "$hosts" | wc -l)
+	((nlinks == 0)) && nlinks=1
+	pick_ports "$nlinks" | nic_table "$hosts" >"$LAB_DIR/nics.tsv"
+	cat >"$LAB_DIR/lab.state" <<-EOF
+		hosts=$hosts
+		kver=$kver
+		mem=$mem
+		initrd=$initrd
+		started=$(date +%s)
+		deadline=$deadline
+	EOF
+	setsid "$SELF" __watchdog "$LAB_DIR" "$deadline" </dev/null >"$LAB_DIR/watchdog.log" 2>&1 {LOCKFD}>&- &
+	for _ in $(seq 50); do
+		[[ -s $LAB_DIR/watchdog.pid ]] && break
+		sleep 0.1
+	done
+	watchdog_pid >/dev/null || { cmd_down; die "the lifetime watchdog did not start"; }
+
+	# Start in order: each host's peers with lower numbers already listen
+	# (-daemonize returns once qemu is set up and listening).  The guests
+	# then boot in parallel.
+	for ((i = 1; i <= hosts; i++)); do
+		if ! start_qemu "h$i" "$kver" "$initrd" "$mem"; then
+			say "qemu for h$i failed to start"
+			console_tail "h$i"
+			cmd_down
+			exit 1
+		fi
+	done
+
+	local t0 t pending dead
+	t0=$(date +%s)
+	while :; do
+		pending=0 dead=
+		for ((i = 1; i <= hosts; i++)); do
+			h=h$i
+			[[ -f $LAB_DIR/$h/ready ]] && continue
+			pending=$((pending + 1))
+			qemu_pid "$h" >/dev/null || dead="$dead $h"
+		done
+		((pending == 0)) && break
+		if [[ -n $dead ]]; then
+			say "guest(s)$dead stopped while booting"
+			for h in $dead; do console_tail "$h"; done
+			cmd_down
+			exit 1
+		fi
+		t=$(date +%s)
+		if ((t - t0 >= boot_timeout)); then
+			say "boot timeout (${boot_timeout}s): not ready:"
+			for ((i = 1; i <= hosts; i++)); do
+				[[ -f $LAB_DIR/h$i/ready ]] || console_tail "h$i"
+			done
+			cmd_down
+			exit 1
+		fi
+		sleep 0.2
+	done
+	for ((i = 1; i <= hosts; i++)); do
+		h=h$i
+		awk -v s="$(<"$LAB_DIR/$h/started")" -v r="$(stat -c %.3Y "$LAB_DIR/$h/ready")" \
+			'BEGIN { printf "%.1f\n", r - s }' >"$LAB_DIR/$h/boot_seconds"
+	done
+	echo "phase=running" >>"$LAB_DIR/lab.state"
+	trap - INT TERM
+	cmd_status
+}
+
+# --- status -----------------------------------------------------------------
+
+cmd_status() {
+	local json=0
+	while (($#)); do
+		case "$1" in
+		--json) json=1 && shift ;;
+		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		*) die "status: unknown argument '$1'" ;;
+		esac
+	done
+	local hosts kver deadline expired i h pid ready alive boot rc=0 nup=0
+	if ! hosts=$(state_get hosts) || [[ -z $hosts ]]; then
+		if ((json)); then
+			jq -n --arg dir "$LAB_DIR" '{dir: $dir, up: false, hosts: [], nics: []}'
+		else
+			echo "lab: not up in $LAB_DIR"
+		fi
+		return 1
+	fi
+	kver=$(state_get kver) deadline=$(state_get deadline) expired=$(state_get expired || :)
+	local hosts_json="[]" nics_json
+	for ((i = 1; i <= hosts; i++)); do
+		h=h$i
+		if pid=$(qemu_pid "$h"); then alive=true; else alive=false pid=0; fi
+		[[ -f $LAB_DIR/$h/ready ]] && ready=true || ready=false
+		boot=$(cat "$LAB_DIR/$h/boot_seconds" 2>/dev/null || echo null)
+		[[ $alive == true && $ready == true ]] && nup=$((nup + 1))
+		hosts_json=$(jq -c --arg h "$h" --argjson pid "$pid" --argjson alive "$alive" \
+			--argjson ready "$ready" --argjson boot "$boot" \
+			--arg console "$LAB_DIR/$h/console.log" --arg share "$LAB_DIR/$h" \
+			'. + [{host: $h, pid: $pid, alive: $alive, ready: $ready, boot_seconds: $boot,
+			       console: $console, share: $share}]' <<<"$hosts_json")
+	done
+	nics_json=$(jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") |
+		{host: .[0], port: .[1], mac: .[2],
+		 peer_host: (if .[3] == "-" then null else .[3] end),
+		 peer_port: (if .[4] == "-" then null else .[4] end),
+		 role: .[5], tcp_port: (.[6] | tonumber)})' <"$LAB_DIR/nics.tsv")
+	if ((nup != hosts)); then rc=2; fi
+	if ((json)); then
+		jq -n --arg dir "$LAB_DIR" --arg kver "$kver" --argjson deadline "$deadline" \
+			--argjson up "$([[ $rc == 0 ]] && echo true || echo false)" \
+			--argjson expired "$([[ -n $expired ]] && echo true || echo false)" \
+			--argjson hosts "$hosts_json" --argjson nics "$nics_json" \
+			'{dir: $dir, up: $up, kernel: $kver, deadline: $deadline, expired: $expired,
+			  hosts: $hosts, nics: $nics}'
+	else
+		echo "lab $LAB_DIR: $nup/$hosts hosts up, kernel $kver, lifetime ends in $((deadline - $(date +%s))) s${expired:+ (EXPIRED)}"
+		jq -r '.[] | "  \(.host)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)"' <<<"$hosts_json"
+		echo "  wiring (loopback sockets on 127.0.0.1):"
+		jq -r '.[] | "    \(.host).\(.port)  \(.mac)  <->  \(if .peer_host then "\(.peer_host).\(.peer_port)" else "(unconnected)" end)"' <<<"$nics_json"
+	fi
+	return "$rc"
+}
+
+# --- exec -------------------------------------------------------------------
+
+require_host() {
+	local h=$1
+	[[ $h =~ ^h[0-9]+$ ]] || die "bad host name '$h' (expected h1, h2, ...)"
+	[[ -f $(state_file) ]] || die "no lab is up in $LAB_DIR (run: lab.sh up)"
+	[[ -d $(host_dir "$h") ]] || die "no host '$h' in the lab at $LAB_DIR"
+	[[ -f $(host_dir "$h")/ready ]] || die "host '$h' is not ready"
+	qemu_pid "$h" >/dev/null || {
+		console_tail "$h" 20
+		die "host '$h' is not running (lifetime over, or it crashed)"
+	}
+}
+
+# Parses exec options into EXEC_* globals and the command into EXEC_ARGV.
+parse_exec() {
+	EXEC_TIMEOUT=$1 && shift
+	EXEC_ENV=() EXEC_CWD=$PWD EXEC_HOST='' EXEC_ARGV=()
+	local v
+	# FCTL_* settings of the caller reach the guest command (not the lab's own).
+	while read -r v; do
+		[[ $v == FCTL_* && $v != FCTL_LAB_* ]] && EXEC_ENV+=("$v=${!v}")
+	done < <(compgen -e)
+	while (($#)); do
+		case "$1" in
+		--timeout) EXEC_TIMEOUT=${2:?--timeout needs seconds} && shift 2 ;;
+		--env)
+			[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env needs K=V"
+			EXEC_ENV+=("$2") && shift 2
+			;;
+		--cwd) EXEC_CWD=${2:?--cwd needs a directory} && shift 2 ;;
+		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		--) die "missing HOST before --" ;;
+		-*) die "unknown option '$1'" ;;
+		*)
+			EXEC_HOST=$1 && shift
+			[[ ${1:-} == -- ]] && shift
+			EXEC_ARGV=("$@")
+			break
+			;;
+		esac
+	done
+	is_uint "$EXEC_TIMEOUT" || die "--timeout must be whole seconds"
+	[[ -n $EXEC_HOST ]] || die "missing HOST"
+	((${#EXEC_ARGV[@]} > 0)) || die "missing command"
+}
+
+submit_job() {
+	local h=$1 timeout=$2 cwd=$3 id d hd
+	shift 3
+	hd=$(host_dir "$h")
+	id=$(date +%s%N)-$$-$RANDOM
+	d=$hd/jobs/$id
+	mkdir "$d"
+	printf '%s\0' "${EXEC_ARGV[@]}" >"$d/argv"
+	if ((${#EXEC_ENV[@]})); then printf '%s\0' "${EXEC_ENV[@]}" >"$d/env"; fi
+	printf '%s' "$cwd" >"$d/cwd"
+	echo "$timeout" >"$d/timeout"
+	: >"$d/.q"
+	mv "$d/.q" "$hd/queue/$id"
+	echo "$id"
+}
+
+# Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD.
+declare -A OFFSETS=()
+flush_from() {
+	local f=$1 fd=$2 size off=${OFFSETS[$2]:-0}
+	size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+	if ((size > off)); then
+		tail -c +"$((off + 1))" "$f" | head -c "$((size - off))" >&"$fd"
+		OFFSETS[$fd]=$size
+	fi
+}
+
+# Streams a job's stdout/stderr until it ends; returns its exit code.
+wait_job() {
+	local h=$1 id=$2 limit=$3 d hd rc start interval=0.02 done=0 n=0
+	hd=$(host_dir "$h")
+	d=$hd/jobs/$id
+	[[ -d $d ]] || die "no job '$id' on $h"
+	start=$(date +%s)
+	while :; do
+		[[ -f $d/rc ]] && done=1
+		flush_from "$d/out" 1
+		flush_from "$d/err" 2
+		if ((done)); then
+			rc=$(<"$d/rc")
+			rm -rf -- "$d"
+			return "$rc"
+		fi
+		n=$((n + 1))
+		if ((n % 10 == 0)); then
+			if ! qemu_pid "$h" >/dev/null; then
+				say "$h stopped while running job $id"
+				console_tail "$h" 20
+				return 125
+			fi
+			if ((limit > 0 && $(date +%s) - start > limit)); then
+				say "job $id on $h: no result after ${limit}s, killing it"
+				: >"$hd/jobs/.k$id" && mv "$hd/jobs/.k$id" "$hd/queue/kill.$id"
+				return 124
+			fi
+		fi
+		sleep "$interval"
+		((n == 50)) && interval=0.1
+	done
+}
+
+cmd_exec() {
+	parse_exec 120 "$@"
+	require_host "$EXEC_HOST"
+	local id rc=0
+	id=$(submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD")
+	# The guest enforces the timeout (rc 124); the host waits a little longer.
+	if ((EXEC_TIMEOUT > 0)); then
+		wait_job "$EXEC_HOST" "$id" $((EXEC_TIMEOUT + 15)) || rc=$?
+	else
+		wait_job "$EXEC_HOST" "$id" 0 || rc=$?
+	fi
+	if ((rc == 124 || rc == 137)) && ((EXEC_TIMEOUT > 0)); then
+		say "'${EXEC_ARGV[0]}' on $EXEC_HOST hit the ${EXEC_TIMEOUT}s timeout (exit $rc)"
+	fi
+	return "$rc"
+}
+
+cmd_exec_bg() {
+	parse_exec 0 "$@"
+	require_host "$EXEC_HOST"
+	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
+}
+
+cmd_wait() {
+	local timeout=120 h='' id=
+	while (($#)); do
+		case "$1" in
+		--timeout) timeout=${2:?--timeout needs seconds} && shift 2 ;;
+		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		-*) die "wait: unknown option '$1'" ;;
+		*)
+			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "wait: extra argument '$1'"; fi
+			shift
+			;;
+		esac
+	done
+	[[ -n $h && -n $id ]] || die "usage: lab.sh wait [--timeout SEC] HOST JOB"
+	is_uint "$timeout" || die "--timeout must be whole seconds"
+	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
+	require_host "$h"
+	wait_job "$h" "$id" "$timeout"
+}
+
+cmd_kill() {
+	local h='' id=
+	while (($#)); do
+		case "$1" in
+		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		-*) die "kill: unknown option '$1'" ;;
+		*)
+			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "kill: extra argument '$1'"; fi
+			shift
+			;;
+		esac
+	done
+	[[ -n $h && -n $id ]] || die "usage: lab.sh kill HOST JOB"
+	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
+	require_host "$h"
+	local hd
+	hd=$(host_dir "$h")
+	[[ -d $hd/jobs/$id ]] || die "no job '$id' on $h"
+	: >"$hd/jobs/.k$id" && mv "$hd/jobs/.k$id" "$hd/queue/kill.$id"
+}
+
+# --- main -------------------------------------------------------------------
+
+main() {
+	local verb=${1:-}
+	(($#)) && shift
+	case "$verb" in
+	setup) cmd_setup "$@" ;;
+	up) cmd_up "$@" ;;
+	down)
+		while (($#)); do
+			case "$1" in
+			--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+			*) die "down: unknown argument '$1'" ;;
+			esac
+		done
+		[[ -d $LAB_DIR ]] || return 0
+		cmd_down
+		;;
+	status) cmd_status "$@" ;;
+	exec) cmd_exec "$@" ;;
+	exec-bg) cmd_exec_bg "$@" ;;
+	wait) cmd_wait "$@" ;;
+	kill) cmd_kill "$@" ;;
+	__watchdog) cmd_watchdog "$@" ;;
+	-h | --help | help) usage ;;
+	"") usage >&2 && exit 2 ;;
+	*) usage >&2 && die "unknown command '$verb'" ;;
+	esac
+}
+
+main "$@"
