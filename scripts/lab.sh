@@ -227,9 +227,11 @@ nic_table() {
 		echo "h1 eth0 $(mac_of 1 0) - - listen ${tcp[1]:-0}"
 		return 0
 	fi
+	local la lb
 	while read -r k a pa b pb; do
-		echo "h$a eth$pa $(mac_of "$a" "$pa") h$b eth$pb listen ${tcp[$k]}"
-		echo "h$b eth$pb $(mac_of "$b" "$pb") h$a eth$pa connect ${tcp[$k]}"
+		if ((a < b)); then la=listen lb=connect; else la=connect lb=listen; fi
+		echo "h$a eth$pa $(mac_of "$a" "$pa") h$b eth$pb $la ${tcp[$k]}"
+		echo "h$b eth$pb $(mac_of "$b" "$pb") h$a eth$pa $lb ${tcp[$k]}"
 	done < <(links "$n") | sort -k1.2,1n -k2.4,2n
 }
 
@@ -469,6 +471,22 @@ cmd_up() {
 			exit 1
 		fi
 	done
+
+	# A connect that found nobody listening fails silently inside qemu:
+	# check that every link is an established loopback connection.
+	local _h _port _mac _ph _pp role tcp
+	while read -r _h _port _mac _ph _pp role tcp; do
+		[[ $role == listen && $_ph != - ]] || continue
+		for _ in $(seq 30); do
+			[[ -n $(ss -Htn state established "( sport = :$tcp )" 2>/dev/null) ]] && break
+			sleep 0.1
+		done
+		if [[ -z $(ss -Htn state established "( sport = :$tcp )" 2>/dev/null) ]]; then
+			say "link $_h.$_port <-> $_ph.$_pp (127.0.0.1:$tcp) is not connected"
+			cmd_down
+			exit 1
+		fi
+	done <"$LAB_DIR/nics.tsv"
 
 	local t0 t pending dead
 	t0=$(date +%s)
