@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Netlink layer: reads the VLAN and MACsec state of a host and executes plan
+ * operations, over rtnetlink (libnl-route) and the "macsec" generic netlink
+ * family (messages built by hand: libnl has no SA/RX SC support).
+ *
+ * Conventions: int >= 0 on success, negative errno on failure; output
+ * parameters are written only on success. Every error that reached the kernel
+ * carries the kernel's extended-ACK text in struct fctl_nl_err when the kernel
+ * sent one. Key bytes are never logged, never copied except into the netlink
+ * message, and that message is wiped before it is freed.
+ *
+ * A struct fctl_nl is not thread-safe: use one per thread.
+ */
+#ifndef FCTL_NL_H
+#define FCTL_NL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/plan.h"
+#include "fctl/state.h"
+
+struct fctl_nl;
+struct nl_msg;
+
+/* What went wrong, for the user. */
+struct fctl_nl_err {
+	int err;          /* negative errno, 0 = no error */
+	char extack[256]; /* the kernel's extended-ACK message, "" when none */
+	char msg[256];    /* one line: "<what>: <extack or errno text>" */
+};
+
+/* Counters since open (or the last reset). */
+struct fctl_nl_stats {
+	uint64_t writes;      /* requests that ask the kernel to change something */
+	uint64_t round_trips; /* every request sent and answered (reads, dumps, writes) */
+};
+
+/*
+ * Opens an rtnetlink socket and a generic netlink socket, with extended ACK and
+ * capped ACKs on. netns: NULL for the current network namespace, or a name under
+ * /run/netns: the sockets are created inside it and the caller's namespace is
+ * restored before returning. The "macsec" family is resolved now if the kernel
+ * has it, or on first use otherwise.
+ */
+int fctl_nl_open(const char *netns, struct fctl_nl **out);
+void fctl_nl_close(struct fctl_nl *nl);
+
+void fctl_nl_get_stats(const struct fctl_nl *nl, struct fctl_nl_stats *out);
+void fctl_nl_reset_stats(struct fctl_nl *nl);
+
+/*
+ * Reads the live state: every VLAN and MACsec link, or (names != NULL) only the
+ * named ones and the VLAN/MACsec links under them; their MACsec channels and
+ * SAs (generic netlink dump) and addresses (IPv6 link-local addresses, which the
+ * kernel manages, are left out). The result is sorted (fctl_host_state_sort).
+ */
+int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
+		       size_t n_names, struct fctl_host_state **out);
+
+/* Executes one plan operation. key/key_len: the SAK for TXSA_ADD and RXSA_ADD,
+ * NULL/0 otherwise. err (may be NULL) is filled on failure. */
+int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
+		 size_t key_len, struct fctl_nl_err *err);
+
+/* Statistics of one MACsec device. */
+struct fctl_macsec_sa_stats {
+	bool present;
+	uint8_t an;
+	/* RX SA */
+	uint32_t in_pkts_ok;
+	uint32_t in_pkts_invalid;
+	uint32_t in_pkts_not_valid;
+	uint32_t in_pkts_not_using_sa;
+	uint32_t in_pkts_unused_sa;
+	/* TX SA */
+	uint32_t out_pkts_protected;
+	uint32_t out_pkts_encrypted;
+};
+
+struct fctl_macsec_rxsc_stats {
+	uint64_t sci; /* host order, as in struct fctl_rxsc */
+	uint64_t in_octets_validated;
+	uint64_t in_octets_decrypted;
+	uint64_t in_pkts_unchecked;
+	uint64_t in_pkts_delayed;
+	uint64_t in_pkts_ok;
+	uint64_t in_pkts_invalid;
+	uint64_t in_pkts_late;
+	uint64_t in_pkts_not_valid;
+	uint64_t in_pkts_not_using_sa;
+	uint64_t in_pkts_unused_sa;
+	struct fctl_macsec_sa_stats sa[FCTL_MAX_AN];
+};
+
+#define FCTL_NL_STATS_MAX_RXSC 16
+
+struct fctl_macsec_stats {
+	/* SecY */
+	uint64_t out_pkts_untagged;
+	uint64_t in_pkts_untagged;
+	uint64_t out_pkts_too_long;
+	uint64_t in_pkts_no_tag;
+	uint64_t in_pkts_bad_tag;
+	uint64_t in_pkts_unknown_sci;
+	uint64_t in_pkts_no_sci;
+	uint64_t in_pkts_overrun;
+	/* TX SC */
+	uint64_t out_pkts_protected;
+	uint64_t out_pkts_encrypted;
+	uint64_t out_octets_protected;
+	uint64_t out_octets_encrypted;
+	struct fctl_macsec_sa_stats txsa[FCTL_MAX_AN];
+	/* RX SCs: totals over all of them, then each (the first FCTL_NL_STATS_MAX_RXSC) */
+	struct fctl_macsec_rxsc_stats rx_total; /* sci 0; sa[] summed per AN */
+	struct fctl_macsec_rxsc_stats rxsc[FCTL_NL_STATS_MAX_RXSC];
+	size_t n_rxsc;
+	bool rxsc_truncated; /* the device has more RX SCs than rxsc[] holds */
+};
+
+int fctl_nl_read_macsec_stats(struct fctl_nl *nl, const char *ifname, struct fctl_macsec_stats *out);
+
+/*
+ * Message builders, separated from sending so they can be tested in memory.
+ * The caller frees *out with fctl_nl_msg_free (which wipes it).
+ */
+
+/* LINK_ADD (VLAN or MACsec), LINK_CHANGE, LINK_UP, LINK_DOWN, LINK_DEL.
+ * ifindex: the link's own (CHANGE/UP/DOWN); parent_ifindex: for LINK_ADD. */
+int fctl_nl_build_link_msg(const struct fctl_op *op, int ifindex, int parent_ifindex,
+			   struct nl_msg **out);
+/* RXSC_ADD/UPD/DEL on the generic netlink family id family. */
+int fctl_nl_build_rxsc_msg(int family, const struct fctl_op *op, int ifindex, struct nl_msg **out);
+/* TXSA_* and RXSA_*. cipher: the SecY's cipher suite (key length, PN width, XPN
+ * attributes). Rejects AN > 3, PN 0 or a PN wider than the cipher allows on add,
+ * a key of the wrong length, a missing KEYID, and a missing salt for XPN. UPD
+ * sends AN and ACTIVE only: it never rewinds the PN of a live SA. */
+int fctl_nl_build_sa_msg(int family, const struct fctl_op *op, enum fctl_cipher cipher,
+			 int ifindex, const uint8_t *key, size_t key_len, struct nl_msg **out);
+/* ADDR_ADD / ADDR_DEL: op->addr ("a.b.c.d/len" or "x::y/len") on ifindex. */
+int fctl_nl_build_addr_msg(const struct fctl_op *op, int ifindex, struct nl_msg **out);
+/* Wipes the whole message buffer, then frees it. Accepts NULL. */
+void fctl_nl_msg_free(struct nl_msg *msg);
+
+/* libnl's negative NLE_* code as a negative errno (the one translation point). */
+int fctl_nl_errno(int nle);
+
+#endif

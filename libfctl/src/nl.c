@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Netlink core: sockets (optionally inside a named network namespace), the one
+ * request/answer loop with extended-ACK capture, NLE_* -> errno, counters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <endian.h>
+
+#include <linux/if_macsec.h>
+#include <linux/netlink.h>
+#include <netlink/errno.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/socket.h>
+
+#include "nl_internal.h"
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+static const struct {
+	int nle;
+	int err;
+} nle_map[] = {
+	{ NLE_SUCCESS, 0 },
+	{ NLE_FAILURE, EIO },
+	{ NLE_INTR, EINTR },
+	{ NLE_BAD_SOCK, EBADF },
+	{ NLE_AGAIN, EAGAIN },
+	{ NLE_NOMEM, ENOMEM },
+	{ NLE_EXIST, EEXIST },
+	{ NLE_INVAL, EINVAL },
+	{ NLE_RANGE, ERANGE },
+	{ NLE_MSGSIZE, EMSGSIZE },
+	{ NLE_OPNOTSUPP, EOPNOTSUPP },
+	{ NLE_AF_NOSUPPORT, EAFNOSUPPORT },
+	{ NLE_OBJ_NOTFOUND, ENOENT },
+	{ NLE_NOATTR, ENODATA },
+	{ NLE_MISSING_ATTR, EINVAL },
+	{ NLE_AF_MISMATCH, EINVAL },
+	{ NLE_SEQ_MISMATCH, EPROTO },
+	{ NLE_MSG_OVERFLOW, EOVERFLOW },
+	{ NLE_MSG_TRUNC, EMSGSIZE },
+	{ NLE_NOADDR, EADDRNOTAVAIL },
+	{ NLE_SRCRT_NOSUPPORT, EOPNOTSUPP },
+	{ NLE_MSG_TOOSHORT, EPROTO },
+	{ NLE_MSGTYPE_NOSUPPORT, EOPNOTSUPP },
+	{ NLE_OBJ_MISMATCH, EINVAL },
+	{ NLE_NOCACHE, ENOENT },
+	{ NLE_BUSY, EBUSY },
+	{ NLE_PROTO_MISMATCH, EPROTONOSUPPORT },
+	{ NLE_NOACCESS, EACCES },
+	{ NLE_PERM, EPERM },
+	{ NLE_PKTLOC_FILE, ENOENT },
+	{ NLE_PARSE_ERR, EINVAL },
+	{ NLE_NODEV, ENODEV },
+	{ NLE_IMMUTABLE, EROFS },
+	{ NLE_DUMP_INTR, EINTR },
+	{ NLE_ATTRSIZE, ERANGE },
+};
+
+int fctl_nl_errno(int nle)
+{
+	int code = nle < 0 ? -nle : nle;
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(nle_map); i++)
+		if (nle_map[i].nle == code)
+			return -nle_map[i].err;
+	return -EIO;
+}
+
+uint64_t fctl_nli_sci_to_wire(uint64_t sci)
+{
+	return htobe64(sci);
+}
+
+uint64_t fctl_nli_sci_from_wire(uint64_t wire)
+{
+	return be64toh(wire);
+}
+
+void fctl_nli_err_clear(struct fctl_nl_err *err)
+{
+	if (!err)
+		return;
+	err->err = 0;
+	err->extack[0] = '\0';
+	err->msg[0] = '\0';
+}
+
+void fctl_nli_err_set(struct fctl_nl_err *err, int e, const char *what)
+{
+	if (!err)
+		return;
+	err->err = e;
+	if (err->extack[0])
+		snprintf(err->msg, sizeof(err->msg), "%.96s: %.120s (%.32s)", what, err->extack,
+			 strerror(-e));
+	else
+		snprintf(err->msg, sizeof(err->msg), "%.150s: %.64s", what, strerror(-e));
+}
+
+/* --- sockets --- */
+
+static int sock_new(int protocol, struct nl_sock **out)
+{
+	struct nl_sock *sk;
+	int one = 1;
+	int r;
+
+	sk = nl_socket_alloc();
+	if (!sk)
+		return -ENOMEM;
+	r = nl_connect(sk, protocol);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		goto fail;
+	}
+	/* The kernel's error text, and ACKs that do not echo our request back
+	 * (the request may carry a key). */
+	if (setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one)) < 0 ||
+	    setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	*out = sk;
+	return 0;
+fail:
+	nl_socket_free(sk);
+	return r;
+}
+
+static int open_sockets(struct fctl_nl *nl)
+{
+	int r;
+
+	r = sock_new(NETLINK_ROUTE, &nl->rt);
+	if (r < 0)
+		return r;
+	r = sock_new(NETLINK_GENERIC, &nl->gen);
+	if (r < 0)
+		return r;
+	/* Absent until the macsec module is loaded: resolved again on first use. */
+	r = genl_ctrl_resolve(nl->gen, MACSEC_GENL_NAME);
+	if (r > 0)
+		nl->macsec_family = r;
+	return 0;
+}
+
+int fctl_nl_open(const char *netns, struct fctl_nl **out)
+{
+	struct fctl_nl *nl;
+	int orig_fd = -1, ns_fd = -1;
+	bool switched = false;
+	int r;
+
+	nl = fctl_calloc(1, sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+
+	if (netns) {
+		char path[256];
+
+		if (!netns[0] || strchr(netns, '/') || strcmp(netns, ".") == 0 ||
+		    strcmp(netns, "..") == 0) {
+			r = -EINVAL;
+			goto out;
+		}
+		snprintf(path, sizeof(path), "/run/netns/%s", netns);
+		orig_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (orig_fd < 0) {
+			r = -errno;
+			goto out;
+		}
+		ns_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (ns_fd < 0) {
+			r = -errno;
+			goto out;
+		}
+		if (setns(ns_fd, CLONE_NEWNET) < 0) {
+			r = -errno;
+			goto out;
+		}
+		switched = true;
+	}
+
+	r = open_sockets(nl);
+
+out:
+	if (switched && setns(orig_fd, CLONE_NEWNET) < 0) {
+		/* Cannot return to the caller's namespace: nothing is safe now. */
+		if (r >= 0)
+			r = -errno;
+	}
+	if (ns_fd >= 0)
+		close(ns_fd);
+	if (orig_fd >= 0)
+		close(orig_fd);
+	if (r < 0) {
+		fctl_nl_close(nl);
+		return r;
+	}
+	*out = nl;
+	return 0;
+}
+
+void fctl_nl_close(struct fctl_nl *nl)
+{
+	if (!nl)
+		return;
+	nl_socket_free(nl->rt);
+	nl_socket_free(nl->gen);
+	free(nl);
+}
+
+void fctl_nl_get_stats(const struct fctl_nl *nl, struct fctl_nl_stats *out)
+{
+	*out = nl->stats;
+}
+
+void fctl_nl_reset_stats(struct fctl_nl *nl)
+{
+	memset(&nl->stats, 0, sizeof(nl->stats));
+}
+
+int fctl_nli_macsec_family(struct fctl_nl *nl, struct fctl_nl_err *err)
+{
+	int r;
+
+	if (nl->macsec_family > 0)
+		return nl->macsec_family;
+	nl->stats.round_trips++;
+	r = genl_ctrl_resolve(nl->gen, MACSEC_GENL_NAME);
+	if (r < 0) {
+		r = -EOPNOTSUPP;
+		fctl_nli_err_set(err, r, "generic netlink family \"macsec\" not found (no macsec module?)");
+		return r;
+	}
+	nl->macsec_family = r;
+	return r;
+}
+
+/* --- one request, its answers --- */
+
+struct xact {
+	int (*valid)(struct nl_msg *msg, void *arg);
+	void *arg;
+	struct fctl_nl_err *err;
+	int result; /* first error: kernel errno or the parser's */
+	bool done;
+};
+
+static void extack_copy(struct nlmsgerr *e, struct fctl_nl_err *err)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
+	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+	size_t ack_len, total;
+
+	if (!err || !(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	total = nlh->nlmsg_len;
+	ack_len = sizeof(*e);
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		ack_len += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	ack_len = NLMSG_ALIGN(ack_len);
+	if (total <= NLMSG_HDRLEN + ack_len)
+		return;
+	if (nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)e + ack_len),
+		      (int)(total - NLMSG_HDRLEN - ack_len), NULL) < 0)
+		return;
+	if (tb[NLMSGERR_ATTR_MSG] && nla_len(tb[NLMSGERR_ATTR_MSG]) > 0) {
+		size_t n = (size_t)nla_len(tb[NLMSGERR_ATTR_MSG]);
+
+		if (n > sizeof(err->extack) - 1)
+			n = sizeof(err->extack) - 1;
+		memcpy(err->extack, nla_data(tb[NLMSGERR_ATTR_MSG]), n);
+		err->extack[n] = '\0';
+		/* strip a trailing NUL or newline that is part of the attribute */
+		n = strlen(err->extack);
+		while (n && err->extack[n - 1] == '\n')
+			err->extack[--n] = '\0';
+	}
+}
+
+static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+	struct xact *x = arg;
+
+	(void)who;
+	if (x->result == 0)
+		x->result = e->error < 0 ? e->error : -e->error;
+	extack_copy(e, x->err);
+	x->done = true;
+	return NL_STOP;
+}
+
+static int on_ack(struct nl_msg *msg, void *arg)
+{
+	struct xact *x = arg;
+
+	(void)msg;
+	x->done = true;
+	return NL_STOP;
+}
+
+static int on_valid(struct nl_msg *msg, void *arg)
+{
+	struct xact *x = arg;
+	int r;
+
+	if (!x->valid || x->result < 0)
+		return NL_OK;
+	r = x->valid(msg, x->arg);
+	if (r < 0)
+		x->result = r; /* keep reading to the end of the answer */
+	return NL_OK;
+}
+
+int fctl_nli_xact(struct fctl_nl *nl, struct nl_sock *sk, struct nl_msg *msg, bool write,
+		  int (*valid)(struct nl_msg *msg, void *arg), void *arg, struct fctl_nl_err *err)
+{
+	struct xact x = { .valid = valid, .arg = arg, .err = err };
+	struct nl_cb *cb;
+	int r;
+
+	cb = nl_cb_alloc(NL_CB_DEFAULT);
+	if (!cb)
+		return -ENOMEM;
+	nl_cb_err(cb, NL_CB_CUSTOM, on_error, &x);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, &x);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_ack, &x);
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &x);
+
+	if (err)
+		err->extack[0] = '\0';
+	if (write)
+		nl->stats.writes++;
+	nl->stats.round_trips++;
+
+	r = nl_send_auto(sk, msg); /* sets NLM_F_REQUEST | NLM_F_ACK, seq, port */
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		goto out;
+	}
+	while (!x.done) {
+		r = nl_recvmsgs(sk, cb);
+		if (r == -NLE_DUMP_INTR) {
+			r = -EINTR;
+			goto out;
+		}
+		if (r < 0 && x.result == 0) {
+			x.result = fctl_nl_errno(r);
+			break;
+		}
+		if (r < 0)
+			break;
+	}
+	r = x.result;
+out:
+	nl_cb_put(cb);
+	return r;
+}
+
+/* --- lookups --- */
+
+int fctl_nli_link_get(struct fctl_nl *nl, const char *name, int *ifindex, struct rtnl_link **link,
+		      struct fctl_nl_err *err)
+{
+	struct rtnl_link *l = NULL;
+	char what[64];
+	int r;
+
+	nl->stats.round_trips++;
+	r = rtnl_link_get_kernel(nl->rt, 0, name, &l);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		if (r == -ENOENT)
+			r = -ENODEV;
+		snprintf(what, sizeof(what), "link \"%s\"", name);
+		if (err)
+			err->extack[0] = '\0';
+		fctl_nli_err_set(err, r, what);
+		return r;
+	}
+	if (ifindex)
+		*ifindex = rtnl_link_get_ifindex(l);
+	if (link)
+		*link = l;
+	else
+		rtnl_link_put(l);
+	return 0;
+}
+
+/* --- exec dispatch --- */
+
+int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
+		 size_t key_len, struct fctl_nl_err *err)
+{
+	fctl_nli_err_clear(err);
+	switch (op->kind) {
+	case FCTL_OP_RXSC_ADD:
+	case FCTL_OP_RXSC_UPD:
+	case FCTL_OP_RXSC_DEL:
+	case FCTL_OP_RXSA_ADD:
+	case FCTL_OP_RXSA_UPD:
+	case FCTL_OP_RXSA_DEL:
+	case FCTL_OP_TXSA_ADD:
+	case FCTL_OP_TXSA_UPD:
+	case FCTL_OP_TXSA_DEL:
+		return fctl_nli_exec_macsec(nl, op, key, key_len, err);
+	case FCTL_OP_LINK_ADD:
+	case FCTL_OP_LINK_CHANGE:
+	case FCTL_OP_LINK_UP:
+	case FCTL_OP_LINK_DOWN:
+	case FCTL_OP_LINK_DEL:
+	case FCTL_OP_ADDR_ADD:
+	case FCTL_OP_ADDR_DEL:
+		return fctl_nli_exec_link(nl, op, err);
+	}
+	fctl_nli_err_set(err, -EINVAL, "unknown operation");
+	return -EINVAL;
+}
+
+void fctl_nl_msg_free(struct nl_msg *msg)
+{
+	if (!msg)
+		return;
+	fctl_memzero(nlmsg_hdr(msg), nlmsg_get_max_size(msg));
+	nlmsg_free(msg);
+}

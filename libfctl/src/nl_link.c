@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Links and addresses over rtnetlink: message builders, their execution, and
+ * the live-state reader (libnl-route link and address caches).
+ *
+ * MACsec link messages are built by hand: libnl 3.7's macsec link module sends
+ * WINDOW only together with REPLAY_PROTECT, refuses offload 2, and resends the
+ * cipher and SCI when a read-back object is used for a change; a message holding
+ * exactly the fields of the op avoids all three.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/if_addr.h>
+#include <linux/if_ether.h>
+#include <linux/if_link.h>
+#include <linux/if_macsec.h>
+#include <linux/rtnetlink.h>
+#include <netlink/cache.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/macsec.h>
+#include <netlink/route/link/vlan.h>
+
+#include "nl_internal.h"
+
+/* --- builders --- */
+
+static const char *op_ifname(const struct fctl_op *op)
+{
+	return op->ifname[0] ? op->ifname : op->link.name;
+}
+
+static int link_msg_new(int type, int flags, int ifindex, unsigned int iff, unsigned int change,
+			struct nl_msg **out)
+{
+	struct ifinfomsg ifi = {
+		.ifi_family = AF_UNSPEC,
+		.ifi_index = ifindex,
+		.ifi_flags = iff,
+		.ifi_change = change,
+	};
+	struct nl_msg *msg;
+
+	msg = nlmsg_alloc_simple(type, flags);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	*out = msg;
+	return 0;
+}
+
+/* Names the link: by index when known, else by IFLA_IFNAME (the kernel looks
+ * RTM_NEWLINK/RTM_DELLINK targets up by name when ifi_index is 0). */
+static int put_target(struct nl_msg *msg, const struct fctl_op *op, int ifindex)
+{
+	if (ifindex > 0)
+		return 0;
+	return nla_put_string(msg, IFLA_IFNAME, op_ifname(op)) < 0 ? -EMSGSIZE : 0;
+}
+
+#define MACSEC_ALL_CHG                                                                          \
+	(FCTL_CHG_WINDOW | FCTL_CHG_REPLAY | FCTL_CHG_VALIDATE | FCTL_CHG_ENCRYPT |             \
+	 FCTL_CHG_PROTECT | FCTL_CHG_SEND_SCI | FCTL_CHG_END_STATION | FCTL_CHG_SCB |           \
+	 FCTL_CHG_ENCODING_SA | FCTL_CHG_OFFLOAD)
+
+/* IFLA_INFO_DATA for a MACsec link: on add everything (identity included), on
+ * change only the fields in chg. */
+static int put_macsec_data(struct nl_msg *msg, const struct fctl_macsec *m, unsigned int chg,
+			   bool add)
+{
+	struct nlattr *data;
+	int r = -EMSGSIZE;
+
+	if (m->encoding_sa >= FCTL_MAX_AN || m->validate > FCTL_VALIDATE_STRICT ||
+	    m->offload > FCTL_OFFLOAD_MAC)
+		return -EINVAL;
+	data = nla_nest_start(msg, IFLA_INFO_DATA);
+	if (!data)
+		return -EMSGSIZE;
+	if (add) {
+		if (m->sci) {
+			if (nla_put_u64(msg, IFLA_MACSEC_SCI, fctl_nli_sci_to_wire(m->sci)) < 0)
+				goto out;
+		} else if (m->has_port) {
+			/* the kernel takes the port in network order */
+			if (nla_put_u16(msg, IFLA_MACSEC_PORT, htons(m->port)) < 0)
+				goto out;
+		}
+		if (nla_put_u64(msg, IFLA_MACSEC_CIPHER_SUITE, fctl_cipher_kernel_id(m->cipher)) < 0)
+			goto out;
+		if (m->icv_len && nla_put_u8(msg, IFLA_MACSEC_ICV_LEN, m->icv_len) < 0)
+			goto out;
+		chg = MACSEC_ALL_CHG;
+		if (m->offload == FCTL_OFFLOAD_OFF)
+			chg &= ~(unsigned int)FCTL_CHG_OFFLOAD; /* off is the default */
+		if (!m->replay_protect && !m->window)
+			chg &= ~(unsigned int)FCTL_CHG_WINDOW;
+	}
+	/* The kernel refuses replay protection on without a window in the same message. */
+	if ((chg & FCTL_CHG_REPLAY) && m->replay_protect)
+		chg |= FCTL_CHG_WINDOW;
+
+	if ((chg & FCTL_CHG_ENCRYPT) && nla_put_u8(msg, IFLA_MACSEC_ENCRYPT, m->encrypt) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_PROTECT) && nla_put_u8(msg, IFLA_MACSEC_PROTECT, m->protect) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_SEND_SCI) && nla_put_u8(msg, IFLA_MACSEC_INC_SCI, m->send_sci) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_END_STATION) && nla_put_u8(msg, IFLA_MACSEC_ES, m->end_station) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_SCB) && nla_put_u8(msg, IFLA_MACSEC_SCB, m->scb) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_REPLAY) &&
+	    nla_put_u8(msg, IFLA_MACSEC_REPLAY_PROTECT, m->replay_protect) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_WINDOW) && nla_put_u32(msg, IFLA_MACSEC_WINDOW, m->window) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_VALIDATE) && nla_put_u8(msg, IFLA_MACSEC_VALIDATION, m->validate) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_ENCODING_SA) &&
+	    nla_put_u8(msg, IFLA_MACSEC_ENCODING_SA, m->encoding_sa) < 0)
+		goto out;
+	if ((chg & FCTL_CHG_OFFLOAD) && nla_put_u8(msg, IFLA_MACSEC_OFFLOAD, m->offload) < 0)
+		goto out;
+	nla_nest_end(msg, data);
+	r = 0;
+out:
+	return r;
+}
+
+static int build_vlan_add(const struct fctl_op *op, int parent_ifindex, struct nl_msg **out)
+{
+	struct rtnl_link *l;
+	struct nl_msg *msg = NULL;
+	int r;
+
+	l = rtnl_link_vlan_alloc();
+	if (!l)
+		return -ENOMEM;
+	rtnl_link_set_name(l, op_ifname(op));
+	rtnl_link_set_link(l, parent_ifindex);
+	if (op->link.has_mtu)
+		rtnl_link_set_mtu(l, op->link.mtu);
+	r = rtnl_link_vlan_set_id(l, op->link.vid);
+	if (r >= 0)
+		r = rtnl_link_vlan_set_protocol(
+			l, htons(op->link.proto == FCTL_VLAN_8021AD ? ETH_P_8021AD : ETH_P_8021Q));
+	if (r >= 0)
+		r = rtnl_link_build_add_request(l, NLM_F_CREATE | NLM_F_EXCL, &msg);
+	rtnl_link_put(l);
+	if (r < 0)
+		return fctl_nl_errno(r);
+	*out = msg;
+	return 0;
+}
+
+static int build_macsec_add(const struct fctl_op *op, int parent_ifindex, struct nl_msg **out)
+{
+	struct nl_msg *msg = NULL;
+	struct nlattr *info;
+	int r;
+
+	r = link_msg_new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0, 0, 0, &msg);
+	if (r < 0)
+		return r;
+	r = -EMSGSIZE;
+	if (nla_put_string(msg, IFLA_IFNAME, op_ifname(op)) < 0 ||
+	    nla_put_u32(msg, IFLA_LINK, (uint32_t)parent_ifindex) < 0)
+		goto fail;
+	if (op->link.has_mtu && nla_put_u32(msg, IFLA_MTU, op->link.mtu) < 0)
+		goto fail;
+	info = nla_nest_start(msg, IFLA_LINKINFO);
+	if (!info || nla_put_string(msg, IFLA_INFO_KIND, "macsec") < 0)
+		goto fail;
+	r = put_macsec_data(msg, &op->link.macsec, 0, true);
+	if (r < 0)
+		goto fail;
+	nla_nest_end(msg, info);
+	*out = msg;
+	return 0;
+fail:
+	fctl_nl_msg_free(msg);
+	return r;
+}
+
+static int build_link_change(const struct fctl_op *op, int ifindex, struct nl_msg **out)
+{
+	struct nl_msg *msg = NULL;
+	unsigned int macsec_chg = op->changes & MACSEC_ALL_CHG;
+	int r;
+
+	if (op->changes & ~(MACSEC_ALL_CHG | FCTL_CHG_MTU))
+		return -EINVAL;
+	if (macsec_chg && op->link.kind != FCTL_LINK_MACSEC)
+		return -EINVAL;
+	if (!op->changes)
+		return -EINVAL;
+	r = link_msg_new(RTM_NEWLINK, 0, ifindex, 0, 0, &msg);
+	if (r < 0)
+		return r;
+	r = put_target(msg, op, ifindex);
+	if (r < 0)
+		goto fail;
+	r = -EMSGSIZE;
+	if ((op->changes & FCTL_CHG_MTU) && nla_put_u32(msg, IFLA_MTU, op->link.mtu) < 0)
+		goto fail;
+	if (macsec_chg) {
+		struct nlattr *info = nla_nest_start(msg, IFLA_LINKINFO);
+
+		if (!info || nla_put_string(msg, IFLA_INFO_KIND, "macsec") < 0)
+			goto fail;
+		r = put_macsec_data(msg, &op->link.macsec, macsec_chg, false);
+		if (r < 0)
+			goto fail;
+		nla_nest_end(msg, info);
+	}
+	*out = msg;
+	return 0;
+fail:
+	fctl_nl_msg_free(msg);
+	return r;
+}
+
+int fctl_nl_build_link_msg(const struct fctl_op *op, int ifindex, int parent_ifindex,
+			   struct nl_msg **out)
+{
+	struct nl_msg *msg = NULL;
+	int r;
+
+	if (!op_ifname(op)[0] || strnlen(op_ifname(op), FCTL_IFNAMSIZ) >= FCTL_IFNAMSIZ)
+		return -EINVAL;
+	switch (op->kind) {
+	case FCTL_OP_LINK_ADD:
+		if (parent_ifindex <= 0)
+			return -EINVAL;
+		if (op->link.kind == FCTL_LINK_VLAN)
+			return build_vlan_add(op, parent_ifindex, out);
+		return build_macsec_add(op, parent_ifindex, out);
+	case FCTL_OP_LINK_CHANGE:
+		return build_link_change(op, ifindex, out);
+	case FCTL_OP_LINK_UP:
+	case FCTL_OP_LINK_DOWN:
+		r = link_msg_new(RTM_NEWLINK, 0, ifindex, op->kind == FCTL_OP_LINK_UP ? IFF_UP : 0,
+				 IFF_UP, &msg);
+		break;
+	case FCTL_OP_LINK_DEL:
+		r = link_msg_new(RTM_DELLINK, 0, ifindex, 0, 0, &msg);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (r < 0)
+		return r;
+	r = put_target(msg, op, ifindex);
+	if (r < 0) {
+		fctl_nl_msg_free(msg);
+		return r;
+	}
+	*out = msg;
+	return 0;
+}
+
+/* "10.0.0.1/24", "fd00::1/64"; a missing /len means a host address. */
+static int parse_cidr(const char *s, int *family, uint8_t addr[16], unsigned int *plen)
+{
+	char buf[64];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	uint64_t len;
+	int fam;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	fam = strchr(buf, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(fam, buf, addr) != 1)
+		return -EINVAL;
+	len = fam == AF_INET ? 32 : 128;
+	if (slash) {
+		uint64_t v;
+
+		if (fctl_parse_u64(slash + 1, &v) < 0 || v > len || (slash[1] == '0' && slash[2]))
+			return -EINVAL;
+		len = v;
+	}
+	*family = fam;
+	*plen = (unsigned int)len;
+	return 0;
+}
+
+int fctl_nl_build_addr_msg(const struct fctl_op *op, int ifindex, struct nl_msg **out)
+{
+	struct ifaddrmsg ifa = { 0 };
+	struct nl_msg *msg;
+	uint8_t addr[16];
+	unsigned int plen;
+	int family, alen, r;
+
+	if ((op->kind != FCTL_OP_ADDR_ADD && op->kind != FCTL_OP_ADDR_DEL) || !op->addr ||
+	    ifindex <= 0)
+		return -EINVAL;
+	r = parse_cidr(op->addr, &family, addr, &plen);
+	if (r < 0)
+		return r;
+	alen = family == AF_INET ? 4 : 16;
+	ifa.ifa_family = (uint8_t)family;
+	ifa.ifa_prefixlen = (uint8_t)plen;
+	ifa.ifa_scope = RT_SCOPE_UNIVERSE;
+	ifa.ifa_index = (uint32_t)ifindex;
+	msg = nlmsg_alloc_simple(op->kind == FCTL_OP_ADDR_ADD ? RTM_NEWADDR : RTM_DELADDR,
+				 op->kind == FCTL_OP_ADDR_ADD ? NLM_F_CREATE | NLM_F_EXCL : 0);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifa, sizeof(ifa), NLMSG_ALIGNTO) < 0 ||
+	    nla_put(msg, IFA_LOCAL, alen, addr) < 0 || nla_put(msg, IFA_ADDRESS, alen, addr) < 0) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	*out = msg;
+	return 0;
+}
+
+/* --- execution --- */
+
+static void what_of(const struct fctl_op *op, char *buf, size_t n)
+{
+	if (op->addr)
+		snprintf(buf, n, "%s %s %s", fctl_op_kind_name(op->kind), op_ifname(op), op->addr);
+	else
+		snprintf(buf, n, "%s %s", fctl_op_kind_name(op->kind), op_ifname(op));
+}
+
+int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl_nl_err *err)
+{
+	struct nl_msg *msg = NULL;
+	char what[96];
+	int ifindex = 0, parent = 0;
+	int r;
+
+	what_of(op, what, sizeof(what));
+	switch (op->kind) {
+	case FCTL_OP_LINK_ADD:
+		r = fctl_nli_link_get(nl, op->link.parent, &parent, NULL, err);
+		if (r < 0)
+			return r;
+		r = fctl_nl_build_link_msg(op, 0, parent, &msg);
+		break;
+	case FCTL_OP_LINK_CHANGE:
+	case FCTL_OP_LINK_UP:
+	case FCTL_OP_LINK_DOWN:
+	case FCTL_OP_LINK_DEL:
+		r = fctl_nl_build_link_msg(op, 0, 0, &msg);
+		break;
+	case FCTL_OP_ADDR_ADD:
+	case FCTL_OP_ADDR_DEL:
+		r = fctl_nli_link_get(nl, op_ifname(op), &ifindex, NULL, err);
+		if (r < 0)
+			return r;
+		r = fctl_nl_build_addr_msg(op, ifindex, &msg);
+		break;
+	default:
+		r = -EINVAL;
+		break;
+	}
+	if (r < 0) {
+		fctl_nli_err_set(err, r, what);
+		return r;
+	}
+	r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
+	fctl_nl_msg_free(msg);
+	if (r < 0)
+		fctl_nli_err_set(err, r, what);
+	return r < 0 ? r : 0;
+}
+
+/* --- live state --- */
+
+struct cand {
+	struct rtnl_link *l;
+	enum fctl_link_kind kind;
+	bool want;
+};
+
+static bool name_listed(const char *name, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void copy_name(char dst[FCTL_IFNAMSIZ], const char *src)
+{
+	snprintf(dst, FCTL_IFNAMSIZ, "%s", src ? src : "");
+}
+
+static int fill_macsec(struct rtnl_link *l, struct fctl_macsec *m)
+{
+	uint64_t u64;
+	uint32_t u32;
+	uint16_t u16;
+	uint8_t u8;
+	enum macsec_validation_type v;
+	int r;
+
+	if (rtnl_link_macsec_get_sci(l, &u64) == 0) {
+		m->sci = fctl_nli_sci_from_wire(u64);
+		/* PORT is never reported: it is the low 16 bits of the SCI */
+		m->port = (uint16_t)(m->sci & 0xffff);
+		m->has_port = true;
+	}
+	if (rtnl_link_macsec_get_cipher_suite(l, &u64) == 0) {
+		/* GCM-AES-128 comes back as the legacy id 0x0080020001000001 */
+		r = fctl_cipher_from_kernel_id(u64, &m->cipher);
+		if (r < 0)
+			return r;
+	}
+	if (rtnl_link_macsec_get_icv_len(l, &u16) == 0)
+		m->icv_len = (uint8_t)u16;
+	if (rtnl_link_macsec_get_encrypt(l, &u8) == 0)
+		m->encrypt = u8;
+	if (rtnl_link_macsec_get_protect(l, &u8) == 0)
+		m->protect = u8;
+	if (rtnl_link_macsec_get_replay_protect(l, &u8) == 0)
+		m->replay_protect = u8;
+	/* WINDOW is only reported with replay protection on */
+	if (m->replay_protect && rtnl_link_macsec_get_window(l, &u32) == 0)
+		m->window = u32;
+	if (rtnl_link_macsec_get_validation_type(l, &v) == 0)
+		m->validate = v == MACSEC_VALIDATE_STRICT	? FCTL_VALIDATE_STRICT
+			      : v == MACSEC_VALIDATE_CHECK ? FCTL_VALIDATE_CHECK
+							   : FCTL_VALIDATE_DISABLED;
+	if (rtnl_link_macsec_get_send_sci(l, &u8) == 0)
+		m->send_sci = u8;
+	if (rtnl_link_macsec_get_end_station(l, &u8) == 0)
+		m->end_station = u8;
+	if (rtnl_link_macsec_get_scb(l, &u8) == 0)
+		m->scb = u8;
+	if (rtnl_link_macsec_get_offload(l, &u8) == 0)
+		m->offload = u8 == MACSEC_OFFLOAD_PHY	? FCTL_OFFLOAD_PHY
+			     : u8 == MACSEC_OFFLOAD_MAC ? FCTL_OFFLOAD_MAC
+							: FCTL_OFFLOAD_OFF;
+	if (rtnl_link_macsec_get_encoding_sa(l, &u8) == 0)
+		m->encoding_sa = u8;
+	return 0;
+}
+
+static int fill_link(struct fctl_host_state *hs, struct nl_cache *cache, const struct cand *c)
+{
+	struct fctl_link *fl;
+	char parent[IFNAMSIZ] = "";
+	int pidx;
+
+	fl = fctl_host_state_add_link(hs, c->kind, rtnl_link_get_name(c->l));
+	if (!fl)
+		return -ENOMEM;
+	copy_name(fl->name, rtnl_link_get_name(c->l));
+	fl->kind = c->kind;
+	fl->ifindex = rtnl_link_get_ifindex(c->l);
+	fl->mtu = rtnl_link_get_mtu(c->l);
+	fl->has_mtu = true;
+	fl->up = (rtnl_link_get_flags(c->l) & IFF_UP) != 0;
+	pidx = rtnl_link_get_link(c->l);
+	if (pidx > 0 && rtnl_link_i2name(cache, pidx, parent, sizeof(parent)))
+		copy_name(fl->parent, parent);
+	if (c->kind == FCTL_LINK_VLAN) {
+		int proto = rtnl_link_vlan_get_protocol(c->l);
+
+		fl->vid = (uint16_t)rtnl_link_vlan_get_id(c->l);
+		fl->proto = proto > 0 && ntohs((uint16_t)proto) == ETH_P_8021AD ? FCTL_VLAN_8021AD
+										 : FCTL_VLAN_8021Q;
+		return 0;
+	}
+	return fill_macsec(c->l, &fl->macsec);
+}
+
+static struct fctl_link *link_by_ifindex(struct fctl_host_state *hs, int ifindex)
+{
+	for (size_t i = 0; i < hs->n_links; i++)
+		if (hs->links[i].ifindex == ifindex)
+			return &hs->links[i];
+	return NULL;
+}
+
+static bool addr_is_kernel_managed(struct rtnl_addr *a)
+{
+	/* IPv6 link-local addresses come and go with the link: not ours to manage */
+	return rtnl_addr_get_family(a) == AF_INET6 && rtnl_addr_get_scope(a) == RT_SCOPE_LINK;
+}
+
+static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
+{
+	struct nl_cache *cache = NULL;
+	struct nl_object *o;
+	int r;
+
+	nl->stats.round_trips++;
+	r = rtnl_addr_alloc_cache(nl->rt, &cache);
+	if (r < 0)
+		return fctl_nl_errno(r);
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_addr *local = rtnl_addr_get_local(a);
+		struct fctl_link *fl = link_by_ifindex(hs, rtnl_addr_get_ifindex(a));
+		char ip[INET6_ADDRSTRLEN], cidr[INET6_ADDRSTRLEN + 8];
+		int fam = rtnl_addr_get_family(a);
+
+		if (!fl || !local || addr_is_kernel_managed(a) || (fam != AF_INET && fam != AF_INET6))
+			continue;
+		if (!inet_ntop(fam, nl_addr_get_binary_addr(local), ip, sizeof(ip)))
+			continue;
+		snprintf(cidr, sizeof(cidr), "%s/%u", ip, rtnl_addr_get_prefixlen(a));
+		r = fctl_link_add_addr(fl, cidr);
+		if (r < 0)
+			break;
+	}
+	nl_cache_free(cache);
+	return r < 0 ? r : 0;
+}
+
+int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
+		       size_t n_names, struct fctl_host_state **out)
+{
+	struct fctl_host_state *hs = NULL;
+	struct nl_cache *cache = NULL;
+	struct cand *cands = NULL;
+	size_t n = 0, cap = 0;
+	bool any_macsec = false;
+	struct nl_object *o;
+	int r;
+
+	hs = fctl_host_state_new(host);
+	if (!hs)
+		return -ENOMEM;
+	nl->stats.round_trips++;
+	r = rtnl_link_alloc_cache(nl->rt, AF_UNSPEC, &cache);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		goto out;
+	}
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_link *l = (struct rtnl_link *)o;
+		const char *type = rtnl_link_get_type(l);
+		struct cand *c;
+
+		if (!type || (strcmp(type, "vlan") != 0 && strcmp(type, "macsec") != 0))
+			continue;
+		c = fctl_array_grow(&cands, &n, &cap, sizeof(*cands));
+		if (!c) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c->l = l;
+		c->kind = strcmp(type, "vlan") == 0 ? FCTL_LINK_VLAN : FCTL_LINK_MACSEC;
+		c->want = !names || name_listed(rtnl_link_get_name(l), names, n_names);
+	}
+	/* the VLAN/MACsec links under a wanted one are wanted too */
+	for (bool grew = true; grew && names;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			int pidx = cands[i].want ? rtnl_link_get_link(cands[i].l) : 0;
+
+			for (size_t j = 0; pidx > 0 && j < n; j++) {
+				if (!cands[j].want && rtnl_link_get_ifindex(cands[j].l) == pidx) {
+					cands[j].want = true;
+					grew = true;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!cands[i].want)
+			continue;
+		r = fill_link(hs, cache, &cands[i]);
+		if (r < 0)
+			goto out;
+		any_macsec |= cands[i].kind == FCTL_LINK_MACSEC;
+	}
+	if (any_macsec) {
+		r = fctl_nli_read_macsec_sas(nl, hs);
+		if (r < 0)
+			goto out;
+	}
+	if (hs->n_links) {
+		r = read_addrs(nl, hs);
+		if (r < 0)
+			goto out;
+	}
+	fctl_host_state_sort(hs);
+	*out = hs;
+	hs = NULL;
+	r = 0;
+out:
+	free(cands);
+	nl_cache_free(cache);
+	fctl_host_state_free(hs);
+	return r;
+}
