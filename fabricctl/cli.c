@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+bool cli_color(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return isatty(fileno(f)) && !(nc && *nc);
+}
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_write(FILE *f, const struct fctl_buf *b)
+{
+	if (b->oom) {
+		cli_err("out of memory");
+		return -1;
+	}
+	if (b->len && fwrite(b->data, 1, b->len, f) != b->len)
+		return -1;
+	return fflush(f) == 0 ? 0 : -1;
+}
+
+int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf b = { 0 };
+	int r, rc;
+
+	r = fctl_profile_load(file, &d, &p);
+	if (p)
+		fctl_profile_validate(p, &d);
+	if (d.n && (d.n_errors || !quiet_ok)) {
+		fctl_diags_to_text(&d, &b, cli_color(stderr));
+		cli_write(stderr, &b);
+	}
+	if (r < 0 && !p)
+		rc = d.n_errors && r != -ENOENT && r != -EACCES ? EXIT_INVALID : EXIT_USAGE;
+	else
+		rc = d.n_errors ? EXIT_INVALID : EXIT_OK;
+	if (rc == EXIT_INVALID)
+		cli_err("%s: %zu error%s; nothing done", file, d.n_errors,
+			d.n_errors == 1 ? "" : "s");
+	fctl_buf_release(&b);
+	fctl_diags_release(&d);
+	if (rc != EXIT_OK) {
+		fctl_profile_free(p);
+		return rc;
+	}
+	*out = p;
+	return EXIT_OK;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The fabricctl program: thin commands over libfctl. One file per command noun. */
+#ifndef FABRICCTL_CLI_H
+#define FABRICCTL_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "fctl/diag.h"
+#include "fctl/profile.h"
+
+/* Exit codes (documented in docs/cli.md and `fabricctl --help`). */
+enum {
+	EXIT_OK = 0,
+	EXIT_INVALID = 1, /* the input was read and is invalid, or a check failed */
+	EXIT_USAGE = 2,   /* usage, I/O or environment error */
+	EXIT_FAILED = 3,  /* an operation on a host failed (and was rolled back) */
+};
+
+enum out_format {
+	OUT_TEXT,
+	OUT_JSON,
+	OUT_JUNIT,
+};
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis;
+	const char *help;
+};
+
+int cmd_validate(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+/* Shared by commands (cli.c). */
+extern const char *prog_name;
+bool cli_color(FILE *f);
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_write(FILE *f, const struct fctl_buf *b);
+/* Loads and validates one profile, printing findings to stderr in text form unless quiet.
+ * Returns EXIT_OK, EXIT_INVALID or EXIT_USAGE. */
+int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok);
+/* Prints a command's help to stdout. */
+void cli_usage_cmd(const char *name);
+
+#endif

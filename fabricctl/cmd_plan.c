@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl plan --offline NEW [--from OLD]; fabricctl diff OLD NEW */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fctl/plan.h"
+
+struct host_filter {
+	const char *v[64];
+	size_t n;
+};
+
+static bool wanted(const struct host_filter *f, const char *host)
+{
+	if (!f->n)
+		return true;
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->v[i], host) == 0)
+			return true;
+	return false;
+}
+
+/* Hosts of NEW, then hosts only in OLD (they are planned down to nothing). */
+static size_t host_list(const struct fctl_profile *nw, const struct fctl_profile *old,
+			const char **v, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; nw && i < nw->n_hosts && n < cap; i++)
+		v[n++] = nw->hosts[i].name;
+	for (size_t i = 0; old && i < old->n_hosts && n < cap; i++)
+		if (!nw || !fctl_profile_find_host(nw, old->hosts[i].name))
+			v[n++] = old->hosts[i].name;
+	return n;
+}
+
+static int render(const struct fctl_profile *p, const char *host, struct fctl_host_state **out)
+{
+	int r;
+
+	if (!p || !fctl_profile_find_host(p, host)) {
+		*out = fctl_host_state_new(host);
+		return *out ? 0 : -ENOMEM;
+	}
+	r = fctl_profile_render_host(p, host, out);
+	if (r < 0)
+		cli_err("cannot render host '%s': %s", host, strerror(-r));
+	return r;
+}
+
+static int check_filter(const struct host_filter *f, const struct fctl_profile *a,
+			const struct fctl_profile *b)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		if ((!a || !fctl_profile_find_host(a, f->v[i])) &&
+		    (!b || !fctl_profile_find_host(b, f->v[i]))) {
+			cli_err("host '%s' is in neither profile", f->v[i]);
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_profile *p)
+{
+	fctl_buf_printf(o, "\"%s\":", key);
+	if (!p) {
+		fctl_buf_puts(o, "null");
+		return;
+	}
+	fctl_buf_puts(o, "{\"file\":");
+	fctl_buf_json_str(o, p->file);
+	fctl_buf_puts(o, ",\"name\":");
+	fctl_buf_json_str(o, p->name);
+	fctl_buf_printf(o, ",\"version\":%llu,\"sha256\":\"", (unsigned long long)p->version);
+	for (int i = 0; i < 32; i++)
+		fctl_buf_printf(o, "%02x", p->sha256[i]);
+	fctl_buf_puts(o, "\"}");
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
+		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
+	};
+	struct fctl_profile *nw = NULL, *old = NULL;
+	const char *from = NULL, *hosts[1024];
+	struct host_filter filt = { 0 };
+	struct fctl_buf out = { 0 };
+	bool offline = false, json = false;
+	size_t nh, total = 0, disruptive = 0, shown = 0;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			offline = true;
+			break;
+		case 'f':
+			from = optarg;
+			break;
+		case 'H':
+			if (filt.n == FCTL_ARRAY_SIZE(filt.v)) {
+				cli_err("plan: too many --host options");
+				return EXIT_USAGE;
+			}
+			filt.v[filt.n++] = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			cli_usage_cmd("plan");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		cli_err("plan: expected exactly one profile (NEW)");
+		return EXIT_USAGE;
+	}
+	if (!offline) {
+		cli_err("plan: the live plan needs the apply engine; use --offline to plan between "
+			"profile files");
+		return EXIT_USAGE;
+	}
+	rc = cli_load_valid_profile(argv[optind], &nw, true);
+	if (rc == EXIT_OK && from)
+		rc = cli_load_valid_profile(from, &old, true);
+	if (rc == EXIT_OK)
+		rc = check_filter(&filt, nw, old);
+	if (rc != EXIT_OK)
+		goto out;
+
+	nh = host_list(nw, old, hosts, FCTL_ARRAY_SIZE(hosts));
+	if (json) {
+		fctl_buf_puts(&out, "{");
+		profile_json(&out, "profile", nw);
+		fctl_buf_putc(&out, ',');
+		profile_json(&out, "from", old);
+		fctl_buf_puts(&out, ",\"hosts\":[");
+	} else {
+		fctl_buf_printf(&out, "plan: profile %s version %llu", nw->name,
+				(unsigned long long)nw->version);
+		if (old)
+			fctl_buf_printf(&out, " from version %llu\n", (unsigned long long)old->version);
+		else
+			fctl_buf_puts(&out, " from nothing\n");
+	}
+	for (size_t i = 0; i < nh; i++) {
+		struct fctl_host_state *a = NULL, *b = NULL;
+		struct fctl_plan *plan = NULL;
+		int r;
+
+		if (!wanted(&filt, hosts[i]))
+			continue;
+		r = render(old, hosts[i], &a);
+		if (r == 0)
+			r = render(nw, hosts[i], &b);
+		if (r == 0)
+			r = fctl_plan_compute(a, b, &plan);
+		if (r == 0) {
+			if (json) {
+				if (shown)
+					fctl_buf_putc(&out, ',');
+				fctl_plan_to_json(plan, &out);
+			} else {
+				fctl_plan_to_text(plan, &out, cli_color(stdout));
+			}
+			shown++;
+			total += plan->n_ops;
+			disruptive += fctl_plan_count_disruptive(plan);
+		}
+		fctl_plan_free(plan);
+		fctl_host_state_free(a);
+		fctl_host_state_free(b);
+		if (r < 0) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (json)
+		fctl_buf_printf(&out, "],\"summary\":{\"hosts\":%zu,\"ops\":%zu,\"disruptive\":%zu}}\n",
+				shown, total, disruptive);
+	else
+		fctl_buf_printf(&out, "total: %zu operation%s on %zu host%s, %zu disruptive\n",
+				total, total == 1 ? "" : "s", shown, shown == 1 ? "" : "s",
+				disruptive);
+	if (cli_write(stdout, &out) < 0)
+		rc = EXIT_USAGE;
+out:
+	fctl_buf_release(&out);
+	fctl_profile_free(nw);
+	fctl_profile_free(old);
+	return rc;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct fctl_profile *a = NULL, *b = NULL;
+	struct host_filter filt = { 0 };
+	struct fctl_buf out = { 0 };
+	const char *hosts[1024];
+	bool json = false;
+	size_t nh, ndiff = 0, shown = 0;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'H':
+			if (filt.n == FCTL_ARRAY_SIZE(filt.v)) {
+				cli_err("diff: too many --host options");
+				return EXIT_USAGE;
+			}
+			filt.v[filt.n++] = optarg;
+			break;
+		case 'h':
+			cli_usage_cmd("diff");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 2 != argc) {
+		cli_err("diff: expected two profiles: OLD NEW (drift against live state is "
+			"'diff PROFILE' once the apply engine is built)");
+		return EXIT_USAGE;
+	}
+	rc = cli_load_valid_profile(argv[optind], &a, true);
+	if (rc == EXIT_OK)
+		rc = cli_load_valid_profile(argv[optind + 1], &b, true);
+	if (rc == EXIT_OK)
+		rc = check_filter(&filt, a, b);
+	if (rc != EXIT_OK)
+		goto out;
+	nh = host_list(b, a, hosts, FCTL_ARRAY_SIZE(hosts));
+	if (json)
+		fctl_buf_printf(&out, "{\"old_version\":%llu,\"new_version\":%llu,\"hosts\":[",
+				(unsigned long long)a->version, (unsigned long long)b->version);
+	for (size_t i = 0; i < nh; i++) {
+		struct fctl_host_state *sa = NULL, *sb = NULL;
+		struct fctl_buf part = { 0 };
+		int r;
+
+		if (!wanted(&filt, hosts[i]))
+			continue;
+		r = render(a, hosts[i], &sa);
+		if (r == 0)
+			r = render(b, hosts[i], &sb);
+		if (r == 0)
+			r = json ? fctl_state_diff_json(sa, sb, &part)
+				 : fctl_state_diff_text(sa, sb, &part, cli_color(stdout));
+		if (r > 0) {
+			ndiff += (size_t)r;
+			if (json) {
+				fctl_buf_printf(&out, "%s{\"host\":", shown++ ? "," : "");
+				fctl_buf_json_str(&out, hosts[i]);
+				fctl_buf_printf(&out, ",\"changes\":%s}", part.data);
+			} else {
+				fctl_buf_printf(&out, "host %s:\n%s", hosts[i], part.data);
+			}
+		}
+		fctl_buf_release(&part);
+		fctl_host_state_free(sa);
+		fctl_host_state_free(sb);
+		if (r < 0) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (json)
+		fctl_buf_printf(&out, "],\"links_changed\":%zu}\n", ndiff);
+	else if (!ndiff)
+		fctl_buf_puts(&out, "no differences\n");
+	if (cli_write(stdout, &out) < 0)
+		rc = EXIT_USAGE;
+	else
+		rc = ndiff ? EXIT_INVALID : EXIT_OK;
+out:
+	fctl_buf_release(&out);
+	fctl_profile_free(a);
+	fctl_profile_free(b);
+	return rc;
+}

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl validate FILE|DIR... */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+struct files {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+static int add_file(struct files *f, const char *path)
+{
+	char **slot = fctl_array_grow(&f->v, &f->n, &f->cap, sizeof(*slot));
+
+	if (!slot || !(*slot = strdup(path)))
+		return -ENOMEM;
+	return 0;
+}
+
+static bool is_yaml(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) ||
+	       (n > 4 && strcmp(name + n - 4, ".yml") == 0);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collects *.yaml / *.yml under dir (recursively, hidden entries skipped), sorted. */
+static int scan_dir(struct files *f, const char *dir, int depth)
+{
+	struct dirent **ents = NULL;
+	int n, r = 0;
+
+	if (depth > 16)
+		return 0;
+	n = scandir(dir, &ents, NULL, alphasort);
+	if (n < 0)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		char path[4096];
+		struct stat st;
+
+		if (r == 0 && ents[i]->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+			if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+				r = scan_dir(f, path, depth + 1);
+			else if (is_yaml(ents[i]->d_name))
+				r = add_file(f, path);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return r;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },   { "junit", no_argument, NULL, 'J' },
+		{ "strict", no_argument, NULL, 's' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },   { NULL, 0, NULL, 0 },
+	};
+	enum out_format fmt = OUT_TEXT;
+	bool strict = false, quiet = false, io_error = false;
+	struct files files = { 0 };
+	struct fctl_diags d = { 0 };
+	struct fctl_buf out = { 0 };
+	size_t warnings = 0;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			fmt = OUT_JSON;
+			break;
+		case 'J':
+			fmt = OUT_JUNIT;
+			break;
+		case 's':
+			strict = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			cli_usage_cmd("validate");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_err("validate: expected at least one FILE or DIR");
+		return EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+		size_t before = files.n;
+
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			size_t len = strlen(argv[i]);
+			int r;
+
+			while (len > 1 && argv[i][len - 1] == '/')
+				argv[i][--len] = '\0';
+			r = scan_dir(&files, argv[i], 0);
+
+			if (r < 0) {
+				cli_err("validate: cannot read directory '%s': %s", argv[i],
+					strerror(-r));
+				io_error = true;
+			} else if (files.n == before) {
+				cli_err("validate: no *.yaml or *.yml files in '%s'", argv[i]);
+				io_error = true;
+			}
+			if (files.n - before > 1)
+				qsort(files.v + before, files.n - before, sizeof(*files.v), cmp_str);
+		} else if (add_file(&files, argv[i]) < 0) {
+			cli_err("out of memory");
+			return EXIT_USAGE;
+		}
+	}
+
+	for (size_t i = 0; i < files.n; i++) {
+		struct fctl_profile *p = NULL;
+		int r = fctl_profile_load(files.v[i], &d, &p);
+
+		if (p)
+			fctl_profile_validate(p, &d);
+		else if (r == -ENOENT || r == -EACCES || r == -EISDIR || r == -ENOTDIR)
+			io_error = true;
+		fctl_profile_free(p);
+	}
+	for (size_t i = 0; i < d.n; i++)
+		warnings += d.v[i].severity == FCTL_SEV_WARNING;
+	if (strict)
+		for (size_t i = 0; i < d.n; i++)
+			if (d.v[i].severity == FCTL_SEV_WARNING) {
+				d.v[i].severity = FCTL_SEV_ERROR;
+				d.n_errors++;
+			}
+
+	switch (fmt) {
+	case OUT_JSON:
+		fctl_diags_to_json(&d, (const char *const *)files.v, files.n, &out);
+		cli_write(stdout, &out);
+		break;
+	case OUT_JUNIT:
+		fctl_diags_to_junit(&d, (const char *const *)files.v, files.n, &out);
+		cli_write(stdout, &out);
+		break;
+	case OUT_TEXT:
+		if (quiet)
+			break;
+		fctl_diags_to_text(&d, &out, cli_color(stdout));
+		if (d.n_errors)
+			fctl_buf_printf(&out, "%zu file%s checked: %zu error%s, %zu warning%s\n",
+					files.n, files.n == 1 ? "" : "s", d.n_errors,
+					d.n_errors == 1 ? "" : "s", warnings,
+					warnings == 1 ? "" : "s");
+		else
+			fctl_buf_printf(&out, "%zu file%s valid (%zu warning%s)\n", files.n,
+					files.n == 1 ? "" : "s", warnings,
+					warnings == 1 ? "" : "s");
+		cli_write(stdout, &out);
+		break;
+	}
+	rc = io_error ? EXIT_USAGE : d.n_errors ? EXIT_INVALID : EXIT_OK;
+	fctl_buf_release(&out);
+	fctl_diags_release(&d);
+	for (size_t i = 0; i < files.n; i++)
+		free(files.v[i]);
+	free(files.v);
+	return rc;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dependency-free utilities: growable buffers, JSON string escaping, secrets
+ * hygiene, number and duration parsing, edit distance for "did you mean".
+ *
+ * Conventions (all of libfctl): functions return int >= 0 on success and a
+ * negative errno on failure; output parameters are written only on success.
+ */
+#ifndef FCTL_UTIL_H
+#define FCTL_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FCTL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define FCTL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FCTL_PRINTF(f, a)
+#endif
+
+/* A growable, always NUL-terminated byte buffer. Zero-initialise to use. */
+struct fctl_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	bool oom; /* sticky: an allocation failed, contents are truncated */
+};
+
+void fctl_buf_release(struct fctl_buf *b);
+void fctl_buf_reset(struct fctl_buf *b);
+int fctl_buf_append(struct fctl_buf *b, const void *p, size_t n);
+int fctl_buf_puts(struct fctl_buf *b, const char *s);
+int fctl_buf_putc(struct fctl_buf *b, char c);
+int fctl_buf_printf(struct fctl_buf *b, const char *fmt, ...) FCTL_PRINTF(2, 3);
+int fctl_buf_vprintf(struct fctl_buf *b, const char *fmt, va_list ap) FCTL_PRINTF(2, 0);
+/* Transfers ownership of the data to the caller; the buffer is left empty. */
+char *fctl_buf_steal(struct fctl_buf *b);
+
+/* JSON: append s as a quoted, escaped JSON string ("null" for NULL). */
+int fctl_buf_json_str(struct fctl_buf *b, const char *s);
+/* XML: append s with &<>"' escaped. */
+int fctl_buf_xml_str(struct fctl_buf *b, const char *s);
+
+/* Secrets. */
+void fctl_memzero(void *p, size_t n);
+bool fctl_memeq_ct(const void *a, const void *b, size_t n);
+
+/* Parsing. All reject trailing garbage, signs and overflow. */
+int fctl_parse_u64(const char *s, uint64_t *out);          /* decimal or 0x hex */
+int fctl_parse_duration(const char *s, uint64_t *seconds); /* 90, 90s, 5m, 24h, 30d, 1h30m */
+int fctl_parse_mac(const char *s, uint8_t mac[6]);
+int fctl_format_mac(const uint8_t mac[6], char out[18]);
+/* hex string (even length, no separators) -> bytes; len must match exactly */
+int fctl_parse_hex(const char *s, uint8_t *out, size_t len);
+
+/* Levenshtein distance, capped: returns cap+1 when larger. */
+size_t fctl_edit_distance(const char *a, const char *b, size_t cap);
+/* The candidate closest to word (distance <= 2 or a prefix match), or NULL. */
+const char *fctl_did_you_mean(const char *word, const char *const *candidates, size_t n);
+
+char *fctl_strdup(const char *s);
+void *fctl_calloc(size_t n, size_t size);
+/* Grows *arr (of *n elements of size) by one zeroed element; returns it or NULL. */
+void *fctl_array_grow(void *arr_ptr, size_t *n, size_t *cap, size_t size);
+
+#endif

@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Semantic checks of a profile: the kernel's own MACsec rules, references,
+ * uniqueness, link symmetry and MTU budgets. Every finding names the place in
+ * the file it is about.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fctl/profile.h"
+
+#define XPN_MAX_WINDOW ((1u << 30) - 1)
+
+struct vctx {
+	struct fctl_profile *p;
+	struct fctl_diags *d;
+};
+
+#define AT(vc, pos, code, hint, ...)                                                               \
+	fctl_diag_add((vc)->d, FCTL_SEV_ERROR, (vc)->p->file, (pos).line, (pos).col, code, hint,   \
+		      __VA_ARGS__)
+#define WARN(vc, pos, code, hint, ...)                                                             \
+	fctl_diag_add((vc)->d, FCTL_SEV_WARNING, (vc)->p->file, (pos).line, (pos).col, code, hint, \
+		      __VA_ARGS__)
+
+const struct fctl_host *fctl_profile_find_host(const struct fctl_profile *p, const char *name)
+{
+	for (size_t i = 0; name && i < p->n_hosts; i++)
+		if (p->hosts[i].name && strcmp(p->hosts[i].name, name) == 0)
+			return &p->hosts[i];
+	return NULL;
+}
+
+const struct fctl_macsec_policy *fctl_profile_find_policy(const struct fctl_profile *p,
+							  const char *name)
+{
+	for (size_t i = 0; name && i < p->n_policies; i++)
+		if (p->policies[i].name && strcmp(p->policies[i].name, name) == 0)
+			return &p->policies[i];
+	return NULL;
+}
+
+void fctl_vlan_ifnames(const struct fctl_vlan *v, const char *port, char vlan_if[FCTL_IFNAMSIZ + 8],
+		       char macsec_if[FCTL_IFNAMSIZ + 8])
+{
+	/* names may come out too long here; validation reports that */
+	if (v->vlan_ifname)
+		snprintf(vlan_if, FCTL_IFNAMSIZ + 8, "%s", v->vlan_ifname);
+	else
+		snprintf(vlan_if, FCTL_IFNAMSIZ + 8, "%.15s.%u", port ? port : "?", v->id);
+	if (v->macsec_ifname)
+		snprintf(macsec_if, FCTL_IFNAMSIZ + 8, "%s", v->macsec_ifname);
+	else
+		snprintf(macsec_if, FCTL_IFNAMSIZ + 8, "ms%u", v->id);
+}
+
+/* A key file of the file backend: hex, owner-only. Checked when it exists here. */
+static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol)
+{
+	char path[4096], buf[160];
+	struct stat st;
+	size_t want = fctl_cipher_key_len(pol->cipher) * 2, n = 0;
+	ssize_t got;
+	int fd;
+
+	if (!pol->key.id)
+		return;
+	if (pol->key.id[0] == '/')
+		snprintf(path, sizeof(path), "%s", pol->key.id);
+	else
+		snprintf(path, sizeof(path), "%s/%s", vc->p->dir, pol->key.id);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		WARN(vc, pol->key_pos, "key-missing", NULL,
+		     "key file '%s' of policy '%s' is not readable here (%s); it is checked again "
+		     "at apply",
+		     path, pol->name, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+		AT(vc, pol->key_pos, "key-permissions", "chmod 600 the key file",
+		   "key file '%s' is readable by group or others (mode %04o); expected 0600", path,
+		   (unsigned)(st.st_mode & 07777));
+	}
+	while (n < sizeof(buf) && (got = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += (size_t)got;
+	close(fd);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--;
+	for (size_t i = 0; i < n; i++) {
+		char ch = buf[i];
+
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+		      (ch >= 'A' && ch <= 'F'))) {
+			AT(vc, pol->key_pos, "key-format", NULL,
+			   "key file '%s' holds a non-hex character at offset %zu; expected %zu hex "
+			   "digits",
+			   path, i, want);
+			fctl_memzero(buf, sizeof(buf));
+			return;
+		}
+	}
+	if (n != want)
+		AT(vc, pol->key_pos, "key-length", NULL,
+		   "key file '%s' holds %zu hex digits (%zu bytes); cipher %s needs %zu bytes", path,
+		   n, n / 2, fctl_cipher_name(pol->cipher), want / 2);
+	fctl_memzero(buf, sizeof(buf));
+}
+
+static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
+{
+	bool xpn = fctl_cipher_is_xpn(pol->cipher);
+	struct fctl_pos at = pol->pos_icv.line ? pol->pos_icv : pol->pos;
+
+	for (const struct fctl_macsec_policy *q = vc->p->policies; q < pol; q++)
+		if (q->name && pol->name && strcmp(q->name, pol->name) == 0)
+			AT(vc, pol->pos, "duplicate", NULL, "duplicate macsec policy '%s'",
+			   pol->name);
+	if (pol->icv_len < 8 || pol->icv_len > 16)
+		AT(vc, at, "icv-range", NULL, "icv_len %u is out of range; the kernel accepts 8..16",
+		   pol->icv_len);
+	at = pol->pos_window.line ? pol->pos_window : pol->pos;
+	if (pol->replay_protect && !pol->pos_window.line)
+		AT(vc, pol->pos, "replay-window", "add 'replay_window: 0' for strict ordering",
+		   "policy '%s' turns replay_protect on without a replay_window; the kernel needs "
+		   "both",
+		   pol->name);
+	if (!pol->replay_protect && pol->pos_window.line && pol->replay_window)
+		WARN(vc, at, "replay-window", NULL,
+		     "replay_window %" PRIu32 " has no effect while replay_protect is false",
+		     pol->replay_window);
+	if (xpn && pol->replay_window > XPN_MAX_WINDOW)
+		AT(vc, at, "window-range", NULL,
+		   "replay_window %" PRIu32 " is too large for %s; expected at most %u (2^30-1)",
+		   pol->replay_window, fctl_cipher_name(pol->cipher), XPN_MAX_WINDOW);
+	at = pol->pos_send_sci.line ? pol->pos_send_sci : pol->pos;
+	if (pol->send_sci && pol->scb)
+		AT(vc, at, "sci-flags", NULL,
+		   "send_sci and scb are both true; the kernel accepts at most one of send_sci, "
+		   "end_station, scb");
+	if (pol->send_sci && pol->end_station)
+		AT(vc, at, "sci-flags", NULL,
+		   "send_sci and end_station are both true; the kernel accepts at most one of "
+		   "send_sci, end_station, scb");
+	if (pol->scb && pol->end_station)
+		AT(vc, pol->pos, "sci-flags", NULL,
+		   "scb and end_station are both true; the kernel accepts at most one of them");
+	if (!pol->encrypt)
+		WARN(vc, pol->pos, "integrity-only", NULL,
+		     "policy '%s' has encrypt false: frames are authenticated but travel readable",
+		     pol->name);
+	if (pol->validate != FCTL_VALIDATE_STRICT)
+		WARN(vc, pol->pos, "validate-not-strict", NULL,
+		     "policy '%s' has validate %s: frames failing validation may be delivered",
+		     pol->name, fctl_validate_name(pol->validate));
+	if (pol->overlap_s >= pol->cryptoperiod_s)
+		AT(vc, pol->pos_overlap.line ? pol->pos_overlap : pol->pos, "overlap", NULL,
+		   "overlap %" PRIu64 "s is not shorter than cryptoperiod %" PRIu64 "s",
+		   pol->overlap_s, pol->cryptoperiod_s);
+	if (pol->has_pn_rekey_threshold && !xpn && pol->pn_rekey_threshold > UINT32_MAX)
+		AT(vc, pol->pos_pn_thr, "pn-threshold", "use a gcm-aes-xpn cipher for 64-bit PNs",
+		   "pn_rekey_threshold 0x%" PRIx64 " exceeds the 32-bit PN space of %s",
+		   pol->pn_rekey_threshold, fctl_cipher_name(pol->cipher));
+	if (pol->key.backend && strcmp(pol->key.backend, "file") == 0)
+		check_key_file(vc, pol);
+	else if (pol->key.backend)
+		WARN(vc, pol->key_pos, "backend-unavailable", NULL,
+		     "key backend '%s' is not available in this build yet; only 'file' can apply",
+		     pol->key.backend);
+}
+
+static void check_hosts(struct vctx *vc)
+{
+	struct fctl_profile *p = vc->p;
+
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		const struct fctl_host *h = &p->hosts[i];
+
+		if (!h->name)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (p->hosts[j].name && strcmp(p->hosts[j].name, h->name) == 0)
+				AT(vc, h->pos, "duplicate", NULL,
+				   "duplicate host '%s' (first at line %u)", h->name,
+				   p->hosts[j].pos.line);
+		for (size_t a = 0; a < h->n_ports; a++) {
+			const struct fctl_port *pa = &h->ports[a];
+
+			for (size_t b = 0; b < a; b++)
+				if (pa->name && h->ports[b].name &&
+				    strcmp(pa->name, h->ports[b].name) == 0)
+					AT(vc, pa->pos, "duplicate", NULL,
+					   "duplicate port '%s' on host '%s'", pa->name, h->name);
+		}
+	}
+}
+
+static const char **host_names(const struct fctl_profile *p, size_t *n)
+{
+	const char **v = calloc(p->n_hosts ? p->n_hosts : 1, sizeof(*v));
+
+	*n = 0;
+	for (size_t i = 0; v && i < p->n_hosts; i++)
+		if (p->hosts[i].name)
+			v[(*n)++] = p->hosts[i].name;
+	return v;
+}
+
+static void resolve_end(struct vctx *vc, struct fctl_link_end *e, const char **hn,
+			size_t nhn)
+{
+	const struct fctl_host *h;
+	char hint[96];
+	const char *g;
+
+	if (!e->host || !e->port)
+		return;
+	h = fctl_profile_find_host(vc->p, e->host);
+	if (!h) {
+		g = fctl_did_you_mean(e->host, hn, nhn);
+		if (g)
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", g);
+		AT(vc, e->pos, "unknown-host", g ? hint : NULL,
+		   "link end refers to host '%s', which is not in 'hosts'", e->host);
+		return;
+	}
+	e->host_idx = h - vc->p->hosts;
+	for (size_t i = 0; i < h->n_ports; i++) {
+		if (h->ports[i].name && strcmp(h->ports[i].name, e->port) == 0) {
+			e->port_idx = (long)i;
+			return;
+		}
+	}
+	{
+		const char **pn = calloc(h->n_ports ? h->n_ports : 1, sizeof(*pn));
+		size_t n = 0;
+
+		for (size_t i = 0; pn && i < h->n_ports; i++)
+			if (h->ports[i].name)
+				pn[n++] = h->ports[i].name;
+		g = pn ? fctl_did_you_mean(e->port, pn, n) : NULL;
+		if (g)
+			snprintf(hint, sizeof(hint), "did you mean '%s'?", g);
+		AT(vc, e->pos, "unknown-port", g ? hint : NULL,
+		   "link end refers to port '%s', which host '%s' does not list", e->port, e->host);
+		free(pn);
+	}
+}
+
+static const struct fctl_port *end_port(const struct fctl_profile *p, const struct fctl_link_end *e)
+{
+	if (e->host_idx < 0 || e->port_idx < 0)
+		return NULL;
+	return &p->hosts[e->host_idx].ports[e->port_idx];
+}
+
+static bool end_mac(const struct fctl_profile *p, const struct fctl_link_end *e, uint8_t mac[6])
+{
+	const struct fctl_port *pt = end_port(p, e);
+
+	if (pt && pt->has_mac) {
+		memcpy(mac, pt->mac, 6);
+		return true;
+	}
+	if (e->has_peer_mac) {
+		memcpy(mac, e->peer_mac, 6);
+		return true;
+	}
+	return false;
+}
+
+static bool valid_cidr(const char *s)
+{
+	char addr[64];
+	const char *slash = strchr(s, '/');
+	unsigned char buf[16];
+	uint64_t plen;
+	int fam;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(addr))
+		return false;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(fam, addr, buf) != 1)
+		return false;
+	if (fctl_parse_u64(slash + 1, &plen) < 0 || (slash[1] == '0' && slash[2]))
+		return false;
+	return plen <= (fam == AF_INET ? 32u : 128u);
+}
+
+struct sci_seen {
+	uint64_t sci;
+	uint16_t vid;
+	struct fctl_pos pos;
+};
+
+struct ifn_seen {
+	long host;
+	char name[FCTL_IFNAMSIZ + 8];
+	struct fctl_pos pos;
+};
+
+static int cmp_sci(const void *a, const void *b)
+{
+	const struct sci_seen *x = a, *y = b;
+
+	if (x->vid != y->vid)
+		return x->vid < y->vid ? -1 : 1;
+	if (x->sci != y->sci)
+		return x->sci < y->sci ? -1 : 1;
+	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
+}
+
+static int cmp_ifn(const void *a, const void *b)
+{
+	const struct ifn_seen *x = a, *y = b;
+	int c;
+
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
+}
+
+struct port_use {
+	long host, port;
+	struct fctl_pos pos;
+};
+
+static int cmp_use(const void *a, const void *b)
+{
+	const struct port_use *x = a, *y = b;
+
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
+}
+
+static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct fctl_vlan *v,
+		       struct sci_seen **scis, size_t *n_sci, size_t *cap_sci,
+		       struct ifn_seen **ifns, size_t *n_ifn, size_t *cap_ifn)
+{
+	const struct fctl_profile *p = vc->p;
+	const struct fctl_macsec_policy *pol = NULL;
+	char vif[FCTL_IFNAMSIZ + 8], mif[FCTL_IFNAMSIZ + 8];
+	uint32_t overhead = 0;
+
+	for (const struct fctl_vlan *w = l->vlans; w < v; w++)
+		if (w->id && w->id == v->id)
+			AT(vc, v->pos, "duplicate-vlan", NULL,
+			   "vlan %u appears twice on link '%s' (first at line %u): one parent port "
+			   "carries each VLAN once",
+			   v->id, l->name ? l->name : "?", w->pos.line);
+	if (v->macsec) {
+		pol = fctl_profile_find_policy(p, v->macsec);
+		if (!pol) {
+			const char **names = calloc(p->n_policies + 1, sizeof(*names));
+			const char *g = NULL;
+			char hint[96];
+
+			for (size_t i = 0; names && i < p->n_policies; i++)
+				names[i] = p->policies[i].name ? p->policies[i].name : "";
+			if (names)
+				g = fctl_did_you_mean(v->macsec, names, p->n_policies);
+			if (g)
+				snprintf(hint, sizeof(hint), "did you mean '%s'?", g);
+			AT(vc, v->pos_macsec, "unknown-policy", g ? hint : NULL,
+			   "macsec policy '%s' is not defined under 'macsec'", v->macsec);
+			free(names);
+		} else {
+			overhead = fctl_macsec_overhead(pol->icv_len);
+		}
+	}
+	for (int e = 0; e < 2; e++) {
+		const struct fctl_link_end *end = &l->end[e];
+		const struct fctl_port *pt = end_port(p, end);
+
+		if (!pt)
+			continue;
+		if (v->has_mtu && v->mtu + overhead > pt->mtu)
+			AT(vc, v->pos_mtu, "mtu", NULL,
+			   "vlan %u mtu %" PRIu32 " plus MACsec overhead %" PRIu32 " = %" PRIu32
+			   " exceeds the mtu %" PRIu32 " of port %s:%s",
+			   v->id, v->mtu, overhead, v->mtu + overhead, pt->mtu, end->host, end->port);
+		else if (!v->has_mtu && pol && pt->mtu < overhead + 1280)
+			WARN(vc, v->pos, "mtu", NULL,
+			     "vlan %u leaves %" PRIu32 " bytes on %s:%s after MACsec overhead; IPv6 "
+			     "needs 1280",
+			     v->id, pt->mtu - overhead, end->host, end->port);
+		fctl_vlan_ifnames(v, pt->name, vif, mif);
+		if (strlen(vif) >= FCTL_IFNAMSIZ)
+			AT(vc, v->pos, "ifname", "set ifname.vlan",
+			   "interface name '%s' is longer than 15 characters", vif);
+		if (pol && strlen(mif) >= FCTL_IFNAMSIZ)
+			AT(vc, v->pos, "ifname", "set ifname.macsec",
+			   "interface name '%s' is longer than 15 characters", mif);
+		{
+			struct ifn_seen *s = fctl_array_grow(ifns, n_ifn, cap_ifn, sizeof(*s));
+
+			if (s) {
+				s->host = end->host_idx;
+				snprintf(s->name, sizeof(s->name), "%s", vif);
+				s->pos = v->pos;
+			}
+			if (pol && (s = fctl_array_grow(ifns, n_ifn, cap_ifn, sizeof(*s)))) {
+				s->host = end->host_idx;
+				snprintf(s->name, sizeof(s->name), "%s", mif);
+				s->pos = v->pos;
+			}
+		}
+		if (pol) {
+			uint8_t mac[6];
+
+			if (!end_mac(p, end, mac)) {
+				AT(vc, end->pos, "missing-mac", NULL,
+				   "port %s:%s carries MACsec but has no MAC address; set 'mac' on "
+				   "the port (the SCI is derived from it)",
+				   end->host, end->port);
+			} else {
+				struct sci_seen *s = fctl_array_grow(scis, n_sci, cap_sci, sizeof(*s));
+
+				if (s) {
+					s->sci = fctl_sci_make(mac, pol->port);
+					s->vid = v->id;
+					s->pos = end->pos;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < v->n_addrs; i++) {
+		const struct fctl_addr_entry *a = &v->addrs[i];
+
+		if (a->host && (!l->end[0].host || strcmp(a->host, l->end[0].host)) &&
+		    (!l->end[1].host || strcmp(a->host, l->end[1].host)))
+			AT(vc, a->pos, "unknown-host", NULL,
+			   "address for host '%s', which is not an end of this link", a->host);
+		if (a->cidr && !valid_cidr(a->cidr))
+			AT(vc, a->pos, "bad-address", NULL,
+			   "address \"%s\" is not ADDRESS/PREFIX (e.g. 10.100.0.1/24 or fd00::1/64)",
+			   a->cidr);
+	}
+}
+
+void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
+{
+	struct vctx vc = { p, d };
+	struct sci_seen *scis = NULL;
+	struct ifn_seen *ifns = NULL;
+	struct port_use *uses = NULL;
+	size_t n_sci = 0, cap_sci = 0, n_ifn = 0, cap_ifn = 0, n_use = 0, cap_use = 0, nhn;
+	const char **hn = host_names(p, &nhn);
+
+	check_hosts(&vc);
+	for (size_t i = 0; i < p->n_policies; i++)
+		check_policy(&vc, &p->policies[i]);
+
+	for (size_t i = 0; i < p->n_links; i++) {
+		struct fctl_plink *l = &p->links[i];
+
+		for (int e = 0; e < 2; e++) {
+			resolve_end(&vc, &l->end[e], hn, nhn);
+			if (l->end[e].port_idx >= 0) {
+				struct port_use *u = fctl_array_grow(&uses, &n_use, &cap_use,
+								     sizeof(*u));
+				if (u) {
+					u->host = l->end[e].host_idx;
+					u->port = l->end[e].port_idx;
+					u->pos = l->end[e].pos;
+				}
+			}
+		}
+		if (l->end[0].host_idx >= 0 && l->end[0].host_idx == l->end[1].host_idx)
+			AT(&vc, l->end[1].pos, "self-link", NULL,
+			   "both ends of link '%s' are on host '%s'; a link joins two hosts",
+			   l->name ? l->name : "?", l->end[0].host);
+		/* both ends agree: a MAC given on a link end must match the port's own */
+		for (int e = 0; e < 2; e++) {
+			const struct fctl_port *pt = end_port(p, &l->end[e]);
+			char a[18], b[18];
+
+			if (pt && pt->has_mac && l->end[e].has_peer_mac &&
+			    memcmp(pt->mac, l->end[e].peer_mac, 6) != 0) {
+				fctl_format_mac(l->end[e].peer_mac, a);
+				fctl_format_mac(pt->mac, b);
+				AT(&vc, l->end[e].pos_peer_mac, "mac-mismatch", NULL,
+				   "link end %s:%s says mac %s but the port lists %s", l->end[e].host,
+				   l->end[e].port, a, b);
+			}
+		}
+		for (size_t j = 0; j < i; j++)
+			if (l->name && p->links[j].name && strcmp(l->name, p->links[j].name) == 0)
+				AT(&vc, l->pos, "duplicate", NULL, "duplicate link name '%s'",
+				   l->name);
+		if (l->macsec && !fctl_profile_find_policy(p, l->macsec))
+			AT(&vc, l->pos_macsec, "unknown-policy", NULL,
+			   "macsec policy '%s' is not defined under 'macsec'", l->macsec);
+		for (size_t j = 0; j < l->n_vlans; j++)
+			check_vlan(&vc, l, &l->vlans[j], &scis, &n_sci, &cap_sci, &ifns, &n_ifn,
+				   &cap_ifn);
+	}
+
+	/* each port faces one peer */
+	if (n_use > 1)
+		qsort(uses, n_use, sizeof(*uses), cmp_use);
+	for (size_t i = 1; i < n_use; i++)
+		if (uses[i].host == uses[i - 1].host && uses[i].port == uses[i - 1].port)
+			AT(&vc, uses[i].pos, "port-reused", NULL,
+			   "port %s:%s is already an end of the link at line %u; a port faces one "
+			   "peer",
+			   p->hosts[uses[i].host].name, p->hosts[uses[i].host].ports[uses[i].port].name,
+			   uses[i - 1].pos.line);
+	/* SCIs are unique within one VLAN (one secure connectivity association) */
+	if (n_sci > 1)
+		qsort(scis, n_sci, sizeof(*scis), cmp_sci);
+	for (size_t i = 1; i < n_sci; i++) {
+		char s[24];
+
+		if (scis[i].vid != scis[i - 1].vid || scis[i].sci != scis[i - 1].sci)
+			continue;
+		fctl_sci_format(scis[i].sci, s);
+		AT(&vc, scis[i].pos, "duplicate-sci", "give every port its own MAC",
+		   "SCI %s on vlan %u is already used at line %u", s, scis[i].vid,
+		   scis[i - 1].pos.line);
+	}
+	/* interface names are unique per host */
+	if (n_ifn > 1)
+		qsort(ifns, n_ifn, sizeof(*ifns), cmp_ifn);
+	for (size_t i = 1; i < n_ifn; i++)
+		if (ifns[i].host == ifns[i - 1].host && strcmp(ifns[i].name, ifns[i - 1].name) == 0)
+			AT(&vc, ifns[i].pos, "duplicate-ifname", "set ifname.vlan / ifname.macsec",
+			   "interface '%s' on host '%s' is also made by the vlan at line %u",
+			   ifns[i].name, p->hosts[ifns[i].host].name, ifns[i - 1].pos.line);
+
+	free(scis);
+	free(ifns);
+	free(uses);
+	free(hn);
+	fctl_diags_sort(d);
+}

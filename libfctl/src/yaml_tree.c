@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "yaml_tree.h"
+
+const char *ynode_type_name(enum ynode_type t)
+{
+	switch (t) {
+	case YNODE_SCALAR:
+		return "a scalar";
+	case YNODE_SEQ:
+		return "a list";
+	case YNODE_MAP:
+		return "a mapping";
+	}
+	return "?";
+}
+
+void ynode_free(struct ynode *n)
+{
+	/* iterative post-order free: a deep tree must not exhaust the stack */
+	struct ynode **stack = NULL;
+	size_t sn = 0, scap = 0;
+
+	if (!n)
+		return;
+	if (!fctl_array_grow(&stack, &sn, &scap, sizeof(*stack)))
+		goto slow;
+	stack[0] = n;
+	while (sn) {
+		struct ynode *cur = stack[--sn];
+
+		for (size_t i = 0; i < cur->n; i++) {
+			struct ynode **slot = fctl_array_grow(&stack, &sn, &scap, sizeof(*stack));
+
+			if (!slot) { /* out of memory while freeing: leak rather than crash */
+				cur->n = i;
+				break;
+			}
+			*slot = cur->kids[i];
+		}
+		free(cur->kids);
+		free(cur->str);
+		free(cur);
+	}
+	free(stack);
+	return;
+slow:
+	free(n);
+}
+
+static struct ynode *node_new(enum ynode_type t, const yaml_mark_t *m)
+{
+	struct ynode *n = calloc(1, sizeof(*n));
+
+	if (n) {
+		n->type = t;
+		n->line = (uint32_t)m->line + 1;
+		n->col = (uint32_t)m->column + 1;
+	}
+	return n;
+}
+
+static int add_kid(struct ynode *p, struct ynode *k)
+{
+	struct ynode **slot = fctl_array_grow(&p->kids, &p->n, &p->cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = k;
+	return 0;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct ynode *x = *(struct ynode *const *)a, *y = *(struct ynode *const *)b;
+	int c;
+
+	if (x->type != YNODE_SCALAR || y->type != YNODE_SCALAR)
+		return (int)x->type - (int)y->type;
+	c = strcmp(x->str, y->str);
+	if (c)
+		return c;
+	return x->line != y->line ? (x->line < y->line ? -1 : 1) : (x->col < y->col ? -1 : 1);
+}
+
+/* Reports every duplicate key of a mapping at the later occurrence, in O(n log n). */
+static int check_dup_keys(const char *file, struct ynode *m, struct fctl_diags *d)
+{
+	size_t nk = ymap_len(m);
+	struct ynode **keys;
+	int r = 0;
+
+	if (nk < 2)
+		return 0;
+	keys = calloc(nk, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < nk; i++)
+		keys[i] = m->kids[2 * i];
+	qsort(keys, nk, sizeof(*keys), cmp_key);
+	for (size_t i = 1; i < nk; i++) {
+		if (keys[i]->type != YNODE_SCALAR || keys[i - 1]->type != YNODE_SCALAR)
+			continue;
+		if (strcmp(keys[i]->str, keys[i - 1]->str) == 0) {
+			fctl_diag_add(d, FCTL_SEV_ERROR, file, keys[i]->line, keys[i]->col,
+				      "duplicate-key", NULL,
+				      "duplicate key '%s' (first defined at line %u column %u)",
+				      keys[i]->str, keys[i - 1]->line, keys[i - 1]->col);
+			r = -EINVAL;
+		}
+	}
+	free(keys);
+	return r;
+}
+
+static void parser_error(const char *file, yaml_parser_t *p, struct fctl_diags *d)
+{
+	const yaml_mark_t *m = &p->problem_mark;
+	const char *what = p->problem ? p->problem : "malformed YAML";
+
+	if (p->error == YAML_READER_ERROR) {
+		/* the reader reports an offset, not a line: say where in bytes too */
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)m->line + 1,
+			      (uint32_t)m->column + 1, "encoding", NULL,
+			      "invalid input at byte %zu: %s (expected UTF-8 text)",
+			      p->problem_offset, what);
+		return;
+	}
+	if (p->error == YAML_MEMORY_ERROR) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "memory", NULL,
+			      "out of memory while parsing");
+		return;
+	}
+	if (p->context)
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)m->line + 1,
+			      (uint32_t)m->column + 1, "syntax", NULL, "%s %s (at line %zu)", what,
+			      p->context, p->context_mark.line + 1);
+	else
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)m->line + 1,
+			      (uint32_t)m->column + 1, "syntax", NULL, "%s", what);
+}
+
+int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
+		    struct fctl_diags *d, struct ynode **out)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	struct ynode *stack[YAML_MAX_DEPTH + 1];
+	size_t depth = 0, nodes = 0, docs = 0;
+	struct ynode *root = NULL;
+	int r = 0;
+	bool done = false;
+
+	*out = NULL;
+	if (len > YAML_MAX_FILE) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "too-large", NULL,
+			      "file is %zu bytes; profiles are limited to %u bytes", len,
+			      YAML_MAX_FILE);
+		return -EFBIG;
+	}
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, data, len);
+
+	while (!done) {
+		struct ynode *n = NULL;
+
+		if (!yaml_parser_parse(&parser, &ev)) {
+			parser_error(file, &parser, d);
+			r = -EINVAL;
+			break;
+		}
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++docs > 1) {
+				fctl_diag_add(d, FCTL_SEV_ERROR, file,
+					      (uint32_t)ev.start_mark.line + 1,
+					      (uint32_t)ev.start_mark.column + 1, "multiple-documents",
+					      NULL,
+					      "a second YAML document starts here; a profile file holds exactly one");
+				r = -EINVAL;
+				done = true;
+			}
+			break;
+		case YAML_ALIAS_EVENT:
+			fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)ev.start_mark.line + 1,
+				      (uint32_t)ev.start_mark.column + 1, "alias", NULL,
+				      "alias '*%s' found; profiles do not support anchors and aliases "
+				      "(write the value out)",
+				      ev.data.alias.anchor ? (const char *)ev.data.alias.anchor : "");
+			r = -EINVAL;
+			done = true;
+			break;
+		case YAML_SCALAR_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT: {
+			const yaml_char_t *anchor = ev.type == YAML_SCALAR_EVENT
+							    ? ev.data.scalar.anchor
+						    : ev.type == YAML_SEQUENCE_START_EVENT
+							    ? ev.data.sequence_start.anchor
+							    : ev.data.mapping_start.anchor;
+
+			if (anchor) {
+				fctl_diag_add(d, FCTL_SEV_ERROR, file,
+					      (uint32_t)ev.start_mark.line + 1,
+					      (uint32_t)ev.start_mark.column + 1, "alias", NULL,
+					      "anchor '&%s' found; profiles do not support anchors and "
+					      "aliases (write the value out)",
+					      (const char *)anchor);
+				r = -EINVAL;
+				done = true;
+				break;
+			}
+			if (++nodes > YAML_MAX_NODES) {
+				fctl_diag_add(d, FCTL_SEV_ERROR, file,
+					      (uint32_t)ev.start_mark.line + 1,
+					      (uint32_t)ev.start_mark.column + 1, "too-large", NULL,
+					      "more than %u YAML nodes; profile too large",
+					      YAML_MAX_NODES);
+				r = -EFBIG;
+				done = true;
+				break;
+			}
+			if (ev.type == YAML_SCALAR_EVENT) {
+				if (ev.data.scalar.length > YAML_MAX_SCALAR) {
+					fctl_diag_add(d, FCTL_SEV_ERROR, file,
+						      (uint32_t)ev.start_mark.line + 1,
+						      (uint32_t)ev.start_mark.column + 1,
+						      "too-large", NULL,
+						      "scalar of %zu bytes; the limit is %u",
+						      ev.data.scalar.length, YAML_MAX_SCALAR);
+					r = -EFBIG;
+					done = true;
+					break;
+				}
+				n = node_new(YNODE_SCALAR, &ev.start_mark);
+				if (n) {
+					n->len = ev.data.scalar.length;
+					n->str = malloc(n->len + 1);
+					if (n->str) {
+						memcpy(n->str, ev.data.scalar.value, n->len);
+						n->str[n->len] = '\0';
+					}
+					n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+				}
+				if (n && !n->str) {
+					free(n);
+					n = NULL;
+				}
+			} else {
+				if (depth >= YAML_MAX_DEPTH) {
+					fctl_diag_add(d, FCTL_SEV_ERROR, file,
+						      (uint32_t)ev.start_mark.line + 1,
+						      (uint32_t)ev.start_mark.column + 1,
+						      "too-deep", NULL,
+						      "nesting deeper than %d levels",
+						      YAML_MAX_DEPTH);
+					r = -EINVAL;
+					done = true;
+					break;
+				}
+				n = node_new(ev.type == YAML_SEQUENCE_START_EVENT ? YNODE_SEQ
+										  : YNODE_MAP,
+					     &ev.start_mark);
+			}
+			if (!n) {
+				r = -ENOMEM;
+				done = true;
+				break;
+			}
+			if (depth == 0) {
+				root = n;
+			} else if (add_kid(stack[depth - 1], n) < 0) {
+				ynode_free(n);
+				r = -ENOMEM;
+				done = true;
+				break;
+			}
+			if (n->type != YNODE_SCALAR)
+				stack[depth++] = n;
+			break;
+		}
+		case YAML_SEQUENCE_END_EVENT:
+			depth--;
+			break;
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			if (check_dup_keys(file, stack[depth], d) == -ENOMEM)
+				r = -ENOMEM;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	if (r < 0) {
+		ynode_free(root);
+		return r;
+	}
+	*out = root;
+	return 0;
+}
