@@ -84,7 +84,10 @@ ensure_packages() {
 	# The rxe userspace provider (librxe) lives here.
 	dpkg-query -W -f='${Status}' ibverbs-providers 2>/dev/null | grep -q 'ok installed' ||
 		missing+=(ibverbs-providers)
-	[[ -n $(find_kver 2>/dev/null) ]] || missing+=(linux-image-amd64)
+	# A kernel chosen with FCTL_LAB_KVER is the caller's business.
+	if [[ -z ${FCTL_LAB_KVER:-} && -z $(find_kver 2>/dev/null) ]]; then
+		missing+=(linux-image-amd64)
+	fi
 	((${#missing[@]} == 0)) && return 0
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 	say "installing missing packages: ${missing[*]}"
@@ -384,7 +387,7 @@ start_qemu() {
 		-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$hd/console.log"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-		-append "console=ttyS0 quiet panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$REPO"
+		-append "console=ttyS0 panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$REPO"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=$hd,mount_tag=labshare,security_model=passthrough,multidevs=remap"
 		"${nicargs[@]}"
