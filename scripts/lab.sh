@@ -150,7 +150,8 @@ build_initramfs() {
 	key=$({
 		echo "$kver"
 		printf '%s\n' "${files[@]}"
-		sha256sum "$GUEST_INIT" "$SELF" /bin/busybox
+		# Contents only, so copies of the tree at other paths share the image.
+		cat "$GUEST_INIT" "$SELF" /bin/busybox | sha256sum
 	} | sha256sum | cut -c1-16)
 	out=$CACHE_DIR/initramfs-$kver-$key.cpio
 	if [[ -s $out ]]; then
