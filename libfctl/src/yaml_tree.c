@@ -118,15 +118,36 @@ static int check_dup_keys(const char *file, struct ynode *m, struct fctl_diags *
 	return r;
 }
 
-static void parser_error(const char *file, yaml_parser_t *p, struct fctl_diags *d)
+/* Line and column (in characters, as libyaml counts them) of a byte offset. */
+static void offset_pos(const unsigned char *data, size_t len, size_t off, uint32_t *line,
+		       uint32_t *col)
+{
+	uint32_t l = 1, c = 1;
+
+	for (size_t i = 0; i < off && i < len; i++) {
+		if (data[i] == '\n') {
+			l++;
+			c = 1;
+		} else if ((data[i] & 0xc0) != 0x80) {
+			c++;
+		}
+	}
+	*line = l;
+	*col = c;
+}
+
+static void parser_error(const char *file, const unsigned char *data, size_t len,
+			 yaml_parser_t *p, struct fctl_diags *d)
 {
 	const yaml_mark_t *m = &p->problem_mark;
 	const char *what = p->problem ? p->problem : "malformed YAML";
 
 	if (p->error == YAML_READER_ERROR) {
-		/* the reader reports an offset, not a line: say where in bytes too */
-		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)m->line + 1,
-			      (uint32_t)m->column + 1, "encoding", NULL,
+		uint32_t line, col;
+
+		/* the reader reports a byte offset and leaves problem_mark unset */
+		offset_pos(data, len, p->problem_offset, &line, &col);
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, line, col, "encoding", NULL,
 			      "invalid input at byte %zu: %s (expected UTF-8 text)",
 			      p->problem_offset, what);
 		return;
@@ -171,7 +192,7 @@ int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
 		struct ynode *n = NULL;
 
 		if (!yaml_parser_parse(&parser, &ev)) {
-			parser_error(file, &parser, d);
+			parser_error(file, data, len, &parser, d);
 			r = -EINVAL;
 			break;
 		}
