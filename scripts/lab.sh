@@ -14,6 +14,8 @@
 #   lab.sh down [--dir DIR]
 
 set -euo pipefail
+# modprobe, ip and friends live in sbin, which a non-login root PATH may lack.
+export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 SCRIPTS=${SELF%/*}
