@@ -233,9 +233,11 @@ int fctl_parse_duration(const char *s, uint64_t *seconds)
 		if (!isdigit((unsigned char)*s))
 			return -EINVAL;
 		while (isdigit((unsigned char)*s)) {
-			if (v > (UINT64_MAX - 9) / 10)
+			uint64_t digit = (uint64_t)(*s++ - '0');
+
+			if (v > (UINT64_MAX - digit) / 10)
 				return -ERANGE;
-			v = v * 10 + (uint64_t)(*s++ - '0');
+			v = v * 10 + digit;
 		}
 		switch (*s) {
 		case '\0':
