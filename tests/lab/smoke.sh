@@ -32,7 +32,9 @@ fail() {
 	echo "FAIL $1${2:+: $2}"
 	failed=$((failed + 1))
 }
+finished=0
 finish() {
+	finished=1
 	echo "smoke: $passed passed, $failed failed"
 	if ((failed > 0 || passed == 0)); then exit 1; fi
 	exit 0
@@ -40,7 +42,15 @@ finish() {
 lab() { "$LAB" "$@"; }
 
 # shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() { "$LAB" down --dir "$DIR" >/dev/null 2>&1 || :; }
+cleanup() {
+	local rc=$?
+	"$LAB" down --dir "$DIR" >/dev/null 2>&1 || :
+	if ((!finished)); then
+		echo "FAIL harness: smoke.sh stopped early (exit $rc)"
+		echo "smoke: $passed passed, $((failed + 1)) failed"
+		exit 1
+	fi
+}
 trap cleanup EXIT
 
 # 16 random bytes as 32 hex digits (test data only).
@@ -50,8 +60,12 @@ TESTS=(lab-up macsec-ping macsec-counters rxe-devices rdma-send-lat)
 fail_rest() {
 	local from=$1 t on=0
 	for t in "${TESTS[@]}"; do
-		[[ $t == "$from" ]] && on=1
-		((on)) && fail "$t" "${2:-not run}"
+		if [[ $t == "$from" ]]; then
+			on=1
+			fail "$t" "${2:-not run}"
+		elif ((on)); then
+			fail "$t" "not run ($from failed)"
+		fi
 	done
 	finish
 }
@@ -72,7 +86,7 @@ fi
 echo "lab up in $(($(date +%s) - t0)) s"
 
 # --- macsec-ping ------------------------------------------------------------
-status=$(lab status --json)
+status=$(lab status --json) || fail_rest macsec-ping "lab.sh status --json failed"
 mac1=$(jq -r '.nics[] | select(.host == "h1" and .port == "eth0") | .mac' <<<"$status")
 mac2=$(jq -r '.nics[] | select(.host == "h2" and .port == "eth0") | .mac' <<<"$status")
 key1=$(hexkey)
@@ -95,7 +109,7 @@ ip addr add "$4" dev macsec0'
 # Sum of a counter over every RX SC of macsec0 (jq reads `ip -j -s macsec show`).
 counter() {
 	lab exec "$1" -- ip -j -s macsec show macsec0 |
-		jq --arg c "$2" '[.[0].rx_sc[]? | .[$c] // 0] | add // 0'
+		jq --arg c "$2" '[.[0].rx_sc[]? | .[$c] // 0] | add // 0' || echo -1
 }
 
 ok=1
@@ -143,7 +157,7 @@ fi
 # -u 20: under TCG perftest's default QP timeout makes rxe retransmit a lot.
 LAT=(ib_send_lat -d rxe0 -x 1 -u 20 -n 50)
 if ((rxe)); then
-	server=$(lab exec-bg --timeout 180 h2 -- "${LAT[@]}")
+	server=$(lab exec-bg --timeout 180 h2 -- "${LAT[@]}") || server=none
 	# Wait until the server listens for perftest's TCP exchange (port 18515).
 	for _ in $(seq 60); do
 		lab exec h2 -- ss -Hltn 'sport = :18515' | grep -q . && break
