@@ -348,6 +348,24 @@ static int cmp_use(const void *a, const void *b)
 	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
 }
 
+static void unknown_policy(struct vctx *vc, const char *name, struct fctl_pos pos)
+{
+	const struct fctl_profile *p = vc->p;
+	const char **names = calloc(p->n_policies + 1, sizeof(*names));
+	const char *g = NULL;
+	char hint[96];
+
+	for (size_t i = 0; names && i < p->n_policies; i++)
+		names[i] = p->policies[i].name ? p->policies[i].name : "";
+	if (names)
+		g = fctl_did_you_mean(name, names, p->n_policies);
+	if (g)
+		snprintf(hint, sizeof(hint), "did you mean '%s'?", g);
+	AT(vc, pos, "unknown-policy", g ? hint : NULL,
+	   "macsec policy '%s' is not defined under 'macsec'", name);
+	free(names);
+}
+
 static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct fctl_vlan *v,
 		       struct sci_seen **scis, size_t *n_sci, size_t *cap_sci,
 		       struct ifn_seen **ifns, size_t *n_ifn, size_t *cap_ifn)
@@ -365,20 +383,11 @@ static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct
 			   v->id, l->name ? l->name : "?", w->pos.line);
 	if (v->macsec) {
 		pol = fctl_profile_find_policy(p, v->macsec);
-		if (!pol) {
-			const char **names = calloc(p->n_policies + 1, sizeof(*names));
-			const char *g = NULL;
-			char hint[96];
-
-			for (size_t i = 0; names && i < p->n_policies; i++)
-				names[i] = p->policies[i].name ? p->policies[i].name : "";
-			if (names)
-				g = fctl_did_you_mean(v->macsec, names, p->n_policies);
-			if (g)
-				snprintf(hint, sizeof(hint), "did you mean '%s'?", g);
-			AT(vc, v->pos_macsec, "unknown-policy", g ? hint : NULL,
-			   "macsec policy '%s' is not defined under 'macsec'", v->macsec);
-			free(names);
+		if (!pol && v->pos_macsec.line == l->pos_macsec.line &&
+		    v->pos_macsec.col == l->pos_macsec.col) {
+			/* inherited from the link: reported once, at the link */
+		} else if (!pol) {
+			unknown_policy(vc, v->macsec, v->pos_macsec);
 		} else {
 			overhead = fctl_macsec_overhead(pol->icv_len);
 		}
@@ -504,8 +513,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 				AT(&vc, l->pos, "duplicate", NULL, "duplicate link name '%s'",
 				   l->name);
 		if (l->macsec && !fctl_profile_find_policy(p, l->macsec))
-			AT(&vc, l->pos_macsec, "unknown-policy", NULL,
-			   "macsec policy '%s' is not defined under 'macsec'", l->macsec);
+			unknown_policy(&vc, l->macsec, l->pos_macsec);
 		for (size_t j = 0; j < l->n_vlans; j++)
 			check_vlan(&vc, l, &l->vlans[j], &scis, &n_sci, &cap_sci, &ifns, &n_ifn,
 				   &cap_ifn);
