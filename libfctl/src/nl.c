@@ -112,10 +112,17 @@ void fctl_nli_err_set(struct fctl_nl_err *err, int e, const char *what)
 static int sock_new(int protocol, struct nl_sock **out)
 {
 	struct nl_sock *sk;
+	struct nl_cb *cb;
 	int one = 1;
 	int r;
 
-	sk = nl_socket_alloc();
+	/* Explicit default callbacks: nl_socket_alloc() honours NLCB=debug from the
+	 * environment, which would print outgoing messages (keys included). */
+	cb = nl_cb_alloc(NL_CB_DEFAULT);
+	if (!cb)
+		return -ENOMEM;
+	sk = nl_socket_alloc_cb(cb);
+	nl_cb_put(cb);
 	if (!sk)
 		return -ENOMEM;
 	r = nl_connect(sk, protocol);
