@@ -33,6 +33,14 @@ struct cmd {
 int cmd_validate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_rollback(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
+int cmd_plan_live(int argc, char **argv);
+int cmd_diff_live(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_history(int argc, char **argv);
+int cmd_lab(int argc, char **argv);
 
 /* Shared by commands (cli.c). */
 extern const char *prog_name;

@@ -87,6 +87,7 @@ int cmd_plan(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
 		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
+		{ "netns", required_argument, NULL, 'n' }, { "state-dir", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 	};
 	struct fctl_profile *nw = NULL, *old = NULL;
@@ -116,6 +117,9 @@ int cmd_plan(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'n':
+		case 'S':
+			break; /* live plan options */
 		case 'h':
 			cli_usage_cmd("plan");
 			return EXIT_OK;
@@ -128,9 +132,11 @@ int cmd_plan(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!offline) {
-		cli_err("plan: the live plan needs the apply engine; use --offline to plan between "
-			"profile files");
-		return EXIT_USAGE;
+		if (from) {
+			cli_err("plan: --from needs --offline (the live plan starts from the kernel)");
+			return EXIT_USAGE;
+		}
+		return cmd_plan_live(argc, argv);
 	}
 	rc = cli_load_valid_profile(argv[optind], &nw, true);
 	if (rc == EXIT_OK && from)
@@ -208,6 +214,8 @@ int cmd_diff(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "host", required_argument, NULL, 'H' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -232,6 +240,9 @@ int cmd_diff(int argc, char **argv)
 			}
 			filt.v[filt.n++] = optarg;
 			break;
+		case 'n':
+		case 'S':
+			break; /* live diff options */
 		case 'h':
 			cli_usage_cmd("diff");
 			return EXIT_OK;
@@ -239,9 +250,10 @@ int cmd_diff(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (optind + 1 == argc)
+		return cmd_diff_live(argc, argv);
 	if (optind + 2 != argc) {
-		cli_err("diff: expected two profiles: OLD NEW (drift against live state is "
-			"'diff PROFILE' once the apply engine is built)");
+		cli_err("diff: expected PROFILE (drift against the live state) or OLD NEW");
 		return EXIT_USAGE;
 	}
 	rc = cli_load_valid_profile(argv[optind], &a, true);

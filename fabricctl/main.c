@@ -24,30 +24,90 @@ static const struct cmd commands[] = {
 	  "  -q, --quiet   print nothing; use the exit code\n"
 	  "\n"
 	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n" },
-	{ "plan", cmd_plan, "plan --offline NEW [--from OLD] [--host HOST] [--json]",
-	  "Compute the ordered operations that take each host from OLD (or from nothing)\n"
-	  "to NEW: create VLAN, create MACsec SecY, add RX channel, add RX SA, add TX SA,\n"
-	  "bring up, add addresses, and the removals, in a safe order (receive before\n"
-	  "transmit, removals first). Changes the kernel cannot make in place (cipher,\n"
-	  "ICV length, SCI, port, VLAN id or parent) are shown as delete + create and\n"
-	  "flagged [disruptive]. Both profiles are validated first; nothing is planned\n"
-	  "from an invalid profile.\n"
+	{ "plan", cmd_plan,
+	  "plan [--json] [--netns NAME] [--host HOST] PROFILE\n"
+	  "       plan --offline [--json] [--host HOST]... NEW [--from OLD]",
+	  "Compute the ordered operations that take a host to the state PROFILE\n"
+	  "describes: create VLAN, create MACsec SecY (protect on), add RX channel, add\n"
+	  "RX SA, add TX SA, bring up, add addresses, and the removals, in a safe order\n"
+	  "(receive before transmit, removals first). Changes the kernel cannot make in\n"
+	  "place (cipher, ICV length, SCI, port, VLAN id or parent) are shown as delete +\n"
+	  "create and flagged [disruptive]. Nothing is planned from an invalid profile.\n"
 	  "\n"
-	  "  --offline     plan between profile files without touching the kernel\n"
-	  "  --from OLD    the profile version currently applied (default: nothing)\n"
-	  "  --host HOST   only this host (repeatable)\n"
-	  "  --json        {\"profile\":..., \"hosts\":[{\"host\",\"ops\":[...]}]}\n"
+	  "Live (default): from this host's kernel state, read over netlink; only links\n"
+	  "the profile or the last applied profile manage are considered.\n"
+	  "Offline: between two profile files, without touching the kernel (for review\n"
+	  "in CI); every host of the profiles is planned.\n"
 	  "\n"
-	  "Exit: 0 planned, 1 a profile is invalid, 2 usage or I/O error.\n" },
-	{ "diff", cmd_diff, "diff [--json] [--host HOST] OLD NEW",
-	  "Show, per host, how the state described by profile NEW differs from OLD:\n"
-	  "links added (+), removed (-) and changed (~) with the attributes that differ.\n"
+	  "  --offline        plan between profile files\n"
+	  "  --from OLD       (offline) the version currently applied; default nothing\n"
+	  "  --host HOST      live: the profile host this machine is (default: hostname);\n"
+	  "                   offline: only this host (repeatable)\n"
+	  "  --netns NAME     act inside network namespace NAME (/run/netns/NAME)\n"
+	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --json           machine-readable plan\n"
 	  "\n"
-	  "  --json        {\"hosts\":[{\"host\",\"changes\":[...]}]}\n"
-	  "  --host HOST   only this host (repeatable)\n"
+	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error.\n" },
+	{ "apply", cmd_apply, "apply [--json] [--dry-run] [--netns NAME] [--host HOST] PROFILE",
+	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
+	  "planned against the profile, every key is fetched, the prior state is written\n"
+	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
+	  "text is shown), the steps already made are undone and a fresh dump is checked\n"
+	  "against the prior state. After success a fresh dump must match the profile\n"
+	  "exactly, and the profile is recorded in the history for 'rollback --to'.\n"
+	  "Applying the same profile again makes zero netlink writes. An apply that a\n"
+	  "crash interrupted is rolled back first. MACsec devices are created with\n"
+	  "protect on, receive SAs before transmit SAs, addresses last.\n"
 	  "\n"
-	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage\n"
-	  "or I/O error.\n" },
+	  "  --dry-run        plan only (same as 'plan')\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --json           result as JSON: result, ops, netlink writes, error\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
+	  "I/O, key or environment error (nothing written), 3 failed and rolled back.\n" },
+	{ "rollback", cmd_rollback, "rollback --to VERSION [--json] [--netns NAME] [--host HOST]",
+	  "Apply an earlier profile version again, from the copy stored in the history\n"
+	  "when it was applied (see 'history'). Same guarantees as 'apply'.\n"
+	  "\n"
+	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n" },
+	{ "recover", cmd_recover, "recover [--json] [--netns NAME]",
+	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
+	  "state recorded in the journal before that apply started. 'apply' does this by\n"
+	  "itself first; 'recover' does only this.\n"
+	  "\n"
+	  "Exit: 0 recovered or nothing to do, 2 environment error, 3 recovery failed.\n" },
+	{ "show", cmd_show, "show [--json] [--netns NAME] [--host HOST]",
+	  "Print the live VLAN/MACsec state of this host. Text output is a profile (YAML)\n"
+	  "that validates and can be diffed or saved, like 'wg showconf'; peers are named\n"
+	  "after the MAC in their SCI. Keys are never shown: SAs are named by key id.\n"
+	  "Only links of the last applied profile are shown once one was applied.\n"
+	  "\n"
+	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n" },
+	{ "diff", cmd_diff,
+	  "diff [--json] [--netns NAME] [--host HOST] PROFILE\n"
+	  "       diff [--json] [--host HOST]... OLD NEW",
+	  "With one PROFILE: drift between the live state of this host (-) and the\n"
+	  "profile (+). With OLD NEW: per host, how the state NEW describes differs from\n"
+	  "OLD: links added (+), removed (-) and changed (~) with the differing lines.\n"
+	  "\n"
+	  "  --json           {\"host\", \"drift\", \"changes\":[...]} or {\"hosts\":[...]}\n"
+	  "\n"
+	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
+	  "I/O or netlink error.\n" },
+	{ "history", cmd_history, "history [--json] [--netns NAME]",
+	  "List the profile versions applied on this host, oldest first.\n" },
+	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup [ARGS]",
+	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
+	  "wired host to host over 127.0.0.1, each running this machine's binaries: a\n"
+	  "place to test profile changes in CI before they reach real hosts. A wrapper\n"
+	  "of scripts/lab.sh (needs root); see docs/lab.md.\n"
+	  "\n"
+	  "  fabricctl lab up --hosts 2\n"
+	  "  fabricctl lab exec h1 -- fabricctl apply profiles/lab-pair.yaml\n"
+	  "  fabricctl lab down\n" },
 	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
 };

@@ -65,7 +65,7 @@ static struct fctl_op *add_op(struct builder *b, enum fctl_op_kind kind, const s
 	op->link.macsec.n_rxsc = op->link.macsec.cap_rxsc = 0;
 	op->link.addrs = NULL;
 	op->link.n_addrs = op->link.cap_addrs = 0;
-	op->link.macsec.key.backend = op->link.macsec.key.id = NULL;
+	op->link.macsec.key.backend = op->link.macsec.key.id = op->link.macsec.key.base = NULL;
 	op->key = l->macsec.key; /* borrowed from the state the plan was computed from */
 	return op;
 }

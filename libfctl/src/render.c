@@ -9,11 +9,14 @@
 
 #include "fctl/profile.h"
 
-static int copy_keyref(struct fctl_keyref *dst, const struct fctl_keyref *src)
+static int copy_keyref(struct fctl_keyref *dst, const struct fctl_keyref *src, const char *dir)
 {
+	char *abs = dir ? realpath(dir, NULL) : NULL;
+
 	dst->backend = fctl_strdup(src->backend);
 	dst->id = fctl_strdup(src->id);
 	dst->version = src->version;
+	dst->base = abs ? abs : fctl_strdup(dir);
 	return (src->backend && !dst->backend) || (src->id && !dst->id) ? -ENOMEM : 0;
 }
 
@@ -93,7 +96,7 @@ static int render_vlan(const struct fctl_profile *p, const struct fctl_plink *l,
 		m->scb = pol->scb;
 		m->offload = pol->offload;
 		m->encoding_sa = 0;
-		r = copy_keyref(&m->key, &pol->key);
+		r = copy_keyref(&m->key, &pol->key, p->dir);
 		if (r < 0)
 			return r;
 		fctl_keyid_from_ref(&pol->key, keyid);

@@ -150,7 +150,8 @@ void fctl_link_release(struct fctl_link *l)
 	l->macsec.n_rxsc = l->macsec.cap_rxsc = 0;
 	free(l->macsec.key.backend);
 	free(l->macsec.key.id);
-	l->macsec.key.backend = l->macsec.key.id = NULL;
+	free(l->macsec.key.base);
+	l->macsec.key.backend = l->macsec.key.id = l->macsec.key.base = NULL;
 	for (size_t i = 0; i < l->n_addrs; i++)
 		free(l->addrs[i]);
 	free(l->addrs);

@@ -164,6 +164,10 @@ const struct fctl_macsec_policy *fctl_profile_find_policy(const struct fctl_prof
 int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
 			     struct fctl_host_state **out);
 
+/* Writes a host state as a profile (YAML) that validates and would reproduce it:
+ * the `fabricctl show` format. Peers are named after the MAC in their SCI. */
+int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *out);
+
 /* Interface names a VLAN gets on one end. */
 void fctl_vlan_ifnames(const struct fctl_vlan *v, const char *port, char vlan_if[FCTL_IFNAMSIZ + 8],
 		       char macsec_if[FCTL_IFNAMSIZ + 8]);

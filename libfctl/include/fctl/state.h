@@ -65,6 +65,7 @@ struct fctl_keyref {
 	char *backend;
 	char *id;
 	uint32_t version;
+	char *base; /* file backend: directory relative ids resolve against (not part of KEYID) */
 };
 
 /* One secure association (TX or RX). */
@@ -168,5 +169,11 @@ uint32_t fctl_macsec_overhead(uint8_t icv_len);
 
 /* JSON rendering of a host state (the format `fabricctl show --json` prints). */
 int fctl_host_state_to_json(const struct fctl_host_state *hs, struct fctl_buf *out);
+
+/* A line-based text form of a host state that round-trips exactly (key references
+ * included, keys never): the apply journal keeps the prior state in it. */
+int fctl_host_state_save(const struct fctl_host_state *hs, struct fctl_buf *out);
+/* Parses lines until "state-end" or the end of text; *consumed = bytes read. */
+int fctl_host_state_load(const char *text, size_t *consumed, struct fctl_host_state **out);
 
 #endif

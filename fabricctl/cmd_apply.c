@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl apply | plan (live) | show | diff PROFILE | rollback | recover | history */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fctl/engine.h"
+#include "fctl/plan.h"
+
+struct common {
+	struct fctl_engine_opts eo;
+	bool json;
+	bool quiet;
+};
+
+enum {
+	OPT_JSON = 0x100,
+	OPT_NETNS,
+	OPT_HOST,
+	OPT_STATE_DIR,
+	OPT_TO,
+	OPT_DRY_RUN,
+	OPT_OFFLINE,
+	OPT_FROM,
+};
+
+static const struct option common_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "netns", required_argument, NULL, OPT_NETNS },
+	{ "host", required_argument, NULL, OPT_HOST },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parses the options every host command shares. Returns -1 on success (continue),
+ * or an exit code. */
+static int parse_common(const char *cmd, int argc, char **argv, struct common *c,
+			const char **to)
+{
+	int ch;
+
+	memset(c, 0, sizeof(*c));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "qh", common_opts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_JSON:
+			c->json = true;
+			break;
+		case OPT_NETNS:
+			c->eo.netns = optarg;
+			break;
+		case OPT_HOST:
+			c->eo.host = optarg;
+			break;
+		case OPT_STATE_DIR:
+			c->eo.state_dir = optarg;
+			break;
+		case OPT_TO:
+			if (!to) {
+				cli_err("%s: unknown option '--to'", cmd);
+				return EXIT_USAGE;
+			}
+			*to = optarg;
+			break;
+		case OPT_DRY_RUN:
+			c->eo.dry_run = true;
+			break;
+		case 'q':
+			c->quiet = true;
+			break;
+		case 'h':
+			cli_usage_cmd(cmd);
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+static void progress(void *ctx, const char *phase, size_t done, size_t total,
+		     const struct fctl_op *op)
+{
+	(void)ctx;
+	fprintf(stderr, "\r\033[K%s [%zu/%zu] %s %s", phase, done + 1, total,
+		fctl_op_kind_name(op->kind), op->ifname);
+	if (done + 1 == total)
+		fputc('\n', stderr);
+}
+
+static int env_error(const char *what, int r, const char *msg)
+{
+	cli_err("%s: %s", what, msg && *msg ? msg : strerror(-r));
+	if (r == -EPERM || r == -EACCES)
+		cli_err("hint: changing links needs CAP_NET_ADMIN (run as root)");
+	return EXIT_USAGE;
+}
+
+static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
+			const struct fctl_apply_result *res, const char *result)
+{
+	fctl_buf_puts(o, "{\"host\":");
+	fctl_buf_json_str(o, res->host);
+	fctl_buf_puts(o, ",\"profile\":");
+	fctl_buf_json_str(o, p ? p->name : NULL);
+	fctl_buf_printf(o, ",\"version\":%" PRIu64 ",\"result\":\"%s\"", p ? p->version : 0,
+			result);
+	fctl_buf_printf(o, ",\"ops_planned\":%zu,\"ops_done\":%zu,\"netlink_writes\":%" PRIu64
+			   ",\"netlink_round_trips\":%" PRIu64 ",\"seconds\":%.6f",
+			res->plan ? res->plan->n_ops : 0, res->ops_done, res->writes,
+			res->round_trips, res->seconds);
+	fctl_buf_printf(o, ",\"recovered_interrupted_apply\":%s,\"rolled_back\":%s,"
+			   "\"restored_exactly\":%s",
+			res->recovered ? "true" : "false", res->rolled_back ? "true" : "false",
+			res->restored_exactly ? "true" : "false");
+	if (res->failed_op >= 0)
+		fctl_buf_printf(o, ",\"failed_op\":%ld", res->failed_op);
+	if (res->error[0]) {
+		fctl_buf_puts(o, ",\"error\":");
+		fctl_buf_json_str(o, res->error);
+	}
+	fctl_buf_puts(o, ",\"plan\":");
+	if (res->plan)
+		fctl_plan_to_json(res->plan, o);
+	else
+		fctl_buf_puts(o, "null");
+	fctl_buf_puts(o, "}\n");
+}
+
+static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
+{
+	struct fctl_apply_result res;
+	struct fctl_buf out = { 0 };
+	const char *result;
+	int r, rc;
+
+	if (!c->json && !c->quiet && isatty(fileno(stderr)))
+		c->eo.progress = progress;
+	r = fctl_engine_apply(p, &c->eo, &res);
+	if (r < 0 && !res.plan && !res.rolled_back) {
+		rc = env_error(cmd, r, res.error);
+		if (c->json) {
+			result_json(&out, p, &res, "refused");
+			cli_write(stdout, &out);
+		}
+		goto out;
+	}
+	if (r == 0)
+		result = res.plan && res.plan->n_ops && !c->eo.dry_run ? "applied"
+			 : c->eo.dry_run				 ? "planned"
+									 : "unchanged";
+	else
+		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
+	if (c->json) {
+		result_json(&out, p, &res, result);
+	} else if (!c->quiet) {
+		if (res.recovered)
+			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
+		if (res.plan && res.plan->n_ops)
+			fctl_plan_to_text(res.plan, &out, cli_color(stdout));
+		if (r == 0 && c->eo.dry_run)
+			fctl_buf_printf(&out, "dry run: nothing changed\n");
+		else if (r == 0 && (!res.plan || !res.plan->n_ops))
+			fctl_buf_printf(&out,
+					"host %s already matches %s version %" PRIu64
+					": no changes, %" PRIu64 " netlink writes\n",
+					res.host, p->name, p->version, res.writes);
+		else if (r == 0)
+			fctl_buf_printf(&out,
+					"applied %s version %" PRIu64 " on %s: %zu operations, %" PRIu64
+					" netlink writes, %" PRIu64 " round trips, %.3f s\n",
+					p->name, p->version, res.host, res.ops_done, res.writes,
+					res.round_trips, res.seconds);
+	}
+	cli_write(stdout, &out);
+	if (r < 0) {
+		cli_err("%s failed on %s: %s", cmd, res.host, res.error);
+		if (res.rolled_back && res.restored_exactly)
+			cli_err("rolled back: %s is exactly as it was before", res.host);
+		else
+			cli_err("ROLLBACK INCOMPLETE on %s: run 'fabricctl recover' and inspect "
+				"with 'fabricctl show'",
+				res.host);
+		rc = EXIT_FAILED;
+	} else {
+		if (res.error[0])
+			cli_err("warning: %s", res.error);
+		rc = EXIT_OK;
+	}
+out:
+	fctl_buf_release(&out);
+	fctl_apply_result_release(&res);
+	return rc;
+}
+
+int cmd_apply(int argc, char **argv)
+{
+	struct fctl_profile *p = NULL;
+	struct common c;
+	int rc = parse_common("apply", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	if (optind + 1 != argc) {
+		cli_err("apply: expected exactly one PROFILE");
+		return EXIT_USAGE;
+	}
+	rc = cli_load_valid_profile(argv[optind], &p, true);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = do_apply("apply", &c, p);
+	fctl_profile_free(p);
+	return rc;
+}
+
+int cmd_rollback(int argc, char **argv)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	const char *to = NULL;
+	struct common c;
+	uint64_t ver;
+	int rc = parse_common("rollback", argc, argv, &c, &to);
+
+	if (rc >= 0)
+		return rc;
+	if (!to || optind != argc || fctl_parse_u64(to, &ver) < 0 || ver == 0) {
+		cli_err("rollback: expected --to VERSION (a profile version from 'fabricctl "
+			"history')");
+		return EXIT_USAGE;
+	}
+	rc = fctl_engine_load_version(&c.eo, ver, &d, &p);
+	if (rc < 0) {
+		struct fctl_buf b = { 0 };
+
+		fctl_diags_to_text(&d, &b, cli_color(stderr));
+		cli_write(stderr, &b);
+		fctl_buf_release(&b);
+		cli_err("rollback: version %" PRIu64 " %s", ver,
+			rc == -ENOENT ? "was never applied on this host (see 'fabricctl history')"
+				      : "cannot be loaded from the history");
+		fctl_diags_release(&d);
+		return EXIT_USAGE;
+	}
+	fctl_diags_release(&d);
+	rc = do_apply("rollback", &c, p);
+	fctl_profile_free(p);
+	return rc;
+}
+
+int cmd_recover(int argc, char **argv)
+{
+	struct fctl_apply_result res;
+	struct common c;
+	int r, rc = parse_common("recover", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	r = fctl_engine_recover(&c.eo, &res);
+	if (c.json)
+		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s}\n",
+		       res.host, r == 1 ? "true" : "false", res.rolled_back ? "true" : "false",
+		       res.restored_exactly ? "true" : "false");
+	if (r < 0) {
+		cli_err("recover failed on %s: %s", res.host, res.error[0] ? res.error : strerror(-r));
+		return EXIT_FAILED;
+	}
+	if (!c.json && !c.quiet)
+		printf(r == 1 ? "recovered: the interrupted apply on %s was rolled back to the prior "
+				"state\n"
+			      : "nothing to recover on %s\n",
+		       res.host);
+	fctl_apply_result_release(&res);
+	return EXIT_OK;
+}
+
+/* plan PROFILE (live): desired vs live, as the offline plan prints it */
+int cmd_plan_live(int argc, char **argv)
+{
+	struct fctl_profile *p = NULL;
+	struct fctl_plan *plan = NULL;
+	struct fctl_buf out = { 0 };
+	char err[768] = "";
+	struct common c;
+	int r, rc = parse_common("plan", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	if (optind + 1 != argc) {
+		cli_err("plan: expected exactly one PROFILE");
+		return EXIT_USAGE;
+	}
+	rc = cli_load_valid_profile(argv[optind], &p, true);
+	if (rc != EXIT_OK)
+		return rc;
+	r = fctl_engine_plan(p, &c.eo, &plan, NULL, NULL, err, sizeof(err));
+	if (r < 0) {
+		rc = env_error("plan", r, err);
+		goto out;
+	}
+	if (c.json) {
+		fctl_plan_to_json(plan, &out);
+		fctl_buf_putc(&out, '\n');
+	} else {
+		fctl_buf_printf(&out, "plan: live state -> profile %s version %" PRIu64 "\n",
+				p->name, p->version);
+		fctl_plan_to_text(plan, &out, cli_color(stdout));
+	}
+	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
+out:
+	fctl_buf_release(&out);
+	fctl_plan_free(plan);
+	fctl_profile_free(p);
+	return rc;
+}
+
+/* diff PROFILE: drift between the profile and the live state */
+int cmd_diff_live(int argc, char **argv)
+{
+	struct fctl_host_state *live = NULL, *want = NULL;
+	struct fctl_profile *p = NULL;
+	struct fctl_plan *plan = NULL;
+	struct fctl_buf out = { 0 }, part = { 0 };
+	char err[768] = "";
+	struct common c;
+	int r, rc = parse_common("diff", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	rc = cli_load_valid_profile(argv[optind], &p, true);
+	if (rc != EXIT_OK)
+		return rc;
+	r = fctl_engine_plan(p, &c.eo, &plan, &live, &want, err, sizeof(err));
+	if (r < 0) {
+		rc = env_error("diff", r, err);
+		goto out;
+	}
+	r = c.json ? fctl_state_diff_json(live, want, &part)
+		   : fctl_state_diff_text(live, want, &part, cli_color(stdout));
+	if (r < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (c.json) {
+		fctl_buf_puts(&out, "{\"host\":");
+		fctl_buf_json_str(&out, want->host);
+		fctl_buf_printf(&out, ",\"drift\":%s,\"links_differing\":%d,\"changes\":%s}\n",
+				r ? "true" : "false", r, part.data);
+	} else if (r) {
+		fctl_buf_printf(&out, "host %s: drift from %s version %" PRIu64
+				      " (- live, + profile)\n%s",
+				want->host, p->name, p->version, part.data);
+	} else {
+		fctl_buf_printf(&out, "host %s: no drift from %s version %" PRIu64 "\n", want->host,
+				p->name, p->version);
+	}
+	cli_write(stdout, &out);
+	rc = r ? EXIT_INVALID : EXIT_OK;
+out:
+	fctl_buf_release(&out);
+	fctl_buf_release(&part);
+	fctl_plan_free(plan);
+	fctl_host_state_free(live);
+	fctl_host_state_free(want);
+	fctl_profile_free(p);
+	return rc;
+}
+
+int cmd_show(int argc, char **argv)
+{
+	struct fctl_host_state *live = NULL;
+	struct fctl_buf out = { 0 };
+	char err[768] = "";
+	struct common c;
+	int r, rc = parse_common("show", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	if (optind != argc) {
+		cli_err("show: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	r = fctl_engine_show(NULL, &c.eo, &live, err, sizeof(err));
+	if (r < 0)
+		return env_error("show", r, err);
+	if (c.json) {
+		fctl_host_state_to_json(live, &out);
+		fctl_buf_putc(&out, '\n');
+	} else {
+		r = fctl_state_to_profile(live, &out);
+	}
+	rc = r < 0 || cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
+	fctl_buf_release(&out);
+	fctl_host_state_free(live);
+	return rc;
+}
+
+int cmd_history(int argc, char **argv)
+{
+	struct fctl_history_entry *v = NULL;
+	struct fctl_buf out = { 0 };
+	struct common c;
+	size_t n = 0;
+	int r, rc = parse_common("history", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	r = fctl_engine_history(&c.eo, &v, &n);
+	if (r < 0)
+		return env_error("history", r, NULL);
+	if (c.json)
+		fctl_buf_puts(&out, "[");
+	else if (!n)
+		fctl_buf_puts(&out, "no profile has been applied on this host\n");
+	else
+		fctl_buf_printf(&out, "%-5s %-8s %-20s %-21s %s\n", "SEQ", "VERSION", "PROFILE",
+				"APPLIED (UTC)", "SHA-256");
+	for (size_t i = 0; i < n; i++) {
+		if (c.json) {
+			fctl_buf_printf(&out, "%s{\"seq\":%" PRIu64 ",\"version\":%" PRIu64 ",\"profile\":",
+					i ? "," : "", v[i].seq, v[i].version);
+			fctl_buf_json_str(&out, v[i].name);
+			fctl_buf_printf(&out, ",\"applied\":\"%s\",\"sha256\":\"%s\",\"stored\":",
+					v[i].time, v[i].sha256);
+			fctl_buf_json_str(&out, v[i].file);
+			fctl_buf_putc(&out, '}');
+		} else {
+			fctl_buf_printf(&out, "%-5" PRIu64 " %-8" PRIu64 " %-20s %-21s %.16s\n",
+					v[i].seq, v[i].version, v[i].name, v[i].time, v[i].sha256);
+		}
+	}
+	if (c.json)
+		fctl_buf_puts(&out, "]\n");
+	cli_write(stdout, &out);
+	fctl_buf_release(&out);
+	free(v);
+	return EXIT_OK;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The apply engine: takes one host from its live state to the state a profile
+ * describes, all or nothing.
+ *
+ *   1. lock the state directory (one apply at a time per host / netns);
+ *   2. finish any apply that a crash interrupted (journal without a commit):
+ *      the host goes back to the state recorded before that apply;
+ *   3. read live state (only links the profile or the last applied profile
+ *      manage), plan live -> desired, fetch every key the plan needs;
+ *   4. write the journal: the prior state (with key references, never keys) and
+ *      the plan, fsync;
+ *   5. execute; on any failure, plan live -> prior state and execute that, then
+ *      check that a fresh dump equals the prior state;
+ *   6. verify: a fresh dump must plan to zero operations against the profile;
+ *   7. record the applied profile in the history (for rollback --to), commit.
+ *
+ * Test hooks (documented in docs/apply.md): FCTL_TEST_FAIL_AT_OP=N fails op N
+ * (0-based) before it is sent; FCTL_TEST_CRASH_AFTER_OP=N kills the process
+ * with SIGKILL after op N.
+ */
+#ifndef FCTL_ENGINE_H
+#define FCTL_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fctl/plan.h"
+#include "fctl/profile.h"
+
+#define FCTL_STATE_DIR "/var/lib/fabricctl"
+
+struct fctl_engine_opts {
+	const char *netns;     /* NULL: current network namespace */
+	const char *state_dir; /* NULL: FCTL_STATE_DIR (+ "/netns/NAME" with a netns) */
+	const char *host;      /* profile host to apply; NULL: this machine's hostname */
+	bool dry_run;          /* plan only */
+	/* called before each op is sent (done = ops finished so far) */
+	void (*progress)(void *ctx, const char *phase, size_t done, size_t total,
+			 const struct fctl_op *op);
+	void *progress_ctx;
+};
+
+struct fctl_apply_result {
+	char host[64];
+	struct fctl_plan *plan;  /* the plan executed (or that would be) */
+	size_t ops_done;         /* of plan */
+	uint64_t writes;         /* netlink requests that changed something */
+	uint64_t round_trips;    /* all netlink requests */
+	bool recovered;          /* an interrupted apply was rolled back first */
+	bool failed;
+	long failed_op;          /* index into plan, -1 when the failure was elsewhere */
+	bool rolled_back;        /* the host was returned to its prior state */
+	bool restored_exactly;   /* and a fresh dump equals the prior state */
+	char error[768];         /* one line, with the kernel's extended-ACK text */
+	double seconds;
+};
+
+void fctl_apply_result_release(struct fctl_apply_result *r);
+
+/* Live plan (read-only). *live and *want may be NULL if not wanted. */
+int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts *o,
+		     struct fctl_plan **plan, struct fctl_host_state **live,
+		     struct fctl_host_state **want, char *err, size_t errlen);
+
+/* Returns 0 when the host is in the profile's state (res says what was done), or a
+ * negative errno (res->error says why; res->rolled_back whether it was undone). */
+int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
+		      struct fctl_apply_result *res);
+
+/* Rolls back an interrupted apply if the journal says there is one.
+ * Returns 1 when it recovered, 0 when there was nothing to do, < 0 on error. */
+int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
+
+/* Live state of the managed links (those of the last applied profile and, if p is
+ * given, of p), or of every VLAN/MACsec link when nothing was applied yet. */
+int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts *o,
+		     struct fctl_host_state **live, char *err, size_t errlen);
+
+/* History of applied profiles. */
+struct fctl_history_entry {
+	uint64_t seq;
+	uint64_t version;
+	char name[129];
+	char sha256[65];
+	char time[32];
+	char file[1024]; /* stored copy */
+	char dir[1024];  /* where relative key ids resolve */
+};
+
+int fctl_engine_history(const struct fctl_engine_opts *o, struct fctl_history_entry **out,
+			size_t *n);
+/* Loads (and validates) the stored copy of profile version `version` (0 = latest). */
+int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
+			     struct fctl_diags *d, struct fctl_profile **out);
+
+/* The profile host this machine is (opts->host, else the hostname). */
+int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t len);
+
+#endif
