@@ -145,8 +145,16 @@ static void parser_error(const char *file, const unsigned char *data, size_t len
 	if (p->error == YAML_READER_ERROR) {
 		uint32_t line, col;
 
-		/* the reader reports a byte offset and leaves problem_mark unset */
-		offset_pos(data, len, p->problem_offset, &line, &col);
+		size_t off = p->problem_offset;
+
+		/* the reader reports a byte offset and leaves problem_mark unset; a bad
+		 * trailing octet is reported at itself: point at its sequence's first byte */
+		if (p->problem && strstr(p->problem, "trailing") && off > 0 && off <= len) {
+			off--;
+			while (off > 0 && (data[off] & 0xc0) == 0x80)
+				off--;
+		}
+		offset_pos(data, len, off, &line, &col);
 		fctl_diag_add(d, FCTL_SEV_ERROR, file, line, col, "encoding", NULL,
 			      "invalid input at byte %zu: %s (expected UTF-8 text)",
 			      p->problem_offset, what);
