@@ -655,7 +655,9 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	r = yaml_tree_parse(name, data, len, d, &root);
 	if (r < 0)
 		return r;
-	if (!root) {
+	if (!root || is_null(root)) {
+		/* no document, or one that is only "---": the same mistake */
+		ynode_free(root);
 		fctl_diag_add(d, FCTL_SEV_ERROR, name, 1, 1, "empty", NULL,
 			      "the file is empty; expected a profile mapping starting with 'schema: %d'",
 			      FCTL_SCHEMA_VERSION);
