@@ -374,13 +374,17 @@ static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct
 	const struct fctl_macsec_policy *pol = NULL;
 	char vif[FCTL_IFNAMSIZ + 8], mif[FCTL_IFNAMSIZ + 8];
 	uint32_t overhead = 0;
+	bool dup = false;
 
-	for (const struct fctl_vlan *w = l->vlans; w < v; w++)
-		if (w->id && w->id == v->id)
+	for (const struct fctl_vlan *w = l->vlans; w < v && !dup; w++) {
+		if (w->id && w->id == v->id) {
 			AT(vc, v->pos, "duplicate-vlan", NULL,
 			   "vlan %u appears twice on link '%s' (first at line %u): one parent port "
 			   "carries each VLAN once",
 			   v->id, l->name ? l->name : "?", w->pos.line);
+			dup = true;
+		}
+	}
 	if (v->macsec) {
 		pol = fctl_profile_find_policy(p, v->macsec);
 		if (!pol && v->pos_macsec.line == l->pos_macsec.line &&
@@ -415,7 +419,7 @@ static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct
 		if (pol && strlen(mif) >= FCTL_IFNAMSIZ)
 			AT(vc, v->pos, "ifname", "set ifname.macsec",
 			   "interface name '%s' is longer than 15 characters", mif);
-		{
+		if (!dup) { /* a duplicate VLAN's names collide by construction: said above */
 			struct ifn_seen *s = fctl_array_grow(ifns, n_ifn, cap_ifn, sizeof(*s));
 
 			if (s) {
