@@ -1,0 +1,845 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of profile loading and validation (fctl_profile): every class of
+ * bad input and every semantic rule, each asserting the exact finding: code,
+ * line and column. Cases are tables; each runs parse + validate and compares
+ * the set of error findings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fctl/profile.h"
+
+struct want {
+	const char *code;
+	uint32_t line, col;
+	const char *hint; /* substring of the hint, or NULL for "no check" */
+};
+
+struct pcase {
+	const char *name;
+	const char *yaml;
+	size_t len; /* 0 = strlen(yaml) */
+	size_t n_errors;
+	struct want w[4];
+};
+
+static void dump(const struct fctl_diags *d)
+{
+	struct fctl_buf b = { 0 };
+
+	fctl_diags_to_text(d, &b, false);
+	print_message("findings:\n%s", b.data ? b.data : "(none)\n");
+	fctl_buf_release(&b);
+}
+
+static bool has_finding(const struct fctl_diags *d, const struct want *w)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const struct fctl_diag *g = &d->v[i];
+
+		if (g->severity != FCTL_SEV_ERROR || strcmp(g->code, w->code) != 0 ||
+		    g->line != w->line || g->col != w->col)
+			continue;
+		if (w->hint && (!g->hint || !strstr(g->hint, w->hint)))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* Parses (and validates what parsed) data as file name; returns the parse result. */
+static int run(const char *name, const void *data, size_t len, struct fctl_diags *d)
+{
+	struct fctl_profile *p = NULL;
+	int r = fctl_profile_parse(name, data, len, d, &p);
+
+	if (r == 0) {
+		assert_non_null(p);
+		fctl_profile_validate(p, d);
+	} else {
+		assert_null(p);
+	}
+	fctl_profile_free(p);
+	return r;
+}
+
+static bool case_ok(const struct pcase *c)
+{
+	struct fctl_diags d = { 0 };
+	size_t len = c->len ? c->len : strlen(c->yaml);
+	bool ok = true;
+
+	run("case.yaml", c->yaml, len, &d);
+	if (d.n_errors != c->n_errors) {
+		print_error("case '%s': %zu errors, expected %zu\n", c->name, d.n_errors,
+			    c->n_errors);
+		ok = false;
+	}
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(c->w) && c->w[i].code; i++) {
+		if (!has_finding(&d, &c->w[i])) {
+			print_error("case '%s': no error [%s] at %u:%u%s%s\n", c->name,
+				    c->w[i].code, c->w[i].line, c->w[i].col,
+				    c->w[i].hint ? " with hint " : "",
+				    c->w[i].hint ? c->w[i].hint : "");
+			ok = false;
+		}
+	}
+	if (!ok)
+		dump(&d);
+	fctl_diags_release(&d);
+	return ok;
+}
+
+static void check_case(const struct pcase *c)
+{
+	if (!case_ok(c))
+		fail_msg("case '%s' failed", c->name);
+}
+
+/* Runs every case, then fails if any did: one run shows all broken cases. */
+static void check_cases(const struct pcase *cases, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += !case_ok(&cases[i]);
+	if (bad)
+		fail_msg("%zu of %zu cases failed", bad, n);
+}
+
+/* ---- structural: the YAML layer and the profile schema ---- */
+
+#define HDR "schema: 1\nprofile:\n  name: t\n  version: 1\n" /* lines 1-4 */
+
+static const char billion_laughs[] =
+	"lol: &lol lol\n"
+	"lol1: &lol1 [*lol,*lol,*lol,*lol,*lol,*lol,*lol,*lol,*lol,*lol]\n"
+	"lol2: &lol2 [*lol1,*lol1,*lol1,*lol1,*lol1,*lol1,*lol1,*lol1,*lol1,*lol1]\n"
+	"lol3: &lol3 [*lol2,*lol2,*lol2,*lol2,*lol2,*lol2,*lol2,*lol2,*lol2,*lol2]\n"
+	"lol4: &lol4 [*lol3,*lol3,*lol3,*lol3,*lol3,*lol3,*lol3,*lol3,*lol3,*lol3]\n"
+	"lol5: &lol5 [*lol4,*lol4,*lol4,*lol4,*lol4,*lol4,*lol4,*lol4,*lol4,*lol4]\n"
+	"lol6: &lol6 [*lol5,*lol5,*lol5,*lol5,*lol5,*lol5,*lol5,*lol5,*lol5,*lol5]\n"
+	"lol7: &lol7 [*lol6,*lol6,*lol6,*lol6,*lol6,*lol6,*lol6,*lol6,*lol6,*lol6]\n"
+	"lol8: &lol8 [*lol7,*lol7,*lol7,*lol7,*lol7,*lol7,*lol7,*lol7,*lol7,*lol7]\n"
+	"lol9: &lol9 [*lol8,*lol8,*lol8,*lol8,*lol8,*lol8,*lol8,*lol8,*lol8,*lol8]\n";
+
+static const struct pcase yaml_cases[] = {
+	{ "malformed: unclosed flow sequence", HDR "hosts: [\n", 0, 1, { { "syntax", 6, 1, NULL } } },
+	{ "malformed: bad indentation", HDR "hosts:\n  - name: a\n bad: 1\n", 0, 1,
+	  { { "syntax", 7, 2, NULL } } },
+	{ "malformed: tab indentation", "schema: 1\n\tprofile: x\n", 0, 1, { { "syntax", 2, 1, NULL } } },
+	{ "malformed: unterminated quote", HDR "hosts: \"abc\n", 0, 1, { { "syntax", 6, 1, NULL } } },
+	{ "empty file", "", 0, 1, { { "empty", 1, 1, NULL } } },
+	{ "only comments", "# nothing here\n\n# really\n", 0, 1, { { "empty", 1, 1, NULL } } },
+	{ "only a document marker", "---\n", 0, 1, { { "empty", 1, 1, NULL } } },
+	{ "a scalar document", "hello\n", 0, 1, { { "wrong-type", 1, 1, NULL } } },
+	{ "a list document", "- a\n- b\n", 0, 1, { { "wrong-type", 1, 1, NULL } } },
+	{ "non-UTF-8 (latin-1 e-acute) on line 3", HDR "hosts:\n  - name: caf\xe9\n", 0, 1,
+	  { { "encoding", 6, 14, NULL } } },
+	{ "non-UTF-8 after multi-byte characters",
+	  "schema: 1\n# \xc3\xa9\xc3\xa9 \xff\n", 0, 1, { { "encoding", 2, 6, NULL } } },
+	{ "truncated UTF-8 sequence at end", "schema: 1\nx: \xe2\x82", 0, 1,
+	  { { "encoding", 2, 4, NULL } } },
+	{ "binary garbage (ELF header)", "\x7f" "ELF\x02\x01\x01", 7, 1,
+	  { { "encoding", 1, 1, NULL } } },
+	{ "binary garbage after text (PNG)", "schema: 1\n\x89PNG\r\n\x1a\n", 0, 1,
+	  { { "encoding", 2, 1, NULL } } },
+	{ "raw NUL byte", "schema: 1\nprofile:\n  name: x\0y\n", 31, 1,
+	  { { "encoding", 3, 10, NULL } } },
+	{ "escaped NUL in a quoted string",
+	  HDR "hosts:\n  - name: \"h\\0\"\n    ports: []\n", 0, 1, { { "nul-byte", 6, 11, NULL } } },
+	{ "billion laughs: refused at the first anchor", billion_laughs, 0, 1,
+	  { { "alias", 1, 6, NULL } } },
+	{ "alias without anchor", "schema: 1\nprofile: *p\n", 0, 1, { { "alias", 2, 10, NULL } } },
+	{ "anchor on a scalar", HDR "hosts:\n  - name: &n h1\n", 0, 1, { { "alias", 6, 11, NULL } } },
+	{ "merge key <<", HDR "x: &base {a: 1}\ny:\n  <<: *base\n", 0, 1,
+	  { { "alias", 5, 4, NULL } } },
+	{ "multiple documents", "schema: 1\n---\nschema: 1\n", 0, 1,
+	  { { "multiple-documents", 2, 1, NULL } } },
+	{ "multiple documents, both explicit", "---\nschema: 1\n...\n---\nschema: 2\n", 0, 1,
+	  { { "multiple-documents", 4, 1, NULL } } },
+	{ "duplicate key at top level", "schema: 1\nschema: 1\n" "profile: {name: a, version: 1}\n"
+	  "hosts: []\n", 0, 1, { { "duplicate-key", 2, 1, NULL } } },
+	{ "duplicate key in a flow mapping",
+	  HDR "hosts:\n  - {name: h1, name: h2, ports: []}\n", 0, 1,
+	  { { "duplicate-key", 6, 16, NULL } } },
+	{ "duplicate key reported at every later occurrence",
+	  HDR "hosts: []\nlinks: []\nlinks: []\nlinks: []\n", 0, 2,
+	  { { "duplicate-key", 7, 1, NULL }, { "duplicate-key", 8, 1, NULL } } },
+};
+
+static void test_yaml_bad_input(void **state)
+{
+	check_cases(yaml_cases, FCTL_ARRAY_SIZE(yaml_cases));
+}
+
+static void test_deep_nesting(void **state)
+{
+	struct fctl_buf b = { 0 };
+	struct pcase c = { "flow nesting deeper than 64", NULL, 0, 1, { { "too-deep", 1, 67, NULL } } };
+
+	/* the root mapping is level 1; the 64th '[' would be level 65 */
+	fctl_buf_puts(&b, "x: ");
+	for (int i = 0; i < 100; i++)
+		fctl_buf_putc(&b, '[');
+	for (int i = 0; i < 100; i++)
+		fctl_buf_putc(&b, ']');
+	fctl_buf_putc(&b, '\n');
+	c.yaml = b.data;
+	check_case(&c);
+
+	/* exactly 64 levels are fine as YAML (the schema then complains about 'x') */
+	fctl_buf_reset(&b);
+	fctl_buf_puts(&b, "x: ");
+	for (int i = 0; i < 63; i++)
+		fctl_buf_putc(&b, '[');
+	for (int i = 0; i < 63; i++)
+		fctl_buf_putc(&b, ']');
+	fctl_buf_putc(&b, '\n');
+	{
+		struct fctl_diags d = { 0 };
+
+		assert_int_equal(run("case.yaml", b.data, b.len, &d), 0);
+		for (size_t i = 0; i < d.n; i++)
+			assert_string_not_equal(d.v[i].code, "too-deep");
+		fctl_diags_release(&d);
+	}
+
+	/* block style: one mapping per line, each indented one more */
+	fctl_buf_reset(&b);
+	for (int i = 0; i < 80; i++)
+		fctl_buf_printf(&b, "%*sk%d:\n", i, "", i);
+	c.name = "block nesting deeper than 64";
+	c.yaml = b.data;
+	c.w[0] = (struct want){ "too-deep", 65, 65, NULL };
+	check_case(&c);
+	fctl_buf_release(&b);
+}
+
+static void test_alias_bomb_fast(void **state)
+{
+	struct fctl_buf b = { 0 };
+	struct timespec t0, t1;
+	struct fctl_diags d = { 0 };
+	double ms;
+
+	/* a wide bomb: 100,000 aliases of one anchor, after 1,000 harmless lines */
+	for (int i = 0; i < 1000; i++)
+		fctl_buf_printf(&b, "k%d: v\n", i);
+	fctl_buf_puts(&b, "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: [");
+	for (int i = 0; i < 100000; i++)
+		fctl_buf_puts(&b, i ? ",*a" : "*a");
+	fctl_buf_puts(&b, "]\n");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(run("bomb.yaml", b.data, b.len, &d), -EINVAL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	assert_int_equal(d.n_errors, 1);
+	assert_string_equal(d.v[0].code, "alias");
+	assert_int_equal(d.v[0].line, 1001);
+	assert_int_equal(d.v[0].col, 4);
+	assert_true(ms < 1000.0);
+	fctl_diags_release(&d);
+	fctl_buf_release(&b);
+}
+
+static const struct pcase schema_cases[] = {
+	{ "wrong type: hosts is a scalar", HDR "hosts: 5\n", 0, 1, { { "wrong-type", 5, 8, NULL } } },
+	{ "wrong type: ports is a mapping", HDR "hosts:\n  - name: h1\n    ports: {name: e}\n", 0,
+	  1, { { "wrong-type", 7, 12, NULL } } },
+	{ "wrong type: quoted number", HDR "macsec:\n  p:\n    icv_len: \"16\"\n"
+	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  { { "wrong-type", 7, 14, NULL } } },
+	{ "wrong type: yes is not a boolean", HDR "macsec:\n  p:\n    encrypt: yes\n"
+	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  { { "wrong-type", 7, 14, "write true or false" } } },
+	{ "wrong type: a word for a number", "schema: one\nprofile: {name: a, version: 1}\n"
+	  "hosts: []\n", 0, 1, { { "wrong-type", 1, 9, NULL } } },
+	{ "wrong type: a list as a key", HDR "hosts: []\n[a, b]: 1\n", 0, 1,
+	  { { "wrong-type", 6, 1, NULL } } },
+	{ "wrong type: a bad duration", HDR "macsec:\n  p:\n    cryptoperiod: 1h30\n"
+	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  { { "wrong-type", 7, 19, NULL } } },
+	{ "bad value: cipher name with hint", HDR "macsec:\n  p:\n    cipher: gcm-aes-265\n"
+	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  { { "bad-value", 7, 13, "gcm-aes-256" } } },
+	{ "bad value: port mac", HDR "hosts:\n  - name: h1\n    ports:\n"
+	  "      - {name: e0, mac: 52:54:00}\n", 0, 1, { { "bad-value", 8, 25, NULL } } },
+	{ "bad value: link end short form", HDR "hosts: []\nlinks:\n  - a: h1\n    b: h2:e0\n"
+	  "    vlans: []\n", 0, 2, { { "bad-value", 7, 8, NULL }, { "unknown-host", 8, 8, NULL } } },
+	{ "out of range: vlan id 4095", HDR "hosts: []\nlinks:\n  - a: h1:e0\n    b: h2:e0\n"
+	  "    vlans: [{id: 4095}]\n", 0, 3,
+	  { { "out-of-range", 9, 18, NULL }, { "unknown-host", 7, 8, NULL }, { "unknown-host", 8, 8, NULL } } },
+	{ "out of range: vlan id 0", HDR "hosts: []\nlinks:\n  - a: h1:e0\n    b: h2:e0\n"
+	  "    vlans: [{id: 0}]\n", 0, 3, { { "out-of-range", 9, 18, NULL } } },
+	{ "out of range: port mtu", HDR "hosts:\n  - name: h1\n    ports:\n"
+	  "      - {name: e0, mtu: 65536}\n", 0, 1, { { "out-of-range", 8, 25, NULL } } },
+	{ "out of range: u64 overflow", "schema: 1\nprofile:\n  name: t\n"
+	  "  version: 18446744073709551616\nhosts: []\n", 0, 1, { { "out-of-range", 4, 12, NULL } } },
+	{ "out of range: negative", "schema: 1\nprofile:\n  name: t\n  version: -1\nhosts: []\n",
+	  0, 1, { { "wrong-type", 4, 12, NULL } } },
+	{ "out of range: replay_window above 32 bits", HDR "macsec:\n  p:\n"
+	  "    replay_window: 4294967296\n    key: {backend: file, id: /nonexistent/k}\n"
+	  "hosts: []\n", 0, 1, { { "out-of-range", 7, 20, NULL } } },
+	{ "out of range: max_loss must be 0", HDR "hosts: []\nslo: {max_loss: 1}\n", 0, 1,
+	  { { "out-of-range", 6, 17, NULL } } },
+	{ "unsupported schema version", "schema: 2\nprofile: {name: a, version: 1}\nhosts: []\n", 0,
+	  1, { { "schema-version", 1, 9, NULL } } },
+	{ "unknown key at top level with hint", HDR "host: []\n", 0, 2,
+	  { { "unknown-key", 5, 1, "did you mean 'hosts'?" }, { "missing-key", 1, 1, NULL } } },
+	{ "unknown key in a policy with hint", HDR "macsec:\n  p:\n    ciper: gcm-aes-128\n"
+	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  { { "unknown-key", 7, 5, "did you mean 'cipher'?" } } },
+	{ "unknown key in a port with hint", HDR "hosts:\n  - name: h1\n    ports:\n"
+	  "      - {name: e0, mtuu: 1500}\n", 0, 1,
+	  { { "unknown-key", 8, 20, "did you mean 'mtu'?" } } },
+	{ "unknown key without a close match", HDR "hosts: []\nfrobnicate: 1\n", 0, 1,
+	  { { "unknown-key", 6, 1, NULL } } },
+	{ "missing required key", "schema: 1\nprofile: {name: a}\nhosts: []\n", 0, 1,
+	  { { "missing-key", 2, 10, NULL } } },
+	{ "missing key reference in policy", HDR "macsec:\n  p: {cipher: gcm-aes-128}\nhosts: []\n",
+	  0, 1, { { "missing-key", 6, 6, NULL } } },
+	{ "too long interface name", HDR "hosts:\n  - name: h1\n    ports:\n"
+	  "      - {name: abcdefghijklmnop}\n", 0, 1, { { "too-long", 8, 16, NULL } } },
+	{ "empty value", HDR "hosts:\n  - name:\n    ports: []\n", 0, 1, { { "empty", 6, 10, NULL } } },
+};
+
+static void test_schema(void **state)
+{
+	check_cases(schema_cases, FCTL_ARRAY_SIZE(schema_cases));
+}
+
+static void test_huge_in_memory(void **state)
+{
+	/* 64 MiB + 1 of untouched anonymous memory: the size check must come before any read,
+	 * so no page is ever faulted in */
+	size_t len = 64u * 1024u * 1024u + 1;
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	struct fctl_diags d = { 0 };
+
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(run("huge.yaml", m, len, &d), -EFBIG);
+	assert_int_equal(d.n_errors, 1);
+	assert_string_equal(d.v[0].code, "too-large");
+	assert_int_equal(d.v[0].line, 0); /* the whole file */
+	assert_int_equal(d.v[0].col, 0);
+	munmap(m, len);
+	fctl_diags_release(&d);
+}
+
+static void test_huge_file(void **state)
+{
+	char dir[] = "/tmp/fctl-test-XXXXXX", path[64];
+	struct fctl_profile *p = NULL;
+	struct fctl_diags d = { 0 };
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/huge.yaml", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	/* sparse: costs no disk and is refused from its size alone */
+	assert_int_equal(ftruncate(fd, 64ll * 1024 * 1024 + 1), 0);
+	close(fd);
+	assert_int_equal(fctl_profile_load(path, &d, &p), -EFBIG);
+	assert_null(p);
+	assert_int_equal(d.n_errors, 1);
+	assert_string_equal(d.v[0].code, "too-large");
+	assert_string_equal(d.v[0].file, path);
+	assert_int_equal(d.v[0].line, 0);
+	fctl_diags_release(&d);
+	unlink(path);
+
+	/* and the I/O classes: missing file, a directory */
+	assert_int_equal(fctl_profile_load(path, &d, &p), -ENOENT);
+	assert_string_equal(d.v[0].code, "io");
+	fctl_diags_release(&d);
+	assert_int_equal(fctl_profile_load(dir, &d, &p), -EINVAL);
+	assert_string_equal(d.v[0].code, "io");
+	fctl_diags_release(&d);
+	rmdir(dir);
+}
+
+/* Large but legal size: the node limit bounds memory and time. */
+static void test_node_limit(void **state)
+{
+	struct fctl_buf b = { 0 };
+	struct fctl_diags d = { 0 };
+
+	for (size_t i = 0; i < 4100000; i++)
+		fctl_buf_puts(&b, "- a\n");
+	assert_false(b.oom);
+	assert_int_equal(run("many.yaml", b.data, b.len, &d), -EFBIG);
+	assert_int_equal(d.n_errors, 1);
+	assert_string_equal(d.v[0].code, "too-large");
+	assert_int_equal(d.v[0].line, 4000000); /* the node past the limit */
+	assert_int_equal(d.v[0].col, 3);
+	fctl_diags_release(&d);
+	fctl_buf_release(&b);
+}
+
+/* ---- semantic rules (validate.c) ---- */
+
+/* lines 5-10: one valid policy; lines 11-19: two hosts with two ports each; 20: links */
+#define POLICY                                                                                     \
+	"macsec:\n  p1:\n    cipher: gcm-aes-128\n    replay_protect: true\n"                     \
+	"    replay_window: 0\n    key: { backend: file, id: /nonexistent/k.key }\n"
+#define HOSTS                                                                                      \
+	"hosts:\n  - name: h1\n    ports:\n"                                                      \
+	"      - { name: eth0, mac: \"52:54:00:00:01:00\", mtu: 1500 }\n"                          \
+	"      - { name: eth1, mac: \"52:54:00:00:01:01\", mtu: 1500 }\n"                          \
+	"  - name: h2\n    ports:\n"                                                              \
+	"      - { name: eth0, mac: \"52:54:00:00:02:00\", mtu: 1500 }\n"                          \
+	"      - { name: eth1, mac: \"52:54:00:00:02:01\", mtu: 1500 }\n"
+#define LINK1 /* lines 21-28 */                                                                   \
+	"  - name: l1\n    a: h1:eth0\n    b: h2:eth0\n    vlans:\n      - id: 100\n"            \
+	"        mtu: 1468\n        macsec: p1\n"                                                 \
+	"        addresses: { h1: 10.0.0.1/24, h2: 10.0.0.2/24 }\n"
+#define BASE HDR POLICY HOSTS "links:\n" LINK1
+
+/* A policy case: lines 5-6 are "macsec:" and "  p:", the body starts at line 7. */
+#define POL(body) HDR "macsec:\n  p:\n" body "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n"
+
+static const struct pcase policy_cases[] = {
+	{ "the base profile is valid", BASE, 0, 0, { { NULL, 0, 0, NULL } } },
+	{ "icv_len 7", POL("    icv_len: 7\n"), 0, 1, { { "icv-range", 7, 14, NULL } } },
+	{ "icv_len 17", POL("    icv_len: 17\n"), 0, 1, { { "icv-range", 7, 14, NULL } } },
+	{ "icv_len 8 and 16 are fine", POL("    icv_len: 8\n") "macsec2: 1\n", 0, 1,
+	  { { "unknown-key", 10, 1, NULL } } },
+	{ "replay_protect without a window", POL("    replay_protect: true\n"), 0, 1,
+	  { { "replay-window", 6, 3, NULL } } },
+	{ "xpn window 2^30", POL("    cipher: gcm-aes-xpn-128\n    replay_protect: true\n"
+				 "    replay_window: 1073741824\n"), 0, 1,
+	  { { "window-range", 9, 20, NULL } } },
+	{ "xpn window 2^30-1 is fine", POL("    cipher: gcm-aes-xpn-256\n    replay_protect: true\n"
+					   "    replay_window: 1073741823\n"), 0, 0, { { NULL, 0, 0, NULL } } },
+	{ "non-xpn window 2^30 is fine", POL("    cipher: gcm-aes-128\n    replay_protect: true\n"
+					     "    replay_window: 1073741824\n"), 0, 0, { { NULL, 0, 0, NULL } } },
+	{ "send_sci with scb", POL("    send_sci: true\n    scb: true\n"), 0, 1,
+	  { { "sci-flags", 7, 15, NULL } } },
+	{ "send_sci with end_station", POL("    end_station: true\n"), 0, 1,
+	  { { "sci-flags", 6, 3, NULL } } }, /* send_sci defaults to true: the policy is the place */
+	{ "scb with end_station", POL("    send_sci: false\n    scb: true\n    end_station: true\n"),
+	  0, 1, { { "sci-flags", 6, 3, NULL } } },
+	{ "overlap equal to cryptoperiod", POL("    cryptoperiod: 1h\n    overlap: 60m\n"), 0, 1,
+	  { { "overlap", 8, 14, NULL } } },
+	{ "overlap longer than cryptoperiod", POL("    cryptoperiod: 90\n    overlap: 2m\n"), 0, 1,
+	  { { "overlap", 8, 14, NULL } } },
+	{ "pn threshold above 32 bits for gcm-aes-128",
+	  POL("    pn_rekey_threshold: 0x100000000\n"), 0, 1,
+	  { { "pn-threshold", 7, 25, "gcm-aes-xpn" } } },
+	{ "pn threshold 2^32-1 is fine", POL("    pn_rekey_threshold: 0xffffffff\n"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "pn threshold above 32 bits is fine for xpn",
+	  POL("    cipher: gcm-aes-xpn-128\n    pn_rekey_threshold: 0xC000000000000000\n"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "duplicate policy names are duplicate keys",
+	  HDR "macsec:\n  p: {key: {backend: file, id: /x}}\n  p: {key: {backend: file, id: /y}}\n"
+	      "hosts: []\n", 0, 2, { { "duplicate-key", 7, 3, NULL }, { "duplicate", 7, 3, NULL } } },
+};
+
+static void test_policy_rules(void **state)
+{
+	check_cases(policy_cases, FCTL_ARRAY_SIZE(policy_cases));
+}
+
+#define L2(body) HDR POLICY HOSTS "links:\n" LINK1 body /* body starts at line 29 */
+
+static const struct pcase link_cases[] = {
+	{ "duplicate vlan on a link",
+	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n"
+			   "      - id: 100\n      - id: 200\n      - id: 100\n",
+	  0, 1, { { "duplicate-vlan", 26, 13, NULL } } },
+	{ "duplicate sci: two ports share a MAC on one vlan",
+	  HDR POLICY
+	  "hosts:\n  - name: h1\n    ports:\n"
+	  "      - { name: eth0, mac: \"52:54:00:00:01:00\" }\n"
+	  "      - { name: eth1, mac: \"52:54:00:00:01:01\" }\n"
+	  "  - name: h2\n    ports:\n"
+	  "      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"
+	  "      - { name: eth1, mac: \"52:54:00:00:01:00\" }\n" /* h1:eth0's MAC */
+	  "links:\n"
+	  "  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }] }\n"
+	  "  - { a: h1:eth1, b: h2:eth1, vlans: [{ id: 100, macsec: p1,"
+	  " ifname: { macsec: msb100 } }] }\n",
+	  0, 1, { { "duplicate-sci", 22, 22, "own MAC" } } },
+	{ "same vlan and MAC on different vlans is fine",
+	  HDR POLICY HOSTS "links:\n"
+	  "  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }, { id: 101, macsec: p1 }] }\n",
+	  0, 0, { { NULL, 0, 0, NULL } } },
+	{ "mtu plus overhead exceeds the port", L2("") , 0, 0, { { NULL, 0, 0, NULL } } },
+	{ "vlan mtu 1469 + 32 > 1500",
+	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n"
+			   "      - id: 100\n        mtu: 1469\n        macsec: p1\n",
+	  0, 2, { { "mtu", 25, 14, NULL } } }, /* once per end */
+	{ "cleartext vlan mtu 1501 > 1500",
+	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n"
+			   "      - id: 100\n        mtu: 1501\n",
+	  0, 2, { { "mtu", 25, 14, NULL } } },
+	{ "unknown host with hint",
+	  L2("  - a: h3:eth1\n    b: h2:eth1\n    vlans: [{id: 200}]\n"), 0, 1,
+	  { { "unknown-host", 29, 8, "did you mean 'h1'?" } } },
+	{ "unknown host in mapping form",
+	  L2("  - a: { host: hh2, port: eth1 }\n    b: h1:eth1\n    vlans: [{id: 200}]\n"), 0, 1,
+	  { { "unknown-host", 29, 8, "'h2'" } } },
+	{ "unknown port with hint",
+	  L2("  - a: h1:eth1\n    b: h2:ethl\n    vlans: [{id: 200}]\n"), 0, 1,
+	  { { "unknown-port", 30, 8, "did you mean 'eth0'?" } } },
+	{ "port reused by two links",
+	  L2("  - a: h1:eth0\n    b: h2:eth1\n    vlans: [{id: 200}]\n"), 0, 1,
+	  { { "port-reused", 29, 8, NULL } } },
+	{ "self-link", L2("  - a: h1:eth1\n    b: h1:eth0\n    vlans: [{id: 200}]\n"), 0, 2,
+	  { { "self-link", 30, 8, NULL }, { "port-reused", 30, 8, NULL } } },
+	{ "mac mismatch on a link end",
+	  L2("  - a: h1:eth1\n    b: { host: h2, port: eth1, mac: \"52:54:00:00:02:99\" }\n"
+	     "    vlans: [{id: 200}]\n"),
+	  0, 1, { { "mac-mismatch", 30, 37, NULL } } },
+	{ "bad CIDRs",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
+	     "        addresses: { h1: 10.0.0.300/24, h2: 10.0.0.2/33 }\n"
+	     "      - id: 201\n        addresses: { h1: 10.0.1.1, h2: \"fd00::1/0129\" }\n"),
+	  0, 4,
+	  { { "bad-address", 33, 26, NULL }, { "bad-address", 33, 45, NULL }, { "bad-address", 35, 26, NULL },
+	    { "bad-address", 35, 40, NULL } } },
+	{ "IPv6 CIDR is fine",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
+	     "        addresses: { h1: \"fd00::1/64\", h2: \"fd00::2/64\" }\n"),
+	  0, 0, { { NULL, 0, 0, NULL } } },
+	{ "address for a host that is not an end",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
+	     "        addresses: { h3: 10.0.2.3/24 }\n"),
+	  0, 1, { { "unknown-host", 33, 26, NULL } } },
+	{ "interface name longer than 15 characters",
+	  HDR POLICY
+	  "hosts:\n  - name: h1\n    ports:\n"
+	  "      - { name: enp129s0f1np1, mac: \"52:54:00:00:01:00\" }\n"
+	  "  - name: h2\n    ports:\n"
+	  "      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"
+	  "links:\n  - { a: h1:enp129s0f1np1, b: h2:eth0, vlans: [{ id: 1000 }] }\n",
+	  0, 1, { { "ifname", 19, 54, "ifname.vlan" } } },
+	{ "duplicate interface name on a host: one VLAN id on two links",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 100\n"
+	     "        macsec: p1\n"),
+	  0, 2, { { "duplicate-ifname", 32, 13, NULL } } },
+	{ "duplicate interface name by override",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
+	     "        ifname: { vlan: eth0.100 }\n"),
+	  0, 2, { { "duplicate-ifname", 32, 13, NULL } } },
+	{ "unknown policy on a vlan with hint",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n        macsec: p2\n"),
+	  0, 1, { { "unknown-policy", 33, 17, "did you mean 'p1'?" } } },
+	{ "unknown policy on a link: reported once, with hint",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    macsec: pl\n    vlans: [{id: 200}, {id: 201}]\n"),
+	  0, 1, { { "unknown-policy", 31, 13, "did you mean 'p1'?" } } },
+	{ "missing MAC for MACsec",
+	  HDR POLICY
+	  "hosts:\n  - name: h1\n    ports: [{ name: eth0 }]\n"
+	  "  - name: h2\n    ports: [{ name: eth0, mac: \"52:54:00:00:02:00\" }]\n"
+	  "links:\n  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }] }\n",
+	  0, 1, { { "missing-mac", 17, 10, NULL } } },
+	{ "peer MAC on the link end stands in for the port's",
+	  HDR POLICY
+	  "hosts:\n  - name: h1\n    ports: [{ name: eth0 }]\n"
+	  "  - name: h2\n    ports: [{ name: eth0, mac: \"52:54:00:00:02:00\" }]\n"
+	  "links:\n  - a: { host: h1, port: eth0, mac: \"52:54:00:00:01:00\" }\n"
+	  "    b: h2:eth0\n    vlans: [{ id: 100, macsec: p1 }]\n",
+	  0, 0, { { NULL, 0, 0, NULL } } },
+	{ "duplicate host and port names",
+	  HDR "hosts:\n  - name: h1\n    ports: [{name: e0}, {name: e0}]\n"
+	  "  - name: h1\n    ports: []\n",
+	  0, 2, { { "duplicate", 7, 25, NULL }, { "duplicate", 8, 5, NULL } } },
+	{ "three independent errors give three findings",
+	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth9\n    vlans:\n"
+			   "      - id: 100\n        macsec: p1\n"
+			   "        addresses: { h1: 10.0.0.1/40, h2: 10.0.0.2/24 }\n"
+			   "  - a: h1:eth1\n    b: h2:eth1\n    vlans: [{id: 300, mtu: 2000}]\n",
+	  0, 4,
+	  { { "unknown-port", 22, 8, "eth0" }, { "bad-address", 26, 26, NULL },
+	    { "mtu", 29, 28, NULL } } }, /* the last one, once per end */
+};
+
+static void test_link_rules(void **state)
+{
+	check_cases(link_cases, FCTL_ARRAY_SIZE(link_cases));
+}
+
+/* ---- the file key backend: written by the test, so modes and lengths are known ---- */
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void key_case(const char *dir, const char *cipher, const char *key, mode_t mode,
+		     size_t n_errors, const char *code)
+{
+	char kpath[128], ppath[128], yaml[512];
+	struct fctl_profile *p = NULL;
+	struct fctl_diags d = { 0 };
+
+	snprintf(kpath, sizeof(kpath), "%s/keys/k.key", dir);
+	snprintf(ppath, sizeof(ppath), "%s/p.yaml", dir);
+	write_file(kpath, key, mode);
+	/* a relative id resolves against the profile's directory */
+	snprintf(yaml, sizeof(yaml),
+		 HDR "macsec:\n  p:\n    cipher: %s\n    key: { backend: file, id: keys/k.key }\n"
+		     "hosts: []\n",
+		 cipher);
+	write_file(ppath, yaml, 0644);
+	assert_int_equal(fctl_profile_load(ppath, &d, &p), 0);
+	fctl_profile_validate(p, &d);
+	if (d.n_errors != n_errors)
+		dump(&d);
+	assert_int_equal(d.n_errors, n_errors);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_not_equal(d.v[i].severity, FCTL_SEV_WARNING); /* the file is there */
+	if (code) {
+		assert_string_equal(d.v[0].code, code);
+		assert_int_equal(d.v[0].line, 8); /* the key reference */
+		assert_int_equal(d.v[0].col, 10);
+		assert_string_equal(d.v[0].file, ppath);
+		/* the key's bytes never reach a message */
+		for (size_t i = 0; i < d.n; i++)
+			assert_null(strstr(d.v[i].msg, "00112233"));
+	}
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+}
+
+static void test_key_file(void **state)
+{
+	static const char k128[] = "00112233445566778899aabbccddeeff\n";
+	static const char k256[] = "00112233445566778899aabbccddeeff"
+				   "00112233445566778899aabbccddeeff\n";
+	char dir[] = "/tmp/fctl-key-XXXXXX", sub[64], path[96];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/keys", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+
+	key_case(dir, "gcm-aes-128", k128, 0600, 0, NULL);
+	key_case(dir, "gcm-aes-256", k256, 0600, 0, NULL);
+	key_case(dir, "gcm-aes-xpn-256", k256, 0400, 0, NULL);
+	key_case(dir, "gcm-aes-256", k128, 0600, 1, "key-length");
+	key_case(dir, "gcm-aes-xpn-128", k256, 0600, 1, "key-length");
+	key_case(dir, "gcm-aes-128", "00112233445566778899aabbccddeezz\n", 0600, 1, "key-format");
+	key_case(dir, "gcm-aes-128", k128, 0644, 1, "key-permissions");
+	key_case(dir, "gcm-aes-128", k128, 0640, 1, "key-permissions");
+	key_case(dir, "gcm-aes-256", k128, 0604, 2, "key-permissions"); /* and key-length */
+
+	snprintf(path, sizeof(path), "%s/k.key", sub);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/p.yaml", dir);
+	unlink(path);
+	rmdir(sub);
+	rmdir(dir);
+}
+
+static void test_missing_key_file_is_a_warning(void **state)
+{
+	struct fctl_diags d = { 0 };
+
+	run("case.yaml", BASE, strlen(BASE), &d);
+	assert_int_equal(d.n_errors, 0);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].severity, FCTL_SEV_WARNING);
+	assert_string_equal(d.v[0].code, "key-missing");
+	assert_int_equal(d.v[0].line, 10);
+	assert_int_equal(d.v[0].col, 10);
+	fctl_diags_release(&d);
+}
+
+/* ---- the model built from a valid profile ---- */
+
+static void test_model(void **state)
+{
+	struct fctl_profile *p = NULL;
+	struct fctl_diags d = { 0 };
+	const struct fctl_macsec_policy *pol;
+	const struct fctl_host *h;
+	char vif[FCTL_IFNAMSIZ + 8], mif[FCTL_IFNAMSIZ + 8];
+
+	assert_int_equal(fctl_profile_parse("dir/m.yaml", (const unsigned char *)BASE, strlen(BASE),
+					    &d, &p), 0);
+	fctl_profile_validate(p, &d);
+	assert_int_equal(d.n_errors, 0);
+	assert_string_equal(p->name, "t");
+	assert_int_equal(p->version, 1);
+	assert_string_equal(p->dir, "dir");
+	assert_int_equal(p->n_hosts, 2);
+	assert_int_equal(p->n_links, 1);
+	pol = fctl_profile_find_policy(p, "p1");
+	assert_non_null(pol);
+	assert_null(fctl_profile_find_policy(p, "p2"));
+	/* defaults: the fail-secure choices */
+	assert_int_equal(pol->icv_len, 16);
+	assert_true(pol->encrypt);
+	assert_int_equal(pol->validate, FCTL_VALIDATE_STRICT);
+	assert_true(pol->send_sci);
+	assert_int_equal(pol->port, 1);
+	assert_int_equal(pol->cryptoperiod_s, 86400);
+	assert_int_equal(pol->overlap_s, 30);
+	assert_false(pol->has_pn_rekey_threshold);
+	h = fctl_profile_find_host(p, "h2");
+	assert_non_null(h);
+	assert_int_equal(h->n_ports, 2);
+	assert_int_equal(h->ports[1].mac[5], 0x01);
+	assert_int_equal(p->links[0].end[1].host_idx, 1);
+	assert_int_equal(p->links[0].end[1].port_idx, 0);
+	assert_int_equal(p->links[0].vlans[0].n_addrs, 2);
+	fctl_vlan_ifnames(&p->links[0].vlans[0], "eth0", vif, mif);
+	assert_string_equal(vif, "eth0.100");
+	assert_string_equal(mif, "ms100");
+	fctl_profile_free(p);
+	fctl_profile_free(NULL);
+	fctl_diags_release(&d);
+}
+
+static void test_diag_formats(void **state)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_buf b = { 0 };
+	const char *files[] = { "a<&>.yaml", "ok.yaml" };
+
+	fctl_diag_add(&d, FCTL_SEV_ERROR, files[0], 3, 7, "unknown-key", "did you mean 'x'?",
+		      "unknown key '%s'", "\"q\"");
+	fctl_diag_add(&d, FCTL_SEV_WARNING, files[0], 1, 1, "w", NULL, "careful");
+	fctl_diags_sort(&d);
+	assert_int_equal(d.v[0].line, 1);
+	fctl_diags_to_text(&d, &b, false);
+	assert_string_equal(b.data, "a<&>.yaml:1:1: warning: careful [w]\n"
+				    "a<&>.yaml:3:7: error: unknown key '\"q\"' [unknown-key]\n"
+				    "  hint: did you mean 'x'?\n");
+	fctl_buf_reset(&b);
+	fctl_diags_to_json(&d, files, 2, &b);
+	assert_non_null(strstr(b.data, "\"valid\":false,\"errors\":1,\"warnings\":1"));
+	assert_non_null(strstr(b.data, "\"message\":\"unknown key '\\\"q\\\"'\""));
+	assert_non_null(strstr(b.data, "{\"file\":\"ok.yaml\",\"valid\":true}"));
+	fctl_buf_reset(&b);
+	fctl_diags_to_junit(&d, files, 2, &b);
+	assert_non_null(strstr(b.data, "tests=\"2\" failures=\"1\""));
+	assert_non_null(strstr(b.data, "name=\"a&lt;&amp;&gt;.yaml\""));
+	assert_null(strstr(b.data, "a<&>"));
+	fctl_buf_release(&b);
+	fctl_diags_release(&d);
+
+	/* the recording limit: counts go on, the rest is dropped */
+	d.limit = 3;
+	for (int i = 0; i < 10; i++)
+		fctl_diag_add(&d, FCTL_SEV_ERROR, "f", (uint32_t)i + 1, 1, "e", NULL, "n%d", i);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.n_errors, 10);
+	assert_int_equal(d.dropped, 7);
+	fctl_diags_to_text(&d, &b, false);
+	assert_non_null(strstr(b.data, "(7 more findings not shown)"));
+	fctl_buf_release(&b);
+	fctl_diags_release(&d);
+}
+
+/* ---- the files under tests/data and the shipped profiles ---- */
+
+static void load_expect(const char *dir, const char *name, int ret, size_t n_errors,
+			const char *code, uint32_t line, uint32_t col)
+{
+	char path[4096];
+	struct fctl_profile *p = NULL;
+	struct fctl_diags d = { 0 };
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	r = fctl_profile_load(path, &d, &p);
+	if (p)
+		fctl_profile_validate(p, &d);
+	if (r != ret || d.n_errors != n_errors) {
+		dump(&d);
+		fail_msg("%s: load %d (expected %d), %zu errors (expected %zu)", path, r, ret,
+			 d.n_errors, n_errors);
+	}
+	if (code) {
+		struct want w = { code, line, col, NULL };
+
+		if (!has_finding(&d, &w)) {
+			dump(&d);
+			fail_msg("%s: no [%s] at %u:%u", path, code, line, col);
+		}
+	}
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+}
+
+static void test_data_files(void **state)
+{
+	const char *dir = getenv("FCTL_TESTDATA");
+
+	if (!dir) {
+		skip(); /* SKIP: FCTL_TESTDATA is not set (run through ctest) */
+		return;
+	}
+	load_expect(dir, "bad/billion-laughs.yaml", -EINVAL, 1, "alias", 3, 6);
+	load_expect(dir, "bad/latin1.yaml", -EINVAL, 1, "encoding", 8, 15);
+	load_expect(dir, "bad/garbage.yaml", -EINVAL, 1, "encoding", 1, 1);
+	load_expect(dir, "bad/nul.yaml", -EINVAL, 1, "encoding", 4, 12);
+	load_expect(dir, "bad/deep.yaml", -EINVAL, 1, "too-deep", 5, 256);
+	load_expect(dir, "bad/two-docs.yaml", -EINVAL, 1, "multiple-documents", 6, 1);
+	load_expect(dir, "bad/empty.yaml", -ENODATA, 1, "empty", 1, 1);
+	load_expect(dir, "good/minimal.yaml", 0, 0, NULL, 0, 0);
+}
+
+static void test_shipped_profiles(void **state)
+{
+	const char *src = getenv("FCTL_SOURCE_DIR");
+	char dir[4096];
+
+	if (!src) {
+		skip(); /* SKIP: FCTL_SOURCE_DIR is not set (run through ctest) */
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/profiles", src);
+	load_expect(dir, "lab-pair.yaml", 0, 0, NULL, 0, 0);
+	load_expect(dir, "gpu-pod-a.yaml", 0, 0, NULL, 0, 0);
+	snprintf(dir, sizeof(dir), "%s/examples/changes", src);
+	load_expect(dir, "lab-pair-v2.yaml", 0, 0, NULL, 0, 0);
+	load_expect(dir, "lab-pair-v3.yaml", 0, 0, NULL, 0, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_yaml_bad_input),
+		cmocka_unit_test(test_deep_nesting),
+		cmocka_unit_test(test_alias_bomb_fast),
+		cmocka_unit_test(test_schema),
+		cmocka_unit_test(test_huge_in_memory),
+		cmocka_unit_test(test_huge_file),
+		cmocka_unit_test(test_node_limit),
+		cmocka_unit_test(test_policy_rules),
+		cmocka_unit_test(test_link_rules),
+		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_missing_key_file_is_a_warning),
+		cmocka_unit_test(test_model),
+		cmocka_unit_test(test_diag_formats),
+		cmocka_unit_test(test_data_files),
+		cmocka_unit_test(test_shipped_profiles),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
