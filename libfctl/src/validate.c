@@ -76,7 +76,8 @@ static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol
 		snprintf(path, sizeof(path), "%s", pol->key.id);
 	else
 		snprintf(path, sizeof(path), "%s/%s", vc->p->dir, pol->key.id);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO or a terminal named as a key must not hang validation */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		WARN(vc, pol->key_pos, "key-missing", NULL,
 		     "key file '%s' of policy '%s' is not readable here (%s); it is checked again "
@@ -84,7 +85,13 @@ static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol
 		     path, pol->name, strerror(errno));
 		return;
 	}
-	if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		AT(vc, pol->key_pos, "key-format", NULL,
+		   "key file '%s' of policy '%s' is not a regular file", path, pol->name);
+		close(fd);
+		return;
+	}
+	if (st.st_mode & 077) {
 		AT(vc, pol->key_pos, "key-permissions", "chmod 600 the key file",
 		   "key file '%s' is readable by group or others (mode %04o); expected 0600", path,
 		   (unsigned)(st.st_mode & 07777));

@@ -654,6 +654,23 @@ static void test_key_file(void **state)
 	rmdir(dir);
 }
 
+/* A FIFO named as a key file: refused, and validation must not block on it. */
+static void test_key_file_fifo(void **state)
+{
+	char dir[] = "/tmp/fctl-fifo-XXXXXX", fifo[64];
+	char yaml[256];
+	struct pcase c = { "fifo", yaml, 0, 1, { { "key-format", 7, 10, NULL } } };
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/k.key", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	snprintf(yaml, sizeof(yaml), HDR "macsec:\n  p:\n    key: {backend: file, id: %s}\nhosts: []\n",
+		 fifo);
+	check_case(&c);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 static void test_missing_key_file_is_a_warning(void **state)
 {
 	struct fctl_diags d = { 0 };
@@ -834,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_policy_rules),
 		cmocka_unit_test(test_link_rules),
 		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_key_file_fifo),
 		cmocka_unit_test(test_missing_key_file_is_a_warning),
 		cmocka_unit_test(test_model),
 		cmocka_unit_test(test_diag_formats),
