@@ -146,7 +146,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	if (!c->json && !c->quiet && isatty(fileno(stderr)))
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
-	if (r < 0 && !res.plan && !res.rolled_back) {
+	if (r < 0 && res.refused) {
 		rc = env_error(cmd, r, res.error);
 		if (c->json) {
 			result_json(&out, p, &res, "refused");

@@ -956,8 +956,10 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 
 	/* every key first: a missing or bad key refuses the apply before any write */
 	r = fetch_keys(res->plan, &keys, res->error, sizeof(res->error));
-	if (r < 0)
+	if (r < 0) {
+		res->refused = true;
 		goto out;
+	}
 	r = journal_begin(&e, p, live, res->plan);
 	if (r < 0) {
 		snprintf(res->error, sizeof(res->error), "cannot write the journal in '%s': %s",
@@ -1025,5 +1027,7 @@ out:
 	eng_close(&e);
 	if (r < 0 && !res->failed)
 		res->failed = true;
+	if (r < 0 && res->writes == 0 && !res->recovered)
+		res->refused = true;
 	return r;
 }

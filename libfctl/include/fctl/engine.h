@@ -49,6 +49,7 @@ struct fctl_apply_result {
 	uint64_t round_trips;    /* all netlink requests */
 	bool recovered;          /* an interrupted apply was rolled back first */
 	bool failed;
+	bool refused;            /* failed before anything was written (bad key, no host, ...) */
 	long failed_op;          /* index into plan, -1 when the failure was elsewhere */
 	bool rolled_back;        /* the host was returned to its prior state */
 	bool restored_exactly;   /* and a fresh dump equals the prior state */

@@ -1,0 +1,265 @@
+#!/bin/bash
+# The apply engine against a real kernel: two lab VMs (Debian's stock kernel
+# under qemu) on one wire, each applying the lab profile with fabricctl.
+#
+#  1. traffic crosses the MACsec link; OutPktsEncrypted grows on both ends,
+#     InPktsNotValid and InPktsNoSCI stay 0
+#  2. `ip -j macsec show` / `ip -j -d link show` agree with `fabricctl show --json`
+#  3. the second apply is a no-op with zero netlink writes
+#  4. an in-place change (replay window) applies in place; a cipher change is
+#     flagged disruptive and applied by recreate
+#  5. a step the kernel rejects midway, and an injected failure late in a
+#     recreate, roll everything back to the exact prior state
+#  6. kill -9 during apply, then recover: old state, traffic still encrypted
+#  7. bad profiles (invalid, missing key) are refused before any netlink write
+#
+# Prints PASS/FAIL per check and "apply_lab: N passed, M failed"; exits non-zero
+# on any failure, including a lab that cannot start (never skips).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+LAB=$ROOT/scripts/lab.sh
+export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-apply}
+PASS=0
+FAIL=0
+
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+check() { # name, then a command: PASS when it succeeds
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+finish() {
+	local rc=$?
+	"$LAB" down >/dev/null 2>&1 || true
+	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
+	echo "apply_lab: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ] && exit 0
+	exit 1
+}
+trap finish EXIT
+
+on() { # host, command...: run in a lab guest
+	local h=$1
+	shift
+	"$LAB" exec --timeout 120 "$h" -- "$@"
+}
+
+# The state that "exactly as before" compares: links, MACsec config and SAs (key
+# ids), addresses; counters, packet numbers, ifindexes and operstate left out.
+dump() {
+	on "$1" sh -c '
+		ip -j -d link show | jq -S "[.[] | select(.linkinfo.info_kind == \"vlan\" or .linkinfo.info_kind == \"macsec\")
+			| {ifname, link, mtu, up: (.flags | index(\"UP\") != null), linkinfo}] | sort_by(.ifname)"
+		ip -j macsec show | jq -S "[.[] | del(.ifindex) | walk(if type == \"object\"
+			then with_entries(select(.key | test(\"^(In|Out)|^pn$\") | not)) else . end)] | sort_by(.ifname)"
+		ip -j addr show | jq -S "[.[] | {ifname, a: [.addr_info[] | select(.scope != \"link\") | \"\(.local)/\(.prefixlen)\"]}
+			| select(.a | length > 0)] | sort_by(.ifname)"'
+}
+
+ms_field() { # host, jq expression on ip -j -s macsec show for ms100
+	on "$1" ip -j -s macsec show ms100 | jq -r ".[0] | $2"
+}
+
+encrypted() { # host: OutPktsEncrypted of ms100's TX SC
+	ms_field "$1" '.OutPktsEncrypted'
+}
+
+rx_bad() { # host: InPktsNotValid over RX SCs + InPktsNoSCI
+	on "$1" ip -j -s macsec show ms100 |
+		jq '[.[0].rx_sc[]?.InPktsNotValid] + [.[0].InPktsNoSCI] | add // 0'
+}
+
+ping_ok() { on h1 ping -c 3 -i 0.3 -W 3 10.100.0.2 >/dev/null; }
+
+# --- set up -----------------------------------------------------------------
+[ -x "$F" ] || { fail "build" "$F is missing: build first (cmake --build build)"; exit 1; }
+if ! "$LAB" up --hosts 2; then
+	fail "lab-up" "the lab did not start (see the console tail above)"
+	exit 1
+fi
+pass "lab-up"
+
+# guests see the host root read-only (live), but not the host's /tmp or /var/tmp
+WORK=$BUILD/lab-apply-work
+rm -rf "$WORK"
+mkdir -p "$WORK/keys"
+chmod 700 "$WORK/keys"
+cp "$ROOT/profiles/lab-pair.yaml" "$WORK/v1.yaml"
+cp "$ROOT/tests/lab/profiles/lab-pair-v2.yaml" "$WORK/v2.yaml"
+cp "$ROOT/tests/lab/profiles/lab-pair-v3.yaml" "$WORK/v3.yaml"
+cp "$ROOT/tests/lab/profiles/lab-pair-v4-fails.yaml" "$WORK/v4.yaml"
+cp "$ROOT/tests/lab/profiles/lab-pair-invalid.yaml" "$WORK/invalid.yaml"
+( umask 077; openssl rand -hex 16 >"$WORK/keys/lab-pair.key"; openssl rand -hex 32 >"$WORK/keys/lab-pair-256.key" )
+# both hosts read the same key file: the lab shares this directory with them
+
+# --- 1. apply, traffic encrypted ---------------------------------------------
+for h in h1 h2; do
+	if out=$(on "$h" "$F" apply --json "$WORK/v1.yaml"); then
+		[ "$(jq -r .result <<<"$out")" = applied ] && pass "apply-v1-$h" ||
+			fail "apply-v1-$h" "result $(jq -r .result <<<"$out")"
+	else
+		fail "apply-v1-$h" "exit $?: $out"
+	fi
+done
+e1=$(encrypted h1)
+e2=$(encrypted h2)
+check "1-ping-over-macsec" ping_ok
+e1b=$(encrypted h1)
+e2b=$(encrypted h2)
+[ "$e1b" -gt "$e1" ] && [ "$e2b" -gt "$e2" ] && pass "1-out-pkts-encrypted-grow" ||
+	fail "1-out-pkts-encrypted-grow" "h1 $e1 -> $e1b, h2 $e2 -> $e2b"
+[ "$(rx_bad h1)" = 0 ] && [ "$(rx_bad h2)" = 0 ] && pass "1-in-pkts-not-valid-no-sci-zero" ||
+	fail "1-in-pkts-not-valid-no-sci-zero" "h1 $(rx_bad h1), h2 $(rx_bad h2)"
+[ "$(ms_field h1 .encrypt)" = true ] && [ "$(ms_field h1 .protect)" = true ] &&
+	[ "$(ms_field h1 .validate)" = strict ] && pass "1-fail-secure-settings" ||
+	fail "1-fail-secure-settings" "encrypt/protect/validate not on/on/strict"
+# addresses live only on the MACsec device, never on the VLAN underneath
+[ "$(on h1 ip -j addr show eth0.100 | jq '[.[0].addr_info[] | select(.family == "inet")] | length')" = 0 ] &&
+	pass "1-no-address-on-vlan" || fail "1-no-address-on-vlan"
+
+# --- 2. the independent oracle agrees with fabricctl show --json --------------
+oracle() {
+	local h=$1 show ipms iplink sci want_sci port
+	show=$(on "$h" "$F" show --json) || return 1
+	ipms=$(on "$h" ip -j macsec show ms100) || return 1
+	iplink=$(on "$h" ip -j -d link show) || return 1
+	local fs ms vl
+	fs=$(jq -c '.links[] | select(.name == "ms100")' <<<"$show")
+	vl=$(jq -c '.links[] | select(.name == "eth0.100")' <<<"$show")
+	ms=$(jq -c '.[0]' <<<"$ipms")
+	# SCI: ip prints 0x<mac><port>, fabricctl <mac>/<port>
+	sci=$(jq -r .sci <<<"$fs")
+	port=${sci#*/}
+	want_sci=0x$(tr -d ':' <<<"${sci%/*}")$(printf '%04x' "$port")
+	[ "$(jq -r .sci <<<"$ms")" = "$want_sci" ] || { echo "sci $sci vs $(jq -r .sci <<<"$ms")"; return 1; }
+	[ "$(jq -r '.cipher_suite | ascii_downcase' <<<"$ms")" = "$(jq -r .cipher <<<"$fs")" ] || { echo cipher; return 1; }
+	[ "$(jq -r .icv_length <<<"$ms")" = "$(jq -r .icv_len <<<"$fs")" ] || { echo icv; return 1; }
+	for k in encrypt validate send_sci end_station scb encoding_sa protect; do
+		[ "$(jq -r ".$k" <<<"$ms")" = "$(jq -r ".$k" <<<"$fs")" ] || { echo "$k"; return 1; }
+	done
+	[ "$(jq -r .replay <<<"$ms")" = "$(jq -r .replay_protect <<<"$fs")" ] || { echo replay; return 1; }
+	[ "$(jq -r .window <<<"$ms")" = "$(jq -r .window <<<"$fs")" ] || { echo window; return 1; }
+	[ "$(jq -c '[.sa_list[] | {an, active, key}]' <<<"$ms")" = \
+		"$(jq -c '[.tx_sa[] | {an, active, key: .key_id}]' <<<"$fs")" ] || { echo tx_sa; return 1; }
+	[ "$(jq -c '[.rx_sc[] | .sa_list[] | {an, active, key}]' <<<"$ms")" = \
+		"$(jq -c '[.rx_sc[] | .sa[] | {an, active, key: .key_id}]' <<<"$fs")" ] || { echo rx_sa; return 1; }
+	[ "$(jq -r '.rx_sc | length' <<<"$ms")" = "$(jq -r '.rx_sc | length' <<<"$fs")" ] || { echo rx_sc; return 1; }
+	# links: parent, mtu, VLAN id and protocol
+	[ "$(jq -r '.[] | select(.ifname == "ms100") | "\(.link) \(.mtu)"' <<<"$iplink")" = \
+		"$(jq -r '"\(.parent) \(.mtu)"' <<<"$fs")" ] || { echo ms-link; return 1; }
+	[ "$(jq -r '.[] | select(.ifname == "eth0.100") | "\(.link) \(.mtu) \(.linkinfo.info_data.id) \(.linkinfo.info_data.protocol | ascii_downcase)"' <<<"$iplink")" = \
+		"$(jq -r '"\(.parent) \(.mtu) \(.vid) \(.protocol)"' <<<"$vl")" ] || { echo vlan; return 1; }
+	return 0
+}
+check "2-oracle-h1" oracle h1
+check "2-oracle-h2" oracle h2
+# show's text output is a profile that validates
+if on h1 "$F" show >"$WORK/show-h1.yaml" && "$F" validate -q "$WORK/show-h1.yaml"; then
+	pass "2-show-is-a-valid-profile"
+else
+	fail "2-show-is-a-valid-profile"
+fi
+on h1 "$F" diff "$WORK/v1.yaml" >/dev/null && pass "2-no-drift" || fail "2-no-drift"
+
+# --- 3. idempotence ------------------------------------------------------------
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+[ "$(jq -r '"\(.result) \(.netlink_writes) \(.ops_planned)"' <<<"$out")" = "unchanged 0 0" ] &&
+	pass "3-second-apply-zero-writes" || fail "3-second-apply-zero-writes" "$(jq -c '{result,netlink_writes,ops_planned}' <<<"$out")"
+
+# drift made behind fabricctl's back is seen and repaired
+on h1 ip link set ms100 mtu 1400
+on h1 "$F" diff "$WORK/v1.yaml" >/dev/null
+[ $? -eq 1 ] && pass "3-drift-detected" || fail "3-drift-detected"
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+[ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "applied 1" ] && pass "3-drift-repaired-one-write" ||
+	fail "3-drift-repaired-one-write" "$(jq -c '{result,netlink_writes}' <<<"$out")"
+
+# --- 4. in place vs disruptive -------------------------------------------------
+idx_before=$(on h1 ip -j link show ms100 | jq '.[0].ifindex')
+plan=$(on h1 "$F" plan --json "$WORK/v2.yaml")
+[ "$(jq -c '[.ops[] | {op, disruptive}]' <<<"$plan")" = '[{"op":"change-link","disruptive":false}]' ] &&
+	pass "4-window-plan-in-place" || fail "4-window-plan-in-place" "$(jq -c '.ops' <<<"$plan")"
+on h1 "$F" apply -q "$WORK/v2.yaml" && on h2 "$F" apply -q "$WORK/v2.yaml" && pass "4-apply-v2" || fail "4-apply-v2"
+[ "$(ms_field h1 .window)" = 64 ] && [ "$(on h1 ip -j link show ms100 | jq '.[0].ifindex')" = "$idx_before" ] &&
+	pass "4-window-changed-in-place" || fail "4-window-changed-in-place"
+check "4-ping-after-v2" ping_ok
+
+plan=$(on h1 "$F" plan --json "$WORK/v3.yaml")
+[ "$(jq '[.ops[] | select(.disruptive)] | length' <<<"$plan")" -ge 2 ] &&
+	[ "$(jq -r '[.ops[] | select(.op == "delete-link") | .ifname] | join(",")' <<<"$plan")" = ms100 ] &&
+	pass "4-cipher-change-flagged-disruptive" || fail "4-cipher-change-flagged-disruptive" "$(jq -c .ops <<<"$plan")"
+V2_H1=$(dump h1)
+V2_H2=$(dump h2)
+
+# --- 5. rollback to the exact prior state -------------------------------------
+# an operator's hand-made VLAN 200 (not managed by fabricctl) makes the kernel refuse ours
+on h1 ip link add link eth0 name legacy200 type vlan id 200
+BEFORE5=$(dump h1)
+out=$(on h1 "$F" apply --json "$WORK/v4.yaml")
+rc=$?
+[ $rc -eq 3 ] && [ "$(jq -r .result <<<"$out")" = rolled-back ] && [ "$(jq -r .restored_exactly <<<"$out")" = true ] &&
+	pass "5-kernel-rejects-midway-rolls-back" || fail "5-kernel-rejects-midway-rolls-back" "exit $rc $(jq -c '{result,failed_op,error}' <<<"$out")"
+[ "$(jq -r .failed_op <<<"$out")" -ge 1 ] && pass "5-failure-was-midway" || fail "5-failure-was-midway" "failed_op $(jq -r .failed_op <<<"$out")"
+jq -r .error <<<"$out" | grep -q 'VLAN device already exists' && pass "5-kernel-extack-reaches-user" ||
+	fail "5-kernel-extack-reaches-user" "$(jq -r .error <<<"$out")"
+[ "$(dump h1)" = "$BEFORE5" ] && pass "5-exact-prior-state" || fail "5-exact-prior-state" "$(diff <(echo "$BEFORE5") <(dump h1) | head -20)"
+on h1 ip link del legacy200
+
+# injected failure at the last op of a recreate (cipher change): the old SecY, its SAs
+# (keys fetched again from the key reference) and the address all come back
+n=$(jq '.ops | length' <<<"$plan")
+out=$("$LAB" exec --timeout 120 --env "FCTL_TEST_FAIL_AT_OP=$((n - 1))" h1 -- "$F" apply --json "$WORK/v3.yaml")
+[ "$(jq -r '"\(.result) \(.restored_exactly)"' <<<"$out")" = "rolled-back true" ] &&
+	pass "5-late-failure-in-recreate-rolls-back" || fail "5-late-failure-in-recreate-rolls-back" "$(jq -c '{result,failed_op,error}' <<<"$out")"
+[ "$(dump h1)" = "$V2_H1" ] && pass "5-recreate-exact-prior-state" || fail "5-recreate-exact-prior-state" "$(diff <(echo "$V2_H1") <(dump h1) | head -20)"
+check "5-ping-after-rollback" ping_ok
+
+# --- 6. kill -9 mid-apply, then recover ------------------------------------------
+"$LAB" exec --env FCTL_TEST_CRASH_AFTER_OP=2 h1 -- "$F" apply -q "$WORK/v3.yaml" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 137 ] && pass "6-killed-mid-apply" || fail "6-killed-mid-apply" "exit $rc, expected 137 (SIGKILL)"
+[ "$(dump h1)" != "$V2_H1" ] && pass "6-host-was-between-states" || fail "6-host-was-between-states"
+# no cleartext while interrupted: no IPv4 address on the VLAN, so nothing leaves unprotected
+[ "$(on h1 ip -j addr show eth0.100 | jq '[.[0].addr_info[] | select(.family == "inet")] | length')" = 0 ] &&
+	pass "6-no-cleartext-path-while-interrupted" || fail "6-no-cleartext-path-while-interrupted"
+out=$(on h1 "$F" recover --json)
+[ "$(jq -r '"\(.recovered) \(.restored_exactly)"' <<<"$out")" = "true true" ] && pass "6-recover" || fail "6-recover" "$out"
+[ "$(dump h1)" = "$V2_H1" ] && pass "6-old-state-after-recover" || fail "6-old-state-after-recover" "$(diff <(echo "$V2_H1") <(dump h1) | head -20)"
+e1=$(encrypted h1)
+check "6-ping-after-recover" ping_ok
+[ "$(encrypted h1)" -gt "$e1" ] && [ "$(rx_bad h1)" = 0 ] && pass "6-traffic-still-encrypted" ||
+	fail "6-traffic-still-encrypted"
+
+# the disruptive change itself, on both ends
+on h1 "$F" apply -q "$WORK/v3.yaml" && on h2 "$F" apply -q "$WORK/v3.yaml" && pass "4-apply-v3-recreate" || fail "4-apply-v3-recreate"
+[ "$(ms_field h1 .cipher_suite)" = GCM-AES-256 ] && [ "$(ms_field h2 .cipher_suite)" = GCM-AES-256 ] &&
+	pass "4-cipher-is-gcm-aes-256" || fail "4-cipher-is-gcm-aes-256"
+check "4-ping-after-v3" ping_ok
+
+# rollback --to an earlier version restores it from the history
+on h1 "$F" rollback -q --to 2 && on h2 "$F" rollback -q --to 2 && pass "4-rollback-to-v2" || fail "4-rollback-to-v2"
+[ "$(dump h1)" = "$V2_H1" ] && [ "$(dump h2)" = "$V2_H2" ] && pass "4-rollback-restores-v2-state" || fail "4-rollback-restores-v2-state"
+check "4-ping-after-rollback" ping_ok
+
+# --- 7. bad input refused before any netlink write --------------------------------
+before=$(dump h1)
+on h1 "$F" apply "$WORK/invalid.yaml" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 1 ] && [ "$(dump h1)" = "$before" ] && pass "7-invalid-profile-refused" || fail "7-invalid-profile-refused" "exit $rc"
+mv "$WORK/keys/lab-pair-256.key" "$WORK/keys/moved.key"
+out=$(on h1 "$F" apply --json "$WORK/v3.yaml" 2>/dev/null)
+rc=$?
+mv "$WORK/keys/moved.key" "$WORK/keys/lab-pair-256.key"
+[ $rc -eq 2 ] && [ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "refused 0" ] && [ "$(dump h1)" = "$before" ] &&
+	pass "7-missing-key-refused-before-writes" || fail "7-missing-key-refused-before-writes" "exit $rc $(jq -c '{netlink_writes,error}' <<<"$out")"
+chmod 644 "$WORK/keys/lab-pair-256.key"
+msg=$(on h1 "$F" apply "$WORK/v3.yaml" 2>&1)
+rc=$?
+chmod 600 "$WORK/keys/lab-pair-256.key"
+[ $rc -eq 1 ] && grep -q 'expected 0600' <<<"$msg" && [ "$(dump h1)" = "$before" ] &&
+	pass "7-world-readable-key-refused" || fail "7-world-readable-key-refused" "exit $rc: $msg"
