@@ -183,20 +183,71 @@ static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
 		     pol->key.backend);
 }
 
-static void check_hosts(struct vctx *vc)
+/* Names sorted with their index: O(n log n) duplicate checks and lookups. */
+struct name_idx {
+	const char *name;
+	size_t idx;
+};
+
+static int cmp_name_idx(const void *a, const void *b)
+{
+	const struct name_idx *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Sorted index of the named hosts (NULL on ENOMEM: lookups then fall back to a scan). */
+static struct name_idx *host_index(const struct fctl_profile *p, size_t *n)
+{
+	struct name_idx *v = calloc(p->n_hosts ? p->n_hosts : 1, sizeof(*v));
+
+	*n = 0;
+	for (size_t i = 0; v && i < p->n_hosts; i++)
+		if (p->hosts[i].name)
+			v[(*n)++] = (struct name_idx){ p->hosts[i].name, i };
+	if (v && *n > 1)
+		qsort(v, *n, sizeof(*v), cmp_name_idx);
+	return v;
+}
+
+/* The first host of that name, as fctl_profile_find_host finds it. */
+static const struct fctl_host *find_host(const struct fctl_profile *p, const struct name_idx *hx,
+					 size_t nhx, const char *name)
+{
+	size_t lo = 0, hi = nhx;
+
+	if (!hx)
+		return fctl_profile_find_host(p, name);
+	while (lo < hi) { /* lower bound */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(hx[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nhx && strcmp(hx[lo].name, name) == 0 ? &p->hosts[hx[lo].idx] : NULL;
+}
+
+static void check_hosts(struct vctx *vc, const struct name_idx *hx, size_t nhx)
 {
 	struct fctl_profile *p = vc->p;
 
+	for (size_t i = 1, first = 0; hx && i < nhx; i++) {
+		if (strcmp(hx[i].name, hx[first].name) != 0) {
+			first = i;
+			continue;
+		}
+		AT(vc, p->hosts[hx[i].idx].pos, "duplicate", NULL,
+		   "duplicate host '%s' (first at line %u)", hx[i].name,
+		   p->hosts[hx[first].idx].pos.line);
+	}
 	for (size_t i = 0; i < p->n_hosts; i++) {
 		const struct fctl_host *h = &p->hosts[i];
 
 		if (!h->name)
 			continue;
-		for (size_t j = 0; j < i; j++)
-			if (p->hosts[j].name && strcmp(p->hosts[j].name, h->name) == 0)
-				AT(vc, h->pos, "duplicate", NULL,
-				   "duplicate host '%s' (first at line %u)", h->name,
-				   p->hosts[j].pos.line);
 		for (size_t a = 0; a < h->n_ports; a++) {
 			const struct fctl_port *pa = &h->ports[a];
 
@@ -207,6 +258,27 @@ static void check_hosts(struct vctx *vc)
 					   "duplicate port '%s' on host '%s'", pa->name, h->name);
 		}
 	}
+}
+
+/* Duplicate link names, reported at the later link. */
+static void check_link_names(struct vctx *vc)
+{
+	struct fctl_profile *p = vc->p;
+	struct name_idx *v = calloc(p->n_links ? p->n_links : 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < p->n_links; i++)
+		if (p->links[i].name)
+			v[n++] = (struct name_idx){ p->links[i].name, i };
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_name_idx);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i].name, v[i - 1].name) == 0)
+			AT(vc, p->links[v[i].idx].pos, "duplicate", NULL,
+			   "duplicate link name '%s'", v[i].name);
+	free(v);
 }
 
 static const char **host_names(const struct fctl_profile *p, size_t *n)
@@ -221,7 +293,7 @@ static const char **host_names(const struct fctl_profile *p, size_t *n)
 }
 
 static void resolve_end(struct vctx *vc, struct fctl_link_end *e, const char **hn,
-			size_t nhn)
+			size_t nhn, const struct name_idx *hx, size_t nhx)
 {
 	const struct fctl_host *h;
 	char hint[96];
@@ -229,7 +301,7 @@ static void resolve_end(struct vctx *vc, struct fctl_link_end *e, const char **h
 
 	if (!e->host || !e->port)
 		return;
-	h = fctl_profile_find_host(vc->p, e->host);
+	h = find_host(vc->p, hx, nhx, e->host);
 	if (!h) {
 		g = fctl_did_you_mean(e->host, hn, nhn);
 		if (g)
@@ -479,10 +551,12 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 	struct sci_seen *scis = NULL;
 	struct ifn_seen *ifns = NULL;
 	struct port_use *uses = NULL;
-	size_t n_sci = 0, cap_sci = 0, n_ifn = 0, cap_ifn = 0, n_use = 0, cap_use = 0, nhn;
+	size_t n_sci = 0, cap_sci = 0, n_ifn = 0, cap_ifn = 0, n_use = 0, cap_use = 0, nhn, nhx;
 	const char **hn = host_names(p, &nhn);
+	struct name_idx *hx = host_index(p, &nhx);
 
-	check_hosts(&vc);
+	check_hosts(&vc, hx, nhx);
+	check_link_names(&vc);
 	for (size_t i = 0; i < p->n_policies; i++)
 		check_policy(&vc, &p->policies[i]);
 
@@ -490,7 +564,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 		struct fctl_plink *l = &p->links[i];
 
 		for (int e = 0; e < 2; e++) {
-			resolve_end(&vc, &l->end[e], hn, nhn);
+			resolve_end(&vc, &l->end[e], hn, nhn, hx, nhx);
 			if (l->end[e].port_idx >= 0) {
 				struct port_use *u = fctl_array_grow(&uses, &n_use, &cap_use,
 								     sizeof(*u));
@@ -519,10 +593,6 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 				   l->end[e].port, a, b);
 			}
 		}
-		for (size_t j = 0; j < i; j++)
-			if (l->name && p->links[j].name && strcmp(l->name, p->links[j].name) == 0)
-				AT(&vc, l->pos, "duplicate", NULL, "duplicate link name '%s'",
-				   l->name);
 		if (l->macsec && !fctl_profile_find_policy(p, l->macsec))
 			unknown_policy(&vc, l->macsec, l->pos_macsec);
 		for (size_t j = 0; j < l->n_vlans; j++)
@@ -565,6 +635,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 	free(scis);
 	free(ifns);
 	free(uses);
+	free(hx);
 	free(hn);
 	fctl_diags_sort(d);
 }
