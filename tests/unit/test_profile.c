@@ -562,6 +562,9 @@ static const struct pcase link_cases[] = {
 	  HDR "hosts:\n  - name: h1\n    ports: [{name: e0}, {name: e0}]\n"
 	  "  - name: h1\n    ports: []\n",
 	  0, 2, { { "duplicate", 7, 25, NULL }, { "duplicate", 8, 5, NULL } } },
+	{ "duplicate link name, reported at the later link",
+	  L2("  - name: l1\n    a: h1:eth1\n    b: h2:eth1\n    vlans: [{id: 200}]\n"), 0, 1,
+	  { { "duplicate", 29, 5, NULL } } },
 	{ "three independent errors give three findings",
 	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth9\n    vlans:\n"
 			   "      - id: 100\n        macsec: p1\n"
