@@ -1,0 +1,39 @@
+#!/bin/bash
+# Installs what fabricctl needs to build, test and run its lab, from Debian 12
+# packages only. Idempotent: installs only what is missing. Needs root.
+#   scripts/deps.sh            build + test + lab dependencies
+set -euo pipefail
+
+PKGS=(
+	# build
+	build-essential cmake pkg-config
+	libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
+	libssl-dev libyaml-dev libcmocka-dev
+	# tests: sanitizers and fuzzing with clang, JSON and XML checks
+	clang libclang-rt-dev jq python3 openssl time
+	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
+	qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 iputils-ping
+	rdma-core ibverbs-utils perftest
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: needs root to install packages (apt-get)" >&2
+	exit 2
+fi
+missing=()
+for p in "${PKGS[@]}"; do
+	[ "${p:0:1}" = "#" ] && continue
+	# dpkg-query: installed and configured ("ii")
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps.sh: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps.sh: installed ${#missing[@]} packages"

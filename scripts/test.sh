@@ -1,0 +1,102 @@
+#!/bin/bash
+# Installs what is missing, builds, and runs every test of fabricctl:
+#   1. build with -Werror, unit tests + CLI tests (ctest)
+#   2. ASan+UBSan build, the same tests under the sanitizers
+#   3. libFuzzer over the profile parser, bounded time (clang)
+#   4. the real-kernel lab: qemu VMs with Debian's stock kernel
+#        smoke (the lab itself), nl_live (netlink layer), apply (apply engine)
+# Needs root (packages, qemu lab, netlink). A suite that cannot run FAILS; none
+# is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
+# on any failure.
+#
+# Environment: FCTL_FUZZ_SECONDS (default 60), FCTL_TEST_ONLY="unit asan fuzz lab"
+# to run a subset while developing (CI runs everything), FCTL_JOBS (default nproc).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOBS=${FCTL_JOBS:-$(nproc)}
+ONLY=${FCTL_TEST_ONLY:-unit asan fuzz lab}
+PASSED=()
+FAILED=()
+T0=$(date +%s)
+
+log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; }
+suite() { # name, timeout seconds, command...
+	local name=$1 limit=$2 rc
+	shift 2
+	log "$name"
+	timeout --kill-after=30 "$limit" "$@"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		PASSED+=("$name")
+		echo "--- suite $name: PASS"
+	else
+		[ $rc -eq 124 ] && echo "--- suite $name: TIMED OUT after ${limit}s"
+		FAILED+=("$name")
+		echo "--- suite $name: FAIL (exit $rc)"
+	fi
+}
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+summary() {
+	echo
+	echo "passed: ${PASSED[*]:-none}"
+	echo "failed: ${FAILED[*]:-none}"
+	echo "total time: $(($(date +%s) - T0)) s"
+	echo "test.sh: ${#PASSED[@]} passed, ${#FAILED[@]} failed"
+	[ ${#FAILED[@]} -eq 0 ]
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "test.sh: needs root (packages, the qemu lab, netlink); run as root" >&2
+	exit 2
+fi
+log "dependencies"
+if ! scripts/deps.sh; then
+	echo "test.sh: installing dependencies failed" >&2
+	FAILED+=(deps)
+	summary
+	exit 1
+fi
+
+build() { # dir, extra cmake args...
+	local dir=$1
+	shift
+	cmake -S "$ROOT" -B "$ROOT/$dir" -DFCTL_WERROR=ON "$@" >/dev/null &&
+		cmake --build "$ROOT/$dir" -j "$JOBS"
+}
+
+# 1. the build CI and the lab use, with -Werror
+suite build 1200 build build
+if want unit; then
+	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
+fi
+
+# 2. sanitizers: every unit and CLI test under ASan+UBSan
+if want asan; then
+	suite asan-build 1200 build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
+fi
+
+# 3. fuzzing (bounded)
+if want fuzz; then
+	suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
+fi
+
+# 4. the real-kernel lab (each suite tears its lab down, even on failure)
+if want lab; then
+	suite lab-setup 900 scripts/lab.sh setup
+	suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
+	suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/nl_live.sh
+	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/apply.sh
+fi
+
+# safety net: no lab outlives the run, whatever happened to a suite
+for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply; do
+	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
+done
+summary
