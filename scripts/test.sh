@@ -59,22 +59,25 @@ if ! scripts/deps.sh; then
 	exit 1
 fi
 
+# cmake configure + build of one build directory, with -Werror
 build() { # dir, extra cmake args...
 	local dir=$1
 	shift
 	cmake -S "$ROOT" -B "$ROOT/$dir" -DFCTL_WERROR=ON "$@" >/dev/null &&
 		cmake --build "$ROOT/$dir" -j "$JOBS"
 }
+export -f build
+export ROOT JOBS
 
 # 1. the build CI and the lab use, with -Werror
-suite build 1200 build build
+suite build 1200 bash -c 'build build'
 if want unit; then
 	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
 if want asan; then
-	suite asan-build 1200 build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug'
 	suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600

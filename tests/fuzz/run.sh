@@ -15,8 +15,8 @@ BUILD=${FCTL_FUZZ_BUILD:-$SRC/build-fuzz}
 JOBS=${FCTL_FUZZ_JOBS:-1}
 
 if ! command -v clang >/dev/null 2>&1; then
-	echo "SKIP: fuzz_profile: clang is not installed (apt-get install clang)"
-	exit 0
+	echo "FAIL: fuzz_profile cannot run: clang is not installed (scripts/deps.sh installs it)"
+	exit 1
 fi
 CC=clang cmake -S "$SRC" -B "$BUILD" -DFCTL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" --target fuzz_profile -j2
