@@ -3,8 +3,9 @@
 # Stage 2 of a fabricctl lab guest: PID 1 inside the chroot on the host root.
 #
 # Started by scripts/lab-guest-init.sh with LAB_HOST and LAB_SHARE set.  It
-# names the host, names the NICs after their lab MAC addresses, brings the
-# links up, writes "$LAB_SHARE/ready", then serves commands that
+# sets the hostname from "$LAB_SHARE/hostname", names the NICs after their MAC
+# addresses as "$LAB_SHARE/nics" says ("MAC IFNAME MTU" per line), sets their
+# MTU, brings them up, writes "$LAB_SHARE/ready", then serves commands that
 # scripts/lab.sh drops into the share:
 #
 #   $LAB_SHARE/jobs/ID/argv     argv, NUL-separated (required)
@@ -31,29 +32,53 @@ SAFE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 log() { printf 'lab-runner[%s]: %s\n' "$LAB_HOST" "$*" >/dev/console 2>/dev/null; }
 
-hostname "$LAB_HOST" || log "warning: hostname failed"
+# The hostname lab.sh chose (--name), else the lab id.
+name=$LAB_HOST
+if [[ -s $LAB_SHARE/hostname ]]; then
+	read -r name <"$LAB_SHARE/hostname" || name=$LAB_HOST
+fi
+hostname "$name" || log "warning: hostname $name failed"
 ip link set lo up || log "warning: lo not up"
 
-# NIC names follow the lab MACs 52:54:00:fa:HH:PP -> ethPP, whatever order the
-# kernel probed the devices in.
+# NIC names follow the MACs, whatever order the kernel probed the devices in:
+# "$LAB_SHARE/nics" has "MAC IFNAME MTU" per NIC.  Without it (a share laid
+# out by an older lab.sh), the lab MACs 52:54:00:fa:HH:PP give ethPP.
+declare -A want_name=() want_mtu=()
+if [[ -f $LAB_SHARE/nics ]]; then
+	while read -r mac ifname mtu; do
+		[[ -n ${mac:-} && -n ${ifname:-} ]] || continue
+		want_name[$mac]=$ifname want_mtu[$mac]=${mtu:-}
+	done <"$LAB_SHARE/nics"
+else
+	for dev in /sys/class/net/*; do
+		mac=$(<"$dev/address")
+		[[ $mac == 52:54:00:fa:*:* ]] && want_name[$mac]=eth$((16#${mac##*:}))
+	done
+fi
+# Two passes, so that names can swap (a NIC may hold the name another wants).
+i=0
+declare -A tmp_of=()
 for dev in /sys/class/net/*; do
 	name=${dev##*/}
 	mac=$(<"$dev/address")
-	case "$mac" in
-	52:54:00:fa:*:*) ;;
-	*) continue ;;
-	esac
-	want=eth$((16#${mac##*:}))
-	if [[ $name != "$want" ]]; then
-		ip link set dev "$name" name "lab-tmp-$want" || log "warning: rename $name failed"
+	[[ -n ${want_name[$mac]:-} ]] || continue
+	tmp_of[$mac]=labtmp$i
+	ip link set dev "$name" name "labtmp$i" || { log "warning: rename $name failed"; tmp_of[$mac]=$name; }
+	i=$((i + 1))
+done
+for mac in "${!want_name[@]}"; do
+	cur=${tmp_of[$mac]:-}
+	if [[ -z $cur ]]; then
+		log "warning: no NIC with MAC $mac (wanted as ${want_name[$mac]})"
+		continue
 	fi
-done
-for dev in /sys/class/net/lab-tmp-*; do
-	name=${dev##*/}
-	ip link set dev "$name" name "${name#lab-tmp-}" || log "warning: rename $name failed"
-done
-for dev in /sys/class/net/eth*; do
-	ip link set dev "${dev##*/}" up || log "warning: ${dev##*/} not up"
+	ip link set dev "$cur" name "${want_name[$mac]}" ||
+		log "warning: rename $cur to ${want_name[$mac]} failed"
+	if [[ -n ${want_mtu[$mac]:-} ]]; then
+		ip link set dev "${want_name[$mac]}" mtu "${want_mtu[$mac]}" ||
+			log "warning: mtu ${want_mtu[$mac]} on ${want_name[$mac]} failed"
+	fi
+	ip link set dev "${want_name[$mac]}" up || log "warning: ${want_name[$mac]} not up"
 done
 
 mkdir -p "$Q" "$J" || log "warning: cannot create $Q or $J"
@@ -98,7 +123,7 @@ kill_job() {
 }
 
 up=$(</proc/uptime)
-printf 'host=%s\nuptime=%s\nkernel=%s\n' "$LAB_HOST" "${up%% *}" "$(uname -r)" >"$LAB_SHARE/ready.tmp" &&
+printf 'host=%s\nname=%s\nuptime=%s\nkernel=%s\n' "$LAB_HOST" "$(hostname)" "${up%% *}" "$(uname -r)" >"$LAB_SHARE/ready.tmp" &&
 	mv -f "$LAB_SHARE/ready.tmp" "$LAB_SHARE/ready"
 log "ready after ${up%% *} s of guest uptime"
 

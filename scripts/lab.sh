@@ -6,6 +6,10 @@
 #
 #   lab.sh setup
 #   lab.sh up [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
+#             [--wiring SPEC] [--mac HOST.PORT=MAC]... [--ifname HOST.PORT=NAME]...
+#             [--mtu HOST.PORT=MTU]... [--name HOST=NAME]...
+#       SPEC: comma-separated hA.ethP=hB.ethQ (a link) or hA.ethP (a NIC with no
+#       peer), e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0,h3.eth1=h1.eth1
 #   lab.sh exec [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh exec-bg [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh wait [--dir DIR] [--timeout SEC] HOST JOB
@@ -21,6 +25,7 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 SCRIPTS=${SELF%/*}
 REPO=${SCRIPTS%/*}
 LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab}
+WIRING=
 CACHE_DIR=${FCTL_LAB_CACHE:-/var/cache/fabricctl-lab}
 GUEST_INIT=$SCRIPTS/lab-guest-init.sh
 GUEST_RUNNER=$SCRIPTS/lab-guest-runner.sh
@@ -201,6 +206,17 @@ cmd_setup() {
 
 # --- topology ---------------------------------------------------------------
 
+MAX_PORTS=16 # NICs per host: PCI slots 0x08..0x17
+
+# The wiring of a lab, filled by plan_topology from the defaults or --wiring:
+#   LINKS[]       "LINK HOST_A PORT_A HOST_B PORT_B" (hosts and ports as numbers)
+#   LONE[]        "HOST PORT" of NICs with no peer
+# and the per-NIC settings, keyed "HOST.PORT" (numbers):
+#   NIC_MAC[] NIC_IFNAME[] NIC_MTU[]; HOST_NAME[HOST] (the guest's hostname).
+LINKS=()
+LONE=()
+declare -A NIC_MAC=() NIC_IFNAME=() NIC_MTU=() HOST_NAME=()
+
 # One line per link: "LINK HOST_A PORT_A HOST_B PORT_B" (hosts as numbers).
 #   N=1: no links (h1.eth0 listens, nobody connects)
 #   N=2: h1.eth0 <-> h2.eth0
@@ -221,24 +237,211 @@ links() {
 
 mac_of() { printf '52:54:00:fa:%02x:%02x' "$1" "$2"; }
 
-# One line per NIC: "HOST PORT MAC PEER_HOST PEER_PORT ROLE TCPPORT", from
-# the links and the chosen TCP ports ("LINK PORT" lines on stdin).
-# The lower-numbered host of a link listens, the other connects, so hosts
-# can be started in order h1, h2, ... with each peer already listening.
+# parse_ref REF WHAT: "hN.ethK" -> REF_H=N REF_P=K, or dies naming WHAT.
+parse_ref() {
+	[[ $1 =~ ^h([1-9][0-9]{0,2})\.eth(0|[1-9][0-9]{0,2})$ ]] ||
+		die "$2: '$1' is not HOST.PORT (hN.ethK, e.g. h1.eth0)"
+	REF_H=${BASH_REMATCH[1]} REF_P=${BASH_REMATCH[2]}
+	((REF_H <= MAX_HOSTS)) || die "$2: '$1': host index $REF_H is above the lab's limit of $MAX_HOSTS hosts"
+	((REF_P < MAX_PORTS)) || die "$2: '$1': port index $REF_P is above eth$((MAX_PORTS - 1)) (at most $MAX_PORTS NICs per host)"
+}
+
+# plan_topology HOSTS HOSTS_GIVEN WIRING: fills LINKS, LONE and NIC_*
+# defaults, and sets TOPO_HOSTS.  With an empty WIRING the default topology of
+# HOSTS hosts; otherwise the explicit one, whose highest host is the host count
+# unless --hosts gave more.
+plan_topology() {
+	local hosts=$1 given=$2 spec=$3 item a b ha pa hb pb k=0 maxh=0 h p
+	local -A used=() top=()
+	LINKS=() LONE=()
+	if [[ -z $spec ]]; then
+		mapfile -t LINKS < <(links "$hosts")
+		((hosts == 1)) && LONE=("1 0")
+	else
+		local -a items
+		[[ $spec == *, || $spec == ,* || $spec == *,,* ]] && die "--wiring: empty entry in '$spec'"
+		IFS=, read -ra items <<<"$spec"
+		for item in "${items[@]}"; do
+			item=${item// /}
+			[[ -n $item ]] || die "--wiring: empty entry in '$spec'"
+			if [[ $item == *=* ]]; then
+				a=${item%%=*} b=${item#*=}
+				[[ $b != *=* ]] || die "--wiring: '$item' has more than one '='"
+				parse_ref "$a" "--wiring" && ha=$REF_H pa=$REF_P
+				parse_ref "$b" "--wiring" && hb=$REF_H pb=$REF_P
+				((ha != hb)) || die "--wiring: '$item' links h$ha to itself (a link joins two different hosts)"
+			else
+				parse_ref "$item" "--wiring" && ha=$REF_H pa=$REF_P hb=0 pb=0
+			fi
+			for h in "$ha.$pa" "$hb.$pb"; do
+				[[ $h == 0.0 ]] && continue
+				[[ -z ${used[$h]:-} ]] ||
+					die "--wiring: h${h%.*}.eth${h#*.} is used twice (a port faces one peer)"
+				used[$h]=1
+				((${h%.*} > maxh)) && maxh=${h%.*}
+				((${h#*.} + 1 > ${top[${h%.*}]:-0})) && top[${h%.*}]=$((${h#*.} + 1))
+			done
+			if ((hb)); then
+				k=$((k + 1))
+				LINKS+=("$k $ha $pa $hb $pb")
+			else
+				LONE+=("$ha $pa")
+			fi
+		done
+		if ((given)); then
+			((maxh <= hosts)) || die "--wiring names h$maxh but --hosts is $hosts"
+		else
+			hosts=$maxh
+		fi
+		# Ports below a host's highest one that the spec leaves out are
+		# NICs with no peer, so that ethK always is the K-th NIC.
+		for ((h = 1; h <= hosts; h++)); do
+			for ((p = 0; p < ${top[$h]:-0}; p++)); do
+				[[ -n ${used[$h.$p]:-} ]] || LONE+=("$h $p")
+			done
+		done
+	fi
+	need_range "$hosts" 1 "$MAX_HOSTS" "--hosts must be 1..$MAX_HOSTS"
+	TOPO_HOSTS=$hosts
+	local line
+	NIC_MAC=() NIC_IFNAME=() NIC_MTU=()
+	for line in "${LINKS[@]}"; do
+		read -r k ha pa hb pb <<<"$line"
+		set_nic_defaults "$ha" "$pa"
+		set_nic_defaults "$hb" "$pb"
+	done
+	for line in "${LONE[@]}"; do
+		read -r ha pa <<<"$line"
+		set_nic_defaults "$ha" "$pa"
+	done
+}
+
+set_nic_defaults() {
+	NIC_MAC[$1.$2]=$(mac_of "$1" "$2") NIC_IFNAME[$1.$2]=eth$2 NIC_MTU[$1.$2]=1500
+}
+
+# Lists the NICs a host has, "ethK ethL ..." (for messages).
+nics_of() {
+	local h=$1 k out=
+	for k in "${!NIC_MAC[@]}"; do [[ ${k%.*} == "$h" ]] && out+=" ${k#*.}"; done
+	[[ -n $out ]] || { echo "no NICs"; return; }
+	printf 'eth%s ' $(tr ' ' '\n' <<<"$out" | sort -n) | sed 's/ $//'
+}
+
+# apply_overrides: the --mac, --ifname, --mtu and --name options (arrays
+# OPT_MAC, OPT_IFNAME, OPT_MTU, OPT_NAME of REF=VALUE) over the defaults,
+# checked against the topology and each other.
+apply_overrides() {
+	local kv ref val key h k
+	local -A seen=() mac_at=() name_at=()
+	for kv in ${OPT_MAC[@]+"${OPT_MAC[@]}"}; do
+		[[ $kv == *=* ]] || die "--mac needs HOST.PORT=MAC, got '$kv'"
+		ref=${kv%%=*} val=${kv#*=}
+		nic_key "$ref" --mac
+		[[ -z ${seen[mac$key]:-} ]] || die "--mac $ref given twice"
+		seen[mac$key]=1
+		[[ $val =~ ^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$ ]] ||
+			die "--mac $ref: '$val' is not a MAC address (six hex octets with ':', e.g. 0c:42:a1:00:01:00)"
+		val=${val,,}
+		((16#${val:0:2} % 2 == 0)) || die "--mac $ref: $val is a multicast address (the first octet must be even)"
+		[[ $val != 00:00:00:00:00:00 ]] || die "--mac $ref: 00:00:00:00:00:00 is not a usable address"
+		NIC_MAC[$key]=$val
+	done
+	for kv in ${OPT_IFNAME[@]+"${OPT_IFNAME[@]}"}; do
+		[[ $kv == *=* ]] || die "--ifname needs HOST.PORT=NAME, got '$kv'"
+		ref=${kv%%=*} val=${kv#*=}
+		nic_key "$ref" --ifname
+		[[ -z ${seen[if$key]:-} ]] || die "--ifname $ref given twice"
+		seen[if$key]=1
+		[[ $val =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$ ]] ||
+			die "--ifname $ref: '$val' is not an interface name (1..15 of A-Z a-z 0-9 _ . -, not starting with . or -)"
+		[[ $val != lo && $val != labtmp* ]] || die "--ifname $ref: '$val' is reserved in the guest"
+		NIC_IFNAME[$key]=$val
+	done
+	for kv in ${OPT_MTU[@]+"${OPT_MTU[@]}"}; do
+		[[ $kv == *=* ]] || die "--mtu needs HOST.PORT=MTU, got '$kv'"
+		ref=${kv%%=*} val=${kv#*=}
+		nic_key "$ref" --mtu
+		[[ -z ${seen[mtu$key]:-} ]] || die "--mtu $ref given twice"
+		seen[mtu$key]=1
+		need_range "$val" 68 65535 "--mtu $ref: '$val' must be 68..65535"
+		NIC_MTU[$key]=$((10#$val))
+	done
+	HOST_NAME=()
+	for kv in ${OPT_NAME[@]+"${OPT_NAME[@]}"}; do
+		[[ $kv == *=* ]] || die "--name needs HOST=NAME, got '$kv'"
+		ref=${kv%%=*} val=${kv#*=}
+		[[ $ref =~ ^h([1-9][0-9]{0,2})$ ]] || die "--name $kv: '$ref' is not a lab host (h1, h2, ...)"
+		h=${BASH_REMATCH[1]}
+		((h <= TOPO_HOSTS)) || die "--name $kv: the lab has $TOPO_HOSTS host(s), h1..h$TOPO_HOSTS"
+		[[ -z ${HOST_NAME[$h]:-} ]] || die "--name $ref given twice"
+		[[ $val =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$ ]] ||
+			die "--name $kv: '$val' is not a host name (1..63 of A-Z a-z 0-9 _ . -, starting with a letter or digit)"
+		if [[ $val =~ ^h[0-9]+$ && $val != "$ref" ]]; then
+			die "--name $kv: '$val' is another lab host's id; exec and status could not tell them apart"
+		fi
+		[[ -z ${name_at[$val]:-} ]] || die "--name: '$val' is given to both ${name_at[$val]} and $ref"
+		name_at[$val]=$ref
+		HOST_NAME[$h]=$val
+	done
+	for ((h = 1; h <= TOPO_HOSTS; h++)); do
+		[[ -n ${HOST_NAME[$h]:-} ]] || HOST_NAME[$h]=h$h
+		[[ -z ${name_at[h$h]:-} || ${name_at[h$h]} == "h$h" ]] || die "--name: h$h is a lab host id"
+	done
+	# A guest tells its NICs apart by MAC; peers and switches do too.
+	local -A if_at=()
+	for k in "${!NIC_MAC[@]}"; do
+		val=${NIC_MAC[$k]}
+		[[ -z ${mac_at[$val]:-} ]] ||
+			die "MAC $val is on both ${mac_at[$val]} and h${k%.*}.eth${k#*.} (every NIC needs its own)"
+		mac_at[$val]=h${k%.*}.eth${k#*.}
+		val=${k%.*}/${NIC_IFNAME[$k]}
+		[[ -z ${if_at[$val]:-} ]] ||
+			die "interface name ${NIC_IFNAME[$k]} is on both ${if_at[$val]} and h${k%.*}.eth${k#*.} (--ifname)"
+		if_at[$val]=h${k%.*}.eth${k#*.}
+	done
+}
+
+# nic_key REF OPTION: sets key to "H.P" of an existing NIC, or dies.
+nic_key() {
+	parse_ref "$1" "$2"
+	key=$REF_H.$REF_P
+	((REF_H <= TOPO_HOSTS)) || die "$2 $1: the lab has $TOPO_HOSTS host(s), h1..h$TOPO_HOSTS"
+	[[ -n ${NIC_MAC[$key]:-} ]] ||
+		die "$2 $1: h$REF_H has no eth$REF_P in this wiring (it has: $(nics_of "$REF_H"))"
+}
+
+# One line per NIC: "HOST PORT MAC PEER_HOST PEER_PORT ROLE TCPPORT IFNAME MTU"
+# from LINKS, LONE, the NIC_* settings and the chosen TCP ports ("LINK PORT"
+# lines on stdin).  The lower-numbered host of a link listens, the other
+# connects, so hosts can be started in order h1, h2, ... with each peer
+# already listening.  A NIC with no peer has role "none" (a qemu hub port
+# with nothing else on it), except the single NIC of the default one-host lab,
+# which listens as it always did.
 nic_table() {
-	local n=$1 k a pa b pb p
+	local n=$1 k a pa b pb p la lb line
 	local -A tcp=()
 	while read -r k p; do tcp[$k]=$p; done
-	if ((n == 1)); then
-		echo "h1 eth0 $(mac_of 1 0) - - listen ${tcp[1]:-0}"
-		return 0
-	fi
-	local la lb
-	while read -r k a pa b pb; do
-		if ((a < b)); then la=listen lb=connect; else la=connect lb=listen; fi
-		echo "h$a eth$pa $(mac_of "$a" "$pa") h$b eth$pb $la ${tcp[$k]}"
-		echo "h$b eth$pb $(mac_of "$b" "$pb") h$a eth$pa $lb ${tcp[$k]}"
-	done < <(links "$n") | sort -k1.2,1n -k2.4,2n
+	{
+		for line in "${LINKS[@]}"; do
+			read -r k a pa b pb <<<"$line"
+			if ((a < b)); then la=listen lb=connect; else la=connect lb=listen; fi
+			nic_row "$a" "$pa" "h$b eth$pb" "$la" "${tcp[$k]}"
+			nic_row "$b" "$pb" "h$a eth$pa" "$lb" "${tcp[$k]}"
+		done
+		for line in "${LONE[@]}"; do
+			read -r a pa <<<"$line"
+			if ((n == 1)) && ((${#LINKS[@]} == 0)) && [[ -z $WIRING ]]; then
+				nic_row "$a" "$pa" "- -" listen "${tcp[1]:-0}"
+			else
+				nic_row "$a" "$pa" "- -" none -
+			fi
+		done
+	} | sort -k1.2,1n -k2.4,2n
+}
+
+nic_row() {
+	echo "h$1 eth$2 ${NIC_MAC[$1.$2]} $3 $4 $5 ${NIC_IFNAME[$1.$2]} ${NIC_MTU[$1.$2]}"
 }
 
 port_in_use() { [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
@@ -357,7 +560,8 @@ cmd_down() {
 	for hd in "$LAB_DIR"/h[0-9]*; do
 		[[ -d $hd ]] && rm -rf -- "$hd"
 	done
-	rm -f -- "$LAB_DIR/lab.state" "$LAB_DIR/nics.tsv" "$LAB_DIR/watchdog.pid" "$LAB_DIR/watchdog.log"
+	rm -f -- "$LAB_DIR/lab.state" "$LAB_DIR/nics.tsv" "$LAB_DIR/names.tsv" "$LAB_DIR/watchdog.pid" \
+		"$LAB_DIR/watchdog.log"
 	rm -f -- "$LAB_DIR/.lock"
 	rmdir -- "$LAB_DIR" 2>/dev/null || :
 	return 0
@@ -373,15 +577,16 @@ start_qemu() {
 	local -a args nicargs=()
 	hd=$(host_dir "$h")
 	n=${h#h}
-	local _h port mac _ph _pp role tcp i=0
-	while read -r _h port mac _ph _pp role tcp; do
+	local _h port mac _ph _pp role tcp _if _mtu i=0
+	while read -r _h port mac _ph _pp role tcp _if _mtu; do
 		[[ $_h == "$h" ]] || continue
-		if [[ $role == listen ]]; then
-			nicargs+=(-netdev "socket,id=n$i,listen=127.0.0.1:$tcp")
-		else
-			nicargs+=(-netdev "socket,id=n$i,connect=127.0.0.1:$tcp")
-		fi
-		nicargs+=(-device "virtio-net-pci,netdev=n$i,mac=$mac,addr=0x$((8 + ${port#eth}))")
+		case "$role" in
+		listen) nicargs+=(-netdev "socket,id=n$i,listen=127.0.0.1:$tcp") ;;
+		connect) nicargs+=(-netdev "socket,id=n$i,connect=127.0.0.1:$tcp") ;;
+		# A hub of its own with nothing else on it: a NIC with no peer.
+		*) nicargs+=(-netdev "hubport,id=n$i,hubid=$i") ;;
+		esac
+		nicargs+=(-device "virtio-net-pci,netdev=n$i,mac=$mac,addr=$(printf '0x%x' $((8 + ${port#eth})))")
 		i=$((i + 1))
 	done <"$LAB_DIR/nics.tsv"
 	args=(
@@ -402,10 +607,20 @@ start_qemu() {
 }
 
 cmd_up() {
-	local hosts=2 mem=512 lifetime=1800 boot_timeout=180
+	local hosts=2 hosts_given=0 mem=512 lifetime=1800 boot_timeout=180
+	WIRING=
+	OPT_MAC=() OPT_IFNAME=() OPT_MTU=() OPT_NAME=()
 	while (($#)); do
 		case "$1" in
-		--hosts) hosts=${2:?--hosts needs a number} && shift 2 ;;
+		--hosts) hosts=${2:?--hosts needs a number} hosts_given=1 && shift 2 ;;
+		--wiring)
+			WIRING=${2:?--wiring needs a spec, e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0}
+			shift 2
+			;;
+		--mac) OPT_MAC+=("${2:?--mac needs HOST.PORT=MAC}") && shift 2 ;;
+		--ifname) OPT_IFNAME+=("${2:?--ifname needs HOST.PORT=NAME}") && shift 2 ;;
+		--mtu) OPT_MTU+=("${2:?--mtu needs HOST.PORT=MTU}") && shift 2 ;;
+		--name) OPT_NAME+=("${2:?--name needs HOST=NAME}") && shift 2 ;;
 		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
 		--mem) mem=${2:?--mem needs MB} && shift 2 ;;
 		--lifetime) lifetime=${2:?--lifetime needs seconds} && shift 2 ;;
@@ -417,6 +632,10 @@ cmd_up() {
 	need_range "$mem" 256 65536 "--mem must be 256..65536 (MB)"
 	need_range "$lifetime" 10 604800 "--lifetime must be 10..604800 (s)"
 	need_range "$boot_timeout" 1 3600 "--boot-timeout must be 1..3600 (s)"
+	# The whole wiring is checked before anything starts.
+	plan_topology "$hosts" "$hosts_given" "$WIRING"
+	hosts=$TOPO_HOSTS
+	apply_overrides
 	need_root
 	check_path_ok "$LAB_DIR"
 	check_path_ok "$SCRIPTS"
@@ -448,9 +667,17 @@ cmd_up() {
 		rm -rf -- "${LAB_DIR:?}/h$i"
 		mkdir -p "$LAB_DIR/h$i/queue" "$LAB_DIR/h$i/jobs"
 	done
-	nlinks=$(links "$hosts" | wc -l)
+	nlinks=${#LINKS[@]}
 	((nlinks == 0)) && nlinks=1
 	pick_ports "$nlinks" | nic_table "$hosts" >"$LAB_DIR/nics.tsv"
+	: >"$LAB_DIR/names.tsv"
+	for ((i = 1; i <= hosts; i++)); do
+		echo "h$i ${HOST_NAME[$i]}" >>"$LAB_DIR/names.tsv"
+		# What the guest runner needs: its hostname, and "MAC IFNAME MTU"
+		# per NIC (it names NICs by MAC).
+		echo "${HOST_NAME[$i]}" >"$LAB_DIR/h$i/hostname"
+		awk -v h="h$i" '$1 == h { print $3, $8, $9 }' "$LAB_DIR/nics.tsv" >"$LAB_DIR/h$i/nics"
+	done
 	cat >"$LAB_DIR/lab.state" <<-EOF
 		hosts=$hosts
 		kver=$kver
@@ -480,8 +707,8 @@ cmd_up() {
 
 	# A connect that found nobody listening fails silently inside qemu:
 	# check that every link is an established loopback connection.
-	local _h _port _mac _ph _pp role tcp
-	while read -r _h _port _mac _ph _pp role tcp; do
+	local _h _port _mac _ph _pp role tcp _if _mtu
+	while read -r _h _port _mac _ph _pp role tcp _if _mtu; do
 		[[ $role == listen && $_ph != - ]] || continue
 		for _ in $(seq 30); do
 			[[ -n $(ss -Htn state established "( sport = :$tcp )" 2>/dev/null) ]] && break
@@ -546,55 +773,99 @@ cmd_status() {
 	local hosts kver deadline expired i h pid ready alive boot rc=0 nup=0
 	if ! hosts=$(state_get hosts) || [[ -z $hosts ]]; then
 		if ((json)); then
-			jq -n --arg dir "$LAB_DIR" '{dir: $dir, up: false, hosts: [], nics: []}'
+			jq -n --arg dir "$LAB_DIR" '{dir: $dir, up: false, hosts: [], nics: [], links: [], wiring: ""}'
 		else
 			echo "lab: not up in $LAB_DIR"
 		fi
 		return 1
 	fi
 	kver=$(state_get kver) deadline=$(state_get deadline) expired=$(state_get expired || :)
-	local hosts_json="[]" nics_json
+	local hosts_json="[]" nics_json links_json wiring name
+	local -A names=()
+	if [[ -f $LAB_DIR/names.tsv ]]; then
+		while read -r h name; do names[$h]=$name; done <"$LAB_DIR/names.tsv"
+	fi
 	for ((i = 1; i <= hosts; i++)); do
 		h=h$i
+		name=${names[$h]:-$h}
 		if pid=$(qemu_pid "$h"); then alive=true; else alive=false pid=0; fi
 		[[ -f $LAB_DIR/$h/ready ]] && ready=true || ready=false
 		boot=$(cat "$LAB_DIR/$h/boot_seconds" 2>/dev/null || echo null)
 		[[ $alive == true && $ready == true ]] && nup=$((nup + 1))
-		hosts_json=$(jq -c --arg h "$h" --argjson pid "$pid" --argjson alive "$alive" \
+		hosts_json=$(jq -c --arg h "$h" --arg name "$name" --argjson pid "$pid" --argjson alive "$alive" \
 			--argjson ready "$ready" --argjson boot "$boot" \
 			--arg console "$LAB_DIR/$h/console.log" --arg share "$LAB_DIR/$h" \
-			'. + [{host: $h, pid: $pid, alive: $alive, ready: $ready, boot_seconds: $boot,
+			'. + [{host: $h, name: $name, pid: $pid, alive: $alive, ready: $ready, boot_seconds: $boot,
 			       console: $console, share: $share}]' <<<"$hosts_json")
 	done
-	nics_json=$(jq -R -s -c 'split("\n") | map(select(length > 0) | split(" ") |
-		{host: .[0], port: .[1], mac: .[2],
+	# nics.tsv of a lab started before ifname and mtu existed has 7 columns.
+	local names_json='{}'
+	[[ -f $LAB_DIR/names.tsv ]] && names_json=$(jq -R -s -c 'split("\n") | map(select(length > 0) |
+		split(" ") | {(.[0]): .[1]}) | add // {}' <"$LAB_DIR/names.tsv")
+	nics_json=$(jq -R -s -c --argjson names "$names_json" \
+		'split("\n") | map(select(length > 0) | split(" ") |
+		{host: .[0], name: ($names[.[0]] // .[0]), port: .[1], ifname: (.[7] // .[1]),
+		 mac: .[2], mtu: ((.[8] // "1500") | tonumber),
 		 peer_host: (if .[3] == "-" then null else .[3] end),
 		 peer_port: (if .[4] == "-" then null else .[4] end),
-		 role: .[5], tcp_port: (.[6] | tonumber)})' <"$LAB_DIR/nics.tsv")
+		 role: .[5], tcp_port: (if .[6] == "-" then null else (.[6] | tonumber) end)})' \
+		<"$LAB_DIR/nics.tsv")
+	# Each link once (from its listening end), and a --wiring spec that
+	# rebuilds the same topology.
+	links_json=$(jq -c '. as $all | [.[] | select(.peer_host != null and .role == "listen") |
+		. as $a | ($all[] | select(.host == $a.peer_host and .port == $a.peer_port)) as $b |
+		{a: {host: $a.host, name: $a.name, port: $a.port, ifname: $a.ifname, mac: $a.mac},
+		 b: {host: $b.host, name: $b.name, port: $b.port, ifname: $b.ifname, mac: $b.mac},
+		 tcp_port: $a.tcp_port}]' <<<"$nics_json")
+	wiring=$(jq -r '[.[] | if .peer_host == null then "\(.host).\(.port)"
+		elif .role == "listen" then "\(.host).\(.port)=\(.peer_host).\(.peer_port)" else empty end] | join(",")' \
+		<<<"$nics_json")
 	if ((nup != hosts)); then rc=2; fi
 	if ((json)); then
 		jq -n --arg dir "$LAB_DIR" --arg kver "$kver" --argjson deadline "$deadline" \
 			--argjson up "$([[ $rc == 0 ]] && echo true || echo false)" \
 			--argjson expired "$([[ -n $expired ]] && echo true || echo false)" \
 			--argjson hosts "$hosts_json" --argjson nics "$nics_json" \
+			--argjson links "$links_json" --arg wiring "$wiring" \
 			'{dir: $dir, up: $up, kernel: $kver, deadline: $deadline, expired: $expired,
-			  hosts: $hosts, nics: $nics}'
+			  hosts: $hosts, nics: $nics, links: $links, wiring: $wiring}'
 	else
 		echo "lab $LAB_DIR: $nup/$hosts hosts up, kernel $kver, lifetime ends in $((deadline - $(date +%s))) s${expired:+ (EXPIRED)}"
-		jq -r '.[] | "  \(.host)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)"' <<<"$hosts_json"
+		jq -r '.[] | "  \(.host)\(if .name != .host then " (\(.name))" else "" end)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)"' <<<"$hosts_json"
 		echo "  wiring (loopback sockets on 127.0.0.1):"
-		jq -r '.[] | "    \(.host).\(.port)  \(.mac)  <->  \(if .peer_host then "\(.peer_host).\(.peer_port)" else "(unconnected)" end)"' <<<"$nics_json"
+		jq -r 'def nic: "\(.host).\(.port)\(if .ifname != .port then " (\(.ifname))" else "" end)";
+			. as $all | .[] | . as $n | "    \(nic)  \(.mac)\(if .mtu != 1500 then "  mtu \(.mtu)" else "" end)  <->  \(if .peer_host then ($all[] | select(.host == $n.peer_host and .port == $n.peer_port) | nic) else "(unconnected)" end)"' <<<"$nics_json"
 	fi
 	return "$rc"
 }
 
 # --- exec -------------------------------------------------------------------
 
+# resolve_host HOST: prints the lab id (h1, h2, ...) of HOST, given as that id
+# or as the host's --name.
+resolve_host() {
+	local want=$1 id name
+	if [[ $want =~ ^h[0-9]+$ ]]; then
+		echo "$want"
+		return 0
+	fi
+	if [[ -f $LAB_DIR/names.tsv ]]; then
+		while read -r id name; do
+			[[ $name == "$want" ]] && { echo "$id"; return 0; }
+		done <"$LAB_DIR/names.tsv"
+	fi
+	return 1
+}
+
+# require_host HOST: dies unless HOST (an id or a --name) is a running,
+# ready host; sets HOST_ID to its id.
+HOST_ID=
 require_host() {
 	local h=$1
-	[[ $h =~ ^h[0-9]+$ ]] || die "bad host name '$h' (expected h1, h2, ...)"
 	[[ -f $(state_file) ]] || die "no lab is up in $LAB_DIR (run: lab.sh up)"
-	[[ -d $(host_dir "$h") ]] || die "no host '$h' in the lab at $LAB_DIR"
+	h=$(resolve_host "$1") || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	HOST_ID=$h
+	[[ -d $(host_dir "$h") ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
 	[[ -f $(host_dir "$h")/ready ]] || die "host '$h' is not ready"
 	qemu_pid "$h" >/dev/null || {
 		console_tail "$h" 20
@@ -696,9 +967,21 @@ wait_job() {
 	done
 }
 
+# "h1 (gpu01), h2 (gpu02)" for messages.
+host_list() {
+	local id name out=
+	[[ -f $LAB_DIR/names.tsv ]] || { echo "none"; return; }
+	while read -r id name; do
+		out+="${out:+, }$id"
+		[[ $name != "$id" ]] && out+=" ($name)"
+	done <"$LAB_DIR/names.tsv"
+	echo "${out:-none}"
+}
+
 cmd_exec() {
 	parse_exec 120 "$@"
 	require_host "$EXEC_HOST"
+	EXEC_HOST=$HOST_ID
 	local id rc=0
 	id=$(submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD")
 	# The guest enforces the timeout (rc 124); the host waits a little longer.
@@ -716,6 +999,7 @@ cmd_exec() {
 cmd_exec_bg() {
 	parse_exec 0 "$@"
 	require_host "$EXEC_HOST"
+	EXEC_HOST=$HOST_ID
 	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
 }
 
@@ -736,7 +1020,7 @@ cmd_wait() {
 	is_uint "$timeout" || die "--timeout must be whole seconds"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
-	wait_job "$h" "$id" "$timeout"
+	wait_job "$HOST_ID" "$id" "$timeout"
 }
 
 cmd_kill() {
@@ -754,6 +1038,7 @@ cmd_kill() {
 	[[ -n $h && -n $id ]] || die "usage: lab.sh kill HOST JOB"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
+	h=$HOST_ID
 	local hd
 	hd=$(host_dir "$h")
 	[[ -d $hd/jobs/$id ]] || die "no job '$id' on $h"
