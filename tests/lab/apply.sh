@@ -263,3 +263,19 @@ rc=$?
 chmod 600 "$WORK/keys/lab-pair-256.key"
 [ $rc -eq 1 ] && grep -q 'expected 0600' <<<"$msg" && [ "$(dump h1)" = "$before" ] &&
 	pass "7-world-readable-key-refused" || fail "7-world-readable-key-refused" "exit $rc: $msg"
+
+# --- --netns: the same engine inside a network namespace ---------------------------
+# h2 gets a namespace whose "eth0" has h1's MAC; h1's part of the profile is applied there
+on h2 sh -c 'ip netns add fab1 && ip link add vout type veth peer name eth0 netns fab1 &&
+	ip -n fab1 link set eth0 address 52:54:00:fa:01:00 && ip -n fab1 link set eth0 up && ip link set vout up'
+h2_before=$(dump h2)
+out=$(on h2 "$F" apply --json --netns fab1 --host h1 "$WORK/v1.yaml")
+[ "$(jq -r .result <<<"$out")" = applied ] && pass "netns-apply" || fail "netns-apply" "$(jq -c '{result,error}' <<<"$out")"
+[ "$(on h2 ip -n fab1 -j macsec show ms100 | jq -r '.[0].sci')" = 0x525400fa01000001 ] &&
+	pass "netns-secy-inside-namespace" || fail "netns-secy-inside-namespace"
+[ "$(dump h2)" = "$h2_before" ] && pass "netns-host-namespace-untouched" || fail "netns-host-namespace-untouched"
+out=$(on h2 "$F" apply --json --netns fab1 --host h1 "$WORK/v1.yaml")
+[ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "unchanged 0" ] && pass "netns-second-apply-zero-writes" ||
+	fail "netns-second-apply-zero-writes" "$(jq -c '{result,netlink_writes}' <<<"$out")"
+[ "$(on h2 "$F" history --json --netns fab1 | jq length)" = 1 ] && pass "netns-own-history" || fail "netns-own-history"
+on h2 ip netns del fab1
