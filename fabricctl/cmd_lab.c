@@ -1,7 +1,19 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl lab ...: runs scripts/lab.sh (installed as FCTL_DATADIR/lab.sh). */
+/*
+ * fabricctl lab ...: runs scripts/lab.sh (installed as FCTL_DATADIR/lab.sh).
+ *
+ * `lab up --profile FILE` first turns a profile into lab.sh's wiring: the
+ * hosts that are an end of a link become h1..hN in file order, each host's
+ * ports become eth0..ethK in profile order, and the links, port MACs, port
+ * names, port MTUs and host names become --wiring, --mac, --ifname, --mtu and
+ * --name, so that `fabricctl apply FILE` runs unchanged inside each guest.
+ * Every other use passes its arguments to lab.sh as they are.
+ */
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +21,501 @@
 
 #include "cli.h"
 
-int cmd_lab(int argc, char **argv)
-{
-	static char bash[] = "bash", src[] = FCTL_SOURCE_DIR "/scripts/lab.sh",
-		    inst[] = FCTL_DATADIR "/lab.sh";
-	char *candidates[] = { getenv("FCTL_LAB_SCRIPT"), src, inst };
-	char **args;
+#define LAB_MAX_HOSTS 8	 /* scripts/lab.sh MAX_HOSTS */
+#define LAB_MAX_PORTS 16 /* scripts/lab.sh MAX_PORTS */
+#define LAB_DEFAULT_MTU 1500
 
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++) {
-		if (!candidates[i] || access(candidates[i], R_OK) != 0)
-			continue;
-		args = calloc((size_t)argc + 2, sizeof(*args));
-		if (!args)
-			return EXIT_USAGE;
-		args[0] = bash;
-		args[1] = candidates[i];
-		for (int a = 1; a < argc; a++)
-			args[a + 1] = argv[a];
-		execv("/bin/bash", args);
-		cli_err("lab: cannot run /bin/bash: %s", strerror(errno));
-		free(args);
+static const char *find_script(void)
+{
+	static char src[] = FCTL_SOURCE_DIR "/scripts/lab.sh", inst[] = FCTL_DATADIR "/lab.sh";
+	const char *candidates[] = { getenv("FCTL_LAB_SCRIPT"), src, inst };
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++)
+		if (candidates[i] && access(candidates[i], R_OK) == 0)
+			return candidates[i];
+	return NULL;
+}
+
+/* A NULL-terminated argv that grows; strings it owns are freed with it. */
+struct argv_buf {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void av_push(struct argv_buf *a, char *s)
+{
+	if (!s) {
+		a->oom = true;
+		return;
+	}
+	if (a->n + 2 > a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 32;
+		char **v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v) {
+			a->oom = true;
+			free(s);
+			return;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static void av_pushf(struct argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void av_pushf(struct argv_buf *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	av_push(a, s);
+}
+
+static void av_free(struct argv_buf *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+}
+
+static int run_script(char **args)
+{
+	fflush(stdout);
+	fflush(stderr);
+	execv("/bin/bash", args);
+	cli_err("lab: cannot run /bin/bash: %s", strerror(errno));
+	return EXIT_USAGE;
+}
+
+/* One port of a host in the lab. */
+struct lab_port {
+	const struct fctl_port *pt;
+	const struct fctl_link_end *end;  /* the link end at this port, NULL if none */
+	const struct fctl_link_end *peer; /* the far end */
+	char mac[18];			  /* "" = the lab's default */
+};
+
+struct lab_host {
+	const struct fctl_host *h;
+	size_t lab; /* 1-based lab index, 0 = not started */
+	struct lab_port *ports;
+};
+
+static void fmt_mac(char out[18], const uint8_t m[6])
+{
+	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+/* Host names the guest can take and that lab.sh accepts as --name. */
+static bool hostname_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return false;
+	return true;
+}
+
+/* "h<digits>": the form of a lab id. */
+static bool looks_like_lab_id(const char *s)
+{
+	if (s[0] != 'h' || !s[1])
+		return false;
+	for (const char *c = s + 1; *c; c++)
+		if (!isdigit((unsigned char)*c))
+			return false;
+	return true;
+}
+
+static bool ifname_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 15 || s[0] == '.' || s[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return false;
+	return strcmp(s, "lo") != 0 && strncmp(s, "labtmp", 6) != 0;
+}
+
+/* Prints S quoted for a POSIX shell when it needs quoting. */
+static void print_shell_word(const char *s)
+{
+	bool plain = *s != '\0';
+
+	for (const char *c = s; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("_./:=,+@%-", *c))
+			plain = false;
+	if (plain) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('\'');
+	for (const char *c = s; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*c);
+	}
+	putchar('\'');
+}
+
+static const char *const profile_owned[] = { "--wiring", "--hosts", "--mac", "--ifname", "--mtu",
+					     "--name" };
+/* lab.sh up options that take a value: the value is passed on unread. */
+static const char *const with_value[] = { "--dir", "--mem", "--lifetime", "--boot-timeout" };
+
+static bool in_list(const char *arg, const char *const *list, size_t n, bool prefix_eq)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(list[i]);
+
+		if (strcmp(arg, list[i]) == 0 || (prefix_eq && strncmp(arg, list[i], l) == 0 &&
+						  arg[l] == '='))
+			return true;
+	}
+	return false;
+}
+
+/* Maps the profile onto lab hosts; fills hosts[] (p->n_hosts entries). */
+static int map_profile(const struct fctl_profile *p, struct lab_host *hosts, size_t *n_lab)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_hosts; i++)
+		hosts[i].h = &p->hosts[i];
+	for (size_t l = 0; l < p->n_links; l++)
+		for (int e = 0; e < 2; e++)
+			if (p->links[l].end[e].host_idx >= 0)
+				hosts[p->links[l].end[e].host_idx].lab = 1; /* mark: numbered below */
+	for (size_t i = 0; i < p->n_hosts; i++)
+		if (hosts[i].lab)
+			hosts[i].lab = ++n;
+	if (n == 0) {
+		cli_err("lab: %s has no links: there is nothing to wire", p->file);
 		return EXIT_USAGE;
 	}
-	cli_err("lab: scripts/lab.sh not found (set FCTL_LAB_SCRIPT)");
+	if (n > LAB_MAX_HOSTS) {
+		cli_err("lab: %s links %zu hosts; the lab runs at most %d (one VM each, ~512 MB "
+			"of memory per host)",
+			p->file, n, LAB_MAX_HOSTS);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		const struct fctl_host *h = hosts[i].h;
+		char id[16];
+
+		if (!hosts[i].lab)
+			continue;
+		snprintf(id, sizeof(id), "h%zu", hosts[i].lab);
+		if (!hostname_ok(h->name)) {
+			cli_err("lab: profile host '%s' cannot be a guest's hostname (1..63 of "
+				"A-Z a-z 0-9 _ . -, starting with a letter or digit)",
+				h->name);
+			return EXIT_USAGE;
+		}
+		if (looks_like_lab_id(h->name) && strcmp(h->name, id) != 0) {
+			cli_err("lab: profile host '%s' would be lab host %s (linked hosts are "
+				"numbered in file order), and '%s' names another lab host; rename "
+				"it or list the hosts in that order",
+				h->name, id, h->name);
+			return EXIT_USAGE;
+		}
+		if (h->n_ports > LAB_MAX_PORTS) {
+			cli_err("lab: profile host '%s' has %zu ports; a lab host has at most %d NICs",
+				h->name, h->n_ports, LAB_MAX_PORTS);
+			return EXIT_USAGE;
+		}
+		for (size_t k = 0; k < h->n_ports; k++) {
+			if (!ifname_ok(h->ports[k].name)) {
+				cli_err("lab: port '%s' of host '%s' cannot be a guest NIC name (1..15 "
+					"of A-Z a-z 0-9 _ . -)",
+					h->ports[k].name, h->name);
+				return EXIT_USAGE;
+			}
+		}
+		hosts[i].ports = calloc(h->n_ports ? h->n_ports : 1, sizeof(*hosts[i].ports));
+		if (!hosts[i].ports) {
+			cli_err("lab: out of memory");
+			return EXIT_USAGE;
+		}
+		for (size_t k = 0; k < h->n_ports; k++) {
+			hosts[i].ports[k].pt = &h->ports[k];
+			if (h->ports[k].has_mac)
+				fmt_mac(hosts[i].ports[k].mac, h->ports[k].mac);
+		}
+	}
+	for (size_t l = 0; l < p->n_links; l++) {
+		for (int e = 0; e < 2; e++) {
+			const struct fctl_link_end *end = &p->links[l].end[e];
+			struct lab_port *lp = &hosts[end->host_idx].ports[end->port_idx];
+
+			lp->end = end;
+			lp->peer = &p->links[l].end[!e];
+			/* The end's mac stands in for the port's (docs/profile.md). */
+			if (!lp->mac[0] && end->has_peer_mac)
+				fmt_mac(lp->mac, end->peer_mac);
+		}
+	}
+	*n_lab = n;
+	return EXIT_OK;
+}
+
+static void print_mapping(const struct fctl_profile *p, const struct lab_host *hosts, size_t n_lab)
+{
+	int w_prof = (int)strlen("profile host:port"), w_if = (int)strlen("guest NIC");
+	bool renamed = false;
+	const char *first = "h1";
+	char buf[160];
+
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		if (!hosts[i].lab)
+			continue;
+		for (size_t k = 0; k < hosts[i].h->n_ports; k++) {
+			int l = snprintf(buf, sizeof(buf), "%s:%s", hosts[i].h->name,
+					 hosts[i].h->ports[k].name);
+			if (l > w_prof)
+				w_prof = l;
+			l = (int)strlen(hosts[i].h->ports[k].name);
+			if (l > w_if)
+				w_if = l;
+		}
+	}
+	printf("lab: profile %s version %" PRIu64 " (%s): %zu host%s, %zu link%s\n", p->name,
+	       p->version, p->file, n_lab, n_lab == 1 ? "" : "s", p->n_links,
+	       p->n_links == 1 ? "" : "s");
+	printf("  %-*s    %-8s  %-*s  %-17s  %-5s  %s\n", w_prof, "profile host:port", "lab NIC",
+	       w_if, "guest NIC", "MAC", "MTU", "peer");
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		const struct fctl_host *h = hosts[i].h;
+
+		if (!hosts[i].lab)
+			continue;
+		for (size_t k = 0; k < h->n_ports; k++) {
+			const struct lab_port *lp = &hosts[i].ports[k];
+			char lab_nic[32], def_mac[18], peer[160];
+
+			snprintf(buf, sizeof(buf), "%s:%s", h->name, lp->pt->name);
+			snprintf(lab_nic, sizeof(lab_nic), "h%zu.eth%zu", hosts[i].lab, k);
+			snprintf(def_mac, sizeof(def_mac), "52:54:00:fa:%02zx:%02zx", hosts[i].lab, k);
+			if (lp->peer)
+				snprintf(peer, sizeof(peer), "%s:%s", lp->peer->host, lp->peer->port);
+			else
+				snprintf(peer, sizeof(peer), "(unconnected)");
+			printf("  %-*s -> %-8s  %-*s  %-17s  %-5" PRIu32 "  %s\n", w_prof, buf, lab_nic,
+			       w_if, lp->pt->name, lp->mac[0] ? lp->mac : def_mac, lp->pt->mtu, peer);
+			snprintf(buf, sizeof(buf), "eth%zu", k);
+			if (strcmp(buf, lp->pt->name) != 0)
+				renamed = true;
+		}
+	}
+	for (size_t i = p->n_hosts; i-- > 0;)
+		if (hosts[i].lab)
+			first = hosts[i].h->name;
+	for (size_t i = 0; i < p->n_hosts; i++)
+		if (!hosts[i].lab)
+			printf("lab: note: profile host '%s' is an end of no link: not started\n",
+			       hosts[i].h->name);
+	printf("lab: guest hostnames are the profile's host names: 'fabricctl apply %s' inside "
+	       "a guest finds its host without --host",
+	       p->file);
+	if (strcmp(first, "h1") != 0)
+		printf("; 'lab exec' takes either name (%s or h1)", first);
+	printf("\n");
+	if (renamed)
+		printf("lab: note: profile port names differ from the lab NIC names (ethK): each "
+		       "guest NIC is renamed after its profile port (--ifname), so the profile "
+		       "applies unchanged; 'lab status' shows both names\n");
+}
+
+static int lab_up_profile(const char *script, int argc, char **argv)
+{
+	const char *file = NULL;
+	bool dry_run = false;
+	struct argv_buf pass = { 0 }, args = { 0 };
+	struct fctl_profile *p = NULL;
+	struct lab_host *hosts = NULL;
+	size_t n_lab = 0;
+	int rc = EXIT_USAGE;
+
+	/* argv: "lab" "up" ... */
+	for (int a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "--profile") == 0) {
+			if (a + 1 >= argc) {
+				cli_err("lab up: --profile needs a file");
+				goto out;
+			}
+			if (file) {
+				cli_err("lab up: --profile given twice");
+				goto out;
+			}
+			file = argv[++a];
+		} else if (strncmp(argv[a], "--profile=", 10) == 0) {
+			if (file) {
+				cli_err("lab up: --profile given twice");
+				goto out;
+			}
+			file = argv[a] + 10;
+		} else if (strcmp(argv[a], "--dry-run") == 0) {
+			dry_run = true;
+		} else if (in_list(argv[a], profile_owned, FCTL_ARRAY_SIZE(profile_owned), true)) {
+			cli_err("lab up: %s cannot be combined with --profile: the profile decides the "
+				"hosts, wiring, MACs, NIC names, MTUs and host names",
+				argv[a]);
+			goto out;
+		} else {
+			av_push(&pass, strdup(argv[a]));
+			if (in_list(argv[a], with_value, FCTL_ARRAY_SIZE(with_value), false) &&
+			    a + 1 < argc)
+				av_push(&pass, strdup(argv[++a]));
+		}
+	}
+	if (!file || !*file) {
+		cli_err("lab up: --profile needs a file");
+		goto out;
+	}
+	rc = cli_load_valid_profile(file, &p, true);
+	if (rc != EXIT_OK)
+		goto out;
+	rc = EXIT_USAGE;
+	hosts = calloc(p->n_hosts ? p->n_hosts : 1, sizeof(*hosts));
+	if (!hosts) {
+		cli_err("lab: out of memory");
+		goto out;
+	}
+	rc = map_profile(p, hosts, &n_lab);
+	if (rc != EXIT_OK)
+		goto out;
+	rc = EXIT_USAGE;
+
+	av_push(&args, strdup("bash"));
+	av_push(&args, strdup(script));
+	av_push(&args, strdup("up"));
+	/* --wiring: every port of every lab host, linked (once) or alone. */
+	{
+		char *spec = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&spec, &len);
+
+		if (!f) {
+			cli_err("lab: out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < p->n_hosts; i++) {
+			for (size_t k = 0; hosts[i].lab && k < hosts[i].h->n_ports; k++) {
+				const struct lab_port *lp = &hosts[i].ports[k];
+
+				if (lp->peer && lp->end > lp->peer)
+					continue; /* the link is written from its "a" end */
+				fprintf(f, "%sh%zu.eth%zu", ftell(f) ? "," : "", hosts[i].lab, k);
+				if (lp->peer)
+					fprintf(f, "=h%zu.eth%ld", hosts[lp->peer->host_idx].lab,
+						lp->peer->port_idx);
+			}
+		}
+		if (fclose(f) != 0 || !spec) {
+			free(spec);
+			cli_err("lab: out of memory");
+			goto out;
+		}
+		av_push(&args, strdup("--wiring"));
+		av_push(&args, spec);
+	}
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		if (!hosts[i].lab)
+			continue;
+		if (!looks_like_lab_id(hosts[i].h->name)) { /* else it is its own id */
+			av_push(&args, strdup("--name"));
+			av_pushf(&args, "h%zu=%s", hosts[i].lab, hosts[i].h->name);
+		}
+		for (size_t k = 0; k < hosts[i].h->n_ports; k++) {
+			const struct lab_port *lp = &hosts[i].ports[k];
+			char eth[24];
+
+			snprintf(eth, sizeof(eth), "eth%zu", k);
+			if (lp->mac[0]) {
+				av_push(&args, strdup("--mac"));
+				av_pushf(&args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->mac);
+			}
+			if (strcmp(lp->pt->name, eth) != 0) {
+				av_push(&args, strdup("--ifname"));
+				av_pushf(&args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->pt->name);
+			}
+			if (lp->pt->mtu != LAB_DEFAULT_MTU) {
+				av_push(&args, strdup("--mtu"));
+				av_pushf(&args, "h%zu.eth%zu=%" PRIu32, hosts[i].lab, k, lp->pt->mtu);
+			}
+		}
+	}
+	for (size_t i = 0; i < pass.n; i++)
+		av_push(&args, strdup(pass.v[i]));
+	if (args.oom || pass.oom) {
+		cli_err("lab: out of memory");
+		goto out;
+	}
+
+	print_mapping(p, hosts, n_lab);
+	if (dry_run) {
+		printf("lab: would run:");
+		for (size_t i = 0; i < args.n; i++) {
+			putchar(' ');
+			print_shell_word(args.v[i]);
+		}
+		putchar('\n');
+		rc = EXIT_OK;
+		goto out;
+	}
+	rc = run_script(args.v);
+out:
+	if (hosts)
+		for (size_t i = 0; p && i < p->n_hosts; i++)
+			free(hosts[i].ports);
+	free(hosts);
+	fctl_profile_free(p);
+	av_free(&pass);
+	av_free(&args);
+	return rc;
+}
+
+int cmd_lab(int argc, char **argv)
+{
+	static char bash[] = "bash";
+	const char *script = find_script();
+	char **args;
+
+	if (!script) {
+		cli_err("lab: scripts/lab.sh not found (set FCTL_LAB_SCRIPT)");
+		return EXIT_USAGE;
+	}
+	if (argc >= 2 && strcmp(argv[1], "up") == 0) {
+		for (int a = 2; a < argc; a++) {
+			if (strcmp(argv[a], "--profile") == 0 ||
+			    strncmp(argv[a], "--profile=", 10) == 0)
+				return lab_up_profile(script, argc, argv);
+			/* the value of --dir etc. is not an option */
+			if (in_list(argv[a], with_value, FCTL_ARRAY_SIZE(with_value), false))
+				a++;
+		}
+	}
+	args = calloc((size_t)argc + 2, sizeof(*args));
+	if (!args)
+		return EXIT_USAGE;
+	args[0] = bash;
+	args[1] = (char *)(uintptr_t)script; /* execv's argv is not const, but is not written */
+	for (int a = 1; a < argc; a++)
+		args[a + 1] = argv[a];
+	run_script(args);
+	free(args);
 	return EXIT_USAGE;
 }

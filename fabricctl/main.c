@@ -105,8 +105,17 @@ static const struct cmd commands[] = {
 	  "place to test profile changes in CI before they reach real hosts. A wrapper\n"
 	  "of scripts/lab.sh (needs root); see docs/lab.md.\n"
 	  "\n"
+	  "'lab up --profile FILE [--dry-run] [lab.sh up options]' boots one VM per host\n"
+	  "that is an end of a link (h1..hN in file order, at most 8), wired as the\n"
+	  "links say, each named after its profile host, its NICs carrying the profile's\n"
+	  "port names, MACs and MTUs, so 'fabricctl apply FILE' runs unchanged inside.\n"
+	  "It prints the mapping (profile host:port -> lab hN.ethK); --dry-run stops\n"
+	  "there and shows the lab.sh command. Other uses go to lab.sh unchanged.\n"
+	  "\n"
 	  "  fabricctl lab up --hosts 2\n"
 	  "  fabricctl lab exec h1 -- fabricctl apply profiles/lab-pair.yaml\n"
+	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
+	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n" },
 	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
