@@ -322,10 +322,11 @@ set_nic_defaults() {
 
 # Lists the NICs a host has, "ethK ethL ..." (for messages).
 nics_of() {
-	local h=$1 k out=
-	for k in "${!NIC_MAC[@]}"; do [[ ${k%.*} == "$h" ]] && out+=" ${k#*.}"; done
-	[[ -n $out ]] || { echo "no NICs"; return; }
-	printf 'eth%s ' $(tr ' ' '\n' <<<"$out" | sort -n) | sed 's/ $//'
+	local h=$1 p out=
+	for ((p = 0; p < MAX_PORTS; p++)); do
+		[[ -n ${NIC_MAC[$h.$p]:-} ]] && out+="${out:+ }eth$p"
+	done
+	echo "${out:-no NICs}"
 }
 
 # apply_overrides: the --mac, --ifname, --mtu and --name options (arrays

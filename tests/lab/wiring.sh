@@ -1,0 +1,219 @@
+#!/bin/bash
+# The lab wired as a profile says: `fabricctl lab up --profile` of a three-host
+# triangle (tests/lab/profiles/triangle.yaml: host names node-a/b/c, ports p0
+# and p1, custom MACs, one jumbo edge), then in each guest:
+#
+#   - the hostname is the profile host's name, and exec takes it as well as hN
+#   - the NICs carry the profile's port names, MACs and MTUs
+#   - each link carries traffic (IPv6 link-local ping between its two ends)
+#   - `fabricctl apply` of that same profile succeeds without --host, and a
+#     ping over each MACsec VLAN succeeds, encrypted (counters)
+#
+# Before any VM: `lab up --profile --dry-run` gives the expected wiring, and
+# lab.sh refuses bad --wiring/--mac/--name/--ifname up front.
+#
+# Prints PASS/FAIL per check and "wiring: N passed, M failed"; exits non-zero
+# on any failure, including a lab that cannot start (never skips).
+#
+#   FCTL_BUILD_DIR   build tree with fabricctl (default: build/)
+#   FCTL_LAB_DIR     lab directory (default /var/tmp/fabricctl-lab-wiring)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+LAB=$ROOT/scripts/lab.sh
+PROFILE_SRC=$ROOT/tests/lab/profiles/triangle.yaml
+# Guests see the host root read-only (live), but not the host's /tmp or
+# /var/tmp: the key and a copy of the profile live under the build tree.
+WORK=$BUILD/lab-wiring-work
+export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-wiring}
+export FCTL_LAB_SCRIPT=$LAB
+PASS=0
+FAIL=0
+
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+same() { # name, want, got
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "want '$2', got '$3'"; fi
+}
+
+finish() {
+	local rc=$?
+	"$LAB" down >/dev/null 2>&1 || true
+	rm -rf "$WORK" # test key material
+	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
+	[ "$PASS" -eq 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "no check ran"
+	echo "wiring: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ] && exit 0
+	exit 1
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+on() { # host (id or name), command...: run in a lab guest
+	local h=$1
+	shift
+	"$LAB" exec --timeout 120 "$h" -- "$@"
+}
+
+# The profile, as the guests must see it: host name, then per port
+# "NAME MAC MTU", in profile order (kept in step with triangle.yaml).
+HOSTS=(node-a node-b node-c)
+declare -A PORTS=(
+	[node-a]="p0 0c:42:a1:00:0a:00 1500 p1 0c:42:a1:00:0a:01 9000"
+	[node-b]="p0 0c:42:a1:00:0b:00 1500 p1 0c:42:a1:00:0b:01 1500"
+	[node-c]="p0 0c:42:a1:00:0c:00 1500 p1 0c:42:a1:00:0c:01 9000"
+)
+# Links: "HOST:PORT HOST:PORT VLAN ADDR_A ADDR_B"
+LINKS=(
+	"node-a:p0 node-b:p0 101 10.101.0.1 10.101.0.2"
+	"node-b:p1 node-c:p0 102 10.102.0.2 10.102.0.3"
+	"node-c:p1 node-a:p1 103 10.103.0.3 10.103.0.1"
+)
+WIRING="h1.eth0=h2.eth0,h1.eth1=h3.eth1,h2.eth1=h3.eth0"
+
+# --- before any VM ------------------------------------------------------------
+if [ ! -x "$F" ]; then
+	fail "build" "$F is missing: build first (cmake --build build)"
+	exit 1
+fi
+
+if out=$("$F" lab up --profile "$PROFILE_SRC" --dry-run 2>&1) && grep -q -- "--wiring h1.eth0=h2.eth0,h2.eth1=h3.eth0,h3.eth1=h1.eth1 " <<<"$out" &&
+	grep -q -- "--name h1=node-a " <<<"$out" && grep -q -- "--ifname h3.eth1=p1 " <<<"$out" &&
+	grep -q -- "--mac h2.eth1=0c:42:a1:00:0b:01 " <<<"$out" && grep -q -- "--mtu h1.eth1=9000 " <<<"$out" &&
+	grep -Eq "node-c:p1 +-> h3.eth1 +p1 +0c:42:a1:00:0c:01 +9000 +node-a:p1" <<<"$out"; then
+	pass "dry-run-mapping"
+else
+	fail "dry-run-mapping" "$out"
+fi
+
+refused() { # name, expected message (grep -E), lab.sh up args...
+	local name=$1 want=$2 o
+	shift 2
+	if o=$("$LAB" up --dir /var/tmp/fabricctl-lab-wiring-never "$@" 2>&1); then
+		fail "$name" "accepted: $*"
+		"$LAB" down --dir /var/tmp/fabricctl-lab-wiring-never >/dev/null 2>&1
+	elif grep -Eq -- "$want" <<<"$o"; then
+		pass "$name"
+	else
+		fail "$name" "wrong message: $o"
+	fi
+}
+refused "refuse-self-link" "links h1 to itself" --wiring h1.eth0=h1.eth1
+refused "refuse-port-twice" "h2.eth0 is used twice" --wiring h1.eth0=h2.eth0,h3.eth0=h2.eth0
+refused "refuse-host-above-hosts" "names h4 but --hosts is 3" --hosts 3 --wiring h1.eth0=h4.eth0
+refused "refuse-bad-mac" "not a MAC address" --wiring h1.eth0=h2.eth0 --mac h1.eth0=0c:42:a1:00:01
+refused "refuse-multicast-mac" "multicast" --wiring h1.eth0=h2.eth0 --mac h1.eth0=01:00:5e:00:00:01
+refused "refuse-duplicate-mac" "is on both h1.eth0 and h2.eth0" --wiring h1.eth0=h2.eth0 \
+	--mac h1.eth0=0c:42:a1:00:01:00 --mac h2.eth0=0c:42:a1:00:01:00
+refused "refuse-mac-unknown-nic" "h1 has no eth3" --wiring h1.eth0=h2.eth0 --mac h1.eth3=0c:42:a1:00:01:00
+refused "refuse-name-is-other-id" "another lab host's id" --wiring h1.eth0=h2.eth0 --name h1=h2
+refused "refuse-duplicate-ifname" "interface name p0 is on both" --wiring h1.eth0=h2.eth0,h1.eth1=h2.eth1 \
+	--ifname h1.eth0=p0 --ifname h1.eth1=p0
+refused "refuse-long-ifname" "not an interface name" --wiring h1.eth0=h2.eth0 --ifname h1.eth0=ens1f0np0abcdefg
+
+# --- the lab, from the profile --------------------------------------------------
+if ! "$F" lab up --profile "$PROFILE_SRC" --lifetime 1200; then
+	fail "lab-up-profile" "the lab did not start (see the console tail above)"
+	exit 1
+fi
+pass "lab-up-profile"
+
+st=$("$LAB" status --json)
+if [ "$(jq -r '[.hosts[] | "\(.host)=\(.name)"] | join(",")' <<<"$st")" = "h1=node-a,h2=node-b,h3=node-c" ] &&
+	[ "$(jq -r .wiring <<<"$st")" = "$WIRING" ] &&
+	[ "$(jq -r '[.nics[] | "\(.host).\(.port)=\(.ifname)/\(.mac)/\(.mtu)"] | join(",")' <<<"$st")" = \
+		"h1.eth0=p0/0c:42:a1:00:0a:00/1500,h1.eth1=p1/0c:42:a1:00:0a:01/9000,h2.eth0=p0/0c:42:a1:00:0b:00/1500,h2.eth1=p1/0c:42:a1:00:0b:01/1500,h3.eth0=p0/0c:42:a1:00:0c:00/1500,h3.eth1=p1/0c:42:a1:00:0c:01/9000" ] &&
+	[ "$(jq '.links | length' <<<"$st")" = 3 ]; then
+	pass "status-json-names-wiring-macs"
+else
+	fail "status-json-names-wiring-macs" "$(jq -c '{hosts: [.hosts[] | {host, name}], wiring, nics, links}' <<<"$st")"
+fi
+
+i=0
+for h in "${HOSTS[@]}"; do
+	i=$((i + 1))
+	same "hostname-$h" "$h" "$(on "$h" hostname 2>&1)"
+	same "exec-by-id-h$i" "$h" "$(on "h$i" hostname 2>&1)"
+	# the physical NICs, in the order of the profile: "NAME MAC MTU ..."
+	want=${PORTS[$h]}
+	got=$(on "$h" ip -j link show | jq -r '[.[] | select(.link_type == "ether") |
+		"\(.ifname) \(.address) \(.mtu)"] | sort | join(" ")')
+	same "nics-$h" "$want" "$got"
+done
+
+# IPv6 link-local address of HOST's PORT (empty until DAD is done).
+ll_addr() {
+	on "$1" ip -j -6 addr show dev "$2" scope link |
+		jq -r '[.[0].addr_info[]? | select((.tentative // false) | not) | .local][0] // empty'
+}
+
+# --- every link carries traffic -----------------------------------------------
+for l in "${LINKS[@]}"; do
+	read -r ea eb _ _ _ <<<"$l"
+	ha=${ea%%:*} pa=${ea#*:} hb=${eb%%:*} pb=${eb#*:}
+	ok=0 why=
+	for _ in 1 2 3 4 5; do
+		addr=$(ll_addr "$hb" "$pb")
+		if [ -n "$addr" ] && why=$(on "$ha" ping -c 2 -i 0.3 -W 3 "$addr%$pa" 2>&1); then
+			ok=1
+			break
+		fi
+		sleep 1
+	done
+	if ((ok)); then
+		pass "link-$ea-$eb"
+	else
+		fail "link-$ea-$eb" "no IPv6 link-local ping from $ea to $eb (${addr:-no address}): $why"
+	fi
+done
+
+# --- fabricctl apply of the same profile, in each guest ---------------------------
+rm -rf "$WORK"
+mkdir -p "$WORK/keys"
+chmod 700 "$WORK/keys"
+cp "$PROFILE_SRC" "$WORK/triangle.yaml"
+(umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$WORK/keys/triangle.key")
+chmod 600 "$WORK/keys/triangle.key"
+
+for h in "${HOSTS[@]}"; do
+	if out=$(on "$h" "$F" apply --json "$WORK/triangle.yaml" 2>&1); then
+		res=$(jq -r .result <<<"$out" 2>/dev/null)
+		if [ "$res" = applied ]; then pass "apply-$h"; else fail "apply-$h" "result '$res': $out"; fi
+	else
+		fail "apply-$h" "exit $?: $out"
+	fi
+done
+
+enc() { # host, macsec device: OutPktsEncrypted
+	on "$1" ip -j -s macsec show "$2" | jq -r '.[0].OutPktsEncrypted // 0'
+}
+bad() { # host, macsec device: InPktsNotValid over RX SCs + InPktsNoSCI
+	on "$1" ip -j -s macsec show "$2" | jq '[.[0].rx_sc[]?.InPktsNotValid] + [.[0].InPktsNoSCI] | add // 0'
+}
+for l in "${LINKS[@]}"; do
+	read -r ea eb vid aa ab <<<"$l"
+	ha=${ea%%:*} hb=${eb%%:*}
+	ms=ms$vid
+	e0a=$(enc "$ha" "$ms") e0b=$(enc "$hb" "$ms")
+	if why=$(on "$ha" ping -c 3 -i 0.3 -W 3 "$ab" 2>&1) && why=$(on "$hb" ping -c 3 -i 0.3 -W 3 "$aa" 2>&1); then
+		pass "macsec-ping-vlan$vid-$ha-$hb"
+	else
+		fail "macsec-ping-vlan$vid-$ha-$hb" "$why"
+	fi
+	e1a=$(enc "$ha" "$ms") e1b=$(enc "$hb" "$ms")
+	if [ "${e1a:-0}" -gt "${e0a:-0}" ] && [ "${e1b:-0}" -gt "${e0b:-0}" ] &&
+		[ "$(bad "$ha" "$ms")" = 0 ] && [ "$(bad "$hb" "$ms")" = 0 ]; then
+		pass "macsec-encrypted-vlan$vid"
+	else
+		fail "macsec-encrypted-vlan$vid" "OutPktsEncrypted $ha $e0a -> $e1a, $hb $e0b -> $e1b; not-valid/no-sci $(bad "$ha" "$ms")/$(bad "$hb" "$ms")"
+	fi
+done
+
+# The jumbo edge: a 7000-byte ping over ms103 (MTU 8000) must not fragment.
+if why=$(on node-c ping -c 2 -i 0.3 -W 3 -M 'do' -s 7000 10.103.0.1 2>&1); then
+	pass "macsec-jumbo-vlan103"
+else
+	fail "macsec-jumbo-vlan103" "$why"
+fi
