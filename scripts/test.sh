@@ -96,10 +96,16 @@ if want lab; then
 		tests/lab/nl_live.sh
 	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
 		tests/lab/apply.sh
+	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
+	if want asan; then
+		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
+			FCTL_BUILD_DIR="$ROOT/build-asan" tests/lab/apply.sh
+	fi
 fi
 
 # safety net: no lab outlives the run, whatever happened to a suite
-for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply; do
+for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
+	/var/tmp/fabricctl-lab-apply-asan; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
