@@ -504,6 +504,19 @@ static bool op_needs_key(const struct fctl_op *op)
 	return op->kind == FCTL_OP_TXSA_ADD || op->kind == FCTL_OP_RXSA_ADD;
 }
 
+static void free_keys(struct fctl_key **keys, size_t n)
+{
+	for (size_t i = 0; keys && i < n; i++) {
+		bool shared = false;
+
+		for (size_t j = 0; j < i && !shared; j++)
+			shared = keys[j] == keys[i];
+		if (!shared)
+			fctl_key_free(keys[i]);
+	}
+	free(keys);
+}
+
 /* Fetches every key the plan needs, before anything is written. keys[i] for op i. */
 static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char *err,
 		      size_t errlen)
@@ -548,32 +561,11 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 				 op->an, op->ifname, why);
 	}
 	if (r < 0) {
-		for (size_t i = 0; i < plan->n_ops; i++) {
-			bool shared = false;
-
-			for (size_t j = 0; j < i && !shared; j++)
-				shared = keys[j] == keys[i];
-			if (!shared)
-				fctl_key_free(keys[i]);
-		}
-		free(keys);
+		free_keys(keys, plan->n_ops);
 		return r;
 	}
 	*out = keys;
 	return 0;
-}
-
-static void free_keys(struct fctl_key **keys, size_t n)
-{
-	for (size_t i = 0; keys && i < n; i++) {
-		bool shared = false;
-
-		for (size_t j = 0; j < i && !shared; j++)
-			shared = keys[j] == keys[i];
-		if (!shared)
-			fctl_key_free(keys[i]);
-	}
-	free(keys);
 }
 
 static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,

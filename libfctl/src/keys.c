@@ -12,17 +12,6 @@
 
 #include "fctl/keys.h"
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static void compute_kcv(struct fctl_key *k)
 {
 	static const uint8_t zero[16];
@@ -125,7 +114,7 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 		goto out;
 	}
 	for (size_t i = 0; i < want_len; i++) {
-		int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+		int hi = fctl_hexval(buf[2 * i]), lo = fctl_hexval(buf[2 * i + 1]);
 
 		if (hi < 0 || lo < 0) {
 			snprintf(err, errlen, "key file '%s' holds a non-hex character", path);

@@ -36,6 +36,19 @@ static const struct fctl_link *upper_of(const struct fctl_host_state *hs, const 
 	return NULL;
 }
 
+/* The first VLAN on its parent port stands for the port (one port, one link). */
+static bool first_on_parent(const struct fctl_host_state *hs, size_t i)
+{
+	const struct fctl_link *v = &hs->links[i];
+
+	if (v->kind != FCTL_LINK_VLAN)
+		return false;
+	for (size_t j = 0; j < i; j++)
+		if (hs->links[j].kind == FCTL_LINK_VLAN && strcmp(hs->links[j].parent, v->parent) == 0)
+			return false;
+	return true;
+}
+
 static void policy(struct fctl_buf *o, const struct fctl_link *m)
 {
 	const struct fctl_macsec *s = &m->macsec;
@@ -103,15 +116,9 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 	fctl_buf_printf(o, "hosts:\n  - name: %s\n    ports:\n", host);
 	for (size_t i = 0; i < hs->n_links; i++) {
 		const struct fctl_link *v = &hs->links[i], *m;
-		bool seen = false;
 		char mac[18];
 
-		if (v->kind != FCTL_LINK_VLAN)
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = hs->links[j].kind == FCTL_LINK_VLAN &&
-			       strcmp(hs->links[j].parent, v->parent) == 0;
-		if (seen)
+		if (!first_on_parent(hs, i))
 			continue;
 		m = upper_of(hs, v->name);
 		fctl_buf_printf(o, "      - { name: %s", v->parent);
@@ -125,16 +132,10 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 	for (size_t i = 0; i < hs->n_links; i++) {
 		const struct fctl_link *v = &hs->links[i], *m;
 		char name[40], mac[18];
-		bool seen = false;
 
-		if (v->kind != FCTL_LINK_VLAN)
+		if (!first_on_parent(hs, i))
 			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = hs->links[j].kind == FCTL_LINK_VLAN &&
-			       strcmp(hs->links[j].parent, v->parent) == 0;
 		m = upper_of(hs, v->name);
-		if (seen)
-			continue;
 		if (m && m->macsec.n_rxsc) {
 			peer_name(m->macsec.rxsc[0].sci, name);
 			mac_of_sci(m->macsec.rxsc[0].sci, mac);
@@ -151,14 +152,8 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 	for (size_t i = 0; i < hs->n_links; i++) {
 		const struct fctl_link *v = &hs->links[i], *m, *top;
 		char name[40];
-		bool seen = false;
 
-		if (v->kind != FCTL_LINK_VLAN)
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = hs->links[j].kind == FCTL_LINK_VLAN &&
-			       strcmp(hs->links[j].parent, v->parent) == 0;
-		if (seen)
+		if (!first_on_parent(hs, i))
 			continue;
 		m = upper_of(hs, v->name);
 		if (m && m->macsec.n_rxsc)

@@ -277,7 +277,7 @@ int fctl_parse_duration(const char *s, uint64_t *seconds)
 	return 0;
 }
 
-static int hexval(int c)
+int fctl_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -295,7 +295,7 @@ int fctl_parse_mac(const char *s, uint8_t mac[6])
 	if (!s || strlen(s) != 17)
 		return -EINVAL;
 	for (int i = 0; i < 6; i++) {
-		int hi = hexval(s[i * 3]), lo = hexval(s[i * 3 + 1]);
+		int hi = fctl_hexval(s[i * 3]), lo = fctl_hexval(s[i * 3 + 1]);
 
 		if (hi < 0 || lo < 0 || (i < 5 && s[i * 3 + 2] != ':'))
 			return -EINVAL;
@@ -319,13 +319,13 @@ int fctl_parse_hex(const char *s, uint8_t *out, size_t len)
 	if (n != len * 2)
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = fctl_hexval(s[2 * i]), lo = fctl_hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++)
-		out[i] = (uint8_t)(hexval(s[2 * i]) << 4 | hexval(s[2 * i + 1]));
+		out[i] = (uint8_t)(fctl_hexval(s[2 * i]) << 4 | fctl_hexval(s[2 * i + 1]));
 	return 0;
 }
 

@@ -54,6 +54,8 @@ int fctl_parse_u64(const char *s, uint64_t *out);          /* decimal or 0x hex 
 int fctl_parse_duration(const char *s, uint64_t *seconds); /* 90, 90s, 5m, 24h, 30d, 1h30m */
 int fctl_parse_mac(const char *s, uint8_t mac[6]);
 int fctl_format_mac(const uint8_t mac[6], char out[18]);
+/* value of one hex digit, or -1 */
+int fctl_hexval(int c);
 /* hex string (even length, no separators) -> bytes; len must match exactly */
 int fctl_parse_hex(const char *s, uint8_t *out, size_t len);
 
