@@ -96,6 +96,8 @@ if want lab; then
 		tests/lab/nl_live.sh
 	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
 		tests/lab/apply.sh
+	suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/wiring.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
 		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -105,7 +107,7 @@ fi
 
 # safety net: no lab outlives the run, whatever happened to a suite
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
-	/var/tmp/fabricctl-lab-apply-asan; do
+	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
