@@ -41,6 +41,13 @@ int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+
+/* The audit log (cmd_audit.c): --audit-log, else $FCTL_AUDIT_LOG, else the default. */
+struct fctl_audit;
+const char *cli_audit_log_path(const char *opt);
+/* Opens the log with the key beside it; reports failures loudly. Negative errno. */
+int cli_audit_open(const char *log_opt, struct fctl_audit **out);
 
 /* Shared by commands (cli.c). */
 extern const char *prog_name;

@@ -117,6 +117,30 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n" },
+	{ "audit", cmd_audit,
+	  "audit keygen|verify|show|append|checkpoint|rotate [OPTIONS]",
+	  "The tamper-evident audit log (docs/audit.md): one JSON record a line, each\n"
+	  "chained to the previous by its hash, with signed checkpoints (Ed25519 over the\n"
+	  "log size and its RFC 6962 Merkle root) in LOG.checkpoints.\n"
+	  "\n"
+	  "  keygen [--out DIR]        write DIR/audit.key (0600) and DIR/audit.pub\n"
+	  "                            (default /var/lib/fabricctl/audit)\n"
+	  "  verify [--json] [--log PATH] [--checkpoints PATH] [--pubkey PATH]\n"
+	  "                            names any modified, deleted or reordered record, a\n"
+	  "                            cut-off tail, a bad or missing signature, a checkpoint\n"
+	  "                            that does not match, a torn last line\n"
+	  "  show [--json] [--since T] [--until T] [--change ID]\n"
+	  "  append --action A --result R [--host H] [--change ID] [--kcv HEX6]...\n"
+	  "         [--key-id HEX16]... [--key-state S] [--detail TEXT] [--count N]\n"
+	  "                            record an action taken outside fabricctl\n"
+	  "  checkpoint                sign a checkpoint now (a key rotation commit)\n"
+	  "  rotate                    start a new log file; the chain continues\n"
+	  "\n"
+	  "The log is --log PATH, else $FCTL_AUDIT_LOG, else\n"
+	  "/var/lib/fabricctl/audit/audit.log; the key and public key are audit.key and\n"
+	  "audit.pub beside it unless --key/--pubkey say otherwise.\n"
+	  "\n"
+	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n" },
 	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
 };

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl audit keygen | verify | show | append | checkpoint | rotate */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fctl/audit.h"
+
+const char *cli_audit_log_path(const char *opt)
+{
+	const char *env = getenv("FCTL_AUDIT_LOG");
+
+	if (opt && *opt)
+		return opt;
+	return env && *env ? env : FCTL_AUDIT_LOG;
+}
+
+/* DIR/name next to the log */
+static char *beside(const char *log, const char *name)
+{
+	const char *slash = strrchr(log, '/');
+	char *s = NULL;
+
+	if (asprintf(&s, "%.*s%s", slash ? (int)(slash - log + 1) : 0, log, name) < 0)
+		return NULL;
+	return s;
+}
+
+static char *default_checkpoints(const char *log)
+{
+	char *s = NULL;
+
+	return asprintf(&s, "%s.checkpoints", log) < 0 ? NULL : s;
+}
+
+int cli_audit_open(const char *log_opt, struct fctl_audit **out)
+{
+	struct fctl_audit_opts o = { .log_path = cli_audit_log_path(log_opt), .batch = 64 };
+	char *key = beside(o.log_path, "audit.key"), err[512] = "";
+	const char *every = getenv("FCTL_AUDIT_CHECKPOINT_EVERY");
+	int r;
+
+	if (key && access(key, F_OK) == 0)
+		o.key_path = key;
+	else
+		cli_err("warning: audit: no checkpoint key '%s': records are chained but not "
+			"signed (run 'fabricctl audit keygen --out DIR')",
+			key ? key : "audit.key");
+	if (every)
+		o.checkpoint_every = (unsigned int)strtoul(every, NULL, 10);
+	o.syslog = getenv("FCTL_AUDIT_SYSLOG") && strcmp(getenv("FCTL_AUDIT_SYSLOG"), "1") == 0;
+	r = fctl_audit_open(&o, out, err, sizeof(err));
+	if (r < 0)
+		cli_err("AUDIT LOG UNAVAILABLE: %s", err);
+	free(key);
+	return r;
+}
+
+enum {
+	O_JSON = 0x100,
+	O_LOG,
+	O_CPS,
+	O_PUB,
+	O_KEY,
+	O_OUT,
+	O_SINCE,
+	O_UNTIL,
+	O_CHANGE,
+	O_ACTION,
+	O_RESULT,
+	O_HOST,
+	O_LINK,
+	O_SECY,
+	O_PNAME,
+	O_PVER,
+	O_PSHA,
+	O_KCV,
+	O_KEYID,
+	O_KSTATE,
+	O_DETAIL,
+	O_ERROR,
+	O_CERT,
+	O_COUNT,
+	O_BATCH,
+	O_EVERY,
+	O_ROTATE,
+	O_ORIGIN,
+	O_SYSLOG,
+};
+
+static const struct option opts[] = {
+	{ "json", no_argument, NULL, O_JSON },
+	{ "log", required_argument, NULL, O_LOG },
+	{ "checkpoints", required_argument, NULL, O_CPS },
+	{ "pubkey", required_argument, NULL, O_PUB },
+	{ "key", required_argument, NULL, O_KEY },
+	{ "out", required_argument, NULL, O_OUT },
+	{ "since", required_argument, NULL, O_SINCE },
+	{ "until", required_argument, NULL, O_UNTIL },
+	{ "change", required_argument, NULL, O_CHANGE },
+	{ "action", required_argument, NULL, O_ACTION },
+	{ "result", required_argument, NULL, O_RESULT },
+	{ "host", required_argument, NULL, O_HOST },
+	{ "link", required_argument, NULL, O_LINK },
+	{ "secy", required_argument, NULL, O_SECY },
+	{ "profile-name", required_argument, NULL, O_PNAME },
+	{ "profile-version", required_argument, NULL, O_PVER },
+	{ "profile-sha256", required_argument, NULL, O_PSHA },
+	{ "kcv", required_argument, NULL, O_KCV },
+	{ "key-id", required_argument, NULL, O_KEYID },
+	{ "key-state", required_argument, NULL, O_KSTATE },
+	{ "detail", required_argument, NULL, O_DETAIL },
+	{ "error", required_argument, NULL, O_ERROR },
+	{ "actor-cert", required_argument, NULL, O_CERT },
+	{ "count", required_argument, NULL, O_COUNT },
+	{ "batch", required_argument, NULL, O_BATCH },
+	{ "checkpoint-every", required_argument, NULL, O_EVERY },
+	{ "rotate-bytes", required_argument, NULL, O_ROTATE },
+	{ "origin", required_argument, NULL, O_ORIGIN },
+	{ "syslog", no_argument, NULL, O_SYSLOG },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct args {
+	bool json, syslog;
+	const char *log, *cps, *pub, *key, *out, *since, *until, *origin;
+	struct fctl_audit_entry e;
+	const char *kcv[FCTL_AUDIT_MAX_KEYS], *keyid[FCTL_AUDIT_MAX_KEYS];
+	uint64_t count, batch, every, rotate;
+};
+
+static int parse(const char *sub, int argc, char **argv, struct args *a)
+{
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->count = 1;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		uint64_t *num = NULL;
+
+		switch (ch) {
+		case O_JSON: a->json = true; break;
+		case O_SYSLOG: a->syslog = true; break;
+		case O_LOG: a->log = optarg; break;
+		case O_CPS: a->cps = optarg; break;
+		case O_PUB: a->pub = optarg; break;
+		case O_KEY: a->key = optarg; break;
+		case O_OUT: a->out = optarg; break;
+		case O_SINCE: a->since = optarg; break;
+		case O_UNTIL: a->until = optarg; break;
+		case O_ORIGIN: a->origin = optarg; break;
+		case O_CHANGE: a->e.change_id = optarg; break;
+		case O_ACTION: a->e.action = optarg; break;
+		case O_RESULT: a->e.result = optarg; break;
+		case O_HOST: a->e.host = optarg; break;
+		case O_LINK: a->e.link = optarg; break;
+		case O_SECY: a->e.secy = optarg; break;
+		case O_PNAME: a->e.profile_name = optarg; break;
+		case O_PSHA: a->e.profile_sha256 = optarg; break;
+		case O_KSTATE: a->e.key_state = optarg; break;
+		case O_DETAIL: a->e.detail = optarg; break;
+		case O_ERROR: a->e.error = optarg; break;
+		case O_CERT: a->e.actor_cert = optarg; break;
+		case O_PVER: num = &a->e.profile_version; break;
+		case O_COUNT: num = &a->count; break;
+		case O_BATCH: num = &a->batch; break;
+		case O_EVERY: num = &a->every; break;
+		case O_ROTATE: num = &a->rotate; break;
+		case O_KCV:
+		case O_KEYID: {
+			size_t *n = ch == O_KCV ? &a->e.n_kcvs : &a->e.n_key_ids;
+
+			if (*n >= FCTL_AUDIT_MAX_KEYS) {
+				cli_err("audit %s: too many --%s", sub, ch == O_KCV ? "kcv" : "key-id");
+				return EXIT_USAGE;
+			}
+			(ch == O_KCV ? a->kcv : a->keyid)[(*n)++] = optarg;
+			break;
+		}
+		case 'h':
+			cli_usage_cmd("audit");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+		if (num && fctl_parse_u64(optarg, num) < 0) {
+			cli_err("audit %s: '%s' is not a number", sub, optarg);
+			return EXIT_USAGE;
+		}
+	}
+	a->e.kcvs = a->kcv;
+	a->e.key_ids = a->keyid;
+	if (optind != argc) {
+		cli_err("audit %s: unexpected argument '%s'", sub, argv[optind]);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+static int do_keygen(struct args *a)
+{
+	char err[512] = "";
+	const char *dir = a->out ? a->out : FCTL_AUDIT_DIR;
+	int r = fctl_audit_keygen(dir, err, sizeof(err));
+
+	if (r < 0) {
+		cli_err("audit keygen: %s", err[0] ? err : strerror(-r));
+		if (r == -EEXIST)
+			cli_err("hint: a key pair exists there already; it is never overwritten");
+		return EXIT_USAGE;
+	}
+	if (a->json)
+		printf("{\"private\":\"%s/audit.key\",\"public\":\"%s/audit.pub\"}\n", dir, dir);
+	else
+		printf("wrote %s/audit.key (mode 0600) and %s/audit.pub\n"
+		       "keep a copy of audit.pub away from this host: verify with --pubkey COPY\n",
+		       dir, dir);
+	return EXIT_OK;
+}
+
+static int do_verify(struct args *a)
+{
+	struct fctl_audit_report rep;
+	struct fctl_buf out = { 0 };
+	const char *log = cli_audit_log_path(a->log);
+	char *cps = a->cps ? NULL : default_checkpoints(log);
+	char *pub = a->pub ? NULL : beside(log, "audit.pub");
+	int r, rc;
+
+	r = fctl_audit_verify(log, a->cps ? a->cps : cps, a->pub ? a->pub : pub, &rep);
+	if (r < 0) {
+		cli_err("audit verify: %s", strerror(-r));
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (a->json) {
+		fctl_audit_report_json(&rep, &out);
+		fctl_buf_putc(&out, '\n');
+	} else {
+		char hex[65];
+
+		for (size_t i = 0; i < rep.n; i++)
+			fctl_buf_printf(&out, "%s: %s\n", fctl_audit_finding_name(rep.f[i].kind),
+					rep.f[i].msg);
+		fctl_audit_hex(rep.root, 32, hex);
+		if (rep.n_errors)
+			fctl_buf_printf(&out, "audit log %s FAILS verification: %zu problem%s\n", log,
+					rep.n_errors, rep.n_errors == 1 ? "" : "s");
+		else
+			fctl_buf_printf(&out,
+					"audit log %s verified: %" PRIu64 " records in %" PRIu64
+					" file%s, signed checkpoint at %" PRIu64 ", root %s\n",
+					log, rep.records, rep.files, rep.files == 1 ? "" : "s",
+					rep.checkpoint_size, hex);
+	}
+	cli_write(stdout, &out);
+	rc = rep.n_errors ? EXIT_INVALID : EXIT_OK;
+out:
+	fctl_buf_release(&out);
+	fctl_audit_report_release(&rep);
+	free(cps);
+	free(pub);
+	return rc;
+}
+
+struct show_ctx {
+	struct args *a;
+	char since[32], until[32];
+	struct fctl_buf out;
+	size_t n;
+};
+
+static void text_field(struct fctl_buf *o, const char *line, size_t len, const char *key,
+		       int width)
+{
+	char *v = NULL;
+
+	if (fctl_audit_field(line, len, key, &v) < 0)
+		fctl_buf_printf(o, " %-*s", width, "-");
+	else
+		fctl_buf_printf(o, " %-*s", width, v);
+	free(v);
+}
+
+static int show_one(void *ctx, const char *line, size_t len)
+{
+	struct show_ctx *c = ctx;
+	char *t = NULL, *ch = NULL;
+	bool keep = true;
+
+	if (fctl_audit_field(line, len, "time", &t) < 0)
+		keep = false;
+	if (keep && c->since[0] && strcmp(t, c->since) < 0)
+		keep = false;
+	if (keep && c->until[0] && strcmp(t, c->until) > 0)
+		keep = false;
+	if (keep && c->a->e.change_id &&
+	    (fctl_audit_field(line, len, "change", &ch) < 0 || strcmp(ch, c->a->e.change_id) != 0))
+		keep = false;
+	if (keep) {
+		if (c->a->json) {
+			fctl_buf_puts(&c->out, c->n ? ",\n" : "\n");
+			fctl_buf_append(&c->out, line, len);
+		} else {
+			char *seq = NULL, *prof = NULL, *actor = NULL;
+			const char *pv;
+			size_t pl;
+
+			fctl_audit_field(line, len, "seq", &seq);
+			fctl_buf_printf(&c->out, "%-6s %-27s", seq ? seq : "?", t);
+			if (fctl_audit_field_raw(line, len, "actor", &pv, &pl) == 0 &&
+			    (fctl_audit_field(pv, pl, "user", &actor) == 0 ||
+			     fctl_audit_field(pv, pl, "cert", &actor) == 0))
+				fctl_buf_printf(&c->out, " %-10s", actor);
+			else
+				fctl_buf_printf(&c->out, " %-10s", "-");
+			text_field(&c->out, line, len, "action", -10);
+			text_field(&c->out, line, len, "host", -10);
+			if (fctl_audit_field_raw(line, len, "profile", &pv, &pl) == 0) {
+				char *name = NULL, *ver = NULL;
+
+				fctl_audit_field(pv, pl, "name", &name);
+				fctl_audit_field(pv, pl, "version", &ver);
+				fctl_buf_printf(&c->out, " %s v%s", name ? name : "?", ver ? ver : "?");
+				free(name);
+				free(ver);
+			} else {
+				fctl_buf_puts(&c->out, " -");
+			}
+			text_field(&c->out, line, len, "result", 0);
+			fctl_buf_putc(&c->out, '\n');
+			free(seq);
+			free(prof);
+			free(actor);
+		}
+		c->n++;
+	}
+	free(t);
+	free(ch);
+	return 0;
+}
+
+static int do_show(struct args *a)
+{
+	struct show_ctx c = { .a = a };
+	const char *log = cli_audit_log_path(a->log);
+	int r, rc;
+
+	if ((a->since && fctl_audit_parse_time(a->since, c.since) < 0) ||
+	    (a->until && fctl_audit_parse_time(a->until, c.until) < 0)) {
+		cli_err("audit show: expected a time as 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
+		return EXIT_USAGE;
+	}
+	if (a->until && !strchr(a->until, 'T') && a->until[0] != '@')
+		memcpy(c.until + 11, "23:59:59.999999Z", 17); /* a date includes its whole day */
+	if (a->json)
+		fctl_buf_puts(&c.out, "[");
+	else
+		fctl_buf_printf(&c.out, "%-6s %-27s %-10s %-10s %-10s %s\n", "SEQ", "TIME (UTC)",
+				"ACTOR", "ACTION", "HOST", "PROFILE RESULT");
+	r = fctl_audit_read(log, show_one, &c);
+	if (r < 0) {
+		cli_err("audit show: cannot read '%s': %s", log, strerror(-r));
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (a->json)
+		fctl_buf_puts(&c.out, c.n ? "\n]\n" : "]\n");
+	rc = cli_write(stdout, &c.out) < 0 ? EXIT_USAGE : EXIT_OK;
+out:
+	fctl_buf_release(&c.out);
+	return rc;
+}
+
+static int open_writer(struct args *a, struct fctl_audit **w)
+{
+	struct fctl_audit_opts o = {
+		.log_path = cli_audit_log_path(a->log),
+		.checkpoint_path = a->cps,
+		.origin = a->origin,
+		.batch = (unsigned int)a->batch,
+		.checkpoint_every = (unsigned int)a->every,
+		.rotate_bytes = a->rotate,
+		.syslog = a->syslog,
+	};
+	char *key = a->key ? NULL : beside(o.log_path, "audit.key"), err[512] = "";
+	int r;
+
+	o.key_path = a->key ? a->key : key;
+	if (!a->key && key && access(key, F_OK) != 0) {
+		cli_err("warning: audit: no checkpoint key '%s': records are chained but not signed",
+			key);
+		o.key_path = NULL;
+	}
+	r = fctl_audit_open(&o, w, err, sizeof(err));
+	if (r < 0)
+		cli_err("audit: %s", err);
+	free(key);
+	return r;
+}
+
+static int do_write(const char *sub, struct args *a)
+{
+	struct fctl_audit *w = NULL;
+	char err[512];
+	int r;
+
+	if (strcmp(sub, "append") == 0 && fctl_audit_entry_check(&a->e, err, sizeof(err)) < 0) {
+		cli_err("audit append: %s", err);
+		return EXIT_USAGE;
+	}
+	if (open_writer(a, &w) < 0)
+		return EXIT_USAGE;
+	if (strcmp(sub, "append") == 0) {
+		for (uint64_t i = 0; i < a->count; i++) {
+			r = fctl_audit_append(w, &a->e);
+			if (r < 0)
+				goto fail;
+		}
+		r = fctl_audit_sync(w);
+	} else if (strcmp(sub, "checkpoint") == 0) {
+		r = fctl_audit_checkpoint(w);
+	} else {
+		r = fctl_audit_rotate(w);
+	}
+	if (r < 0)
+		goto fail;
+	r = fctl_audit_close(w);
+	w = NULL;
+	if (r < 0) {
+		cli_err("audit %s: %s", sub, strerror(-r));
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+fail:
+	cli_err("audit %s: %s", sub, fctl_audit_error(w));
+	fctl_audit_close(w);
+	return EXIT_USAGE;
+}
+
+int cmd_audit(int argc, char **argv)
+{
+	struct args a;
+	const char *sub;
+	int rc;
+
+	if (argc < 2) {
+		cli_usage_cmd("audit");
+		return EXIT_USAGE;
+	}
+	sub = argv[1];
+	rc = parse(sub, argc - 1, argv + 1, &a);
+	if (rc >= 0)
+		return rc;
+	if (strcmp(sub, "keygen") == 0)
+		return do_keygen(&a);
+	if (strcmp(sub, "verify") == 0)
+		return do_verify(&a);
+	if (strcmp(sub, "show") == 0)
+		return do_show(&a);
+	if (strcmp(sub, "append") == 0 || strcmp(sub, "checkpoint") == 0 ||
+	    strcmp(sub, "rotate") == 0)
+		return do_write(sub, &a);
+	cli_err("audit: unknown subcommand '%s' (keygen, verify, show, append, checkpoint, rotate)",
+		sub);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tamper-evident audit log (docs/audit.md).
+ *
+ * One JSON object a line. Each record carries in "prev" the RFC 6962 leaf hash,
+ * SHA-256(0x00 || bytes), of the previous record's exact bytes (without its
+ * newline); the first record of a log carries 64 zeros. The same leaf hashes
+ * form an RFC 6962 Merkle tree over every record of the log, across rotated
+ * files. Signed checkpoints (C2SP signed-note text: origin, size, base64 root,
+ * blank line, "— name base64(keyid || Ed25519 signature)") go to a separate file.
+ *
+ * Writers serialize on an flock of LOG.lock, re-read what other writers appended
+ * before they write, and write a batch of records with one write() and one
+ * fdatasync() (group commit). A record is durable once fctl_audit_sync() returned.
+ *
+ * Keys never reach the log: the only key fields are key check values (6 hex
+ * digits, 24 bits) and key ids (16 hex digits: the first 8 bytes of the KEYID
+ * hash, 64 bits); both are shorter than any key, and anything else is refused.
+ */
+#ifndef FCTL_AUDIT_H
+#define FCTL_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fctl/util.h"
+
+#define FCTL_AUDIT_DIR "/var/lib/fabricctl/audit"
+#define FCTL_AUDIT_LOG FCTL_AUDIT_DIR "/audit.log"
+#define FCTL_AUDIT_ORIGIN "fabricctl-audit"
+#define FCTL_AUDIT_KCV_LEN 6     /* hex digits */
+#define FCTL_AUDIT_KEYID_LEN 16  /* hex digits */
+#define FCTL_AUDIT_MAX_KEYS 64   /* key ids / KCVs per record */
+
+/* --- hashes and the Merkle tree (RFC 6962) --- */
+
+/* SHA-256(0x00 || rec) */
+void fctl_audit_leaf_hash(const void *rec, size_t len, uint8_t out[32]);
+/* SHA-256(0x01 || left || right) */
+void fctl_audit_node_hash(const uint8_t left[32], const uint8_t right[32], uint8_t out[32]);
+void fctl_audit_hex(const uint8_t *p, size_t n, char *out); /* out: 2n+1 bytes */
+
+/* The compact range of a growing tree: one hash per set bit of size. */
+struct fctl_audit_tree {
+	uint64_t size;
+	unsigned int n;
+	uint8_t stack[64][32];
+};
+
+void fctl_audit_tree_init(struct fctl_audit_tree *t);
+void fctl_audit_tree_push(struct fctl_audit_tree *t, const uint8_t leaf[32]);
+/* Root of the tree so far; the root of the empty tree is SHA-256(""). */
+void fctl_audit_tree_root(const struct fctl_audit_tree *t, uint8_t root[32]);
+
+/* --- records --- */
+
+struct fctl_audit_entry {
+	const char *action;       /* required: apply, rollback, recover, drift, key-state, ... */
+	const char *result;       /* required: applied, unchanged, rolled-back, failed, ... */
+	const char *actor_cert;   /* a client certificate subject; NULL: a local user */
+	bool has_actor_uid;       /* the socket peer's uid (SO_PEERCRED); else getuid() */
+	uid_t actor_uid;
+	const char *change_id;    /* change ticket, NULL: none */
+	const char *host;         /* subject */
+	const char *link;
+	const char *secy;
+	const char *profile_name; /* NULL: no profile */
+	uint64_t profile_version;
+	const char *profile_sha256; /* 64 hex digits */
+	bool has_counts;
+	uint64_t ops;
+	uint64_t writes;
+	const char *error;
+	const char *detail;
+	const char *const *key_ids; /* FCTL_AUDIT_KEYID_LEN hex digits each */
+	size_t n_key_ids;
+	const char *const *kcvs;    /* FCTL_AUDIT_KCV_LEN hex digits each */
+	size_t n_kcvs;
+	const char *key_state;      /* key-state records: pending, active, retired, destroyed */
+};
+
+/* The head every record line starts with: {"seq":N,"prev":"64 hex", (and ends with '}').
+ * -EINVAL for anything else. */
+int fctl_audit_parse_head(const char *line, size_t len, uint64_t *seq, uint8_t prev[32]);
+
+/* Checks the entry (required fields, hex fields of the exact length); -EINVAL with
+ * a reason in err otherwise. */
+int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t errlen);
+
+/* --- the writer --- */
+
+struct fctl_audit_opts {
+	const char *log_path;        /* NULL: FCTL_AUDIT_LOG */
+	const char *checkpoint_path; /* NULL: LOG.checkpoints */
+	const char *key_path;        /* Ed25519 private key (PEM); NULL: no checkpoints */
+	const char *origin;          /* NULL: FCTL_AUDIT_ORIGIN */
+	unsigned int checkpoint_every; /* also sign after this many records; 0: only at close */
+	unsigned int batch;          /* records per group commit (auto sync); 0: 256 */
+	uint64_t rotate_bytes;       /* start a new file beyond this size; 0: never */
+	bool syslog;                 /* send each checkpoint to syslog (LOG_AUTHPRIV) */
+};
+
+struct fctl_audit;
+
+/* Opens (creating) the log, reads it to its end (seq, last hash, tree). A torn last
+ * line left by a crashed writer is terminated and a log-repair record names it. */
+int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, char *err,
+		    size_t errlen);
+/* Queues one record (written at the next sync, or now if the batch is full). */
+int fctl_audit_append(struct fctl_audit *a, const struct fctl_audit_entry *e);
+/* Writes the queued records under the lock, one write() + one fdatasync(). */
+int fctl_audit_sync(struct fctl_audit *a);
+/* Syncs and writes a signed checkpoint of the whole log now (key rotation commit). */
+int fctl_audit_checkpoint(struct fctl_audit *a);
+/* Syncs and moves the active file aside as LOG.NNNNNN; the chain continues. */
+int fctl_audit_rotate(struct fctl_audit *a);
+uint64_t fctl_audit_size(const struct fctl_audit *a); /* records in the log */
+const char *fctl_audit_error(const struct fctl_audit *a); /* last error text */
+/* Syncs, writes a checkpoint if records were added, closes. Accepts NULL. Returns the
+ * first error of the sync or checkpoint (the object is freed in every case). */
+int fctl_audit_close(struct fctl_audit *a);
+
+/* The uid of a unix socket's peer. */
+int fctl_audit_peer_uid(int fd, uid_t *uid);
+
+/* --- keys and checkpoints --- */
+
+/* Writes DIR/audit.key (PKCS#8 PEM, mode 0600) and DIR/audit.pub (PEM). Refuses to
+ * overwrite. */
+int fctl_audit_keygen(const char *dir, char *err, size_t errlen);
+
+/* Signed-note text of a checkpoint for (size, root), signed with the key at key_path. */
+int fctl_audit_checkpoint_sign(const char *key_path, const char *origin, uint64_t size,
+			       const uint8_t root[32], struct fctl_buf *out, char *err,
+			       size_t errlen);
+
+/* One note of a checkpoints file. */
+struct fctl_audit_checkpoint {
+	uint64_t line;        /* first line of the note in the file */
+	uint64_t size;
+	uint8_t root[32];
+	char origin[256];
+	int sig;              /* 1 good signature by the key, 0 none by it, -1 bad, -2 malformed */
+	char why[256];        /* for sig <= 0 */
+};
+
+/* Parses every note of a checkpoints file and checks its signatures against the public
+ * key (PEM). -ENOENT when the file does not exist. */
+int fctl_audit_checkpoints_load(const char *path, const char *pubkey_path,
+				struct fctl_audit_checkpoint **out, size_t *n, char *err,
+				size_t errlen);
+
+/* Ed25519 and base64 helpers (also used by evidence bundles). */
+int fctl_audit_b64_encode(const void *p, size_t n, struct fctl_buf *out);
+/* Strict: padding required, no whitespace. Returns the decoded length. */
+int fctl_audit_b64_decode(const char *s, size_t len, uint8_t *out, size_t cap);
+/* Signs msg with the Ed25519 private key (PEM file); pub (32 bytes) may be NULL. */
+int fctl_audit_ed25519_sign(const char *key_path, const void *msg, size_t len, uint8_t sig[64],
+			    uint8_t pub[32], char *err, size_t errlen);
+/* Raw 32-byte public key from a PEM public (or private) key file. */
+int fctl_audit_ed25519_pub(const char *path, uint8_t pub[32], char *err, size_t errlen);
+/* 1 valid, 0 invalid, < 0 error. */
+int fctl_audit_ed25519_verify(const uint8_t pub[32], const void *msg, size_t len,
+			      const uint8_t sig[64]);
+/* C2SP note key id: SHA-256(name || "\n" || 0x01 || pub)[0..3]. */
+void fctl_audit_note_keyid(const char *name, const uint8_t pub[32], uint8_t id[4]);
+
+/* --- verification --- */
+
+enum fctl_audit_finding_kind {
+	FCTL_AUDIT_OK_NOTE,       /* information, not a failure */
+	FCTL_AUDIT_WARNING,       /* holds, but look (repaired torn write, unsigned tail) */
+	FCTL_AUDIT_MODIFIED,
+	FCTL_AUDIT_DELETED,
+	FCTL_AUDIT_REORDERED,
+	FCTL_AUDIT_TRUNCATED,     /* fewer records than the latest checkpoint */
+	FCTL_AUDIT_TORN,          /* the last line has no newline: a writer died mid-append */
+	FCTL_AUDIT_MALFORMED,
+	FCTL_AUDIT_BAD_SIGNATURE,
+	FCTL_AUDIT_NO_SIGNATURE,
+	FCTL_AUDIT_ROOT_MISMATCH,
+	FCTL_AUDIT_IO,
+};
+
+const char *fctl_audit_finding_name(enum fctl_audit_finding_kind k);
+
+struct fctl_audit_finding {
+	enum fctl_audit_finding_kind kind;
+	char file[512];
+	uint64_t line;   /* 0: not about one line */
+	uint64_t offset; /* byte offset of the line in file */
+	uint64_t seq;
+	char msg[512];
+};
+
+struct fctl_audit_report {
+	uint64_t records;
+	uint64_t files;
+	uint64_t bytes;
+	uint64_t checkpoints;
+	uint64_t checkpoint_size; /* size of the latest valid checkpoint */
+	uint8_t root[32];         /* of all records */
+	struct fctl_audit_finding *f;
+	size_t n, cap;
+	size_t n_errors;
+};
+
+void fctl_audit_report_release(struct fctl_audit_report *r);
+int fctl_audit_report_json(const struct fctl_audit_report *r, struct fctl_buf *out);
+
+/* Verifies the log (all files) against the checkpoints and the public key. Returns 0
+ * when the verification ran (r->n_errors says whether it holds), negative errno when
+ * the log could not be read at all. */
+int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const char *pubkey_path,
+		      struct fctl_audit_report *r);
+
+/* --- reading --- */
+
+/* The files of a log, oldest first: LOG.000001, LOG.000002, ..., LOG. */
+int fctl_audit_files(const char *log_path, char ***files, size_t *n);
+void fctl_audit_files_free(char **files, size_t n);
+
+/* Calls fn for every complete record line of the log, oldest first (line without its
+ * newline, not NUL-terminated). fn returns < 0 to stop with that error. */
+int fctl_audit_read(const char *log_path,
+		    int (*fn)(void *ctx, const char *line, size_t len), void *ctx);
+
+/* Top-level field of a record: a string's unescaped value (*out malloc'd) or, for
+ * other values, their JSON text. -ENOENT when absent. */
+int fctl_audit_field(const char *line, size_t len, const char *key, char **out);
+/* The raw JSON text of a top-level field (not copied). */
+int fctl_audit_field_raw(const char *line, size_t len, const char *key, const char **v,
+			 size_t *vlen);
+
+/* "2024-05-01", "2024-05-01T12:00:00Z", RFC 3339 with offset, or an epoch "@N" -> the
+ * record time format "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" for comparison. */
+int fctl_audit_parse_time(const char *s, char out[32]);
+
+/* The latest checkpoint note in a checkpoints file (text), or -ENOENT. */
+int fctl_audit_latest_checkpoint(const char *checkpoint_path, struct fctl_buf *out,
+				 uint64_t *size);
+
+#endif
