@@ -406,7 +406,7 @@ static int catch_up(struct fctl_audit *a)
 		a->ino = st.st_ino;
 		return scan_all(a);
 	}
-	if ((uint64_t)st.st_size == a->end && !a->torn)
+	if ((uint64_t)st.st_size == a->end)
 		return 0;
 	if ((uint64_t)st.st_size < a->end)
 		return scan_all(a); /* shrunk: not ours to judge, verify will */
