@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside fctl_rdma: the endpoint, shared by rdma.c and rdma_run.c. */
+#ifndef FCTL_RDMA_INT_H
+#define FCTL_RDMA_INT_H
+
+#include <net/if.h>
+
+#include <infiniband/verbs.h>
+
+#include "fctl/rdma.h"
+
+struct fctl_rdma_ep {
+	struct fctl_rdma_opts opts;
+	char dev_name[64];
+	char netdev[IF_NAMESIZE];
+	uint8_t ib_port;
+	int gid_index;
+	uint8_t gid[16];
+	uint16_t out_reads;
+	uint32_t depth;
+	uint32_t max_inline;
+	uint32_t psn;
+	uint32_t recvs_posted; /* receives posted and not yet completed */
+	struct ibv_port_attr port_attr;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	/* [0, max_size): the peer writes here and receives land here;
+	 * [max_size, 2 * max_size): what this end sends, writes and lets the peer read */
+	uint8_t *buf;
+	size_t buf_len;
+	struct fctl_rdma_qpinfo remote;
+};
+
+#endif
