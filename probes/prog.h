@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* fabricctl-probe's program files (main.c, serve.c, run.c, evidence.c). */
+#ifndef FCTL_PROBE_PROG_H
+#define FCTL_PROBE_PROG_H
+
+#include "fctl/nl.h"
+#include "fctl/rdma.h"
+#include "probe.h"
+
+/* Counters and MACsec state of one end, taken before a run and compared after. */
+struct evidence {
+	char dev[64];
+	uint8_t port;
+	char netdev[16];
+	struct fctl_rdma_counters before;
+	bool ctr_ok;
+	char ctr_err[160];
+	struct fctl_macsec_stats ms_before;
+	struct probe_macsec ms; /* configuration now; deltas filled by evidence_end */
+	uint8_t encoding_sa;
+};
+
+void evidence_begin(struct evidence *ev, struct fctl_nl *nl, const char *dev, uint8_t port,
+		    const char *netdev);
+void evidence_end(struct evidence *ev, struct fctl_nl *nl, struct probe_end *out);
+
+int probe_serve(int argc, char **argv);
+int probe_run(int argc, char **argv);
+
+/* Common options of both ends. */
+extern const char *prog;
+void perr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int parse_u8_opt(const char *name, const char *v, unsigned max, uint8_t *out);
+
+#endif

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fabricctl-probe serve: the far end. One client session at a time: the QP
+ * exchange, then for every run the client asks for: counters and MACsec state
+ * before, the answering loop, counters after, sent back to the client.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "prog.h"
+
+#define HELLO_MS 10000
+#define IDLE_MS (600 * 1000)
+
+struct serve_opts {
+	const char *port;
+	struct fctl_rdma_opts rdma;
+	bool once;
+};
+
+static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
+{
+	char line[512], info[FCTL_RDMA_QPINFO_LEN], err[200] = "";
+	struct fctl_rdma_opts o = so->rdma;
+	struct fctl_rdma_ep *ep = NULL;
+	struct fctl_rdma_qpinfo me, peer;
+	uint64_t v;
+	int ret;
+
+	ret = ctl_recv_line(fd, line, sizeof(line), HELLO_MS);
+	if (ret < 0 || strncmp(line, "HELLO 1 ", 8) != 0) {
+		perr("session: no greeting from the client (%s)", ret < 0 ? strerror(-ret) : line);
+		ctl_send(fd, "ERR expected 'HELLO %d'", PROBE_PROTO);
+		return -EPROTO;
+	}
+	if (ctl_field_u64(line, "max_size", &v) && v && v <= FCTL_RDMA_MAX_SIZE)
+		o.max_size = (uint32_t)v;
+	if (ctl_field_u64(line, "depth", &v) && v && v <= 4096)
+		o.tx_depth = (uint32_t)v;
+	if (ctl_field_u64(line, "timeout", &v) && v <= 31)
+		o.timeout = (uint8_t)v;
+	if (ctl_field_u64(line, "retry", &v) && v <= 7)
+		o.retry_cnt = (uint8_t)v;
+	if (ctl_field_u64(line, "rnr", &v) && v <= 7)
+		o.rnr_retry = (uint8_t)v;
+	ret = fctl_rdma_ep_new(&o, &ep, err, sizeof(err));
+	if (ret < 0) {
+		perr("%s", err);
+		ctl_send(fd, "ERR %s", err);
+		return ret;
+	}
+	fctl_rdma_ep_info(ep, &me);
+	fctl_rdma_qpinfo_format(&me, info);
+	ctl_send(fd, "OK %s", info);
+	ret = ctl_recv_line(fd, line, sizeof(line), HELLO_MS);
+	if (ret < 0 || strncmp(line, "QP ", 3) != 0 || fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
+		perr("session: bad queue pair parameters from the client");
+		ctl_send(fd, "ERR bad queue pair parameters");
+		ret = -EPROTO;
+		goto out;
+	}
+	ret = fctl_rdma_ep_connect(ep, &peer, err, sizeof(err));
+	if (ret < 0) {
+		perr("%s", err);
+		ctl_send(fd, "ERR %s", err);
+		goto out;
+	}
+	ctl_send(fd, "RTS");
+
+	for (;;) {
+		struct fctl_rdma_params p = { .watch_fd = fd };
+		struct fctl_rdma_result r = { 0 };
+		struct evidence ev;
+		struct probe_end pe = { .role = "server" };
+		struct fctl_buf b = { 0 };
+		char test[32];
+		uint64_t size = 0, wait_ms;
+
+		ret = ctl_recv_line(fd, line, sizeof(line), IDLE_MS);
+		if (ret < 0 || strcmp(line, "BYE") == 0) {
+			ret = ret == -ECONNRESET ? 0 : ret;
+			break;
+		}
+		if (strncmp(line, "TEST ", 5) != 0 || !ctl_field(line, "test", test, sizeof(test)) ||
+		    fctl_rdma_test_from_name(test, &p.test) < 0 || !ctl_field_u64(line, "size", &size) ||
+		    size == 0 || size > o.max_size) {
+			ctl_send(fd, "ERR bad request '%s'", line);
+			ret = -EPROTO;
+			break;
+		}
+		p.size = (uint32_t)size;
+		ctl_field_u64(line, "iters", &p.iters);
+		ctl_field_u64(line, "duration_ns", &p.duration_ns);
+		ctl_field_u64(line, "stall_ns", &p.stall_ns);
+		ret = fctl_rdma_prepare(ep, &p, &r);
+		if (ret < 0) {
+			ctl_send(fd, "ERR %s", r.err);
+			break;
+		}
+		evidence_begin(&ev, nl, fctl_rdma_ep_dev_name(ep), o.ib_port, fctl_rdma_ep_netdev(ep));
+		ctl_send(fd, "GO");
+		if (fctl_rdma_test_server_active(p.test))
+			ret = fctl_rdma_run_server(ep, &p, &r);
+		/* the client says DONE when its run is over (ABORT when it failed) */
+		wait_ms = (p.duration_ns + 2 * p.stall_ns) / 1000000 + 60000;
+		if (ret >= 0 || ret == -ECONNABORTED) {
+			int rl = ctl_recv_line(fd, line, sizeof(line),
+					       wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms);
+
+			if (rl < 0) {
+				perr("session: the client went away during the %s run", test);
+				ret = rl;
+				break;
+			}
+		}
+		pe.iters = r.iters;
+		pe.cpu_ns = r.cpu_ns;
+		evidence_end(&ev, nl, &pe);
+		if (ret < 0 && r.err[0])
+			fctl_buf_printf(&b, "FAIL %s\n", r.err);
+		probe_end_to_wire(&pe, &b);
+		if (ctl_send_buf(fd, &b) < 0)
+			ret = -EPIPE;
+		fctl_buf_release(&b);
+		if (ret < 0) {
+			perr("session: %s", r.err[0] ? r.err : strerror(-ret));
+			break;
+		}
+	}
+out:
+	fctl_rdma_ep_free(ep);
+	return ret;
+}
+
+int probe_serve(int argc, char **argv)
+{
+	struct serve_opts so = { .port = NULL };
+	char err[200] = "", portbuf[16];
+	struct fctl_rdma_ep *ep = NULL;
+	struct fctl_nl *nl = NULL;
+	int lfd, ret;
+
+	fctl_rdma_opts_default(&so.rdma);
+	snprintf(portbuf, sizeof(portbuf), "%d", FCTL_RDMA_DEFAULT_PORT);
+	so.port = portbuf;
+	for (int a = 1; a < argc; a++) {
+		const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+
+		if (strcmp(argv[a], "--port") == 0 && v) {
+			so.port = v;
+			a++;
+		} else if (strcmp(argv[a], "--dev") == 0 && v) {
+			so.rdma.dev = v;
+			a++;
+		} else if (strcmp(argv[a], "--ib-port") == 0) {
+			if (parse_u8_opt("--ib-port", v, 255, &so.rdma.ib_port) < 0)
+				return PROBE_EXIT_ERROR;
+			a++;
+		} else if (strcmp(argv[a], "--gid-index") == 0) {
+			uint8_t g;
+
+			if (parse_u8_opt("--gid-index", v, 255, &g) < 0)
+				return PROBE_EXIT_ERROR;
+			so.rdma.gid_index = g;
+			a++;
+		} else if (strcmp(argv[a], "--once") == 0) {
+			so.once = true;
+		} else {
+			perr("serve: unknown option '%s'", argv[a]);
+			return PROBE_EXIT_ERROR;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* the device must be there before we listen: say so now, not to the first client */
+	so.rdma.max_size = 4096;
+	ret = fctl_rdma_ep_new(&so.rdma, &ep, err, sizeof(err));
+	if (ret < 0) {
+		perr("serve: %s", err);
+		return PROBE_EXIT_ERROR;
+	}
+	printf("probe: serving on port %s, device %s, network device %s\n", so.port,
+	       fctl_rdma_ep_dev_name(ep),
+	       fctl_rdma_ep_netdev(ep)[0] ? fctl_rdma_ep_netdev(ep) : "?");
+	fflush(stdout);
+	fctl_rdma_ep_free(ep);
+	so.rdma.max_size = 65536;
+
+	lfd = ctl_listen(so.port, err, sizeof(err));
+	if (lfd < 0) {
+		perr("serve: %s", err);
+		return PROBE_EXIT_ERROR;
+	}
+	if (fctl_nl_open(NULL, &nl) < 0)
+		nl = NULL; /* the MACsec check reports it */
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			perr("serve: accept: %s", strerror(errno));
+			ret = -errno;
+			break;
+		}
+		ret = session(fd, &so, nl);
+		close(fd);
+		if (so.once)
+			break;
+	}
+	fctl_nl_close(nl);
+	close(lfd);
+	return ret < 0 && so.once ? PROBE_EXIT_ERROR : PROBE_EXIT_PASS;
+}
