@@ -41,6 +41,7 @@ int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 
 /* The audit log (cmd_audit.c): --audit-log, else $FCTL_AUDIT_LOG, else the default. */

@@ -117,6 +117,19 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n" },
+	{ "probe", cmd_probe,
+	  "probe serve [--port P] [--dev DEV] [--once]\n"
+	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"
+	  "                 [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]",
+	  "RDMA probes over a link (RoCE, RC QP): latency (send_lat, write_lat, read_lat)\n"
+	  "and bandwidth (send_bw, write_bw, read_bw), perftest-compatible and exact\n"
+	  "statistics, loss and retransmissions from the RDMA counters of both ends, the\n"
+	  "MACsec check (encrypting, nothing refused), verdicts against the profile's\n"
+	  "slo section. 'serve' is the far end; 'run' measures. Runs the fabricctl-probe\n"
+	  "program; 'fabricctl probe run --help' lists every option; see docs/probes.md.\n"
+	  "\n"
+	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"
+	  "error (no RDMA device, peer unreachable, peer gone).\n" },
 	{ "audit", cmd_audit,
 	  "audit keygen|verify|show|append|checkpoint|rotate [OPTIONS]",
 	  "The tamper-evident audit log (docs/audit.md): one JSON record a line, each\n"

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fabricctl probe ...: runs the probe program, fabricctl-probe (probes/), so
+ * that the fabricctl binary never links libibverbs. The program is looked for
+ * in $FCTL_PROBE_BIN, next to this build's binaries, then where it is installed.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *find_probe(void)
+{
+	static char build[] = FCTL_PROBE_BUILD_PATH, inst[] = FCTL_PROBE_INSTALL_PATH;
+	const char *candidates[] = { getenv("FCTL_PROBE_BIN"), build, inst };
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++)
+		if (candidates[i] && *candidates[i] && access(candidates[i], X_OK) == 0)
+			return candidates[i];
+	return NULL;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	const char *bin = find_probe();
+	char **args;
+
+	if (!bin) {
+		cli_err("probe: fabricctl-probe not found (looked in %s and %s; set FCTL_PROBE_BIN)",
+			FCTL_PROBE_BUILD_PATH, FCTL_PROBE_INSTALL_PATH);
+		return EXIT_USAGE;
+	}
+	args = calloc((size_t)argc + 1, sizeof(*args));
+	if (!args)
+		return EXIT_USAGE;
+	args[0] = (char *)(uintptr_t)bin; /* execv's argv is not const, but is not written */
+	for (int a = 1; a < argc; a++)
+		args[a] = argv[a];
+	fflush(stdout);
+	fflush(stderr);
+	execv(bin, args);
+	cli_err("probe: cannot run %s: %s", bin, strerror(errno));
+	free(args);
+	return EXIT_USAGE;
+}
