@@ -1,6 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Builds the libFuzzer target (clang, ASan+UBSan) and runs it for a bounded time.
+# Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for the same bounded
+# time: fuzz_profile (profile parser, validation, render, plan) and fuzz_proto (the
+# agent protocol decoder).
 # Fails when the fuzzer finds a crash, a leak, a timeout or an out-of-memory input;
 # the input is left under $BUILD/fuzz-artifacts/.
 #
@@ -15,30 +17,43 @@ BUILD=${FCTL_FUZZ_BUILD:-$SRC/build-fuzz}
 JOBS=${FCTL_FUZZ_JOBS:-1}
 
 if ! command -v clang >/dev/null 2>&1; then
-	echo "FAIL: fuzz_profile cannot run: clang is not installed (scripts/deps.sh installs it)"
+	echo "FAIL: fuzz_profile and fuzz_proto cannot run: clang is not installed (scripts/deps.sh installs it)"
 	exit 1
 fi
 CC=clang cmake -S "$SRC" -B "$BUILD" -DFCTL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" --target fuzz_profile -j2
+cmake --build "$BUILD" --target fuzz_profile fuzz_proto -j2
 
-# the seed corpus stays read-only; new inputs go to a work corpus that persists
-mkdir -p "$BUILD/fuzz-corpus" "$BUILD/fuzz-artifacts"
-echo "fuzz_profile: ${SECS}s, corpus $BUILD/fuzz-corpus + tests/fuzz/corpus"
+mkdir -p "$BUILD/fuzz-artifacts"
 par=""
 [ "$JOBS" -gt 1 ] && par="-jobs=$JOBS -workers=$JOBS"
-set +e
-# shellcheck disable=SC2086 # $par is two options or none
-"$BUILD/tests/fuzz_profile" $par \
-	-max_total_time="$SECS" -max_len=65536 -rss_limit_mb=2048 -timeout=5 \
-	-print_final_stats=1 \
-	-dict="$SRC/tests/fuzz/profile.dict" \
-	-artifact_prefix="$BUILD/fuzz-artifacts/" \
+failed=0
+# run TARGET CORPUS_NAME [extra libFuzzer args...]: the seed corpus stays read-only;
+# new inputs go to a work corpus under $BUILD that persists
+run() {
+	t=$1
+	c=$2
+	shift 2
+	mkdir -p "$BUILD/$c"
+	echo "$t: ${SECS}s, corpus $BUILD/$c"
+	set +e
+	# shellcheck disable=SC2086 # $par is two options or none
+	"$BUILD/tests/$t" $par \
+		-max_total_time="$SECS" -rss_limit_mb=2048 -timeout=5 \
+		-print_final_stats=1 \
+		-artifact_prefix="$BUILD/fuzz-artifacts/$t-" \
+		"$@"
+	rc=$?
+	set -e
+	if [ $rc -ne 0 ]; then
+		echo "FAIL: $t exited $rc; reproduce with:"
+		ls "$BUILD"/fuzz-artifacts/"$t"-* 2>/dev/null | sed "s|^|  $BUILD/tests/$t |"
+		failed=1
+	else
+		echo "PASS: $t ran ${SECS}s without a finding"
+	fi
+}
+run fuzz_profile fuzz-corpus -max_len=65536 -dict="$SRC/tests/fuzz/profile.dict" \
 	"$BUILD/fuzz-corpus" "$SRC/tests/fuzz/corpus"
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-	echo "FAIL: fuzz_profile exited $rc; reproduce with:"
-	ls "$BUILD"/fuzz-artifacts/* 2>/dev/null | sed "s|^|  $BUILD/tests/fuzz_profile |"
-	exit 1
-fi
-echo "PASS: fuzz_profile ran ${SECS}s without a finding"
+# frames up to 64 KiB: the size limits themselves are checked from the header
+run fuzz_proto fuzz-corpus-proto -max_len=65536 "$BUILD/fuzz-corpus-proto"
+exit $failed

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent protocol (docs/protocol.md): versioned, length-prefixed frames of
+ * TLVs between `fabricctl` and `fabricctl agent`.
+ *
+ *   frame  = header(16) payload(length)
+ *   header = magic "FCTL" | version u8 | type u8 | flags u16 | id u32 | length u32
+ *   payload = TLV*, TLV = type u16 | length u32 | value   (all big endian)
+ *
+ * TLV type bit 15 marks a critical TLV (an unknown one is refused, an unknown
+ * non-critical one is skipped); bit 14 would mark a container and is refused
+ * (v1 has no nesting). Duplicates, TLVs not allowed in the message type,
+ * missing required TLVs, bad lengths, NULs inside strings, and frames over the
+ * size limit are all refused. Decoding never allocates: byte and text values
+ * point into the frame, which must outlive the message.
+ */
+#ifndef FCTL_PROTO_H
+#define FCTL_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/util.h"
+
+#define FCTL_PROTO_MAGIC 0x4643544cu /* "FCTL" */
+#define FCTL_PROTO_VERSION 1
+#define FCTL_PROTO_HDR_LEN 16
+#define FCTL_PROTO_MAX_FRAME (16u << 20)  /* header + payload */
+#define FCTL_PROTO_MAX_PROFILE (4u << 20) /* PROFILE value */
+#define FCTL_PROTO_MAX_STR 255            /* HOST, PROFILE_NAME, ROLE, AGENT */
+#define FCTL_PROTO_MAX_ERROR (64u << 10)  /* ERROR value */
+
+enum fctl_msg_type {
+	FCTL_MSG_HELLO = 1,
+	FCTL_MSG_STATUS = 2,
+	FCTL_MSG_PLAN = 3,
+	FCTL_MSG_APPLY = 4,
+	FCTL_MSG_SHOW = 5,
+	FCTL_MSG_DIFF = 6,
+	FCTL_MSG_ROLLBACK = 7,
+	FCTL_MSG_HISTORY = 8,
+	FCTL_MSG_RECOVER = 9,
+	FCTL_MSG_RESPONSE = 0x80,
+};
+
+#define FCTL_TLV_CRITICAL 0x8000u
+#define FCTL_TLV_CONTAINER 0x4000u
+
+enum fctl_tlv_type {
+	FCTL_TLV_VERSION_MIN = 0x8001, /* u16 */
+	FCTL_TLV_VERSION_MAX = 0x8002, /* u16 */
+	FCTL_TLV_HOST = 0x8003,        /* string: the profile host to act as */
+	FCTL_TLV_PROFILE = 0x8004,     /* bytes: profile YAML */
+	FCTL_TLV_PROFILE_NAME = 0x0005, /* string: the client's file name (messages only) */
+	FCTL_TLV_OPTIONS = 0x8006,     /* u32: FCTL_OPT_* */
+	FCTL_TLV_TO_VERSION = 0x8007,  /* u64 */
+	FCTL_TLV_RESULT = 0x8008,      /* u32: the CLI's exit code */
+	FCTL_TLV_ERROR = 0x0009,       /* text: what the command wrote to stderr */
+	FCTL_TLV_OUTPUT = 0x000a,      /* bytes: what the command wrote to stdout */
+	FCTL_TLV_ROLE = 0x000b,        /* string: role granted (hello response) */
+	FCTL_TLV_AGENT = 0x000c,       /* string: agent host and software version */
+};
+
+enum {
+	FCTL_OPT_DRY_RUN = 1u << 0,
+	FCTL_OPT_JSON = 1u << 1,
+	FCTL_OPT_ALL = FCTL_OPT_DRY_RUN | FCTL_OPT_JSON,
+};
+
+/* Bits of struct fctl_msg.present. */
+enum {
+	FCTL_HAS_VERSION_MIN = 1u << 0,
+	FCTL_HAS_VERSION_MAX = 1u << 1,
+	FCTL_HAS_HOST = 1u << 2,
+	FCTL_HAS_PROFILE = 1u << 3,
+	FCTL_HAS_PROFILE_NAME = 1u << 4,
+	FCTL_HAS_OPTIONS = 1u << 5,
+	FCTL_HAS_TO_VERSION = 1u << 6,
+	FCTL_HAS_RESULT = 1u << 7,
+	FCTL_HAS_ERROR = 1u << 8,
+	FCTL_HAS_OUTPUT = 1u << 9,
+	FCTL_HAS_ROLE = 1u << 10,
+	FCTL_HAS_AGENT = 1u << 11,
+};
+
+struct fctl_msg {
+	uint8_t version; /* header version (decode); encode always writes FCTL_PROTO_VERSION */
+	uint8_t type;    /* enum fctl_msg_type */
+	uint16_t flags;  /* must be 0 in version 1 */
+	uint32_t id;     /* request id; a response carries its request's id */
+	uint32_t present; /* FCTL_HAS_* */
+	uint16_t version_min, version_max;
+	char host[FCTL_PROTO_MAX_STR + 1];
+	const uint8_t *profile;
+	uint32_t profile_len;
+	char profile_name[FCTL_PROTO_MAX_STR + 1];
+	uint32_t options;
+	uint64_t to_version;
+	uint32_t result;
+	const char *error; /* not NUL-terminated */
+	uint32_t error_len;
+	const uint8_t *output;
+	uint32_t output_len;
+	char role[FCTL_PROTO_MAX_STR + 1];
+	char agent[FCTL_PROTO_MAX_STR + 1];
+};
+
+struct fctl_proto_hdr {
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;
+	uint32_t id;
+	uint32_t length; /* payload bytes after the header */
+};
+
+const char *fctl_proto_type_name(uint8_t type); /* "apply", ..., NULL when unknown */
+
+/* Checks a header (the first FCTL_PROTO_HDR_LEN bytes) before the payload is read:
+ * magic, version, type, flags, and header + length <= max_frame (0: the default).
+ * -EBADMSG bad magic or type or flags, -EPROTONOSUPPORT version, -EMSGSIZE too long. */
+int fctl_proto_hdr_parse(const uint8_t *buf, size_t n, uint32_t max_frame,
+			 struct fctl_proto_hdr *out);
+
+/* Decodes one whole frame (n must be exactly header + length). On failure returns a
+ * negative errno and, if why is not NULL, one line saying what was wrong. */
+int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct fctl_msg *out,
+		      char *why, size_t whylen);
+
+/* Appends the frame of m (TLVs for the bits in m->present, in type order). -EINVAL when
+ * m would not decode (a field over its limit, a TLV not allowed in the type, ...). */
+int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out);
+
+/* The highest version both sides speak, or -EPROTONOSUPPORT. */
+int fctl_proto_negotiate(uint16_t peer_min, uint16_t peer_max);
+
+#endif

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+/* Agent protocol frames: strict decoder and encoder (docs/protocol.md). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fctl/proto.h"
+
+enum kind { K_U16, K_U32, K_U64, K_STR, K_BYTES, K_TEXT };
+
+struct tlv_desc {
+	uint16_t type;
+	uint32_t bit;
+	enum kind kind;
+	uint32_t max; /* value bytes, for K_STR/K_BYTES/K_TEXT */
+	const char *name;
+};
+
+static const struct tlv_desc tlvs[] = {
+	{ FCTL_TLV_VERSION_MIN, FCTL_HAS_VERSION_MIN, K_U16, 2, "version-min" },
+	{ FCTL_TLV_VERSION_MAX, FCTL_HAS_VERSION_MAX, K_U16, 2, "version-max" },
+	{ FCTL_TLV_HOST, FCTL_HAS_HOST, K_STR, FCTL_PROTO_MAX_STR, "host" },
+	{ FCTL_TLV_PROFILE, FCTL_HAS_PROFILE, K_BYTES, FCTL_PROTO_MAX_PROFILE, "profile" },
+	{ FCTL_TLV_PROFILE_NAME, FCTL_HAS_PROFILE_NAME, K_STR, FCTL_PROTO_MAX_STR, "profile-name" },
+	{ FCTL_TLV_OPTIONS, FCTL_HAS_OPTIONS, K_U32, 4, "options" },
+	{ FCTL_TLV_TO_VERSION, FCTL_HAS_TO_VERSION, K_U64, 8, "to-version" },
+	{ FCTL_TLV_RESULT, FCTL_HAS_RESULT, K_U32, 4, "result" },
+	{ FCTL_TLV_ERROR, FCTL_HAS_ERROR, K_TEXT, FCTL_PROTO_MAX_ERROR, "error" },
+	{ FCTL_TLV_OUTPUT, FCTL_HAS_OUTPUT, K_BYTES, FCTL_PROTO_MAX_FRAME, "output" },
+	{ FCTL_TLV_ROLE, FCTL_HAS_ROLE, K_STR, FCTL_PROTO_MAX_STR, "role" },
+	{ FCTL_TLV_AGENT, FCTL_HAS_AGENT, K_STR, FCTL_PROTO_MAX_STR, "agent" },
+};
+
+#define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
+
+struct type_desc {
+	uint8_t type;
+	const char *name;
+	uint32_t allowed;
+	uint32_t required;
+};
+
+static const struct type_desc types[] = {
+	{ FCTL_MSG_HELLO, "hello", FCTL_HAS_VERSION_MIN | FCTL_HAS_VERSION_MAX | FCTL_HAS_AGENT,
+	  FCTL_HAS_VERSION_MIN | FCTL_HAS_VERSION_MAX },
+	{ FCTL_MSG_STATUS, "status", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_PLAN, "plan", PROFILE_TLVS, FCTL_HAS_PROFILE },
+	{ FCTL_MSG_APPLY, "apply", PROFILE_TLVS, FCTL_HAS_PROFILE },
+	{ FCTL_MSG_SHOW, "show", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_DIFF, "diff", PROFILE_TLVS, FCTL_HAS_PROFILE },
+	{ FCTL_MSG_ROLLBACK, "rollback", FCTL_HAS_HOST | FCTL_HAS_OPTIONS | FCTL_HAS_TO_VERSION,
+	  FCTL_HAS_TO_VERSION },
+	{ FCTL_MSG_HISTORY, "history", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_RECOVER, "recover", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_RESPONSE, "response",
+	  FCTL_HAS_RESULT | FCTL_HAS_ERROR | FCTL_HAS_OUTPUT | FCTL_HAS_ROLE | FCTL_HAS_AGENT |
+		  FCTL_HAS_VERSION_MAX,
+	  FCTL_HAS_RESULT },
+};
+
+static const struct type_desc *type_find(uint8_t t)
+{
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(types); i++)
+		if (types[i].type == t)
+			return &types[i];
+	return NULL;
+}
+
+static const struct tlv_desc *tlv_find(uint16_t t)
+{
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(tlvs); i++)
+		if (tlvs[i].type == t)
+			return &tlvs[i];
+	return NULL;
+}
+
+const char *fctl_proto_type_name(uint8_t type)
+{
+	const struct type_desc *d = type_find(type);
+
+	return d ? d->name : NULL;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+int fctl_proto_hdr_parse(const uint8_t *buf, size_t n, uint32_t max_frame,
+			 struct fctl_proto_hdr *out)
+{
+	struct fctl_proto_hdr h;
+
+	if (!max_frame || max_frame > FCTL_PROTO_MAX_FRAME)
+		max_frame = FCTL_PROTO_MAX_FRAME;
+	if (n < FCTL_PROTO_HDR_LEN || get32(buf) != FCTL_PROTO_MAGIC)
+		return -EBADMSG;
+	h.version = buf[4];
+	h.type = buf[5];
+	h.flags = get16(buf + 6);
+	h.id = get32(buf + 8);
+	h.length = get32(buf + 12);
+	if (h.version < 1 || h.version > FCTL_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (!type_find(h.type) || h.flags)
+		return -EBADMSG;
+	if (h.length > max_frame - FCTL_PROTO_HDR_LEN)
+		return -EMSGSIZE;
+	*out = h;
+	return 0;
+}
+
+static int bad(char *why, size_t len, int r, const char *fmt, ...) FCTL_PRINTF(4, 5);
+
+static int bad(char *why, size_t len, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
+static int set_str(char *dst, const uint8_t *v, uint32_t len)
+{
+	if (memchr(v, '\0', len))
+		return -EPROTO;
+	memcpy(dst, v, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct fctl_msg *out,
+		      char *why, size_t whylen)
+{
+	const struct type_desc *td;
+	struct fctl_proto_hdr h;
+	struct fctl_msg m;
+	size_t off;
+	int r;
+
+	r = fctl_proto_hdr_parse(buf, n, max_frame, &h);
+	if (r == -EBADMSG)
+		return bad(why, whylen, r, "bad header (magic, type or flags)");
+	if (r == -EPROTONOSUPPORT)
+		return bad(why, whylen, r, "protocol version %u not supported (1..%u)",
+			   n > 4 ? buf[4] : 0, FCTL_PROTO_VERSION);
+	if (r == -EMSGSIZE)
+		return bad(why, whylen, r, "frame of %u bytes over the limit", get32(buf + 12));
+	if (n != FCTL_PROTO_HDR_LEN + (size_t)h.length)
+		return bad(why, whylen, -EBADMSG, "frame length %zu does not match header %u", n,
+			   h.length);
+	td = type_find(h.type);
+	memset(&m, 0, sizeof(m));
+	m.version = h.version;
+	m.type = h.type;
+	m.flags = h.flags;
+	m.id = h.id;
+	off = FCTL_PROTO_HDR_LEN;
+	while (off < n) {
+		const struct tlv_desc *d;
+		const uint8_t *v;
+		uint16_t t;
+		uint32_t len;
+
+		if (n - off < 6)
+			return bad(why, whylen, -EBADMSG, "truncated TLV header at offset %zu", off);
+		t = get16(buf + off);
+		len = get32(buf + off + 2);
+		off += 6;
+		if (len > n - off)
+			return bad(why, whylen, -EBADMSG, "TLV 0x%04x of %u bytes overruns the frame",
+				   t, len);
+		v = buf + off;
+		off += len;
+		if (t & FCTL_TLV_CONTAINER)
+			return bad(why, whylen, -EPROTO, "nested TLV 0x%04x not allowed", t);
+		d = tlv_find(t);
+		if (!d) {
+			if (t & FCTL_TLV_CRITICAL)
+				return bad(why, whylen, -EPROTO, "unknown critical TLV 0x%04x", t);
+			continue;
+		}
+		if (!(td->allowed & d->bit))
+			return bad(why, whylen, -EPROTO, "TLV %s not allowed in %s", d->name,
+				   td->name);
+		if (m.present & d->bit)
+			return bad(why, whylen, -EPROTO, "duplicate TLV %s", d->name);
+		m.present |= d->bit;
+		switch (d->kind) {
+		case K_U16:
+		case K_U32:
+		case K_U64:
+			if (len != d->max)
+				return bad(why, whylen, -EBADMSG, "TLV %s: %u bytes, expected %u",
+					   d->name, len, d->max);
+			break;
+		default:
+			if (len > d->max)
+				return bad(why, whylen, -EMSGSIZE, "TLV %s: %u bytes over the limit %u",
+					   d->name, len, d->max);
+		}
+		r = 0;
+		switch (t) {
+		case FCTL_TLV_VERSION_MIN:
+			m.version_min = get16(v);
+			break;
+		case FCTL_TLV_VERSION_MAX:
+			m.version_max = get16(v);
+			break;
+		case FCTL_TLV_HOST:
+			r = len ? set_str(m.host, v, len) : -EPROTO;
+			break;
+		case FCTL_TLV_PROFILE:
+			m.profile = v;
+			m.profile_len = len;
+			break;
+		case FCTL_TLV_PROFILE_NAME:
+			r = set_str(m.profile_name, v, len);
+			break;
+		case FCTL_TLV_OPTIONS:
+			m.options = get32(v);
+			if (m.options & ~(uint32_t)FCTL_OPT_ALL)
+				return bad(why, whylen, -EPROTO, "unknown option bits 0x%x",
+					   m.options & ~(uint32_t)FCTL_OPT_ALL);
+			break;
+		case FCTL_TLV_TO_VERSION:
+			m.to_version = get64(v);
+			break;
+		case FCTL_TLV_RESULT:
+			m.result = get32(v);
+			break;
+		case FCTL_TLV_ERROR:
+			m.error = (const char *)v;
+			m.error_len = len;
+			break;
+		case FCTL_TLV_OUTPUT:
+			m.output = v;
+			m.output_len = len;
+			break;
+		case FCTL_TLV_ROLE:
+			r = set_str(m.role, v, len);
+			break;
+		case FCTL_TLV_AGENT:
+			r = set_str(m.agent, v, len);
+			break;
+		}
+		if (r < 0)
+			return bad(why, whylen, r, "TLV %s: empty or contains NUL", d->name);
+	}
+	if ((m.present & td->required) != td->required)
+		return bad(why, whylen, -EPROTO, "%s without a required TLV", td->name);
+	if ((m.present & FCTL_HAS_VERSION_MIN) && (m.present & FCTL_HAS_VERSION_MAX) &&
+	    (!m.version_min || m.version_min > m.version_max))
+		return bad(why, whylen, -EPROTO, "version range %u..%u is empty", m.version_min,
+			   m.version_max);
+	*out = m;
+	return 0;
+}
+
+static int put_tlv(struct fctl_buf *b, uint16_t t, const void *v, size_t len)
+{
+	uint8_t h[6];
+
+	put16(h, t);
+	put32(h + 2, (uint32_t)len);
+	if (fctl_buf_append(b, h, sizeof(h)) < 0)
+		return -ENOMEM;
+	return len ? fctl_buf_append(b, v, len) : 0;
+}
+
+int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
+{
+	const struct type_desc *td = type_find(m->type);
+	struct fctl_buf b = { 0 };
+	size_t start;
+	int r = 0;
+
+	if (!td || m->flags || (m->present & ~td->allowed) ||
+	    (m->present & td->required) != td->required)
+		return -EINVAL;
+	if (fctl_buf_append(&b, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", FCTL_PROTO_HDR_LEN) < 0)
+		return -ENOMEM;
+	start = b.len;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(tlvs) && r == 0; i++) {
+		const struct tlv_desc *d = &tlvs[i];
+		uint8_t num[8];
+		const void *v = num;
+		size_t len = d->max;
+
+		if (!(m->present & d->bit))
+			continue;
+		switch (d->type) {
+		case FCTL_TLV_VERSION_MIN:
+			put16(num, m->version_min);
+			break;
+		case FCTL_TLV_VERSION_MAX:
+			put16(num, m->version_max);
+			break;
+		case FCTL_TLV_OPTIONS:
+			put32(num, m->options);
+			if (m->options & ~(uint32_t)FCTL_OPT_ALL)
+				r = -EINVAL;
+			break;
+		case FCTL_TLV_TO_VERSION:
+			put64(num, m->to_version);
+			break;
+		case FCTL_TLV_RESULT:
+			put32(num, m->result);
+			break;
+		case FCTL_TLV_HOST:
+			v = m->host;
+			len = strnlen(m->host, sizeof(m->host));
+			if (!len)
+				r = -EINVAL;
+			break;
+		case FCTL_TLV_PROFILE_NAME:
+			v = m->profile_name;
+			len = strnlen(m->profile_name, sizeof(m->profile_name));
+			break;
+		case FCTL_TLV_ROLE:
+			v = m->role;
+			len = strnlen(m->role, sizeof(m->role));
+			break;
+		case FCTL_TLV_AGENT:
+			v = m->agent;
+			len = strnlen(m->agent, sizeof(m->agent));
+			break;
+		case FCTL_TLV_PROFILE:
+			v = m->profile;
+			len = m->profile_len;
+			break;
+		case FCTL_TLV_ERROR:
+			v = m->error;
+			len = m->error_len;
+			break;
+		case FCTL_TLV_OUTPUT:
+			v = m->output;
+			len = m->output_len;
+			break;
+		}
+		if (r == 0 && len > d->max)
+			r = -EINVAL;
+		if (r == 0 && (d->kind == K_STR) && len > FCTL_PROTO_MAX_STR)
+			r = -EINVAL;
+		if (r == 0)
+			r = put_tlv(&b, d->type, v, len);
+	}
+	if (r == 0 && b.len > FCTL_PROTO_MAX_FRAME)
+		r = -EMSGSIZE;
+	if (r == 0 && b.oom)
+		r = -ENOMEM;
+	if (r == 0) {
+		uint8_t *h = (uint8_t *)b.data;
+
+		put32(h, FCTL_PROTO_MAGIC);
+		h[4] = FCTL_PROTO_VERSION;
+		h[5] = m->type;
+		put16(h + 6, m->flags);
+		put32(h + 8, m->id);
+		put32(h + 12, (uint32_t)(b.len - start));
+		r = fctl_buf_append(out, b.data, b.len) < 0 ? -ENOMEM : 0;
+	}
+	fctl_buf_release(&b);
+	return r;
+}
+
+int fctl_proto_negotiate(uint16_t peer_min, uint16_t peer_max)
+{
+	if (peer_min > peer_max || peer_min > FCTL_PROTO_VERSION || peer_max < 1)
+		return -EPROTONOSUPPORT;
+	return peer_max < FCTL_PROTO_VERSION ? peer_max : FCTL_PROTO_VERSION;
+}
