@@ -43,6 +43,7 @@ int cmd_history(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_evidence(int argc, char **argv);
 
 /* The audit log (cmd_audit.c): --audit-log, else $FCTL_AUDIT_LOG, else the default. */
 struct fctl_audit;

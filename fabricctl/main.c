@@ -154,6 +154,28 @@ static const struct cmd commands[] = {
 	  "audit.pub beside it unless --key/--pubkey say otherwise.\n"
 	  "\n"
 	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n" },
+	{ "evidence", cmd_evidence,
+	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]",
+	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
+	  "tar alone (docs/audit.md): MANIFEST.json, SHA256SUMS, a DSSE envelope over the\n"
+	  "manifest signed by every --sign key (two for dual control), in-toto v1\n"
+	  "statements (profile applies, key lifecycle, probe results), the audit log\n"
+	  "with its latest signed checkpoint and the slice of the window or change, key\n"
+	  "metadata (ids, check values, states, dates; no key material), the profiles\n"
+	  "the records name, VERIFY.md and verify.sh. The same inputs give the same bytes.\n"
+	  "The audit log must verify first.\n"
+	  "\n"
+	  "  --sign KEY        Ed25519 private key (PEM, 'audit keygen' makes one); repeatable\n"
+	  "  --since/--until T 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH\n"
+	  "  --change ID       only records of this change\n"
+	  "  --log PATH        the audit log (default $FCTL_AUDIT_LOG or\n"
+	  "                    /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --pubkey PATH     audit public key (default audit.pub beside the log)\n"
+	  "  --profile FILE    a profile file to include when the records name its digest\n"
+	  "                    (besides /var/lib/fabricctl/history, or --history DIR)\n"
+	  "  --operator NAME   who assembled the bundle (default: the local user)\n"
+	  "\n"
+	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n" },
 	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
 };

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID] */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fctl/evidence.h"
+
+enum {
+	O_OUT = 0x100,
+	O_SIGN,
+	O_SINCE,
+	O_UNTIL,
+	O_CHANGE,
+	O_LOG,
+	O_CPS,
+	O_PUB,
+	O_PROFILE,
+	O_HISTORY,
+	O_OPERATOR,
+	O_JSON,
+};
+
+static const struct option opts[] = {
+	{ "out", required_argument, NULL, O_OUT },
+	{ "sign", required_argument, NULL, O_SIGN },
+	{ "since", required_argument, NULL, O_SINCE },
+	{ "until", required_argument, NULL, O_UNTIL },
+	{ "change", required_argument, NULL, O_CHANGE },
+	{ "log", required_argument, NULL, O_LOG },
+	{ "checkpoints", required_argument, NULL, O_CPS },
+	{ "pubkey", required_argument, NULL, O_PUB },
+	{ "profile", required_argument, NULL, O_PROFILE },
+	{ "history", required_argument, NULL, O_HISTORY },
+	{ "operator", required_argument, NULL, O_OPERATOR },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int write_file(const char *path, const struct fctl_buf *b)
+{
+	char *tmp = NULL;
+	int fd, r = 0;
+
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (size_t off = 0; off < b->len;) {
+		ssize_t w = write(fd, b->data + off, b->len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+out:
+	free(tmp);
+	return r;
+}
+
+int cmd_evidence(int argc, char **argv)
+{
+	const char *signs[16], *profiles[256], *out = NULL, *log = NULL;
+	struct fctl_evidence_opts o = { .tool_version = FCTL_VERSION };
+	struct fctl_buf tar = { 0 };
+	char err[768] = "";
+	bool json = false;
+	int ch, r;
+
+	o.sign_keys = signs;
+	o.profiles = profiles;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_OUT: out = optarg; break;
+		case O_SINCE: o.since = optarg; break;
+		case O_UNTIL: o.until = optarg; break;
+		case O_CHANGE: o.change_id = optarg; break;
+		case O_LOG: log = optarg; break;
+		case O_CPS: o.checkpoint_path = optarg; break;
+		case O_PUB: o.pubkey_path = optarg; break;
+		case O_HISTORY: o.history_dir = optarg; break;
+		case O_OPERATOR: o.operator_name = optarg; break;
+		case O_JSON: json = true; break;
+		case O_SIGN:
+			if (o.n_sign_keys >= FCTL_ARRAY_SIZE(signs)) {
+				cli_err("evidence: at most %zu --sign keys", FCTL_ARRAY_SIZE(signs));
+				return EXIT_USAGE;
+			}
+			signs[o.n_sign_keys++] = optarg;
+			break;
+		case O_PROFILE:
+			if (o.n_profiles >= FCTL_ARRAY_SIZE(profiles)) {
+				cli_err("evidence: too many --profile files");
+				return EXIT_USAGE;
+			}
+			profiles[o.n_profiles++] = optarg;
+			break;
+		case 'h':
+			cli_usage_cmd("evidence");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_err("evidence: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!out || !o.n_sign_keys) {
+		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY");
+		return EXIT_USAGE;
+	}
+	o.log_path = cli_audit_log_path(log);
+	r = fctl_evidence_build(&o, &tar, err, sizeof(err));
+	if (r < 0) {
+		cli_err("evidence: %s", err[0] ? err : strerror(-r));
+		fctl_buf_release(&tar);
+		return r == -EBADMSG ? EXIT_INVALID : EXIT_USAGE;
+	}
+	r = write_file(out, &tar);
+	if (r < 0) {
+		cli_err("evidence: cannot write '%s': %s", out, strerror(-r));
+		fctl_buf_release(&tar);
+		return EXIT_USAGE;
+	}
+	if (json)
+		printf("{\"bundle\":\"%s\",\"bytes\":%zu,\"signatures\":%zu}\n", out, tar.len,
+		       o.n_sign_keys);
+	else
+		printf("wrote %s (%zu bytes, %zu signature%s); check it with: mkdir b && tar -xf %s "
+		       "-C b && (cd b && bash verify.sh)\n",
+		       out, tar.len, o.n_sign_keys, o.n_sign_keys == 1 ? "" : "s", out);
+	fctl_buf_release(&tar);
+	return EXIT_OK;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Evidence bundles for auditors (docs/audit.md): one deterministic tar (sorted
+ * entries, mtime 0, uid/gid 0, mode 0644) holding MANIFEST.json, SHA256SUMS, a DSSE
+ * envelope over the manifest with one or more Ed25519 signatures, in-toto v1
+ * statements, the audit log with its latest checkpoint and the slice of the window
+ * or change, key metadata (no key material), the profiles involved, VERIFY.md and
+ * verify.sh. The same inputs give the same bytes.
+ */
+#ifndef FCTL_EVIDENCE_H
+#define FCTL_EVIDENCE_H
+
+#include <stddef.h>
+
+#include "fctl/util.h"
+
+#define FCTL_EVIDENCE_PAYLOAD_TYPE "application/vnd.fabricctl.evidence-manifest+json"
+
+struct fctl_evidence_opts {
+	const char *log_path;        /* the audit log */
+	const char *checkpoint_path; /* NULL: LOG.checkpoints */
+	const char *pubkey_path;     /* audit public key; NULL: audit.pub beside the log */
+	const char *since, *until;   /* record times as fctl_audit_parse_time gives; NULL: open */
+	const char *change_id;       /* NULL: any */
+	const char *const *sign_keys; /* Ed25519 private keys (PEM); at least one */
+	size_t n_sign_keys;
+	const char *const *profiles;  /* profile files to look in, besides the history */
+	size_t n_profiles;
+	const char *history_dir;      /* NULL: /var/lib/fabricctl/history */
+	const char *operator_name;    /* NULL: the local user */
+	const char *tool_version;
+};
+
+/* One file of a tar. */
+struct fctl_evidence_file {
+	char *name;
+	char *data;
+	size_t len;
+};
+
+/* ustar bytes of files (sorted by name here), each mode 0644, mtime 0, owner root. */
+int fctl_evidence_tar(struct fctl_evidence_file *files, size_t n, struct fctl_buf *out);
+
+/* Builds the bundle into out. Returns 0, or a negative errno with the reason in err. */
+int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
+			size_t errlen);
+
+extern const char fctl_evidence_verify_sh[];
+extern const char fctl_evidence_verify_md[];
+
+#endif

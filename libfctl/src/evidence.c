@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: MIT
+/* Evidence bundles: the audit slice, statements, key metadata, profiles, all signed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "fctl/audit.h"
+#include "fctl/evidence.h"
+
+#define HISTORY_DIR "/var/lib/fabricctl/history"
+
+struct rec {
+	char *line;
+	size_t len;
+	uint64_t seq;
+	char *time, *action, *host, *change, *result, *key_state, *detail;
+	char *pname, *psha;
+	uint64_t pver;
+	bool has_profile;
+	char keyids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
+	size_t nk;
+	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
+	size_t nkcv;
+	bool in_slice;
+};
+
+struct prof {
+	char *name, *sha;
+	uint64_t version;
+	char *file; /* name in the bundle, NULL when not found */
+	struct fctl_buf data;
+};
+
+struct ev {
+	const struct fctl_evidence_opts *o;
+	char since[32], until[32];
+	struct rec *r;
+	size_t nr, capr;
+	struct fctl_evidence_file *f;
+	size_t nf, capf;
+	struct prof *p;
+	size_t np, capp;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct ev *e, int r, const char *fmt, ...) FCTL_PRINTF(3, 4);
+static int fail(struct ev *e, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->err, e->errlen, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static void sha256_hex(const void *p, size_t n, char out[65])
+{
+	uint8_t h[32];
+	unsigned int hl = 32;
+
+	if (EVP_Digest(p, n, h, &hl, EVP_sha256(), NULL) != 1)
+		abort();
+	fctl_audit_hex(h, 32, out);
+}
+
+/* takes ownership of data */
+static int add_file(struct ev *e, const char *name, struct fctl_buf *data)
+{
+	struct fctl_evidence_file *f;
+
+	if (data->oom)
+		return fail(e, -ENOMEM, "out of memory");
+	f = fctl_array_grow(&e->f, &e->nf, &e->capf, sizeof(*e->f));
+	if (!f || !(f->name = fctl_strdup(name)))
+		return fail(e, -ENOMEM, "out of memory");
+	f->len = data->len;
+	f->data = data->len ? fctl_buf_steal(data) : fctl_strdup("");
+	return f->data ? 0 : fail(e, -ENOMEM, "out of memory");
+}
+
+static int add_text(struct ev *e, const char *name, const char *text)
+{
+	struct fctl_buf b = { 0 };
+
+	fctl_buf_puts(&b, text);
+	return add_file(e, name, &b);
+}
+
+static int read_all(const char *path, struct fctl_buf *b)
+{
+	char chunk[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		fctl_buf_append(b, chunk, (size_t)n);
+	close(fd);
+	return n < 0 ? -EIO : b->oom ? -ENOMEM : 0;
+}
+
+/* ["aa","bb"] of hex strings */
+static size_t hex_array(const char *line, size_t len, const char *key, char (*out)[17],
+			size_t width)
+{
+	const char *v;
+	size_t vl, n = 0;
+
+	if (fctl_audit_field_raw(line, len, key, &v, &vl) < 0)
+		return 0;
+	for (size_t i = 0; i < vl && n < FCTL_AUDIT_MAX_KEYS; i++) {
+		size_t k = 0;
+
+		if (v[i] != '"')
+			continue;
+		for (i++; i < vl && v[i] != '"'; i++, k++)
+			if (k < width)
+				out[n][k] = v[i];
+		out[n][k < width ? k : width] = '\0';
+		n++;
+	}
+	return n;
+}
+
+static int collect(void *ctx, const char *line, size_t len)
+{
+	struct ev *e = ctx;
+	struct rec *r = fctl_array_grow(&e->r, &e->nr, &e->capr, sizeof(*e->r));
+	char *seq = NULL, *ver = NULL;
+	const char *pv;
+	size_t pl;
+
+	if (!r || !(r->line = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(r->line, line, len);
+	r->line[len] = '\0';
+	r->len = len;
+	fctl_audit_field(line, len, "seq", &seq);
+	fctl_parse_u64(seq ? seq : "0", &r->seq);
+	free(seq);
+	fctl_audit_field(line, len, "time", &r->time);
+	fctl_audit_field(line, len, "action", &r->action);
+	fctl_audit_field(line, len, "host", &r->host);
+	fctl_audit_field(line, len, "change", &r->change);
+	fctl_audit_field(line, len, "result", &r->result);
+	fctl_audit_field(line, len, "key_state", &r->key_state);
+	fctl_audit_field(line, len, "detail", &r->detail);
+	if (fctl_audit_field_raw(line, len, "profile", &pv, &pl) == 0) {
+		r->has_profile = true;
+		fctl_audit_field(pv, pl, "name", &r->pname);
+		fctl_audit_field(pv, pl, "sha256", &r->psha);
+		if (fctl_audit_field(pv, pl, "version", &ver) == 0)
+			fctl_parse_u64(ver, &r->pver);
+		free(ver);
+	}
+	{
+		char tmp[FCTL_AUDIT_MAX_KEYS][17];
+		size_t n = hex_array(line, len, "key_ids", tmp, FCTL_AUDIT_KEYID_LEN);
+
+		for (size_t i = 0; i < n; i++)
+			memcpy(r->keyids[i], tmp[i], sizeof(r->keyids[i]));
+		r->nk = n;
+		n = hex_array(line, len, "kcv", tmp, FCTL_AUDIT_KCV_LEN);
+		for (size_t i = 0; i < n; i++)
+			memcpy(r->kcvs[i], tmp[i], sizeof(r->kcvs[i]));
+		r->nkcv = n;
+	}
+	r->in_slice = true;
+	if (e->since[0] && (!r->time || strcmp(r->time, e->since) < 0))
+		r->in_slice = false;
+	if (e->until[0] && (!r->time || strcmp(r->time, e->until) > 0))
+		r->in_slice = false;
+	if (e->o->change_id && (!r->change || strcmp(r->change, e->o->change_id) != 0))
+		r->in_slice = false;
+	return 0;
+}
+
+static void rec_release(struct rec *r)
+{
+	free(r->line);
+	free(r->time);
+	free(r->action);
+	free(r->host);
+	free(r->change);
+	free(r->result);
+	free(r->key_state);
+	free(r->detail);
+	free(r->pname);
+	free(r->psha);
+}
+
+/* safe file name part */
+static void slug(const char *s, char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (; s && *s && k + 1 < len; s++)
+		out[k++] = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+					   (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' ||
+					   *s == '.'
+				   ? *s
+				   : '_';
+	out[k] = '\0';
+	if (!k)
+		snprintf(out, len, "unnamed");
+}
+
+/* Looks for a file with this digest: the history, then the --profile files. */
+static int find_profile(struct ev *e, struct prof *p)
+{
+	const char *hist = e->o->history_dir ? e->o->history_dir : HISTORY_DIR;
+	DIR *d = opendir(hist);
+	struct dirent *de;
+	char **cands = NULL;
+	size_t nc = 0, capc = 0;
+	int r = 0;
+
+	/* sorted candidates, so the choice never depends on directory order */
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char **slot;
+
+		if (l < 6 || strcmp(de->d_name + l - 5, ".yaml") != 0)
+			continue;
+		slot = fctl_array_grow(&cands, &nc, &capc, sizeof(*cands));
+		if (!slot || asprintf(slot, "%s/%s", hist, de->d_name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+	for (size_t i = 0; r == 0 && i < e->o->n_profiles; i++) {
+		char **slot = fctl_array_grow(&cands, &nc, &capc, sizeof(*cands));
+
+		if (!slot || !(*slot = fctl_strdup(e->o->profiles[i])))
+			r = -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < nc; i++) {
+		struct fctl_buf b = { 0 };
+		char hex[65];
+
+		if (read_all(cands[i], &b) < 0) {
+			fctl_buf_release(&b);
+			continue;
+		}
+		sha256_hex(b.data ? b.data : "", b.len, hex);
+		if (strcmp(hex, p->sha) == 0) {
+			char nm[160], file[256];
+
+			slug(p->name, nm, sizeof(nm));
+			snprintf(file, sizeof(file), "profiles/%s-v%" PRIu64 ".yaml", nm, p->version);
+			p->file = fctl_strdup(file);
+			p->data = b;
+			break;
+		}
+		fctl_buf_release(&b);
+	}
+	for (size_t i = 0; i < nc; i++)
+		free(cands[i]);
+	free(cands);
+	return r;
+}
+
+static struct prof *profile_of(struct ev *e, const struct rec *r)
+{
+	for (size_t i = 0; i < e->np; i++)
+		if (strcmp(e->p[i].sha, r->psha) == 0)
+			return &e->p[i];
+	return NULL;
+}
+
+static void json_kv(struct fctl_buf *b, const char *key, const char *v, bool comma)
+{
+	fctl_buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+	fctl_buf_json_str(b, v);
+}
+
+static void record_subject(struct fctl_buf *b, const struct rec *r)
+{
+	char hex[65];
+
+	sha256_hex(r->line, r->len, hex);
+	fctl_buf_printf(b, "{\"name\":\"audit/log.jsonl#seq=%" PRIu64
+			   "\",\"digest\":{\"sha256\":\"%s\"}}",
+			r->seq, hex);
+}
+
+static void common_predicate(struct fctl_buf *b, const struct rec *r)
+{
+	json_kv(b, "action", r->action, false);
+	json_kv(b, "result", r->result, true);
+	json_kv(b, "time", r->time, true);
+	json_kv(b, "host", r->host, true);
+	json_kv(b, "change", r->change, true);
+	fctl_buf_printf(b, ",\"audit_seq\":%" PRIu64 ",\"audit_record\":", r->seq);
+	fctl_buf_append(b, r->line, r->len); /* the record itself, verbatim */
+}
+
+static int statements(struct ev *e)
+{
+	for (size_t i = 0; i < e->nr; i++) {
+		const struct rec *r = &e->r[i];
+		struct fctl_buf b = { 0 };
+		char name[128];
+		const char *kind;
+		int rc;
+
+		if (!r->in_slice || !r->action)
+			continue;
+		fctl_buf_puts(&b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
+		if (r->has_profile && r->psha &&
+		    (!strcmp(r->action, "apply") || !strcmp(r->action, "rollback") ||
+		     !strcmp(r->action, "recover"))) {
+			const struct prof *p = profile_of(e, r);
+
+			kind = "profile-apply";
+			if (p && p->file) {
+				fctl_buf_printf(&b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}},",
+						p->file, r->psha);
+			} else {
+				fctl_buf_puts(&b, "{\"name\":");
+				{
+					char pn[200];
+
+					snprintf(pn, sizeof(pn), "profile:%s@v%" PRIu64,
+						 r->pname ? r->pname : "?", r->pver);
+					fctl_buf_json_str(&b, pn);
+				}
+				fctl_buf_printf(&b, ",\"digest\":{\"sha256\":\"%s\"}},", r->psha);
+			}
+			record_subject(&b, r);
+			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
+					  "profile-apply/v1\",\"predicate\":{");
+			common_predicate(&b, r);
+			fctl_buf_puts(&b, ",\"profile\":{");
+			json_kv(&b, "name", r->pname, false);
+			fctl_buf_printf(&b, ",\"version\":%" PRIu64 ",\"sha256\":\"%s\"}", r->pver,
+					r->psha);
+			fctl_buf_puts(&b, "}}\n");
+		} else if (!strncmp(r->action, "key-", 4)) {
+			kind = "key-lifecycle";
+			record_subject(&b, r);
+			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
+					  "key-lifecycle/v1\",\"predicate\":{");
+			common_predicate(&b, r);
+			json_kv(&b, "key_state", r->key_state, true);
+			fctl_buf_puts(&b, ",\"key_ids\":[");
+			for (size_t k = 0; k < r->nk; k++)
+				fctl_buf_printf(&b, "%s\"%s\"", k ? "," : "", r->keyids[k]);
+			fctl_buf_puts(&b, "],\"kcv\":[");
+			for (size_t k = 0; k < r->nkcv; k++)
+				fctl_buf_printf(&b, "%s\"%s\"", k ? "," : "", r->kcvs[k]);
+			fctl_buf_puts(&b, "]}}\n");
+		} else if (!strcmp(r->action, "probe")) {
+			bool passed = r->result && (!strcmp(r->result, "pass") ||
+						    !strcmp(r->result, "passed") ||
+						    !strcmp(r->result, "ok"));
+			const struct prof *p = r->psha ? profile_of(e, r) : NULL;
+
+			kind = "probe";
+			record_subject(&b, r);
+			fctl_buf_printf(&b,
+					"],\"predicateType\":\"https://in-toto.io/attestation/"
+					"test-result/v0.1\",\"predicate\":{\"result\":\"%s\","
+					"\"configuration\":[",
+					passed ? "PASSED" : "FAILED");
+			if (p && p->file)
+				fctl_buf_printf(&b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}}",
+						p->file, r->psha);
+			fctl_buf_printf(&b, "],\"%s\":[", passed ? "passedTests" : "failedTests");
+			fctl_buf_json_str(&b, r->detail ? r->detail : r->action);
+			fctl_buf_printf(&b, "],\"%s\":[],\"warnedTests\":[],", passed ? "failedTests"
+										     : "passedTests");
+			common_predicate(&b, r);
+			fctl_buf_puts(&b, "}}\n");
+		} else {
+			fctl_buf_release(&b);
+			continue;
+		}
+		snprintf(name, sizeof(name), "attestations/%08" PRIu64 "-%s.json", r->seq, kind);
+		rc = add_file(e, name, &b);
+		fctl_buf_release(&b);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int cmp_keyid(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void key_event(struct fctl_buf *b, const struct rec *r, const char *kcv, bool comma)
+{
+	fctl_buf_printf(b, "%s{\"seq\":%" PRIu64, comma ? "," : "", r->seq);
+	json_kv(b, "time", r->time, true);
+	json_kv(b, "action", r->action, true);
+	json_kv(b, "state", r->key_state, true);
+	json_kv(b, "result", r->result, true);
+	json_kv(b, "host", r->host, true);
+	json_kv(b, "kcv", kcv, true);
+	fctl_buf_putc(b, '}');
+}
+
+static int key_metadata(struct ev *e)
+{
+	const char **ids = NULL;
+	size_t nids = 0, capids = 0;
+	struct fctl_buf b = { 0 };
+	int r;
+
+	for (size_t i = 0; i < e->nr; i++) {
+		for (size_t k = 0; e->r[i].in_slice && k < e->r[i].nk; k++) {
+			bool seen = false;
+			const char **slot;
+
+			for (size_t j = 0; j < nids && !seen; j++)
+				seen = !strcmp(ids[j], e->r[i].keyids[k]);
+			if (seen)
+				continue;
+			slot = fctl_array_grow(&ids, &nids, &capids, sizeof(*ids));
+			if (!slot) {
+				free(ids);
+				return fail(e, -ENOMEM, "out of memory");
+			}
+			*slot = e->r[i].keyids[k];
+		}
+	}
+	if (nids)
+		qsort(ids, nids, sizeof(*ids), cmp_keyid);
+	fctl_buf_puts(&b, "{\"note\":\"key ids (first 8 bytes of the key-id hash), key check "
+			  "values (3 bytes), states and dates; never key material\",\"keys\":[");
+	for (size_t j = 0; j < nids; j++) {
+		bool first = true;
+
+		fctl_buf_printf(&b, "%s{\"key_id\":\"%s\",\"events\":[", j ? "," : "", ids[j]);
+		for (size_t i = 0; i < e->nr; i++) {
+			const struct rec *rc = &e->r[i];
+
+			for (size_t k = 0; rc->in_slice && k < rc->nk; k++) {
+				if (strcmp(rc->keyids[k], ids[j]) != 0)
+					continue;
+				key_event(&b, rc, rc->nkcv == rc->nk ? rc->kcvs[k] : NULL, !first);
+				first = false;
+			}
+		}
+		fctl_buf_puts(&b, "]}");
+	}
+	fctl_buf_puts(&b, "],\"check_values_without_key_id\":[");
+	{
+		bool first = true;
+
+		for (size_t i = 0; i < e->nr; i++) {
+			const struct rec *rc = &e->r[i];
+
+			if (!rc->in_slice || rc->nk || !rc->nkcv)
+				continue;
+			for (size_t k = 0; k < rc->nkcv; k++) {
+				key_event(&b, rc, rc->kcvs[k], !first);
+				first = false;
+			}
+		}
+	}
+	fctl_buf_puts(&b, "]}\n");
+	free(ids);
+	r = add_file(e, "keys/kms-metadata.json", &b);
+	fctl_buf_release(&b);
+	return r;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int manifest(struct ev *e, const char *const *signer_ids, size_t nsig, uint64_t cpsize,
+		    const char *cproot, struct fctl_buf *m)
+{
+	const char **hosts = NULL;
+	size_t nh = 0, caph = 0, nslice = 0;
+	const char *op = e->o->operator_name;
+	struct passwd *pw;
+	uint64_t first = 0, last = 0;
+
+	if (!op)
+		op = (pw = getpwuid(getuid())) ? pw->pw_name : "unknown";
+	for (size_t i = 0; i < e->nr; i++) {
+		const struct rec *r = &e->r[i];
+		bool seen = false;
+
+		if (!r->in_slice)
+			continue;
+		if (!nslice++)
+			first = r->seq;
+		last = r->seq;
+		if (!r->host)
+			continue;
+		for (size_t j = 0; j < nh && !seen; j++)
+			seen = !strcmp(hosts[j], r->host);
+		if (!seen) {
+			const char **slot = fctl_array_grow(&hosts, &nh, &caph, sizeof(*hosts));
+
+			if (!slot) {
+				free(hosts);
+				return fail(e, -ENOMEM, "out of memory");
+			}
+			*slot = r->host;
+		}
+	}
+	if (nh)
+		qsort(hosts, nh, sizeof(*hosts), cmp_str);
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 1,\n"
+			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
+	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
+	fctl_buf_puts(m, "},\n  \"operator\": ");
+	fctl_buf_json_str(m, op);
+	fctl_buf_puts(m, ",\n  \"change_id\": ");
+	fctl_buf_json_str(m, e->o->change_id);
+	fctl_buf_puts(m, ",\n  \"window\": {\"since\": ");
+	fctl_buf_json_str(m, e->since[0] ? e->since : NULL);
+	fctl_buf_puts(m, ", \"until\": ");
+	fctl_buf_json_str(m, e->until[0] ? e->until : NULL);
+	fctl_buf_puts(m, "},\n  \"hosts\": [");
+	for (size_t j = 0; j < nh; j++) {
+		fctl_buf_puts(m, j ? ", " : "");
+		fctl_buf_json_str(m, hosts[j]);
+	}
+	free(hosts);
+	fctl_buf_printf(m, "],\n  \"audit\": {\"records\": %zu, \"slice_records\": %zu, "
+			   "\"slice_first_seq\": %" PRIu64 ", \"slice_last_seq\": %" PRIu64
+			   ", \"checkpoint_size\": %" PRIu64 ", \"checkpoint_root\": \"%s\"},\n",
+			e->nr, nslice, first, last, cpsize, cproot);
+	fctl_buf_puts(m, "  \"profiles\": [");
+	for (size_t j = 0; j < e->np; j++) {
+		fctl_buf_puts(m, j ? ",\n    {\"name\": " : "\n    {\"name\": ");
+		fctl_buf_json_str(m, e->p[j].name);
+		fctl_buf_printf(m, ", \"version\": %" PRIu64 ", \"sha256\": \"%s\", \"file\": ",
+				e->p[j].version, e->p[j].sha);
+		fctl_buf_json_str(m, e->p[j].file);
+		fctl_buf_putc(m, '}');
+	}
+	fctl_buf_puts(m, e->np ? "\n  ],\n  \"signers\": [" : "],\n  \"signers\": [");
+	for (size_t j = 0; j < nsig; j++)
+		fctl_buf_printf(m, "%s{\"keyid\": \"%s\", \"public_key\": \"keys/signers/signer-%zu.pub\"}",
+				j ? ", " : "", signer_ids[j], j + 1);
+	fctl_buf_puts(m, "],\n  \"files\": [");
+	for (size_t j = 0; j < e->nf; j++) {
+		char hex[65];
+
+		sha256_hex(e->f[j].data, e->f[j].len, hex);
+		fctl_buf_printf(m, "%s\n    {\"name\": ", j ? "," : "");
+		fctl_buf_json_str(m, e->f[j].name);
+		fctl_buf_printf(m, ", \"size\": %zu, \"sha256\": \"%s\"}", e->f[j].len, hex);
+	}
+	fctl_buf_puts(m, "\n  ]\n}\n");
+	return m->oom ? fail(e, -ENOMEM, "out of memory") : 0;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	const struct fctl_evidence_file *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* Ed25519 SubjectPublicKeyInfo (DER) = this prefix + the 32-byte key */
+static const uint8_t spki_prefix[12] = { 0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+					 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00 };
+
+int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
+			size_t errlen)
+{
+	struct ev e = { .o = o, .err = err, .errlen = errlen };
+	struct fctl_audit_report rep = { 0 };
+	struct fctl_buf b = { 0 }, m = { 0 }, pae = { 0 };
+	char *cps = NULL, *pub = NULL, cproot[65] = "";
+	char signer_ids[16][65];
+	const char *ids[16];
+	uint64_t cpsize = 0;
+	int r;
+
+	if (!o->n_sign_keys || o->n_sign_keys > 16) {
+		r = fail(&e, -EINVAL, "give one to sixteen --sign keys");
+		goto out;
+	}
+	if (asprintf(&cps, "%s.checkpoints", o->log_path) < 0) {
+		cps = NULL;
+		r = fail(&e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (o->pubkey_path) {
+		pub = fctl_strdup(o->pubkey_path);
+	} else {
+		const char *slash = strrchr(o->log_path, '/');
+
+		if (asprintf(&pub, "%.*saudit.pub", slash ? (int)(slash - o->log_path + 1) : 0,
+			     o->log_path) < 0)
+			pub = NULL;
+	}
+	if (!pub) {
+		r = fail(&e, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((o->since && fctl_audit_parse_time(o->since, e.since) < 0) ||
+	    (o->until && fctl_audit_parse_time(o->until, e.until) < 0)) {
+		r = fail(&e, -EINVAL, "times are 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
+		goto out;
+	}
+	if (o->until && !strchr(o->until, 'T') && o->until[0] != '@')
+		memcpy(e.until + 11, "23:59:59.999999Z", 17);
+
+	/* 1. the log must verify before anything is said about it */
+	r = fctl_audit_verify(o->log_path, o->checkpoint_path ? o->checkpoint_path : cps, pub, &rep);
+	if (r < 0 || rep.n_errors) {
+		size_t k = 0;
+
+		while (k < rep.n && rep.f[k].kind <= FCTL_AUDIT_WARNING)
+			k++;
+		r = fail(&e, r < 0 ? r : -EBADMSG, "the audit log does not verify: %s",
+			 r < 0 ? strerror(-r) : k < rep.n ? rep.f[k].msg : "see 'fabricctl audit verify'");
+		goto out;
+	}
+	r = fctl_audit_read(o->log_path, collect, &e);
+	if (r < 0) {
+		r = fail(&e, r, "cannot read the audit log: %s", strerror(-r));
+		goto out;
+	}
+	r = fctl_audit_latest_checkpoint(o->checkpoint_path ? o->checkpoint_path : cps, &b, &cpsize);
+	if (r < 0) {
+		r = fail(&e, r, "no signed checkpoint to include");
+		goto out;
+	}
+	{
+		/* the root, base64, is the third line of the note */
+		const char *l3 = strchr(b.data, '\n');
+
+		l3 = l3 ? strchr(l3 + 1, '\n') : NULL;
+		if (l3)
+			snprintf(cproot, sizeof(cproot), "%.*s", (int)strcspn(l3 + 1, "\n"), l3 + 1);
+	}
+	if ((r = add_file(&e, "audit/checkpoint.txt", &b)) < 0)
+		goto out;
+	fctl_buf_release(&b);
+	if ((r = read_all(pub, &b)) < 0) {
+		r = fail(&e, r, "cannot read '%s': %s", pub, strerror(-r));
+		goto out;
+	}
+	if ((r = add_file(&e, "audit/audit.pub", &b)) < 0)
+		goto out;
+	fctl_buf_release(&b);
+
+	/* 2. the log, the slice, the profiles the slice names */
+	for (size_t i = 0; i < e.nr; i++) {
+		fctl_buf_append(&b, e.r[i].line, e.r[i].len);
+		fctl_buf_putc(&b, '\n');
+	}
+	if ((r = add_file(&e, "audit/log.jsonl", &b)) < 0)
+		goto out;
+	fctl_buf_release(&b);
+	for (size_t i = 0; i < e.nr; i++) {
+		struct rec *rc = &e.r[i];
+
+		if (!rc->in_slice)
+			continue;
+		fctl_buf_append(&b, rc->line, rc->len);
+		fctl_buf_putc(&b, '\n');
+		if (rc->has_profile && rc->psha && !profile_of(&e, rc)) {
+			struct prof *p = fctl_array_grow(&e.p, &e.np, &e.capp, sizeof(*e.p));
+
+			if (!p || !(p->sha = fctl_strdup(rc->psha)) ||
+			    !(p->name = fctl_strdup(rc->pname ? rc->pname : "unnamed"))) {
+				r = fail(&e, -ENOMEM, "out of memory");
+				goto out;
+			}
+			p->version = rc->pver;
+			if ((r = find_profile(&e, p)) < 0)
+				goto out;
+		}
+	}
+	if ((r = add_file(&e, "audit/slice.jsonl", &b)) < 0)
+		goto out;
+	fctl_buf_release(&b);
+	for (size_t i = 0; i < e.np; i++) {
+		bool dup = false;
+
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = e.p[j].file && e.p[i].file && !strcmp(e.p[j].file, e.p[i].file);
+		if (dup) { /* same name and version, other bytes: keep both apart */
+			char *f = NULL;
+
+			if (asprintf(&f, "profiles/%.16s-%s", e.p[i].sha, e.p[i].file + 9) < 0) {
+				r = fail(&e, -ENOMEM, "out of memory");
+				goto out;
+			}
+			free(e.p[i].file);
+			e.p[i].file = f;
+		}
+		if (e.p[i].file && (r = add_file(&e, e.p[i].file, &e.p[i].data)) < 0)
+			goto out;
+	}
+	if ((r = statements(&e)) < 0 || (r = key_metadata(&e)) < 0)
+		goto out;
+	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
+	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
+		goto out;
+
+	/* 3. signers' public keys */
+	for (size_t k = 0; k < o->n_sign_keys; k++) {
+		uint8_t der[44], sig[64];
+		char name[64];
+
+		r = fctl_audit_ed25519_sign(o->sign_keys[k], "", 0, sig, der + 12, err, errlen);
+		if (r < 0)
+			goto out;
+		memcpy(der, spki_prefix, sizeof(spki_prefix));
+		sha256_hex(der, sizeof(der), signer_ids[k]);
+		ids[k] = signer_ids[k];
+		for (size_t j = 0; j < k; j++) {
+			if (!strcmp(signer_ids[j], signer_ids[k])) {
+				r = fail(&e, -EINVAL, "--sign '%s' is the same key as '%s'",
+					 o->sign_keys[k], o->sign_keys[j]);
+				goto out;
+			}
+		}
+		fctl_buf_puts(&b, "-----BEGIN PUBLIC KEY-----\n");
+		fctl_audit_b64_encode(der, sizeof(der), &b);
+		fctl_buf_puts(&b, "\n-----END PUBLIC KEY-----\n");
+		snprintf(name, sizeof(name), "keys/signers/signer-%zu.pub", k + 1);
+		if ((r = add_file(&e, name, &b)) < 0)
+			goto out;
+		fctl_buf_release(&b);
+	}
+
+	/* 4. MANIFEST.json over every file so far, SHA256SUMS, the DSSE envelope */
+	qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
+	if ((r = manifest(&e, ids, o->n_sign_keys, cpsize, cproot, &m)) < 0)
+		goto out;
+	fctl_buf_printf(&pae, "DSSEv1 %zu %s %zu ", strlen(FCTL_EVIDENCE_PAYLOAD_TYPE),
+			FCTL_EVIDENCE_PAYLOAD_TYPE, m.len);
+	fctl_buf_append(&pae, m.data, m.len);
+	fctl_buf_puts(&b, "{\"payloadType\":\"" FCTL_EVIDENCE_PAYLOAD_TYPE "\",\"payload\":\"");
+	fctl_audit_b64_encode(m.data, m.len, &b);
+	fctl_buf_puts(&b, "\",\"signatures\":[");
+	for (size_t k = 0; k < o->n_sign_keys; k++) {
+		uint8_t sig[64];
+
+		r = fctl_audit_ed25519_sign(o->sign_keys[k], pae.data, pae.len, sig, NULL, err, errlen);
+		if (r < 0)
+			goto out;
+		fctl_buf_printf(&b, "%s{\"keyid\":\"%s\",\"sig\":\"", k ? "," : "", signer_ids[k]);
+		fctl_audit_b64_encode(sig, sizeof(sig), &b);
+		fctl_buf_puts(&b, "\"}");
+	}
+	fctl_buf_puts(&b, "]}\n");
+	{
+		struct fctl_buf sums = { 0 }, mcopy = { 0 };
+
+		fctl_buf_append(&mcopy, m.data, m.len);
+		if ((r = add_file(&e, "MANIFEST.json", &mcopy)) < 0)
+			goto out;
+		qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
+		for (size_t j = 0; j < e.nf; j++) {
+			char hex[65];
+
+			sha256_hex(e.f[j].data, e.f[j].len, hex);
+			fctl_buf_printf(&sums, "%s  %s\n", hex, e.f[j].name);
+		}
+		if ((r = add_file(&e, "SHA256SUMS", &sums)) < 0)
+			goto out;
+	}
+	if ((r = add_file(&e, "MANIFEST.dsse.json", &b)) < 0)
+		goto out;
+	r = fctl_evidence_tar(e.f, e.nf, out);
+	if (r < 0)
+		fail(&e, r, "cannot write the tar: %s", strerror(-r));
+out:
+	fctl_audit_report_release(&rep);
+	fctl_buf_release(&b);
+	fctl_buf_release(&m);
+	fctl_buf_release(&pae);
+	for (size_t i = 0; i < e.nr; i++)
+		rec_release(&e.r[i]);
+	free(e.r);
+	for (size_t i = 0; i < e.nf; i++) {
+		free(e.f[i].name);
+		free(e.f[i].data);
+	}
+	free(e.f);
+	for (size_t i = 0; i < e.np; i++) {
+		free(e.p[i].name);
+		free(e.p[i].sha);
+		free(e.p[i].file);
+		fctl_buf_release(&e.p[i].data);
+	}
+	free(e.p);
+	free(cps);
+	free(pub);
+	return r;
+}
