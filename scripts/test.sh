@@ -73,6 +73,7 @@ export ROOT JOBS
 suite build 1200 bash -c 'build build'
 if want unit; then
 	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
+	suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
