@@ -80,7 +80,7 @@ int fctl_rdma_qpinfo_format(const struct fctl_rdma_qpinfo *q, char out[FCTL_RDMA
 	return 0;
 }
 
-/* Exactly n hex digits, then sep. */
+/* Exactly n lowercase hex digits, then sep (none when sep is NUL). */
 static int hex_field(const char **s, unsigned n, char sep, uint64_t *v)
 {
 	uint64_t x = 0;
@@ -93,7 +93,7 @@ static int hex_field(const char **s, unsigned n, char sep, uint64_t *v)
 			return -EINVAL;
 		x = x << 4 | (uint64_t)d;
 	}
-	if ((*s)[n] != sep)
+	if (sep && (*s)[n] != sep)
 		return -EINVAL;
 	*s += n + (sep ? 1 : 0);
 	*v = x;
@@ -112,7 +112,7 @@ int fctl_rdma_qpinfo_parse(const char *s, struct fctl_rdma_qpinfo *out)
 		if (hex_field(&s, widths[i], ':', &v[i]) < 0)
 			return -EINVAL;
 	for (int i = 0; i < 16; i++) {
-		if (hex_field(&s, 2, i == 15 ? ':' : (char)s[2], &g) < 0)
+		if (hex_field(&s, 2, i == 15 ? ':' : '\0', &g) < 0)
 			return -EINVAL;
 		q.gid[i] = (uint8_t)g;
 	}
