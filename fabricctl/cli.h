@@ -50,6 +50,21 @@ struct fctl_audit;
 const char *cli_audit_log_path(const char *opt);
 /* Opens the log with the key beside it; reports failures loudly. Negative errno. */
 int cli_audit_open(const char *log_opt, struct fctl_audit **out);
+/* The same, creating the checkpoint key pair beside the log on first use. */
+int cli_audit_open_default(const char *log_opt, struct fctl_audit **out);
+/* What a state-changing command records. */
+struct fctl_plan;
+struct cli_audit_event {
+	const char *action, *result, *host, *change_id, *error, *detail;
+	const struct fctl_profile *p;  /* name, version, SHA-256 */
+	const struct fctl_plan *plan;  /* key ids of the SAs it installs */
+	bool has_counts;
+	uint64_t ops, writes;
+};
+/* Appends and syncs one record; on failure says so loudly on stderr. Negative errno. */
+int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev);
+/* Closes (writing the closing checkpoint); reports a failure. Accepts NULL. */
+int cli_audit_close(struct fctl_audit *a);
 
 /* Shared by commands (cli.c). */
 extern const char *prog_name;

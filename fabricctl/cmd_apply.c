@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fctl/audit.h"
 #include "fctl/engine.h"
 #include "fctl/plan.h"
 
@@ -16,6 +17,8 @@ struct common {
 	struct fctl_engine_opts eo;
 	bool json;
 	bool quiet;
+	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
+	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
 };
 
 enum {
@@ -27,6 +30,8 @@ enum {
 	OPT_DRY_RUN,
 	OPT_OFFLINE,
 	OPT_FROM,
+	OPT_AUDIT_LOG,
+	OPT_CHANGE,
 };
 
 static const struct option common_opts[] = {
@@ -36,6 +41,8 @@ static const struct option common_opts[] = {
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "change", required_argument, NULL, OPT_CHANGE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -73,6 +80,12 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			break;
 		case OPT_DRY_RUN:
 			c->eo.dry_run = true;
+			break;
+		case OPT_AUDIT_LOG:
+			c->audit_log = optarg;
+			break;
+		case OPT_CHANGE:
+			c->change_id = optarg;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -136,13 +149,60 @@ static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
 	fctl_buf_puts(o, "}\n");
 }
 
+/* Audit policy (docs/audit.md): a change is never made unaudited. The log is opened
+ * before anything is changed; if it cannot be, the command is refused (exit 2, nothing
+ * changed). If the record cannot be written after the change, the command says so
+ * loudly and exits 2 although the host was changed (3 stays 3). */
+static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common *c,
+			const struct fctl_profile *p, const struct fctl_apply_result *res,
+			const char *result, int *rc)
+{
+	struct cli_audit_event ev = {
+		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
+	};
+
+	if (!audit)
+		return;
+	if (res->recovered) {
+		ev.action = "recover";
+		ev.result = "recovered";
+		ev.detail = "an interrupted apply was rolled back before this one";
+		ev.p = NULL;
+		ev.plan = NULL;
+		if (cli_audit_record(audit, &ev) < 0 && *rc == EXIT_OK)
+			*rc = EXIT_USAGE;
+		ev.detail = NULL;
+		ev.p = p;
+		ev.plan = res->plan;
+	}
+	ev.action = cmd;
+	ev.result = result;
+	ev.error = res->error;
+	ev.has_counts = true;
+	ev.ops = res->ops_done;
+	ev.writes = res->writes;
+	if (cli_audit_record(audit, &ev) < 0) {
+		if (*rc == EXIT_OK && strcmp(result, "unchanged") != 0)
+			cli_err("%s: the host WAS changed, but no audit record says so", cmd);
+		if (*rc == EXIT_OK)
+			*rc = EXIT_USAGE;
+	}
+}
+
 static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
+	struct fctl_audit *audit = NULL;
 	const char *result;
 	int r, rc;
 
+	if (!c->eo.dry_run && cli_audit_open_default(c->audit_log, &audit) < 0) {
+		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
+			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
+			cmd);
+		return EXIT_USAGE;
+	}
 	if (!c->json && !c->quiet && isatty(fileno(stderr)))
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
@@ -152,6 +212,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 			result_json(&out, p, &res, "refused");
 			cli_write(stdout, &out);
 		}
+		audit_apply(audit, cmd, c, p, &res, "refused", &rc);
 		goto out;
 	}
 	if (r == 0)
@@ -196,7 +257,11 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 			cli_err("warning: %s", res.error);
 		rc = EXIT_OK;
 	}
+	if (!c->eo.dry_run)
+		audit_apply(audit, cmd, c, p, &res, result, &rc);
 out:
+	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
+		rc = EXIT_USAGE;
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
 	return rc;
@@ -265,7 +330,19 @@ int cmd_recover(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	struct fctl_audit *audit = NULL;
+
+	if (cli_audit_open_default(c.audit_log, &audit) < 0)
+		cli_err("recover: continuing WITHOUT an audit record: restoring the host comes first");
 	r = fctl_engine_recover(&c.eo, &res);
+	if (audit && r != 0) {
+		struct cli_audit_event ev = { .action = "recover", .host = res.host,
+					      .change_id = c.change_id, .error = res.error,
+					      .result = r == 1 ? "recovered" : "failed" };
+
+		cli_audit_record(audit, &ev);
+	}
+	cli_audit_close(audit);
 	if (c.json)
 		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s}\n",
 		       res.host, r == 1 ? "true" : "false", res.rolled_back ? "true" : "false",
@@ -349,6 +426,18 @@ int cmd_diff_live(int argc, char **argv)
 	if (r < 0) {
 		rc = EXIT_USAGE;
 		goto out;
+	}
+	if (r > 0) { /* drift is recorded; a read command does not fail for the log */
+		struct fctl_audit *audit = NULL;
+		char detail[64];
+		struct cli_audit_event ev = { .action = "drift", .result = "found", .host = want->host,
+					      .change_id = c.change_id, .p = p, .detail = detail };
+
+		snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", r,
+			 r == 1 ? "" : "s", r == 1 ? "s" : "");
+		if (cli_audit_open_default(c.audit_log, &audit) == 0)
+			cli_audit_record(audit, &ev);
+		cli_audit_close(audit);
 	}
 	if (c.json) {
 		fctl_buf_puts(&out, "{\"host\":");

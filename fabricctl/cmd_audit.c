@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "fctl/audit.h"
+#include "fctl/plan.h"
 
 const char *cli_audit_log_path(const char *opt)
 {
@@ -472,4 +473,94 @@ int cmd_audit(int argc, char **argv)
 	cli_err("audit: unknown subcommand '%s' (keygen, verify, show, append, checkpoint, rotate)",
 		sub);
 	return EXIT_USAGE;
+}
+
+/* --- records of state-changing commands (apply, rollback, recover, drift) --- */
+
+int cli_audit_open_default(const char *log_opt, struct fctl_audit **out)
+{
+	const char *log = cli_audit_log_path(log_opt);
+	char *key = beside(log, "audit.key"), *dir = beside(log, ""), err[512] = "";
+
+	/* first use: make the checkpoint key pair beside the log */
+	if (key && dir && access(key, F_OK) != 0) {
+		char *d = fctl_strdup(dir);
+
+		if (d && strlen(d) > 1)
+			d[strlen(d) - 1] = '\0'; /* no trailing slash */
+		if (d && (mkdir(d, 0750) == 0 || errno == EEXIST) &&
+		    fctl_audit_keygen(*d ? d : ".", err, sizeof(err)) == 0)
+			cli_err("audit: created the checkpoint key pair %saudit.key and audit.pub; keep a "
+				"copy of audit.pub away from this host",
+				dir);
+		free(d);
+	}
+	free(key);
+	free(dir);
+	return cli_audit_open(log_opt, out);
+}
+
+int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
+{
+	struct fctl_audit_entry e = {
+		.action = ev->action,
+		.result = ev->result,
+		.change_id = ev->change_id ? ev->change_id : getenv("FCTL_CHANGE_ID"),
+		.host = ev->host && *ev->host ? ev->host : NULL,
+		.error = ev->error && *ev->error ? ev->error : NULL,
+		.detail = ev->detail,
+		.has_counts = ev->has_counts,
+		.ops = ev->ops,
+		.writes = ev->writes,
+	};
+	char sha[65], ids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
+	const char *idp[FCTL_AUDIT_MAX_KEYS];
+	size_t nid = 0;
+	int r;
+
+	if (!a)
+		return -EBADF;
+	if (e.change_id && !*e.change_id)
+		e.change_id = NULL;
+	if (ev->p) {
+		e.profile_name = ev->p->name ? ev->p->name : "unnamed";
+		e.profile_version = ev->p->version;
+		fctl_audit_hex(ev->p->sha256, 32, sha);
+		e.profile_sha256 = sha;
+	}
+	/* key ids (the first 8 bytes of KEYID, never key bytes) of the SAs the plan installs */
+	for (size_t i = 0; ev->plan && i < ev->plan->n_ops && nid < FCTL_AUDIT_MAX_KEYS; i++) {
+		const struct fctl_op *op = &ev->plan->ops[i];
+		char hex[FCTL_AUDIT_KEYID_LEN + 1];
+		bool dup = false;
+
+		if ((op->kind != FCTL_OP_RXSA_ADD && op->kind != FCTL_OP_TXSA_ADD) || !op->sa.has_keyid)
+			continue;
+		fctl_audit_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
+		for (size_t k = 0; k < nid && !dup; k++)
+			dup = !strcmp(ids[k], hex);
+		if (dup)
+			continue;
+		memcpy(ids[nid], hex, sizeof(hex));
+		idp[nid] = ids[nid];
+		nid++;
+	}
+	e.key_ids = idp;
+	e.n_key_ids = nid;
+	r = fctl_audit_append(a, &e);
+	if (r == 0)
+		r = fctl_audit_sync(a);
+	if (r < 0)
+		cli_err("AUDIT RECORD NOT WRITTEN for %s on %s (%s): %s", ev->action,
+			e.host ? e.host : "this host", ev->result, fctl_audit_error(a));
+	return r;
+}
+
+int cli_audit_close(struct fctl_audit *a)
+{
+	int r = fctl_audit_close(a);
+
+	if (r < 0)
+		cli_err("audit: the closing checkpoint was not written: %s", strerror(-r));
+	return r;
 }
