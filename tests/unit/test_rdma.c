@@ -96,7 +96,16 @@ static void test_counters_dir_and_delta(void **state)
 	for (size_t i = 0; i < d->n; i++)
 		assert_true(d->c[i].value == 0);
 	assert_int_equal(fctl_rdma_counters_read_dir("/nonexistent/x", a), -ENOENT);
-	(void)!system("rm -rf /tmp/fctl-test-ctr-*");
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const f[] = { "sent_pkts", "out_of_seq_request", "garbage",
+						 "rcvd_seq_err" };
+		char p[600];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, f[i]);
+		unlink(p);
+	}
+	rmdir(sub);
+	rmdir(dir);
 	free(a);
 }
 
