@@ -41,6 +41,11 @@ int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_lab(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+/* --fabric / --target: the remote form of a command (cmd_fabric.c); -1 when the
+ * arguments ask for the local form. */
+int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_evidence(int argc, char **argv);

@@ -269,6 +269,11 @@ out:
 
 int cmd_apply(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("apply", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	struct fctl_profile *p = NULL;
 	struct common c;
 	int rc = parse_common("apply", argc, argv, &c, NULL);
@@ -289,6 +294,11 @@ int cmd_apply(int argc, char **argv)
 
 int cmd_rollback(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("rollback", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	const char *to = NULL;
@@ -324,6 +334,11 @@ int cmd_rollback(int argc, char **argv)
 
 int cmd_recover(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("recover", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	struct fctl_apply_result res;
 	struct common c;
 	int r, rc = parse_common("recover", argc, argv, &c, NULL);
@@ -466,6 +481,11 @@ out:
 
 int cmd_show(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("show", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	struct fctl_host_state *live = NULL;
 	struct fctl_buf out = { 0 };
 	char err[768] = "";
@@ -495,6 +515,11 @@ int cmd_show(int argc, char **argv)
 
 int cmd_history(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("history", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	struct fctl_history_entry *v = NULL;
 	struct fctl_buf out = { 0 };
 	struct common c;

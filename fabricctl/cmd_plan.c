@@ -84,6 +84,11 @@ static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_
 
 int cmd_plan(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("plan", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	static const struct option opts[] = {
 		{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
 		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
@@ -211,6 +216,11 @@ out:
 
 int cmd_diff(int argc, char **argv)
 {
+	int remote = cmd_fabric_dispatch("diff", argc, argv); /* --fabric, --target */
+
+	if (remote >= 0)
+		return remote;
+
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "host", required_argument, NULL, 'H' },

@@ -176,6 +176,27 @@ static const struct cmd commands[] = {
 	  "  --operator NAME   who assembled the bundle (default: the local user)\n"
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n" },
+	{ "agent", cmd_agent,
+	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
+	  "       [--policy FILE] [--metrics ADDR:PORT] [--group NAME] [--drift-interval DUR]\n"
+	  "       [--drift-repair] [--state-dir DIR] [--host HOST] [--profile-dir DIR]",
+	  "Run the host's agent (docs/agent.md): it owns this host's applied state and\n"
+	  "history and serves 'fabricctl --target/--fabric' over a Unix socket (root or\n"
+	  "--group) and mutual TLS (roles viewer, operator, key-custodian from the client\n"
+	  "certificate or --policy), checks drift on a timer and on link events, and\n"
+	  "serves Prometheus metrics. SIGHUP reloads, SIGTERM stops.\n"
+	  "\n"
+	  "  --config FILE       'key: value' lines (keys as the options, '_' for '-')\n"
+	  "  --socket PATH       Unix socket (default /run/fabricctl/agent.sock, '' = none)\n"
+	  "  --listen ADDR:PORT  mutual TLS endpoint (needs --cert, --key, --ca)\n"
+	  "  --metrics ADDR:PORT HTTP endpoint for GET /metrics\n"
+	  "  --drift-interval D  periodic drift check (default 60s, 0 = off)\n"
+	  "  --drift-repair      re-apply the last applied profile when drift is found\n"
+	  "  --profile-dir DIR   received profiles land here; relative key ids resolve here\n"
+	  "                      (default /var/lib/fabricctl/agent)\n" },
+	{ "status", cmd_status, "status [--json] [--target HOST|--fabric] [--inventory FILE]",
+	  "Ask agents how they are: host, applied version, drift, your role. Without\n"
+	  "--target or --fabric, the local agent's Unix socket.\n" },
 	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
 };

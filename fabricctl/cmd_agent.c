@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl agent: the per-host daemon (docs/agent.md). Parses options and runs
+ * libfctl's agent loop; each request is run by the very command functions the
+ * local CLI uses, so a remote command prints what the local one prints. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fctl/agent.h"
+
+struct agent_args {
+	const char *config;
+	const char *key[32];
+	const char *val[32];
+	size_t n;
+};
+
+static int load_config(void *ctx, struct fctl_agent_config *out, char *err, size_t errlen)
+{
+	struct agent_args *aa = ctx;
+	int r;
+
+	if (aa->config) {
+		r = fctl_agent_config_load(out, aa->config, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < aa->n; i++) {
+		r = fctl_agent_config_set(out, aa->key[i], aa->val[i]);
+		if (r < 0) {
+			snprintf(err, errlen, "bad value '%s' for --%s", aa->val[i], aa->key[i]);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* In the worker: one request as the local command line it stands for. */
+static int run_request(void *ctx, const struct fctl_agent_request *rq)
+{
+	static char host[256], netns[256], sd[4096], path[4096];
+	char *argv[16], ver[24];
+	int argc = 0;
+	int (*fn)(int, char **) = NULL;
+
+	(void)ctx;
+	switch (rq->type) {
+	case FCTL_MSG_PLAN:
+		argv[argc++] = "plan";
+		fn = cmd_plan;
+		break;
+	case FCTL_MSG_APPLY:
+		argv[argc++] = "apply";
+		fn = cmd_apply;
+		break;
+	case FCTL_MSG_SHOW:
+		argv[argc++] = "show";
+		fn = cmd_show;
+		break;
+	case FCTL_MSG_DIFF:
+		argv[argc++] = "diff";
+		fn = cmd_diff;
+		break;
+	case FCTL_MSG_ROLLBACK:
+		argv[argc++] = "rollback";
+		argv[argc++] = "--to";
+		snprintf(ver, sizeof(ver), "%" PRIu64, rq->to_version);
+		argv[argc++] = ver;
+		fn = cmd_rollback;
+		break;
+	case FCTL_MSG_HISTORY:
+		argv[argc++] = "history";
+		fn = cmd_history;
+		break;
+	case FCTL_MSG_RECOVER:
+		argv[argc++] = "recover";
+		fn = cmd_recover;
+		break;
+	default:
+		cli_err("agent: request type %u has no command", rq->type);
+		return EXIT_USAGE;
+	}
+	if (rq->options & FCTL_OPT_JSON)
+		argv[argc++] = "--json";
+	if ((rq->options & FCTL_OPT_DRY_RUN) && rq->type == FCTL_MSG_APPLY)
+		argv[argc++] = "--dry-run";
+	if (rq->host && rq->type != FCTL_MSG_HISTORY && rq->type != FCTL_MSG_RECOVER) {
+		argv[argc++] = "--host";
+		snprintf(host, sizeof(host), "%s", rq->host);
+		argv[argc++] = host;
+	}
+	if (rq->netns) {
+		argv[argc++] = "--netns";
+		snprintf(netns, sizeof(netns), "%s", rq->netns);
+		argv[argc++] = netns;
+	}
+	if (rq->state_dir) {
+		argv[argc++] = "--state-dir";
+		snprintf(sd, sizeof(sd), "%s", rq->state_dir);
+		argv[argc++] = sd;
+	}
+	if (rq->profile_path) {
+		snprintf(path, sizeof(path), "%s", rq->profile_path);
+		argv[argc++] = path;
+	}
+	argv[argc] = NULL;
+	return fn(argc, argv);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 1 },
+		{ "listen", required_argument, NULL, 1 },
+		{ "cert", required_argument, NULL, 1 },
+		{ "key", required_argument, NULL, 1 },
+		{ "ca", required_argument, NULL, 1 },
+		{ "policy", required_argument, NULL, 1 },
+		{ "metrics", required_argument, NULL, 1 },
+		{ "group", required_argument, NULL, 1 },
+		{ "state-dir", required_argument, NULL, 1 },
+		{ "netns", required_argument, NULL, 1 },
+		{ "host", required_argument, NULL, 1 },
+		{ "profile-dir", required_argument, NULL, 1 },
+		{ "audit-log", required_argument, NULL, 1 },
+		{ "drift-interval", required_argument, NULL, 1 },
+		{ "drift-repair", no_argument, NULL, 2 },
+		{ "max-connections", required_argument, NULL, 1 },
+		{ "timeout", required_argument, NULL, 1 },
+		{ "max-frame", required_argument, NULL, 1 },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static char keys[32][32];
+	struct fctl_agent_ops ops;
+	struct agent_args aa = { 0 };
+	char err[768] = "";
+	int ch, idx = 0, r;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+		switch (ch) {
+		case 'c':
+			aa.config = optarg;
+			break;
+		case 1:
+		case 2:
+			if (aa.n == FCTL_ARRAY_SIZE(aa.key)) {
+				cli_err("agent: too many options");
+				return EXIT_USAGE;
+			}
+			/* option names use '-', configuration keys '_' */
+			snprintf(keys[aa.n], sizeof(keys[0]), "%s", opts[idx].name);
+			for (char *p = keys[aa.n]; *p; p++)
+				if (*p == '-')
+					*p = '_';
+			aa.key[aa.n] = keys[aa.n];
+			aa.val[aa.n++] = ch == 2 ? "true" : optarg;
+			break;
+		case 'h':
+			cli_usage_cmd("agent");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_err("agent: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	ops.load_config = load_config;
+	ops.run = run_request;
+	ops.ctx = &aa;
+	r = fctl_agent_run(&ops, err, sizeof(err));
+	if (r < 0) {
+		cli_err("agent: %s", err[0] ? err : strerror(-r));
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-host agent (`fabricctl agent`, docs/agent.md) and its client.
+ *
+ * The agent is one single-threaded event loop (epoll, signalfd, timerfd): a
+ * local Unix socket (peer credentials: root or a configured group), a TCP port
+ * with mutual TLS (roles from the client certificate), an HTTP endpoint with
+ * Prometheus metrics, drift checks on a timer and on netlink link events. Each
+ * request runs in a forked worker whose stdout/stderr are captured and sent
+ * back, so a remote command prints exactly what the local one prints; the
+ * worker calls back into the program (struct fctl_agent_ops.run).
+ */
+#ifndef FCTL_AGENT_H
+#define FCTL_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/proto.h"
+
+struct ssl_ctx_st;
+
+#define FCTL_AGENT_SOCKET "/run/fabricctl/agent.sock"
+#define FCTL_AGENT_PORT 7443
+
+struct fctl_agent_config {
+	char *socket_path;  /* "" = no Unix socket */
+	char *group;        /* group (besides root) allowed on the Unix socket */
+	char *listen;       /* "ADDR:PORT" for mutual TLS, NULL = none */
+	char *cert, *key, *ca;
+	char *policy;       /* "ROLE CN" lines */
+	char *metrics;      /* "ADDR:PORT" for GET /metrics, NULL = none */
+	char *state_dir;    /* the apply engine's state dir, NULL = its default */
+	char *netns;
+	char *host;         /* profile host this machine is, NULL = hostname */
+	char *profile_dir;  /* received profiles are written here; relative key ids resolve here */
+	char *audit_log;    /* NULL = FCTL_AUDIT_LOG when the audit library is built in */
+	unsigned drift_interval_s; /* 0 = no periodic check */
+	unsigned drift_debounce_ms;
+	bool drift_repair;  /* re-apply the last applied profile when drift is found */
+	unsigned max_connections;
+	unsigned timeout_s;
+	uint32_t max_frame;
+};
+
+void fctl_agent_config_init(struct fctl_agent_config *c);
+/* "key: value" lines (a YAML subset), '#' comments; findings name FILE:LINE. */
+int fctl_agent_config_load(struct fctl_agent_config *c, const char *file, char *err,
+			   size_t errlen);
+/* Sets one key from a string (config file and command line share it). */
+int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const char *val);
+void fctl_agent_config_release(struct fctl_agent_config *c);
+
+/* One request, as the worker gets it. */
+struct fctl_agent_request {
+	uint8_t type;             /* FCTL_MSG_* */
+	uint32_t options;         /* FCTL_OPT_* */
+	const char *host;         /* NULL: the agent's */
+	const char *profile_path; /* plan/apply/diff: the received profile, written to a file */
+	uint64_t to_version;
+	const char *state_dir;
+	const char *netns;
+};
+
+struct fctl_agent_ops {
+	/* (Re)builds the configuration: at start and on SIGHUP. */
+	int (*load_config)(void *ctx, struct fctl_agent_config *out, char *err, size_t errlen);
+	/* Runs in the worker, stdout/stderr captured; returns the exit code. */
+	int (*run)(void *ctx, const struct fctl_agent_request *rq);
+	void *ctx;
+};
+
+/* Runs until SIGTERM/SIGINT. Returns 0 on a clean shutdown, negative errno when it
+ * could not start (err says why). */
+int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen);
+
+/* --- drift and metrics (used by the agent's loop; usable alone) --- */
+
+struct fctl_engine_opts;
+
+struct fctl_drift_report {
+	bool applied;        /* a profile was applied on this host */
+	uint64_t version;    /* its version */
+	char profile[129];
+	size_t ops;          /* operations that would bring the host back: 0 = no drift */
+	char summary[512];   /* the first operations, "create-link ms100; add-addr ms100" */
+};
+
+/* Plans the last applied profile (history version 0) against the live state. */
+int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report *out,
+		     char *err, size_t errlen);
+
+enum fctl_refusal {
+	FCTL_REFUSED_NO_CERT,     /* TLS handshake failed: no, expired or foreign certificate */
+	FCTL_REFUSED_NO_ROLE,     /* a valid certificate naming no role */
+	FCTL_REFUSED_ROLE,        /* the role does not allow the request */
+	FCTL_REFUSED_PEER,        /* Unix socket peer neither root nor in the group */
+	FCTL_REFUSED_MALFORMED,   /* a frame the decoder refused */
+	FCTL_REFUSED_OVERSIZED,   /* a frame over max_frame */
+	FCTL_REFUSED_TIMEOUT,
+	FCTL_REFUSED_BUSY,        /* max_connections reached */
+	FCTL_REFUSED_MAX,
+};
+
+const char *fctl_refusal_name(enum fctl_refusal r);
+
+struct fctl_agent_stats {
+	uint64_t requests[FCTL_MSG_RECOVER + 1][2]; /* [type][0 ok, 1 failed] */
+	uint64_t refused[FCTL_REFUSED_MAX];
+	uint64_t connections; /* open now */
+	bool drift_known;
+	bool drift;
+	double drift_last_check; /* unix time */
+	uint64_t drift_checks, drift_detected, drift_repairs, drift_repair_failures;
+	bool applied;
+	uint64_t applied_version;
+	double start_time;
+};
+
+/* Prometheus text format: the agent's counters, then per-SecY MACsec counters and
+ * SA PN usage read live over netlink. */
+int fctl_metrics_render(const struct fctl_engine_opts *o, const struct fctl_agent_stats *st,
+			struct fctl_buf *out);
+
+/* --- client --- */
+
+struct fctl_agent_conn;
+
+/* endpoint: "HOST:PORT" or "[V6]:PORT" (mutual TLS with ctx; the server certificate
+ * must name HOST), or "unix:PATH" / an absolute path (ctx unused). */
+int fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned timeout_s,
+		       struct fctl_agent_conn **out, char *err, size_t errlen);
+/* Sends req (its id is set), reads the response into frame and decodes it into resp
+ * (pointing into frame). */
+int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl_msg *resp,
+		    struct fctl_buf *frame, char *err, size_t errlen);
+/* Sends raw bytes (tests: malformed frames). */
+int fctl_agent_send_raw(struct fctl_agent_conn *c, const void *p, size_t n);
+void fctl_agent_conn_free(struct fctl_agent_conn *c);
+
+#endif

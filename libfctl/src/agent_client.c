@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/* Agent client: one blocking connection (Unix socket or mutual TLS) with timeouts. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "fctl/agent.h"
+#include "fctl/tls.h"
+
+struct fctl_agent_conn {
+	int fd;
+	SSL *ssl;
+	uint32_t next_id;
+};
+
+/* "host:port", "[v6]:port" -> host, port */
+static int split_endpoint(const char *ep, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *colon;
+
+	if (ep[0] == '[') {
+		const char *end = strchr(ep, ']');
+
+		if (!end || end[1] != ':' || (size_t)(end - ep - 1) >= hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%.*s", (int)(end - ep - 1), ep + 1);
+		colon = end + 1;
+	} else {
+		colon = strrchr(ep, ':');
+		if (!colon || colon == ep || (size_t)(colon - ep) >= hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%.*s", (int)(colon - ep), ep);
+	}
+	if (!colon[1] || strlen(colon + 1) >= plen)
+		return -EINVAL;
+	snprintf(port, plen, "%s", colon + 1);
+	return 0;
+}
+
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, unsigned timeout_s)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	if (poll(&p, 1, (int)timeout_s * 1000) <= 0)
+		return -ETIMEDOUT;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+		return -errno;
+	return -soerr;
+}
+
+static int open_socket(const char *endpoint, unsigned timeout_s, char *host, size_t hlen,
+		       char *err, size_t errlen)
+{
+	struct timeval tv = { .tv_sec = timeout_s };
+	const char *path = NULL;
+	int fd = -1, r = -EINVAL;
+
+	if (strncmp(endpoint, "unix:", 5) == 0)
+		path = endpoint + 5;
+	else if (endpoint[0] == '/')
+		path = endpoint;
+	if (path) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+		host[0] = '\0';
+		if (strlen(path) >= sizeof(sun.sun_path)) {
+			snprintf(err, errlen, "socket path '%s' is too long", path);
+			return -ENAMETOOLONG;
+		}
+		memcpy(sun.sun_path, path, strlen(path) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -errno;
+		r = connect_timeout(fd, (struct sockaddr *)&sun, sizeof(sun), timeout_s);
+	} else {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		char port[16];
+
+		if (split_endpoint(endpoint, host, hlen, port, sizeof(port)) < 0) {
+			snprintf(err, errlen, "endpoint '%s': expected HOST:PORT or unix:PATH",
+				 endpoint);
+			return -EINVAL;
+		}
+		r = getaddrinfo(host, port, &hints, &ai);
+		if (r != 0) {
+			snprintf(err, errlen, "%s: %s", endpoint, gai_strerror(r));
+			return -EHOSTUNREACH;
+		}
+		r = -EHOSTUNREACH;
+		for (struct addrinfo *a = ai; a && r < 0; a = a->ai_next) {
+			if (fd >= 0)
+				close(fd);
+			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+			if (fd < 0)
+				continue;
+			r = connect_timeout(fd, a->ai_addr, a->ai_addrlen, timeout_s);
+		}
+		freeaddrinfo(ai);
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", endpoint, strerror(-r));
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	/* blocking from here on, bounded by the timeouts */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned timeout_s,
+		       struct fctl_agent_conn **out, char *err, size_t errlen)
+{
+	struct fctl_agent_conn *c;
+	char host[256], e[256];
+	struct in6_addr a6;
+	struct in_addr a4;
+	int fd, r = 0;
+
+	fd = open_socket(endpoint, timeout_s ? timeout_s : 30, host, sizeof(host), err, errlen);
+	if (fd < 0)
+		return fd;
+	c = fctl_calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->fd = fd;
+	c->next_id = 1;
+	if (host[0]) {
+		if (!ctx) {
+			snprintf(err, errlen, "%s: a TCP endpoint needs --cert, --key and --ca",
+				 endpoint);
+			r = -EINVAL;
+			goto out;
+		}
+		c->ssl = SSL_new(ctx);
+		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+			r = -ENOMEM;
+			goto out;
+		}
+		/* the server certificate must name the host we dialled */
+		if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
+			r = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1 ? 0
+											       : -EINVAL;
+		else
+			r = SSL_set1_host(c->ssl, host) == 1 ? 0 : -EINVAL;
+		if (r == 0 && SSL_connect(c->ssl) != 1) {
+			fctl_tls_error(c->ssl, e, sizeof(e));
+			snprintf(err, errlen, "TLS with %s failed: %s", endpoint, e);
+			r = -ECONNREFUSED;
+		}
+	}
+out:
+	if (r < 0) {
+		fctl_agent_conn_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
+{
+	bool wr = wp != NULL;
+	size_t off = 0;
+
+	while (off < n) {
+		ssize_t k;
+
+		if (c->ssl) {
+			size_t done = 0;
+			int ok = wr ? SSL_write_ex(c->ssl, (const char *)wp + off, n - off, &done)
+				    : SSL_read_ex(c->ssl, (char *)rp + off, n - off, &done);
+
+			if (ok != 1) {
+				int e = SSL_get_error(c->ssl, 0);
+
+				return e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET
+				       : errno == EAGAIN	    ? -ETIMEDOUT
+								    : -ECONNRESET;
+			}
+			k = (ssize_t)done;
+		} else {
+			k = wr ? send(c->fd, (const char *)wp + off, n - off, MSG_NOSIGNAL)
+			       : recv(c->fd, (char *)rp + off, n - off, 0);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0)
+				return errno == EAGAIN ? -ETIMEDOUT : -errno;
+			if (k == 0)
+				return -ECONNRESET;
+		}
+		off += (size_t)k;
+	}
+	return 0;
+}
+
+int fctl_agent_send_raw(struct fctl_agent_conn *c, const void *p, size_t n)
+{
+	return io_all(c, p, NULL, n);
+}
+
+int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl_msg *resp,
+		    struct fctl_buf *frame, char *err, size_t errlen)
+{
+	struct fctl_buf b = { 0 };
+	struct fctl_proto_hdr h;
+	uint8_t hdr[FCTL_PROTO_HDR_LEN];
+	uint8_t *payload = NULL;
+	int r;
+
+	req->id = c->next_id++;
+	r = fctl_proto_encode(req, &b);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot encode the request: %s", strerror(-r));
+		goto out;
+	}
+	r = io_all(c, b.data, NULL, b.len);
+	if (r == 0)
+		r = io_all(c, NULL, hdr, sizeof(hdr));
+	if (r < 0) {
+		snprintf(err, errlen, "%s", r == -ECONNRESET ? "the agent closed the connection"
+				  : r == -ETIMEDOUT		? "no answer from the agent (timeout)"
+								: strerror(-r));
+		goto out;
+	}
+	r = fctl_proto_hdr_parse(hdr, sizeof(hdr), 0, &h);
+	if (r == 0 && (h.type != FCTL_MSG_RESPONSE || h.id != req->id))
+		r = -EPROTO;
+	if (r < 0) {
+		snprintf(err, errlen, "bad response from the agent: %s", strerror(-r));
+		goto out;
+	}
+	payload = malloc(h.length ? h.length : 1);
+	if (!payload) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = io_all(c, NULL, payload, h.length);
+	if (r < 0) {
+		snprintf(err, errlen, "reading the response: %s", strerror(-r));
+		goto out;
+	}
+	fctl_buf_reset(frame);
+	if (fctl_buf_append(frame, hdr, sizeof(hdr)) < 0 ||
+	    fctl_buf_append(frame, payload, h.length) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = fctl_proto_decode((uint8_t *)frame->data, frame->len, 0, resp, err, errlen);
+out:
+	free(payload);
+	fctl_buf_release(&b);
+	return r;
+}
+
+void fctl_agent_conn_free(struct fctl_agent_conn *c)
+{
+	if (!c)
+		return;
+	if (c->ssl) {
+		SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
