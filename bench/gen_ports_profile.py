@@ -14,6 +14,7 @@ Writes into OUTDIR:
   ports.yaml        the profile (key: file backend, keys/bench.key)
   keys/bench.key    a fresh random 128-bit key, mode 0600 (unless --key exists)
   h1-add.batch      `ip -batch` that builds h1's side exactly as fabricctl does
+                    (same objects, attributes, KEYID and key; --order)
   h1-del.batch      `ip -batch` that deletes it again (VLAN devices: the MACsec
                     uppers, their SAs and addresses go with them)
 
@@ -95,13 +96,16 @@ def profile(n: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def batch_add(n: int, host: str, key_hex: str) -> str:
+def batch_add(n: int, host: str, key_hex: str, order: str) -> str:
+    """The ip commands of each port; in "phase" order (the default) they run in the
+    order of fabricctl's plan: every VLAN, every SecY, RX SCs, RX SAs, TX SAs, links
+    up, addresses. "port" order configures one port completely before the next."""
     kid = keyid("file", KEY_ID)
     peer = PEER_MAC[host]
-    lines = []
+    ports = []
     for vid in range(1, n + 1):
         v, m = f"eth0.{vid}", f"ms{vid}"
-        lines += [
+        ports.append([
             f"link add link eth0 name {v} mtu {VLAN_MTU} type vlan id {vid} protocol 802.1Q",
             f"link add link {v} name {m} mtu {MTU} type macsec port {MACSEC_PORT} "
             f"cipher gcm-aes-128 icvlen 16 encrypt on send_sci on end_station off scb off "
@@ -112,7 +116,11 @@ def batch_add(n: int, host: str, key_hex: str) -> str:
             f"link set dev {v} up",
             f"link set dev {m} up",
             f"address add {addr(vid, host)} dev {m}",
-        ]
+        ])
+    if order == "port":
+        lines = [c for p in ports for c in p]
+    else:
+        lines = [p[i] for i in range(len(ports[0])) for p in ports]
     return "\n".join(lines) + "\n"
 
 
@@ -124,6 +132,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
     ap.add_argument("--ports", type=int, default=500, help="VLANs 1..N (default 500, at most 4094)")
+    ap.add_argument("--order", default="phase", choices=["phase", "port"],
+                    help="order of the ip batch (default phase: fabricctl's plan order)")
     ap.add_argument("--host", default="h1", choices=sorted(PEER_MAC), help="host of the ip batch files")
     args = ap.parse_args()
     if not 1 <= args.ports <= 4094:
@@ -144,7 +154,7 @@ def main() -> int:
 
     files = {
         "ports.yaml": profile(args.ports),
-        f"{args.host}-add.batch": batch_add(args.ports, args.host, key_hex),
+        f"{args.host}-add.batch": batch_add(args.ports, args.host, key_hex, args.order),
         f"{args.host}-del.batch": batch_del(args.ports),
     }
     for name, text in files.items():
