@@ -63,6 +63,8 @@ struct cli_audit_event {
 	const char *action, *result, *host, *change_id, *error, *detail;
 	const struct fctl_profile *p;  /* name, version, SHA-256 */
 	const struct fctl_plan *plan;  /* key ids of the SAs it installs */
+	const char (*kcvs)[7];         /* key check values of the keys it installed */
+	size_t n_kcvs;
 	bool has_counts;
 	uint64_t ops, writes;
 };

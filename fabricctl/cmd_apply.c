@@ -159,6 +159,7 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 {
 	struct cli_audit_event ev = {
 		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
+		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs,
 	};
 
 	if (!audit)
@@ -169,11 +170,13 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 		ev.detail = "an interrupted apply was rolled back before this one";
 		ev.p = NULL;
 		ev.plan = NULL;
+		ev.n_kcvs = 0;
 		if (cli_audit_record(audit, &ev) < 0 && *rc == EXIT_OK)
 			*rc = EXIT_USAGE;
 		ev.detail = NULL;
 		ev.p = p;
 		ev.plan = res->plan;
+		ev.n_kcvs = res->n_kcvs;
 	}
 	ev.action = cmd;
 	ev.result = result;

@@ -514,7 +514,7 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 		.writes = ev->writes,
 	};
 	char sha[65], ids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
-	const char *idp[FCTL_AUDIT_MAX_KEYS];
+	const char *idp[FCTL_AUDIT_MAX_KEYS], *kcvp[FCTL_AUDIT_MAX_KEYS];
 	size_t nid = 0;
 	int r;
 
@@ -547,6 +547,10 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 	}
 	e.key_ids = idp;
 	e.n_key_ids = nid;
+	for (size_t i = 0; i < ev->n_kcvs && i < FCTL_AUDIT_MAX_KEYS; i++)
+		kcvp[i] = ev->kcvs[i];
+	e.kcvs = kcvp;
+	e.n_kcvs = ev->n_kcvs < FCTL_AUDIT_MAX_KEYS ? ev->n_kcvs : FCTL_AUDIT_MAX_KEYS;
 	r = fctl_audit_append(a, &e);
 	if (r == 0)
 		r = fctl_audit_sync(a);

@@ -69,7 +69,8 @@ int fctl_audit_files(const char *log_path, char ***files, size_t *n)
 	closedir(d);
 	if (r < 0)
 		goto done;
-	qsort(v, nv, sizeof(*v), cmp_str);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_str);
 done:
 	if (r == 0) {
 		char **slot = fctl_array_grow(&v, &nv, &cap, sizeof(*v));
@@ -699,7 +700,8 @@ int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const c
 		add(r, FCTL_AUDIT_NO_SIGNATURE, checkpoint_path, 0, 0, 0,
 		    "no signed checkpoint in %s: the log is not anchored by any signature",
 		    checkpoint_path);
-	qsort(v.cp, v.ncp, sizeof(*v.cp), cmp_cp);
+	if (v.ncp > 1)
+		qsort(v.cp, v.ncp, sizeof(*v.cp), cmp_cp);
 	if (v.ncp)
 		latest = &v.cp[v.ncp - 1];
 

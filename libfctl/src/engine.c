@@ -952,6 +952,19 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		res->refused = true;
 		goto out;
 	}
+	/* name the keys for the audit trail by check value, never by value */
+	for (size_t i = 0; i < res->plan->n_ops && res->n_kcvs < FCTL_APPLY_MAX_KCVS; i++) {
+		char kcv[7];
+		bool dup = false;
+
+		if (!keys[i])
+			continue;
+		fctl_key_kcv_hex(keys[i], kcv);
+		for (size_t k = 0; k < res->n_kcvs && !dup; k++)
+			dup = strcmp(res->kcvs[k], kcv) == 0;
+		if (!dup)
+			memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
+	}
 	r = journal_begin(&e, p, live, res->plan);
 	if (r < 0) {
 		snprintf(res->error, sizeof(res->error), "cannot write the journal in '%s': %s",

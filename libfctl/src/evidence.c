@@ -746,7 +746,8 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	}
 
 	/* 4. MANIFEST.json over every file so far, SHA256SUMS, the DSSE envelope */
-	qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
+	if (e.nf > 1)
+		qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
 	if ((r = manifest(&e, ids, o->n_sign_keys, cpsize, cproot, &m)) < 0)
 		goto out;
 	fctl_buf_printf(&pae, "DSSEv1 %zu %s %zu ", strlen(FCTL_EVIDENCE_PAYLOAD_TYPE),

@@ -24,7 +24,8 @@ int fctl_evidence_tar(struct fctl_evidence_file *files, size_t n, struct fctl_bu
 {
 	static const char zero[1024];
 
-	qsort(files, n, sizeof(*files), cmp_file);
+	if (n > 1)
+		qsort(files, n, sizeof(*files), cmp_file);
 	for (size_t i = 0; i < n; i++) {
 		char h[512];
 		size_t nl = strlen(files[i].name);

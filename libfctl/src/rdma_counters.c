@@ -102,7 +102,8 @@ void fctl_rdma_counters_delta(const struct fctl_rdma_counters *before,
 		n++;
 	}
 	out->n = n;
-	qsort(out->c, out->n, sizeof(out->c[0]), cmp_counter);
+	if (out->n > 1)
+		qsort(out->c, out->n, sizeof(out->c[0]), cmp_counter);
 }
 
 int fctl_rdma_dev_exists(const char *dev)

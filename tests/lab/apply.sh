@@ -122,6 +122,16 @@ e2b=$(encrypted h2)
 [ "$(on h1 ip -j addr show eth0.100 | jq '[.[0].addr_info[] | select(.family == "inet")] | length')" = 0 ] &&
 	pass "1-no-address-on-vlan" || fail "1-no-address-on-vlan"
 
+# the apply is in the host's audit log, naming the key by its check value, never by value
+kcv_for_zero=$(head -c 16 /dev/zero | openssl enc -aes-128-ecb -nopad -K "$(head -c 32 "$WORK/keys/lab-pair.key")" |
+	head -c 3 | od -An -tx1 | tr -d ' \n')
+rec=$(on h1 "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
+[ "$(jq -r '.result' <<<"$rec")" = applied ] && [ "$(jq -r '.kcv[0]' <<<"$rec")" = "$kcv_for_zero" ] &&
+	pass "1-audit-record-with-kcv" || fail "1-audit-record-with-kcv" "want kcv $kcv_for_zero, record $rec"
+on h1 grep -rqiF -f "$WORK/keys/lab-pair.key" /var/lib/fabricctl &&
+	fail "1-key-never-in-state-or-audit" || pass "1-key-never-in-state-or-audit"
+on h1 "$F" audit verify >/dev/null && pass "1-audit-verifies" || fail "1-audit-verifies"
+
 # --- 2. the independent oracle agrees with fabricctl show --json --------------
 oracle() {
 	local h=$1 show ipms iplink sci want_sci port

@@ -29,6 +29,7 @@
 #include "fctl/profile.h"
 
 #define FCTL_STATE_DIR "/var/lib/fabricctl"
+#define FCTL_APPLY_MAX_KCVS 64
 
 struct fctl_engine_opts {
 	const char *netns;     /* NULL: current network namespace */
@@ -54,6 +55,9 @@ struct fctl_apply_result {
 	bool rolled_back;        /* the host was returned to its prior state */
 	bool restored_exactly;   /* and a fresh dump equals the prior state */
 	char error[768];         /* one line, with the kernel's extended-ACK text */
+	/* key check values (AES-ECB(key, 0)[0..2], hex) of the distinct keys the plan installs */
+	char kcvs[FCTL_APPLY_MAX_KCVS][7];
+	size_t n_kcvs;
 	double seconds;
 };
 
