@@ -178,11 +178,12 @@ cp "$PROFILE_SRC" "$WORK/triangle.yaml"
 chmod 600 "$WORK/keys/triangle.key"
 
 for h in "${HOSTS[@]}"; do
-	if out=$(on "$h" "$F" apply --json "$WORK/triangle.yaml" 2>&1); then
+	# JSON on stdout; stderr (notices such as the audit key pair being created) apart
+	if out=$(on "$h" "$F" apply --json "$WORK/triangle.yaml" 2>"$WORK/apply-$h.err"); then
 		res=$(jq -r .result <<<"$out" 2>/dev/null)
-		if [ "$res" = applied ]; then pass "apply-$h"; else fail "apply-$h" "result '$res': $out"; fi
+		if [ "$res" = applied ]; then pass "apply-$h"; else fail "apply-$h" "result '$res': $out $(cat "$WORK/apply-$h.err")"; fi
 	else
-		fail "apply-$h" "exit $?: $out"
+		fail "apply-$h" "exit $?: $out $(cat "$WORK/apply-$h.err")"
 	fi
 done
 
