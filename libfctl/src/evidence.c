@@ -298,9 +298,9 @@ static void record_subject(struct fctl_buf *b, const struct rec *r)
 			r->seq, hex);
 }
 
-static void common_predicate(struct fctl_buf *b, const struct rec *r)
+static void common_predicate(struct fctl_buf *b, const struct rec *r, bool first)
 {
-	json_kv(b, "action", r->action, false);
+	json_kv(b, "action", r->action, !first);
 	json_kv(b, "result", r->result, true);
 	json_kv(b, "time", r->time, true);
 	json_kv(b, "host", r->host, true);
@@ -344,7 +344,7 @@ static int statements(struct ev *e)
 			record_subject(&b, r);
 			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
 					  "profile-apply/v1\",\"predicate\":{");
-			common_predicate(&b, r);
+			common_predicate(&b, r, true);
 			fctl_buf_puts(&b, ",\"profile\":{");
 			json_kv(&b, "name", r->pname, false);
 			fctl_buf_printf(&b, ",\"version\":%" PRIu64 ",\"sha256\":\"%s\"}", r->pver,
@@ -355,7 +355,7 @@ static int statements(struct ev *e)
 			record_subject(&b, r);
 			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
 					  "key-lifecycle/v1\",\"predicate\":{");
-			common_predicate(&b, r);
+			common_predicate(&b, r, true);
 			json_kv(&b, "key_state", r->key_state, true);
 			fctl_buf_puts(&b, ",\"key_ids\":[");
 			for (size_t k = 0; k < r->nk; k++)
@@ -381,11 +381,21 @@ static int statements(struct ev *e)
 				fctl_buf_printf(&b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}}",
 						p->file, r->psha);
 			fctl_buf_printf(&b, "],\"%s\":[", passed ? "passedTests" : "failedTests");
-			fctl_buf_json_str(&b, r->detail ? r->detail : r->action);
-			fctl_buf_printf(&b, "],\"%s\":[],\"warnedTests\":[],", passed ? "failedTests"
-										     : "passedTests");
-			common_predicate(&b, r);
-			fctl_buf_puts(&b, "}}\n");
+			{
+				/* the test's name: a probe's detail is "TEST size=N link=L: figures" */
+				const char *t = r->detail ? r->detail : r->action, *colon = strstr(t, ": ");
+				char *tname = strndup(t, colon ? (size_t)(colon - t) : strlen(t));
+
+				fctl_buf_json_str(&b, tname ? tname : t);
+				free(tname);
+			}
+			fctl_buf_printf(&b, "],\"%s\":[],\"warnedTests\":[]", passed ? "failedTests"
+										    : "passedTests");
+			/* the record's own fields apart: "result" above is the predicate's */
+			fctl_buf_puts(&b, ",\"fabricctl\":{");
+			common_predicate(&b, r, true);
+			json_kv(&b, "detail", r->detail, true);
+			fctl_buf_puts(&b, "}}}\n");
 		} else {
 			fctl_buf_release(&b);
 			continue;
