@@ -25,6 +25,9 @@ static const struct {
 	  "      [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]\n"
 	  "      [--qp-timeout N] [--retry-count N] [--rnr-retry N] [--depth N]\n"
 	  "      [--stall-timeout S] [--connect-timeout S] [--gid-index N] [--ib-port N]\n"
+	  "      [--audit-log PATH] [--change ID]\n"
+	  "    every verdict is an audit record (action probe): --audit-log or FCTL_AUDIT_LOG,\n"
+	  "    --change or FCTL_CHANGE_ID, as for apply\n"
 	  "    tests: send_lat write_lat read_lat send_bw write_bw read_bw" },
 };
 

@@ -25,6 +25,14 @@ void evidence_begin(struct evidence *ev, struct fctl_nl *nl, const char *dev, ui
 void evidence_end(struct evidence *ev, struct fctl_nl *nl, struct probe_end *out);
 
 int probe_serve(int argc, char **argv);
+
+/* Verdicts to the audit log (audit.c). */
+struct fctl_audit;
+const char *probe_audit_log_path(const char *opt); /* --audit-log, FCTL_AUDIT_LOG, default */
+int probe_audit_open(const char *log_opt, struct fctl_audit **out);
+/* One record per result of rep, then a sync; profile_sha256: 64 hex digits or NULL. */
+int probe_audit_report(struct fctl_audit *a, const struct probe_report *rep, const char *change,
+		       const char *profile_sha256);
 int probe_run(int argc, char **argv);
 
 /* Common options of both ends. */

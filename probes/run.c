@@ -14,6 +14,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "fctl/audit.h"
 #include "fctl/profile.h"
 #include "prog.h"
 
@@ -38,6 +39,9 @@ struct run_opts {
 	enum out_fmt out;
 	uint64_t stall_ns;
 	int connect_ms;
+	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
+	const char *change;    /* --change (else $FCTL_CHANGE_ID) */
+	char profile_sha256[65];
 };
 
 static int parse_peer(const char *s, struct run_opts *o)
@@ -177,6 +181,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->profile = v;
 		} else if (strcmp(opt, "--link") == 0) {
 			o->link = v;
+		} else if (strcmp(opt, "--audit-log") == 0) {
+			o->audit_log = v;
+		} else if (strcmp(opt, "--change") == 0) {
+			o->change = v;
 		} else if (strcmp(opt, "--qp-timeout") == 0) {
 			if (parse_u8_opt(opt, v, 31, &o->rdma.timeout) < 0)
 				return -EINVAL;
@@ -225,7 +233,7 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
-static int load_slo(const struct run_opts *o, struct probe_report *rep)
+static int load_slo(struct run_opts *o, struct probe_report *rep)
 {
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
@@ -258,6 +266,7 @@ static int load_slo(const struct run_opts *o, struct probe_report *rep)
 	snprintf(rep->profile, sizeof(rep->profile), "%s", o->profile);
 	snprintf(rep->profile_name, sizeof(rep->profile_name), "%s", p->name);
 	rep->profile_version = p->version;
+	fctl_audit_hex(p->sha256, 32, o->profile_sha256);
 	rep->slo.present = p->slo.present;
 	rep->slo.has_p99 = p->slo.has_latency_p99;
 	rep->slo.p99_us = p->slo.latency_p99_us;
@@ -408,6 +417,7 @@ int probe_run(int argc, char **argv)
 	char err[200] = "", line[600], info[FCTL_RDMA_QPINFO_LEN];
 	struct fctl_rdma_qpinfo me, peer;
 	struct fctl_buf b = { 0 };
+	struct fctl_audit *audit = NULL;
 	uint32_t max_size = 0;
 	int rc = PROBE_EXIT_ERROR, ret;
 	bool env_error = false;
@@ -422,10 +432,18 @@ int probe_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (o.profile && load_slo(&o, &rep) < 0)
 		return PROBE_EXIT_ERROR;
+	/* verdicts are audited: no run whose verdict could not be recorded */
+	if (probe_audit_open(o.audit_log, &audit) < 0) {
+		perr("run: refused: the audit log %s cannot be written (--audit-log PATH or "
+		     "FCTL_AUDIT_LOG to use another)",
+		     probe_audit_log_path(o.audit_log));
+		return PROBE_EXIT_ERROR;
+	}
 	snprintf(rep.peer, sizeof(rep.peer), "%s:%s", o.host, o.port);
 	rep.res = calloc(MAX_RUNS, sizeof(*rep.res));
 	if (!rep.res) {
 		perr("run: out of memory");
+		fctl_audit_close(audit);
 		return PROBE_EXIT_ERROR;
 	}
 	rep.n_res = plan_runs(&o, rep.res, MAX_RUNS);
@@ -500,7 +518,20 @@ int probe_run(int argc, char **argv)
 	fwrite(b.data ? b.data : "", 1, b.len, stdout);
 	fflush(stdout);
 	rc = env_error ? PROBE_EXIT_ERROR : rep.pass ? PROBE_EXIT_PASS : PROBE_EXIT_FAIL;
+	ret = probe_audit_report(audit, &rep, o.change, o.profile_sha256[0] ? o.profile_sha256 : NULL);
+	if (ret >= 0)
+		ret = fctl_audit_close(audit);
+	else
+		fctl_audit_close(audit);
+	audit = NULL;
+	if (ret < 0) {
+		perr("run: AUDIT RECORD NOT WRITTEN: the verdicts above are not in the audit log "
+		     "%s: %s",
+		     probe_audit_log_path(o.audit_log), strerror(-ret));
+		rc = PROBE_EXIT_ERROR;
+	}
 out:
+	fctl_audit_close(audit);
 	fctl_buf_release(&b);
 	if (c.fd >= 0)
 		close(c.fd);
