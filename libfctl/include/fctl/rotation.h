@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Key rotation state shared by the agent, the apply engine and keymgr
+ * (docs/rotation.md).
+ *
+ * Per MACsec interface the agent keeps STATE_DIR/rotation/IFNAME, written
+ * atomically (temporary file, fsync, rename) only by the agent, on the SA
+ * requests of a rotation:
+ *
+ *   an A            the encoding SA's AN (the current TX key)
+ *   version V       the key version installed on that AN
+ *   busy UNTIL      unix seconds: a rotation lease (SAs of two keys are live);
+ *                   0 = none. While it runs the agent refuses apply/rollback/
+ *                   recover and skips drift checks.
+ *
+ * When the profile's key reference has no version (version 0 = "current per
+ * rotation state"), render + fctl_rotation_overlay() put the desired SA at AN A
+ * with the KEYID of {backend, id, V}: a rotated link is not drift.
+ */
+#ifndef FCTL_ROTATION_H
+#define FCTL_ROTATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/keys.h"
+#include "fctl/state.h"
+
+struct fctl_rotation_cur {
+	uint8_t an;
+	uint32_t version;
+	uint64_t busy_until; /* unix seconds, 0 = no rotation in progress */
+};
+
+/* STATE_DIR/rotation for an engine state dir (NULL: the engine's default, per netns). */
+void fctl_rotation_dir(const char *state_dir, const char *netns, char *out, size_t len);
+/* -ENOENT when the interface was never rotated. */
+int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation_cur *out);
+int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_rotation_cur *c);
+/* Whether some interface holds an unexpired lease; names the first one. */
+bool fctl_rotation_busy(const char *dir, char *ifname, size_t len);
+
+/* Moves the desired SAs of one SecY (rendered at AN 0, key version 0) to AN an
+ * with key version `version`: KEYID (and XPN salt) of {backend, id, version},
+ * encoding SA an. A key reference that pins a version is left alone. */
+void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version);
+/* fctl_rotation_secy_set for every MACsec link of hs that has a rotation record. */
+int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
+
+/* XPN salt of a key reference: SHA-256(KEYID)[0..11], as render derives it. */
+void fctl_rotation_salt(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN]);
+
+/* fctl_key_fetch with versions for the file backend: version V > 0 of id X is the
+ * file "X.vV" (until the file backend knows versions itself). */
+int fctl_rotation_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
+			    struct fctl_key **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/* Rotation state per MACsec interface (fctl/rotation.h, docs/rotation.md). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "fctl/engine.h"
+#include "fctl/rotation.h"
+
+void fctl_rotation_dir(const char *state_dir, const char *netns, char *out, size_t len)
+{
+	if (state_dir)
+		snprintf(out, len, "%s/rotation", state_dir);
+	else if (netns)
+		snprintf(out, len, "%s/netns/%s/rotation", FCTL_STATE_DIR, netns);
+	else
+		snprintf(out, len, "%s/rotation", FCTL_STATE_DIR);
+}
+
+static bool ifname_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n < FCTL_IFNAMSIZ && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation_cur *out)
+{
+	struct fctl_rotation_cur c = { 0 };
+	char path[4096], line[128];
+	bool has_an = false, has_v = false;
+	FILE *f;
+
+	if (!ifname_ok(ifname))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s", dir, ifname);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned a;
+		uint32_t v;
+		uint64_t u;
+
+		if (sscanf(line, "an %u", &a) == 1 && a < FCTL_MAX_AN) {
+			c.an = (uint8_t)a;
+			has_an = true;
+		} else if (sscanf(line, "version %" SCNu32, &v) == 1) {
+			c.version = v;
+			has_v = true;
+		} else if (sscanf(line, "busy %" SCNu64, &u) == 1) {
+			c.busy_until = u;
+		}
+	}
+	fclose(f);
+	if (!has_an || !has_v)
+		return -EBADMSG;
+	*out = c;
+	return 0;
+}
+
+int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_rotation_cur *c)
+{
+	char path[4096], tmp[4200], buf[128];
+	int fd, n, r = 0;
+
+	if (!ifname_ok(ifname) || c->an >= FCTL_MAX_AN)
+		return -EINVAL;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", dir, ifname);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, ifname);
+	n = snprintf(buf, sizeof(buf), "an %u\nversion %" PRIu32 "\nbusy %" PRIu64 "\n", c->an,
+		     c->version, c->busy_until);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+bool fctl_rotation_busy(const char *dir, char *ifname, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool busy = false;
+	uint64_t now = (uint64_t)time(NULL);
+
+	if (!d)
+		return false;
+	while (!busy && (de = readdir(d))) {
+		struct fctl_rotation_cur c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (fctl_rotation_read(dir, de->d_name, &c) == 0 && c.busy_until > now) {
+			busy = true;
+			if (ifname)
+				snprintf(ifname, len, "%s", de->d_name);
+		}
+	}
+	closedir(d);
+	return busy;
+}
+
+void fctl_rotation_salt(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN])
+{
+	uint8_t id[FCTL_KEYID_LEN];
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	fctl_keyid_from_ref(ref, id);
+	EVP_Digest(id, sizeof(id), md, &n, EVP_sha256(), NULL);
+	memcpy(salt, md, FCTL_SALT_LEN);
+}
+
+static void sa_move(struct fctl_sa *sa, uint8_t an, const uint8_t keyid[FCTL_KEYID_LEN],
+		    const uint8_t salt[FCTL_SALT_LEN])
+{
+	struct fctl_sa s = sa[0];
+
+	if (!s.present)
+		return;
+	memset(&sa[0], 0, sizeof(sa[0]));
+	memcpy(s.keyid, keyid, FCTL_KEYID_LEN);
+	if (s.has_salt)
+		memcpy(s.salt, salt, FCTL_SALT_LEN);
+	sa[an] = s;
+}
+
+void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
+{
+	uint8_t keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN];
+
+	if (m->key.version != 0 || an >= FCTL_MAX_AN || !m->txsa[0].present)
+		return;
+	m->key.version = version;
+	fctl_keyid_from_ref(&m->key, keyid);
+	fctl_rotation_salt(&m->key, salt);
+	sa_move(m->txsa, an, keyid, salt);
+	for (size_t i = 0; i < m->n_rxsc; i++)
+		sa_move(m->rxsc[i].sa, an, keyid, salt);
+	m->encoding_sa = an;
+}
+
+int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir)
+{
+	for (size_t i = 0; hs && i < hs->n_links; i++) {
+		struct fctl_link *l = &hs->links[i];
+		struct fctl_rotation_cur c;
+		int r;
+
+		if (l->kind != FCTL_LINK_MACSEC)
+			continue;
+		r = fctl_rotation_read(dir, l->name, &c);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		fctl_rotation_secy_set(&l->macsec, c.an, c.version);
+	}
+	return 0;
+}
+
+int fctl_rotation_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
+			    struct fctl_key **out, char *err, size_t errlen)
+{
+	struct fctl_keyref r = *ref;
+	char id[4096];
+
+	if (ref->backend && ref->id && strcmp(ref->backend, "file") == 0 && ref->version > 0) {
+		snprintf(id, sizeof(id), "%s.v%" PRIu32, ref->id, ref->version);
+		r.id = id;
+	}
+	return fctl_key_fetch(&r, base_dir, want_len, out, err, errlen);
+}
