@@ -7,23 +7,37 @@
  * ports become eth0..ethK in profile order, and the links, port MACs, port
  * names, port MTUs and host names become --wiring, --mac, --ifname, --mtu and
  * --name, so that `fabricctl apply FILE` runs unchanged inside each guest.
- * Every other use passes its arguments to lab.sh as they are.
+ * Every other use passes its arguments to lab.sh as they are, except two
+ * helpers for CI (examples/ci/pipeline.sh) that need no lab:
+ *
+ *   lab keys PROFILE [--dir DIR]  writes a throwaway lab key (hex, 0600, of the
+ *                                 cipher's length, from OpenSSL's RAND_bytes) for
+ *                                 each file-backend key reference that is missing;
+ *                                 never prints a key
+ *   lab links PROFILE             one line per link the probes can measure: the
+ *                                 first MACsec VLAN with an address on both ends
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "cli.h"
 
 #define LAB_MAX_HOSTS 8	 /* scripts/lab.sh MAX_HOSTS */
 #define LAB_MAX_PORTS 16 /* scripts/lab.sh MAX_PORTS */
 #define LAB_DEFAULT_MTU 1500
+#define LAB_KEY_MAX 32 /* bytes: GCM-AES-256 */
 
 static const char *find_script(void)
 {
@@ -488,12 +502,245 @@ out:
 	return rc;
 }
 
+/* --- lab keys: throwaway keys for a lab run ------------------------------- */
+
+/* mkdir -p of path's parent directories, mode 0700 */
+static int mkparents(const char *path)
+{
+	char *d = fctl_strdup(path);
+	int r = 0;
+
+	if (!d)
+		return -ENOMEM;
+	for (char *s = d + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(d, 0700) < 0 && errno != EEXIST)
+			r = -errno;
+		*s = '/';
+		if (r < 0)
+			break;
+	}
+	free(d);
+	return r;
+}
+
+/* 1 written, 0 kept (exists with the right length), < 0 error (said) */
+static int lab_key_one(const char *path, size_t len, const char *cipher, const char *policy)
+{
+	uint8_t key[LAB_KEY_MAX];
+	char hex[2 * LAB_KEY_MAX + 2];
+	struct stat st;
+	int fd, r = 0;
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode) || (st.st_mode & 077) ||
+		    (st.st_size != (off_t)(2 * len) && st.st_size != (off_t)(2 * len + 1))) {
+			cli_err("lab keys: '%s' (policy %s) exists but is not a %zu-hex-digit file of "
+				"mode 0600 as %s needs; not touching it",
+				path, policy, 2 * len, cipher);
+			return -EEXIST;
+		}
+		printf("lab keys: %s exists (policy %s, %s): kept\n", path, policy, cipher);
+		return 0;
+	}
+	if (mkparents(path) < 0) {
+		cli_err("lab keys: cannot create the directory of '%s': %s", path, strerror(errno));
+		return -EIO;
+	}
+	if (len > sizeof(key) || RAND_bytes(key, (int)len) != 1) {
+		cli_err("lab keys: no random bytes from OpenSSL");
+		return -EIO;
+	}
+	for (size_t i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	hex[2 * len] = '\n';
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		if (fchmod(fd, 0600) < 0 || write(fd, hex, 2 * len + 1) != (ssize_t)(2 * len + 1) ||
+		    fsync(fd) < 0)
+			r = errno ? -errno : -EIO;
+		close(fd);
+		if (r < 0)
+			unlink(path);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(hex, sizeof(hex));
+	if (r < 0) {
+		cli_err("lab keys: cannot write '%s': %s", path, strerror(-r));
+		return r;
+	}
+	printf("lab keys: wrote %s (policy %s, %s, %zu bytes, mode 0600): a throwaway LAB-ONLY "
+	       "key, never use it outside the lab\n",
+	       path, policy, cipher, len);
+	return 1;
+}
+
+static int lab_keys(int argc, char **argv)
+{
+	const char *file = NULL, *dir = NULL;
+	struct fctl_profile *p = NULL;
+	size_t written = 0;
+	int rc;
+
+	/* argv: "lab" "keys" ... */
+	for (int a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "--dir") == 0 && a + 1 < argc)
+			dir = argv[++a];
+		else if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+			printf("usage: fabricctl lab keys PROFILE [--dir DIR]\n"
+			       "  writes a throwaway lab key for every file-backend key reference of\n"
+			       "  PROFILE that is missing (relative ids resolve against DIR, default the\n"
+			       "  profile's directory); existing keys are kept\n");
+			return EXIT_OK;
+		} else if (argv[a][0] == '-' || file) {
+			cli_err("lab keys: usage: fabricctl lab keys PROFILE [--dir DIR]");
+			return EXIT_USAGE;
+		} else
+			file = argv[a];
+	}
+	if (!file) {
+		cli_err("lab keys: usage: fabricctl lab keys PROFILE [--dir DIR]");
+		return EXIT_USAGE;
+	}
+	/* key files are checked (and missing ones reported) by validation: load only */
+	{
+		struct fctl_diags d = { 0 };
+		int r = fctl_profile_load(file, &d, &p);
+
+		if (r < 0 || !p || d.n_errors) {
+			struct fctl_buf b = { 0 };
+
+			fctl_diags_to_text(&d, &b, false);
+			cli_write(stderr, &b);
+			fctl_buf_release(&b);
+			fctl_diags_release(&d);
+			fctl_profile_free(p);
+			cli_err("lab keys: %s cannot be read as a profile", file);
+			return r < 0 && !p ? EXIT_USAGE : EXIT_INVALID;
+		}
+		fctl_diags_release(&d);
+	}
+	if (!dir)
+		dir = p->dir && *p->dir ? p->dir : ".";
+	rc = EXIT_OK;
+	for (size_t i = 0; i < p->n_policies; i++) {
+		const struct fctl_macsec_policy *pol = &p->policies[i];
+		char path[PATH_MAX];
+		int r;
+
+		if (!pol->key.backend || strcmp(pol->key.backend, "file") != 0 || !pol->key.id) {
+			printf("lab keys: policy %s: backend '%s' is not a file: nothing to do\n",
+			       pol->name ? pol->name : "?", pol->key.backend ? pol->key.backend : "?");
+			continue;
+		}
+		if (pol->key.id[0] == '/') {
+			if (access(pol->key.id, F_OK) == 0) {
+				printf("lab keys: %s exists (policy %s): kept\n", pol->key.id, pol->name);
+				continue;
+			}
+			cli_err("lab keys: policy %s names the absolute key file '%s', which is missing: "
+				"lab keys only writes under '%s' (use a relative id)",
+				pol->name, pol->key.id, dir);
+			rc = EXIT_INVALID;
+			continue;
+		}
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, pol->key.id) >= sizeof(path)) {
+			cli_err("lab keys: key path too long");
+			rc = EXIT_USAGE;
+			continue;
+		}
+		r = lab_key_one(path, fctl_cipher_key_len(pol->cipher), fctl_cipher_name(pol->cipher),
+				pol->name);
+		if (r < 0)
+			rc = EXIT_INVALID;
+		else
+			written += (size_t)r;
+	}
+	if (written)
+		printf("lab keys: %zu LAB-ONLY key%s written: they protect nothing real; delete them "
+		       "after the lab run\n",
+		       written, written == 1 ? "" : "s");
+	fctl_profile_free(p);
+	return rc;
+}
+
+/* --- lab links: what the probes measure ------------------------------------ */
+
+/* The first IPv4 address (else any) of host on v, without its prefix length. */
+static bool vlan_addr(const struct fctl_vlan *v, const char *host, char *out, size_t len)
+{
+	const char *best = NULL;
+
+	for (size_t i = 0; i < v->n_addrs; i++) {
+		if (!v->addrs[i].host || !v->addrs[i].cidr || strcmp(v->addrs[i].host, host) != 0)
+			continue;
+		if (!best || (strchr(best, ':') && !strchr(v->addrs[i].cidr, ':')))
+			best = v->addrs[i].cidr;
+	}
+	if (!best)
+		return false;
+	snprintf(out, len, "%.*s", (int)strcspn(best, "/"), best);
+	return true;
+}
+
+static int lab_links(int argc, char **argv)
+{
+	struct fctl_profile *p = NULL;
+	const char *file = argc == 3 ? argv[2] : NULL;
+	int rc;
+
+	if (!file || file[0] == '-') {
+		printf("usage: fabricctl lab links PROFILE\n"
+		       "  one tab-separated line per link the probes can measure: LINK A_HOST\n"
+		       "  A_MACSEC_IFNAME A_ADDR B_HOST B_MACSEC_IFNAME B_ADDR VLAN (the link's\n"
+		       "  first MACsec VLAN with an address on both ends)\n");
+		return file ? EXIT_OK : EXIT_USAGE;
+	}
+	rc = cli_load_valid_profile(file, &p, true);
+	if (rc != EXIT_OK)
+		return rc;
+	for (size_t l = 0; l < p->n_links; l++) {
+		const struct fctl_plink *lk = &p->links[l];
+		bool found = false;
+
+		for (size_t k = 0; k < lk->n_vlans && !found; k++) {
+			const struct fctl_vlan *v = &lk->vlans[k];
+			char addr[2][64], vif[FCTL_IFNAMSIZ + 8], mif[2][FCTL_IFNAMSIZ + 8];
+
+			if (!v->macsec && !lk->macsec)
+				continue;
+			if (!vlan_addr(v, lk->end[0].host, addr[0], sizeof(addr[0])) ||
+			    !vlan_addr(v, lk->end[1].host, addr[1], sizeof(addr[1])))
+				continue;
+			fctl_vlan_ifnames(v, lk->end[0].port, vif, mif[0]);
+			fctl_vlan_ifnames(v, lk->end[1].port, vif, mif[1]);
+			printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%u\n", lk->name, lk->end[0].host, mif[0],
+			       addr[0], lk->end[1].host, mif[1], addr[1], v->id);
+			found = true;
+		}
+		if (!found)
+			cli_err("lab links: link %s has no MACsec VLAN with an address on both ends: "
+				"the probes cannot measure it",
+				lk->name);
+	}
+	fctl_profile_free(p);
+	return EXIT_OK;
+}
+
 int cmd_lab(int argc, char **argv)
 {
 	static char bash[] = "bash";
 	const char *script = find_script();
 	char **args;
 
+	if (argc >= 2 && strcmp(argv[1], "keys") == 0)
+		return lab_keys(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "links") == 0)
+		return lab_links(argc, argv);
 	if (!script) {
 		cli_err("lab: scripts/lab.sh not found (set FCTL_LAB_SCRIPT)");
 		return EXIT_USAGE;

@@ -99,7 +99,7 @@ static const struct cmd commands[] = {
 	  "I/O or netlink error.\n" },
 	{ "history", cmd_history, "history [--json] [--netns NAME]",
 	  "List the profile versions applied on this host, oldest first.\n" },
-	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup [ARGS]",
+	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup|keys|links [ARGS]",
 	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
 	  "wired host to host over 127.0.0.1, each running this machine's binaries: a\n"
 	  "place to test profile changes in CI before they reach real hosts. A wrapper\n"
@@ -110,7 +110,12 @@ static const struct cmd commands[] = {
 	  "links say, each named after its profile host, its NICs carrying the profile's\n"
 	  "port names, MACs and MTUs, so 'fabricctl apply FILE' runs unchanged inside.\n"
 	  "It prints the mapping (profile host:port -> lab hN.ethK); --dry-run stops\n"
-	  "there and shows the lab.sh command. Other uses go to lab.sh unchanged.\n"
+	  "there and shows the lab.sh command. Other uses go to lab.sh unchanged, but\n"
+	  "two helpers for CI (examples/ci/pipeline.sh) that need no lab or root:\n"
+	  "'lab keys PROFILE [--dir DIR]' writes a throwaway LAB-ONLY key (hex, 0600,\n"
+	  "the cipher's length, never printed) for each missing file-backend key;\n"
+	  "'lab links PROFILE' lists each link's first MACsec VLAN addressed on both\n"
+	  "ends (link, a host, MACsec device, address, b host, device, address, VLAN).\n"
 	  "\n"
 	  "  fabricctl lab up --hosts 2\n"
 	  "  fabricctl lab exec h1 -- fabricctl apply profiles/lab-pair.yaml\n"
@@ -120,13 +125,16 @@ static const struct cmd commands[] = {
 	{ "probe", cmd_probe,
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
 	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"
-	  "                 [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]",
+	  "                 [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]\n"
+	  "                 [--audit-log PATH] [--change ID]",
 	  "RDMA probes over a link (RoCE, RC QP): latency (send_lat, write_lat, read_lat)\n"
 	  "and bandwidth (send_bw, write_bw, read_bw), perftest-compatible and exact\n"
 	  "statistics, loss and retransmissions from the RDMA counters of both ends, the\n"
 	  "MACsec check (encrypting, nothing refused), verdicts against the profile's\n"
 	  "slo section. 'serve' is the far end; 'run' measures. Runs the fabricctl-probe\n"
 	  "program; 'fabricctl probe run --help' lists every option; see docs/probes.md.\n"
+	  "Every verdict of 'run' is an audit record (action probe): --audit-log PATH or\n"
+	  "FCTL_AUDIT_LOG, --change ID or FCTL_CHANGE_ID, as for apply (docs/audit.md).\n"
 	  "\n"
 	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"
 	  "error (no RDMA device, peer unreachable, peer gone).\n" },
