@@ -33,10 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "fctl/agent.h"
 #include "fctl/engine.h"
+#include "fctl/nl.h"
+#include "fctl/rotation.h"
 #include "fctl/tls.h"
 #ifdef FCTL_HAVE_AUDIT
 #include "fctl/audit.h"
@@ -565,6 +568,369 @@ static int spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	return 0;
 }
 
+/* --- SA-level requests of key rotation (docs/rotation.md, docs/protocol.md) ---
+ *
+ * Handled in the loop itself (each is one or two netlink round trips): only a
+ * key-custodian certificate (or root on the Unix socket) may send them. The SAK
+ * arrives in a KEY TLV, goes into one netlink message, and both are wiped at once;
+ * records and logs name it by its key check value. */
+
+#define ROTATION_LEASE_S 600 /* a rotation that dies leaves SAs of two keys this long at most */
+
+static void hex_of(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+/* AES-ECB(key, 0^128)[0..2], the key check value of fctl/keys.h */
+static void sak_kcv(const uint8_t *key, size_t len, char out[7])
+{
+	static const uint8_t zero[16];
+	uint8_t blk[32];
+	int n = 0;
+	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+
+	snprintf(out, 7, "000000");
+	if (x && EVP_EncryptInit_ex(x, len == 32 ? EVP_aes_256_ecb() : EVP_aes_128_ecb(), NULL, key,
+				    NULL) == 1 &&
+	    EVP_CIPHER_CTX_set_padding(x, 0) == 1 &&
+	    EVP_EncryptUpdate(x, blk, &n, zero, sizeof(zero)) == 1 && n >= 3)
+		hex_of(blk, 3, out);
+	EVP_CIPHER_CTX_free(x);
+	fctl_memzero(blk, sizeof(blk));
+}
+
+static void sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
+		     const struct fctl_msg *m, const char *kcv, const char *detail)
+{
+	char keyid[2 * FCTL_KEYID_LEN + 1] = "", line[900];
+	const char *ids[1], *kcvs[1];
+
+	if (m->keyid)
+		hex_of(m->keyid, FCTL_KEYID_LEN, keyid);
+	snprintf(line, sizeof(line), "%s an %u%s%s%s%s%s%s: %s", m->ifname, m->an,
+		 kcv ? " kcv " : "", kcv ? kcv : "", keyid[0] ? " keyid " : "", keyid,
+		 (m->present & FCTL_HAS_KEY_VERSION) ? " key-version " : "",
+		 (m->present & FCTL_HAS_KEY_VERSION) ? "set" : "", detail);
+	logmsg("%s %s by %s: %s", action, ok ? "applied" : "failed", c->who, line);
+#ifdef FCTL_HAVE_AUDIT
+	if (a->audit) {
+		char kid[FCTL_AUDIT_KEYID_LEN + 1];
+		struct fctl_audit_entry e = {
+			.action = action,
+			.result = ok ? "applied" : "failed",
+			.actor_cert = c->kind == C_TLS ? c->who : NULL,
+			.has_actor_uid = c->has_uid,
+			.actor_uid = c->uid,
+			.host = a->host,
+			.secy = m->ifname,
+			.detail = detail,
+		};
+
+		if (keyid[0]) {
+			snprintf(kid, sizeof(kid), "%.*s", FCTL_AUDIT_KEYID_LEN, keyid);
+			ids[0] = kid;
+			e.key_ids = ids;
+			e.n_key_ids = 1;
+		}
+		if (kcv) {
+			kcvs[0] = kcv;
+			e.kcvs = kcvs;
+			e.n_kcvs = 1;
+		}
+		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+			logmsg("audit: %s", fctl_audit_error(a->audit));
+	}
+#else
+	(void)a;
+	(void)ids;
+	(void)kcvs;
+#endif
+}
+
+static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, size_t key_len,
+		   char *err, size_t errlen)
+{
+	struct fctl_nl_err e;
+	int r = fctl_nl_exec(nl, op, key, key_len, &e);
+
+	if (r < 0)
+		snprintf(err, errlen, "%s an %u on %s: %s", fctl_op_kind_name(op->kind), op->an,
+			 op->ifname, e.msg[0] ? e.msg : strerror(-r));
+	return r;
+}
+
+static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_buf *o, char *err,
+		    size_t errlen, int *rp)
+{
+	const char *names[1] = { m->ifname };
+	struct fctl_host_state *hs = NULL;
+	struct fctl_macsec_stats *st = calloc(1, sizeof(*st));
+	const struct fctl_link *l;
+	char kid[2 * FCTL_KEYID_LEN + 1];
+	int r;
+
+	r = st ? fctl_nl_read_state(nl, NULL, names, 1, &hs) : -ENOMEM;
+	l = r == 0 ? fctl_host_state_find(hs, m->ifname) : NULL;
+	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
+		r = -ENODEV;
+	if (r == 0)
+		r = fctl_nl_read_macsec_stats(nl, m->ifname, st);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", m->ifname, strerror(-r));
+		goto out;
+	}
+	fctl_buf_printf(o, "secy %s sci %016" PRIx64 " encoding_sa %u cipher %s\n", l->name,
+			l->macsec.sci, l->macsec.encoding_sa, fctl_cipher_name(l->macsec.cipher));
+	for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+		const struct fctl_sa *s = &l->macsec.txsa[an];
+
+		if (!s->present)
+			continue;
+		hex_of(s->keyid, FCTL_KEYID_LEN, kid);
+		fctl_buf_printf(o, "tx an %u active %d pn %" PRIu64 " keyid %s out_pkts %u\n", an,
+				s->active, s->pn, s->has_keyid ? kid : "-",
+				st->txsa[an].out_pkts_encrypted + st->txsa[an].out_pkts_protected);
+	}
+	for (size_t i = 0; i < l->macsec.n_rxsc; i++) {
+		const struct fctl_rxsc *sc = &l->macsec.rxsc[i];
+		const struct fctl_macsec_rxsc_stats *rs = NULL;
+
+		for (size_t j = 0; j < st->n_rxsc; j++)
+			if (st->rxsc[j].sci == sc->sci)
+				rs = &st->rxsc[j];
+		fctl_buf_printf(o, "rxsc sci %016" PRIx64 " active %d not_valid %" PRIu64
+				" not_using_sa %" PRIu64 " unused_sa %" PRIu64 " invalid %" PRIu64
+				" late %" PRIu64 "\n", sc->sci, sc->active,
+				rs ? rs->in_pkts_not_valid : 0, rs ? rs->in_pkts_not_using_sa : 0,
+				rs ? rs->in_pkts_unused_sa : 0, rs ? rs->in_pkts_invalid : 0,
+				rs ? rs->in_pkts_late : 0);
+		for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+			const struct fctl_sa *s = &sc->sa[an];
+			const struct fctl_macsec_sa_stats *ss = rs ? &rs->sa[an] : NULL;
+
+			if (!s->present)
+				continue;
+			hex_of(s->keyid, FCTL_KEYID_LEN, kid);
+			fctl_buf_printf(o, "rx sci %016" PRIx64 " an %u active %d pn %" PRIu64
+					" keyid %s ok %u not_valid %u not_using_sa %u unused_sa %u"
+					" invalid %u\n", sc->sci, an, s->active, s->pn,
+					s->has_keyid ? kid : "-", ss ? ss->in_pkts_ok : 0,
+					ss ? ss->in_pkts_not_valid : 0, ss ? ss->in_pkts_not_using_sa : 0,
+					ss ? ss->in_pkts_unused_sa : 0, ss ? ss->in_pkts_invalid : 0);
+		}
+	}
+out:
+	fctl_host_state_free(hs);
+	free(st);
+	*rp = r;
+}
+
+static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec *out)
+{
+	const char *names[1] = { ifname };
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *l;
+	int r = fctl_nl_read_state(nl, NULL, names, 1, &hs);
+
+	l = r == 0 ? fctl_host_state_find(hs, ifname) : NULL;
+	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
+		r = -ENODEV;
+	if (r == 0) {
+		out->cipher = l->macsec.cipher;
+		out->encoding_sa = l->macsec.encoding_sa;
+		out->sci = l->macsec.sci;
+	}
+	fctl_host_state_free(hs);
+	return r;
+}
+
+/* The SAK in the request frame: zeroed as soon as it went into the netlink message */
+static void wipe_key(struct conn *c, const struct fctl_msg *m)
+{
+	if (m->key && c->frame)
+		fctl_memzero(c->frame + (m->key - c->frame), m->key_len);
+}
+
+static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	const char *tn = fctl_proto_type_name(m->type);
+	char rdir[PATH_MAX], err[600] = "", detail[700] = "", kcv[7];
+	struct fctl_rotation_cur cur = { 0 };
+	struct fctl_buf o = { 0 };
+	struct fctl_macsec sec = { 0 };
+	struct fctl_nl *nl = NULL;
+	struct fctl_op op;
+	bool has_cur;
+	int r;
+
+	if (c->role != FCTL_ROLE_KEY_CUSTODIAN && c->role != FCTL_ROLE_LOCAL) {
+		char d[128];
+
+		a->st.refused[FCTL_REFUSED_ROLE]++;
+		snprintf(d, sizeof(d), "role %s may not %s (key-custodian only)",
+			 fctl_role_name(c->role), tn);
+		audit_event(a, tn, "refused", c, d);
+		wipe_key(c, m);
+		respond_error(a, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
+		return;
+	}
+	if (a->writers) {
+		wipe_key(c, m);
+		respond_error(a, c, m->id, 2, "an apply is running on this host: try again");
+		return;
+	}
+	if (m->key)
+		sak_kcv(m->key, m->key_len, kcv);
+	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+	has_cur = fctl_rotation_read(rdir, m->ifname, &cur) == 0;
+	r = fctl_nl_open(a->cfg.netns, &nl);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "cannot open netlink: %s", strerror(-r));
+		goto done;
+	}
+	if (m->type == FCTL_MSG_SA_DUMP) {
+		sa_dump(nl, m, &o, err, sizeof(err), &r);
+		if (r == 0 && has_cur)
+			fctl_buf_printf(&o, "rotation an %u version %" PRIu32 " busy %" PRIu64 "\n",
+					cur.an, cur.version, cur.busy_until);
+		goto done;
+	}
+	r = sa_cipher(nl, m->ifname, &sec);
+	if (r < 0) {
+		snprintf(err, sizeof(err), "%s: not a MACsec interface here (%s)", m->ifname,
+			 strerror(-r));
+		goto done;
+	}
+	if (!has_cur) { /* the state render gives before the first rotation */
+		cur.an = sec.encoding_sa;
+		cur.version = 0;
+	}
+	memset(&op, 0, sizeof(op));
+	snprintf(op.ifname, sizeof(op.ifname), "%s", m->ifname);
+	op.an = (uint8_t)m->an;
+	op.sci = m->sci;
+	switch (m->type) {
+	case FCTL_MSG_RXSA_INSTALL:
+	case FCTL_MSG_TXSA_STAGE:
+		if (m->key_len != fctl_cipher_key_len(sec.cipher) || !m->pn ||
+		    (fctl_cipher_is_xpn(sec.cipher) && (!m->salt || !(m->present & FCTL_HAS_SSCI)))) {
+			r = -EINVAL;
+			snprintf(err, sizeof(err), "%s: a %u-byte key, PN %" PRIu64 "%s for %s", tn,
+				 m->key_len, m->pn, fctl_cipher_is_xpn(sec.cipher) ? ", SSCI and salt" : "",
+				 fctl_cipher_name(sec.cipher));
+			break;
+		}
+		if (m->an == sec.encoding_sa) {
+			r = -EBUSY;
+			snprintf(err, sizeof(err), "%s: AN %u is the encoding SA in use", tn, m->an);
+			break;
+		}
+		op.kind = m->type == FCTL_MSG_RXSA_INSTALL ? FCTL_OP_RXSA_ADD : FCTL_OP_TXSA_ADD;
+		op.sa.present = true;
+		op.sa.active = m->type == FCTL_MSG_RXSA_INSTALL;
+		op.sa.pn = m->pn;
+		memcpy(op.sa.keyid, m->keyid, FCTL_KEYID_LEN);
+		op.sa.has_keyid = true;
+		if (m->salt) {
+			memcpy(op.sa.salt, m->salt, FCTL_SALT_LEN);
+			op.sa.has_salt = true;
+			op.sa.ssci = m->ssci;
+		}
+		/* a lease first: drift checks and applies keep off two-key SecYs */
+		cur.busy_until = (uint64_t)time(NULL) + ROTATION_LEASE_S;
+		r = fctl_rotation_write(rdir, m->ifname, &cur);
+		if (r < 0) {
+			snprintf(err, sizeof(err), "cannot write %s/%s: %s", rdir, m->ifname,
+				 strerror(-r));
+			break;
+		}
+		r = sa_exec(nl, &op, m->key, m->key_len, err, sizeof(err));
+		snprintf(detail, sizeof(detail), "tx sa staged inactive, pn %" PRIu64, m->pn);
+		if (m->type == FCTL_MSG_RXSA_INSTALL) {
+			char sci[24];
+
+			fctl_sci_format(m->sci, sci);
+			snprintf(detail, sizeof(detail), "rx sa active, peer sci %s, pn %" PRIu64, sci,
+				 m->pn);
+		}
+		break;
+	case FCTL_MSG_TXSA_SWITCH:
+		/* activate first, then the encoding SA: the other order stops the SecY */
+		op.kind = FCTL_OP_TXSA_UPD;
+		op.sa.present = op.sa.active = true;
+		r = sa_exec(nl, &op, NULL, 0, err, sizeof(err));
+		/* fall through: set the encoding SA */
+		/* FALLTHROUGH */
+	case FCTL_MSG_ENCODING_SA:
+		if (r < 0)
+			break;
+		memset(&op, 0, sizeof(op));
+		op.kind = FCTL_OP_LINK_CHANGE;
+		snprintf(op.ifname, sizeof(op.ifname), "%s", m->ifname);
+		op.link.kind = FCTL_LINK_MACSEC;
+		snprintf(op.link.name, sizeof(op.link.name), "%s", m->ifname);
+		op.link.macsec.encoding_sa = (uint8_t)m->an;
+		op.link.macsec.cipher = sec.cipher;
+		op.changes = FCTL_CHG_ENCODING_SA;
+		r = sa_exec(nl, &op, NULL, 0, err, sizeof(err));
+		if (r == 0) {
+			cur.an = (uint8_t)m->an;
+			cur.version = m->key_version;
+			r = fctl_rotation_write(rdir, m->ifname, &cur);
+			if (r < 0)
+				snprintf(err, sizeof(err), "encoding SA set, but %s/%s not written: %s",
+					 rdir, m->ifname, strerror(-r));
+		}
+		snprintf(detail, sizeof(detail), "%s encoding sa %u, key version %" PRIu32,
+			 m->type == FCTL_MSG_TXSA_SWITCH ? "tx sa activated, then" : "rollback:",
+			 m->an, m->key_version);
+		break;
+	case FCTL_MSG_SA_RETIRE:
+		if (m->an == sec.encoding_sa && !(m->present & FCTL_HAS_SCI)) {
+			r = -EBUSY;
+			snprintf(err, sizeof(err), "%s: AN %u is the encoding SA in use", tn, m->an);
+			break;
+		}
+		op.kind = (m->present & FCTL_HAS_SCI) ? FCTL_OP_RXSA_UPD : FCTL_OP_TXSA_UPD;
+		op.sa.present = true;
+		op.sa.active = false;
+		r = sa_exec(nl, &op, NULL, 0, err, sizeof(err));
+		if (r == -ENODEV || r == -ENOENT || r == -ENXIO)
+			r = 0; /* gone already: retiring is idempotent */
+		else if (r == 0) {
+			op.kind = (m->present & FCTL_HAS_SCI) ? FCTL_OP_RXSA_DEL : FCTL_OP_TXSA_DEL;
+			r = sa_exec(nl, &op, NULL, 0, err, sizeof(err));
+		}
+		if (r == 0 && !(m->present & FCTL_HAS_SCI) && cur.busy_until) {
+			/* the TX SA goes last in a retirement: the lease ends */
+			cur.busy_until = 0;
+			r = fctl_rotation_write(rdir, m->ifname, &cur);
+		}
+		if (m->present & FCTL_HAS_SCI) {
+			char sci[24];
+
+			fctl_sci_format(m->sci, sci);
+			snprintf(detail, sizeof(detail), "rx sa of %s deactivated and deleted", sci);
+		} else {
+			snprintf(detail, sizeof(detail), "tx sa deactivated and deleted");
+		}
+		break;
+	default:
+		r = -EINVAL;
+	}
+	sa_audit(a, c, tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? detail : err);
+done:
+	wipe_key(c, m);
+	fctl_nl_close(nl);
+	if (r < 0)
+		respond_error(a, c, m->id, 1, "%s", err[0] ? err : strerror(-r));
+	else
+		respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+	fctl_buf_release(&o);
+}
+
 static void handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
 	const char *tn = fctl_proto_type_name(m->type);
@@ -575,6 +941,10 @@ static void handle_request(struct agent *a, struct conn *c, const struct fctl_ms
 	c->req_options = m->options;
 	c->req_writes = m->type == FCTL_MSG_ROLLBACK || m->type == FCTL_MSG_RECOVER ||
 			(m->type == FCTL_MSG_APPLY && !(m->options & FCTL_OPT_DRY_RUN));
+	if (fctl_proto_is_sa_request(m->type)) {
+		sa_request(a, c, m);
+		return;
+	}
 	if (!fctl_role_allows(c->role, m->type, m->options)) {
 		char d[128];
 
@@ -610,6 +980,17 @@ static void handle_request(struct agent *a, struct conn *c, const struct fctl_ms
 		respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 		fctl_buf_release(&o);
 		return;
+	}
+	if (c->req_writes) {
+		char rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+
+		fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+		if (fctl_rotation_busy(rdir, ifn, sizeof(ifn))) {
+			a->st.requests[m->type][1]++;
+			respond_error(a, c, m->id, 2, "a key rotation is in progress on '%s': try again",
+				      ifn);
+			return;
+		}
 	}
 	r = spawn(a, c, m);
 	if (r < 0) {
@@ -869,6 +1250,15 @@ static void drift_check(struct agent *a, const char *why)
 	if (a->writers) {
 		drift_schedule(a, 1000); /* after the apply in progress */
 		return;
+	}
+	{
+		char rdir[PATH_MAX];
+
+		fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+		if (fctl_rotation_busy(rdir, NULL, 0)) {
+			drift_schedule(a, 2000); /* SAs of two keys are live: after the rotation */
+			return;
+		}
 	}
 	if (fctl_drift_check(&a->eo, &rep, err, sizeof(err)) < 0) {
 		logmsg("drift check (%s) failed: %s", why, err);

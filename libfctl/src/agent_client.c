@@ -275,6 +275,8 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 	r = fctl_proto_decode((uint8_t *)frame->data, frame->len, 0, resp, err, errlen);
 out:
 	free(payload);
+	if (b.data)
+		fctl_memzero(b.data, b.len); /* an SA request carries a key */
 	fctl_buf_release(&b);
 	return r;
 }

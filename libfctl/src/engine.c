@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fctl/engine.h"
+#include "fctl/rotation.h"
 #include "fctl/keys.h"
 #include "fctl/nl.h"
 
@@ -342,6 +343,27 @@ int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 	return r;
 }
 
+/* Desired state: the profile rendered, with the SAs that key rotation moved
+ * (STATE_DIR/rotation, docs/rotation.md) where they live now. */
+static int render_host(const struct eng *e, const struct fctl_profile *p,
+		       struct fctl_host_state **out)
+{
+	char dir[PATH_MAX + 16];
+	struct fctl_host_state *hs = NULL;
+	int r = fctl_profile_render_host(p, e->host, &hs);
+
+	if (r < 0)
+		return r;
+	snprintf(dir, sizeof(dir), "%s/rotation", e->dir);
+	r = fctl_rotation_overlay(hs, dir);
+	if (r < 0) {
+		fctl_host_state_free(hs);
+		return r;
+	}
+	*out = hs;
+	return 0;
+}
+
 /* The last applied profile's desired state for this host, or NULL. */
 static struct fctl_host_state *last_applied_state(struct eng *e)
 {
@@ -353,7 +375,7 @@ static struct fctl_host_state *last_applied_state(struct eng *e)
 
 	if (history_read(e->dir, &v, &n) == 0 && n && load_entry(&v[n - 1], &d, &p) == 0) {
 		if (fctl_profile_find_host(p, e->host))
-			fctl_profile_render_host(p, e->host, &hs);
+			render_host(e, p, &hs);
 		fctl_profile_free(p);
 	}
 	fctl_diags_release(&d);
@@ -554,8 +576,8 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 			r = -ENOKEY;
 			break;
 		}
-		r = fctl_key_fetch(&op->key, op->key.base, sa_key_len(op), &keys[i], why,
-				   sizeof(why));
+		r = fctl_rotation_key_fetch(&op->key, op->key.base, sa_key_len(op), &keys[i], why,
+					    sizeof(why));
 		if (r < 0)
 			snprintf(err, errlen, "%s an %u on %s: %s", fctl_op_kind_name(op->kind),
 				 op->an, op->ifname, why);
@@ -852,7 +874,7 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 		r = -ENOENT;
 		goto out;
 	}
-	r = fctl_profile_render_host(p, e.host, &want);
+	r = render_host(&e, p, &want);
 	if (r == 0) {
 		prev = last_applied_state(&e);
 		r = read_live(&e, want, prev, NULL, &live, err, errlen);
@@ -887,7 +909,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 	if (r < 0)
 		return r;
 	if (p && fctl_profile_find_host(p, e.host))
-		fctl_profile_render_host(p, e.host, &want);
+		render_host(&e, p, &want);
 	prev = last_applied_state(&e);
 	if (want || prev) {
 		r = read_live(&e, want, prev, NULL, live, err, errlen);
@@ -927,7 +949,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		r = -ENOENT;
 		goto out;
 	}
-	r = fctl_profile_render_host(p, e.host, &want);
+	r = render_host(&e, p, &want);
 	if (r < 0)
 		goto out;
 	if (!o->dry_run) {

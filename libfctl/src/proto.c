@@ -30,9 +30,22 @@ static const struct tlv_desc tlvs[] = {
 	{ FCTL_TLV_OUTPUT, FCTL_HAS_OUTPUT, K_BYTES, FCTL_PROTO_MAX_FRAME, "output" },
 	{ FCTL_TLV_ROLE, FCTL_HAS_ROLE, K_STR, FCTL_PROTO_MAX_STR, "role" },
 	{ FCTL_TLV_AGENT, FCTL_HAS_AGENT, K_STR, FCTL_PROTO_MAX_STR, "agent" },
+	{ FCTL_TLV_IFNAME, FCTL_HAS_IFNAME, K_STR, 15, "ifname" },
+	{ FCTL_TLV_SCI, FCTL_HAS_SCI, K_U64, 8, "sci" },
+	{ FCTL_TLV_AN, FCTL_HAS_AN, K_U32, 4, "an" },
+	{ FCTL_TLV_PN, FCTL_HAS_PN, K_U64, 8, "pn" },
+	{ FCTL_TLV_KEY, FCTL_HAS_KEY, K_BYTES, 32, "key" },
+	{ FCTL_TLV_KEYID, FCTL_HAS_KEYID, K_BYTES, 16, "keyid" },
+	{ FCTL_TLV_KEY_VERSION, FCTL_HAS_KEY_VERSION, K_U32, 4, "key-version" },
+	{ FCTL_TLV_SSCI, FCTL_HAS_SSCI, K_U32, 4, "ssci" },
+	{ FCTL_TLV_SALT, FCTL_HAS_SALT, K_BYTES, 12, "salt" },
 };
 
 #define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
+
+#define SA_ADD_REQ                                                                         \
+	(FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_PN | FCTL_HAS_KEY | FCTL_HAS_KEYID)
+#define SA_ADD_TLVS (SA_ADD_REQ | FCTL_HAS_KEY_VERSION | FCTL_HAS_SSCI | FCTL_HAS_SALT | FCTL_HAS_HOST)
 
 struct type_desc {
 	uint8_t type;
@@ -53,6 +66,18 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_TO_VERSION },
 	{ FCTL_MSG_HISTORY, "history", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_RECOVER, "recover", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_SA_DUMP, "sa-dump", FCTL_HAS_IFNAME | FCTL_HAS_HOST, FCTL_HAS_IFNAME },
+	{ FCTL_MSG_RXSA_INSTALL, "rxsa-install", SA_ADD_TLVS | FCTL_HAS_SCI,
+	  SA_ADD_REQ | FCTL_HAS_SCI },
+	{ FCTL_MSG_TXSA_STAGE, "txsa-stage", SA_ADD_TLVS, SA_ADD_REQ },
+	{ FCTL_MSG_TXSA_SWITCH, "txsa-switch",
+	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION | FCTL_HAS_HOST,
+	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION },
+	{ FCTL_MSG_ENCODING_SA, "encoding-sa",
+	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION | FCTL_HAS_HOST,
+	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION },
+	{ FCTL_MSG_SA_RETIRE, "sa-retire", FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_SCI | FCTL_HAS_HOST,
+	  FCTL_HAS_IFNAME | FCTL_HAS_AN },
 	{ FCTL_MSG_RESPONSE, "response",
 	  FCTL_HAS_RESULT | FCTL_HAS_ERROR | FCTL_HAS_OUTPUT | FCTL_HAS_ROLE | FCTL_HAS_AGENT |
 		  FCTL_HAS_VERSION_MAX,
@@ -73,6 +98,11 @@ static const struct tlv_desc *tlv_find(uint16_t t)
 		if (tlvs[i].type == t)
 			return &tlvs[i];
 	return NULL;
+}
+
+bool fctl_proto_is_sa_request(uint8_t type)
+{
+	return type >= FCTL_MSG_SA_DUMP && type <= FCTL_MSG_SA_RETIRE;
 }
 
 const char *fctl_proto_type_name(uint8_t type)
@@ -276,6 +306,43 @@ int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct f
 		case FCTL_TLV_AGENT:
 			r = set_str(m.agent, v, len);
 			break;
+		case FCTL_TLV_IFNAME:
+			r = len ? set_str(m.ifname, v, len) : -EPROTO;
+			break;
+		case FCTL_TLV_SCI:
+			m.sci = get64(v);
+			break;
+		case FCTL_TLV_AN:
+			m.an = get32(v);
+			if (m.an > 3)
+				return bad(why, whylen, -EPROTO, "AN %u out of 0..3", m.an);
+			break;
+		case FCTL_TLV_PN:
+			m.pn = get64(v);
+			break;
+		case FCTL_TLV_KEY:
+			if (len != 16 && len != 32)
+				return bad(why, whylen, -EBADMSG, "TLV key: %u bytes, expected 16 or 32",
+					   len);
+			m.key = v;
+			m.key_len = len;
+			break;
+		case FCTL_TLV_KEYID:
+			if (len != 16)
+				return bad(why, whylen, -EBADMSG, "TLV keyid: %u bytes, expected 16", len);
+			m.keyid = v;
+			break;
+		case FCTL_TLV_KEY_VERSION:
+			m.key_version = get32(v);
+			break;
+		case FCTL_TLV_SSCI:
+			m.ssci = get32(v);
+			break;
+		case FCTL_TLV_SALT:
+			if (len != 12)
+				return bad(why, whylen, -EBADMSG, "TLV salt: %u bytes, expected 12", len);
+			m.salt = v;
+			break;
 		}
 		if (r < 0)
 			return bad(why, whylen, r, "TLV %s: empty or contains NUL", d->name);
@@ -370,6 +437,43 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 			v = m->output;
 			len = m->output_len;
 			break;
+		case FCTL_TLV_IFNAME:
+			v = m->ifname;
+			len = strnlen(m->ifname, sizeof(m->ifname));
+			if (!len)
+				r = -EINVAL;
+			break;
+		case FCTL_TLV_SCI:
+			put64(num, m->sci);
+			break;
+		case FCTL_TLV_AN:
+			put32(num, m->an);
+			if (m->an > 3)
+				r = -EINVAL;
+			break;
+		case FCTL_TLV_PN:
+			put64(num, m->pn);
+			break;
+		case FCTL_TLV_KEY:
+			v = m->key;
+			len = m->key_len;
+			if (len != 16 && len != 32)
+				r = -EINVAL;
+			break;
+		case FCTL_TLV_KEYID:
+			v = m->keyid;
+			len = 16;
+			break;
+		case FCTL_TLV_KEY_VERSION:
+			put32(num, m->key_version);
+			break;
+		case FCTL_TLV_SSCI:
+			put32(num, m->ssci);
+			break;
+		case FCTL_TLV_SALT:
+			v = m->salt;
+			len = 12;
+			break;
 		}
 		if (r == 0 && len > d->max)
 			r = -EINVAL;
@@ -393,6 +497,8 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 		put32(h + 12, (uint32_t)(b.len - start));
 		r = fctl_buf_append(out, b.data, b.len) < 0 ? -ENOMEM : 0;
 	}
+	if (b.data && (m->present & FCTL_HAS_KEY))
+		fctl_memzero(b.data, b.len); /* the SAK was copied in */
 	fctl_buf_release(&b);
 	return r;
 }

@@ -41,6 +41,13 @@ enum fctl_msg_type {
 	FCTL_MSG_ROLLBACK = 7,
 	FCTL_MSG_HISTORY = 8,
 	FCTL_MSG_RECOVER = 9,
+	/* SA-level requests for key rotation (docs/rotation.md): key-custodian only */
+	FCTL_MSG_SA_DUMP = 10,     /* ifname: SAs (AN, active, KEYID, PN) and counters */
+	FCTL_MSG_RXSA_INSTALL = 11, /* ifname, sci, an, pn, key, keyid [, ssci, salt]: active */
+	FCTL_MSG_TXSA_STAGE = 12,  /* ifname, an, pn, key, keyid [, ssci, salt]: inactive */
+	FCTL_MSG_TXSA_SWITCH = 13, /* ifname, an, key-version: TX SA active, then encoding SA */
+	FCTL_MSG_ENCODING_SA = 14, /* ifname, an, key-version: encoding SA only (rollback) */
+	FCTL_MSG_SA_RETIRE = 15,   /* ifname, an [, sci: RX SA of that SC, else TX SA] */
 	FCTL_MSG_RESPONSE = 0x80,
 };
 
@@ -60,6 +67,15 @@ enum fctl_tlv_type {
 	FCTL_TLV_OUTPUT = 0x000a,      /* bytes: what the command wrote to stdout */
 	FCTL_TLV_ROLE = 0x000b,        /* string: role granted (hello response) */
 	FCTL_TLV_AGENT = 0x000c,       /* string: agent host and software version */
+	FCTL_TLV_IFNAME = 0x800d,      /* string: a MACsec interface (SA requests) */
+	FCTL_TLV_SCI = 0x800e,         /* u64: an RX SC's SCI */
+	FCTL_TLV_AN = 0x800f,          /* u32: association number 0..3 */
+	FCTL_TLV_PN = 0x8010,          /* u64: initial packet number */
+	FCTL_TLV_KEY = 0x8011,         /* bytes: the SAK (16 or 32); wiped after use */
+	FCTL_TLV_KEYID = 0x8012,       /* bytes: exactly 16 */
+	FCTL_TLV_KEY_VERSION = 0x8013, /* u32: key version (rotation state) */
+	FCTL_TLV_SSCI = 0x8014,        /* u32: XPN short SCI */
+	FCTL_TLV_SALT = 0x8015,        /* bytes: XPN salt, exactly 12 */
 };
 
 enum {
@@ -82,7 +98,19 @@ enum {
 	FCTL_HAS_OUTPUT = 1u << 9,
 	FCTL_HAS_ROLE = 1u << 10,
 	FCTL_HAS_AGENT = 1u << 11,
+	FCTL_HAS_IFNAME = 1u << 12,
+	FCTL_HAS_SCI = 1u << 13,
+	FCTL_HAS_AN = 1u << 14,
+	FCTL_HAS_PN = 1u << 15,
+	FCTL_HAS_KEY = 1u << 16,
+	FCTL_HAS_KEYID = 1u << 17,
+	FCTL_HAS_KEY_VERSION = 1u << 18,
+	FCTL_HAS_SSCI = 1u << 19,
+	FCTL_HAS_SALT = 1u << 20,
 };
+
+/* Whether type is one of the SA-level (key-custodian) requests. */
+bool fctl_proto_is_sa_request(uint8_t type);
 
 struct fctl_msg {
 	uint8_t version; /* header version (decode); encode always writes FCTL_PROTO_VERSION */
@@ -104,6 +132,17 @@ struct fctl_msg {
 	uint32_t output_len;
 	char role[FCTL_PROTO_MAX_STR + 1];
 	char agent[FCTL_PROTO_MAX_STR + 1];
+	/* SA requests; key points into the frame: the owner wipes the frame after use */
+	char ifname[16];
+	uint64_t sci;
+	uint32_t an;
+	uint64_t pn;
+	const uint8_t *key;
+	uint32_t key_len;
+	const uint8_t *keyid; /* 16 bytes */
+	uint32_t key_version;
+	uint32_t ssci;
+	const uint8_t *salt; /* 12 bytes */
 };
 
 struct fctl_proto_hdr {
