@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* fabricctl-keymgr: the only program that talks to the KMS (docs/rotation.md). */
+#ifndef KEYMGR_H
+#define KEYMGR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/agent.h"
+#include "fctl/profile.h"
+#include "fctl/state.h"
+
+struct ssl_ctx_st;
+struct fctl_audit;
+
+#define KM_MAX_AGENTS 32
+
+/* One end of a protected VLAN, as the profile renders it. */
+struct km_end {
+	const char *host;
+	const char *endpoint; /* the host's agent */
+	char ifname[FCTL_IFNAMSIZ + 8];
+	uint64_t sci, peer_sci;
+	uint32_t ssci; /* XPN: 1 for the lower SCI of the pair, 2 for the higher */
+	struct fctl_agent_conn *conn;
+};
+
+/* One MACsec SecY pair (a VLAN of a profile link). */
+struct km_link {
+	char name[128]; /* "LINK.VID" */
+	struct km_end end[2];
+	enum fctl_cipher cipher;
+	struct fctl_keyref ref; /* version 0: rotated (per rotation state) */
+	const char *base;       /* profile dir: relative file ids */
+	uint64_t cryptoperiod_s, overlap_s, pn_threshold;
+};
+
+/* What a dump of one end says. */
+struct km_sa {
+	bool present, active;
+	uint64_t pn;
+	uint8_t keyid[FCTL_KEYID_LEN];
+	uint64_t ok, not_valid, not_using_sa, unused_sa, invalid;
+};
+
+struct km_dump {
+	unsigned encoding_sa;
+	bool has_rotation;
+	unsigned rot_an;
+	uint32_t rot_version;
+	uint64_t rot_busy;
+	struct km_sa tx[FCTL_MAX_AN];
+	struct km_sa rx[FCTL_MAX_AN]; /* of the RX SC of the peer */
+	uint64_t sc_not_valid, sc_not_using_sa, sc_unused_sa, sc_invalid;
+};
+
+struct km {
+	struct ssl_ctx_st *tls;
+	const char *state_dir;
+	struct fctl_audit *audit;
+	const char *agents[KM_MAX_AGENTS]; /* "HOST=ENDPOINT" overrides */
+	size_t n_agents;
+	unsigned timeout_s;
+	bool compromised;
+	bool verbose;
+	struct fctl_profile *profile;
+	struct km_link *links;
+	size_t n_links;
+};
+
+int km_links_from_profile(struct km *k, char *err, size_t errlen);
+void km_links_free(struct km *k);
+
+/* Rotates one link make-before-break; finishes an interrupted rotation first.
+ * 0: rotated; 1: rolled back (old key in use, error printed); <0 failed. */
+int km_rotate(struct km *k, struct km_link *l);
+/* Finishes an interrupted rotation of l from its journal: 0 nothing to do or done. */
+int km_recover(struct km *k, struct km_link *l);
+/* Reads both ends; fills d[2]. */
+int km_dump_link(struct km *k, struct km_link *l, struct km_dump d[2], char *err, size_t errlen);
+/* Current {an, version} of the link from keymgr's state (version 0 when never rotated);
+ * last rotation time in *when. */
+int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+	       uint64_t *when);
+void km_close_conns(struct km_link *l);
+void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,
+	      const char *kcv, const char *key_state, const char *fmt, ...) FCTL_PRINTF(7, 8);
+
+#endif

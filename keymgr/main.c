@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fabricctl-keymgr: MACsec key rotation (docs/rotation.md). The only program that
+ * fetches keys from the KMS; it hands SAKs to the agents of both ends of a link
+ * (key-custodian certificate, mutual TLS) and never to anything else.
+ *
+ *   fabricctl-keymgr rotate  [LINK... | --all] [--compromised]  OPTIONS PROFILE
+ *   fabricctl-keymgr watch   [--count N]                          OPTIONS PROFILE
+ *   fabricctl-keymgr recover                                      OPTIONS PROFILE
+ *   fabricctl-keymgr status  [--json]                             OPTIONS PROFILE
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef FCTL_HAVE_AUDIT
+#include "fctl/audit.h"
+#endif
+#include "fctl/rotation.h"
+#include "fctl/tls.h"
+#include "keymgr.h"
+
+#define KM_STATE_DIR "/var/lib/fabricctl/keymgr"
+
+/* options (globals of the program's main file only) */
+static const char *opt_cert, *opt_key, *opt_ca, *opt_state_dir = KM_STATE_DIR, *opt_audit;
+static bool opt_all, opt_json, opt_compromised;
+static unsigned opt_count, opt_timeout = 10;
+static double opt_cryptoperiod = -1, opt_overlap = -1;
+
+static void usage(FILE *f)
+{
+	fputs("usage: fabricctl-keymgr rotate [LINK... | --all] [--compromised] OPTIONS PROFILE\n"
+	      "       fabricctl-keymgr watch [--count N] OPTIONS PROFILE\n"
+	      "       fabricctl-keymgr recover OPTIONS PROFILE\n"
+	      "       fabricctl-keymgr status [--json] OPTIONS PROFILE\n"
+	      "options: --cert F --key F --ca F (key-custodian identity for the agents)\n"
+	      "         --agent HOST=ADDR:PORT (default: the profile's hosts[].agent)\n"
+	      "         --state-dir DIR (default " KM_STATE_DIR ") --audit-log FILE\n"
+	      "         --timeout SEC (per agent request, default 10)\n"
+	      "         --cryptoperiod SEC --overlap SEC (override the profile's key policy)\n"
+	      "LINK is PROFILE-LINK.VLAN-ID as `status` prints it, e.g. h1-h2.100.\n"
+	      "Exit: 0 rotated (or nothing to do), 1 rolled back (old key still in use),\n"
+	      "2 usage or environment, 3 failed with the journal kept (rerun: recover).\n",
+	      f);
+}
+
+static void harden(void)
+{
+	struct rlimit no = { 0, 0 };
+
+	/* no core dumps, no ptrace by other users, locked key pages */
+	setrlimit(RLIMIT_CORE, &no);
+	prctl(PR_SET_DUMPABLE, 0);
+	(void)mlockall(MCL_CURRENT | MCL_FUTURE);
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* Rotation links of the profile: one per protected VLAN. */
+int km_links_from_profile(struct km *k, char *err, size_t errlen)
+{
+	const struct fctl_profile *p = k->profile;
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_links; i++)
+		for (size_t j = 0; j < p->links[i].n_vlans; j++)
+			n += fctl_profile_find_policy(p, p->links[i].vlans[j].macsec) != NULL;
+	k->links = calloc(n ? n : 1, sizeof(*k->links));
+	if (!k->links)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_links; i++) {
+		const struct fctl_plink *pl = &p->links[i];
+
+		for (size_t j = 0; j < pl->n_vlans; j++) {
+			const struct fctl_vlan *v = &pl->vlans[j];
+			const struct fctl_macsec_policy *pol = fctl_profile_find_policy(p, v->macsec);
+			struct km_link *l;
+			uint8_t mac[2][6];
+
+			if (!pol)
+				continue;
+			l = &k->links[k->n_links++];
+			snprintf(l->name, sizeof(l->name), "%s.%u", pl->name, v->id);
+			l->cipher = pol->cipher;
+			l->ref = pol->key;
+			l->base = p->dir;
+			l->cryptoperiod_s = opt_cryptoperiod >= 0 ? (uint64_t)opt_cryptoperiod
+								 : pol->cryptoperiod_s;
+			l->overlap_s = opt_overlap >= 0 ? (uint64_t)opt_overlap : pol->overlap_s;
+			l->pn_threshold = pol->has_pn_rekey_threshold ? pol->pn_rekey_threshold
+			    : fctl_cipher_is_xpn(pol->cipher) ? 0xC000000000000000ull : 0xC0000000ull;
+			for (int e = 0; e < 2; e++) {
+				const struct fctl_link_end *le = &pl->end[e];
+				const struct fctl_host *h = &p->hosts[le->host_idx];
+				const struct fctl_port *pt = &h->ports[le->port_idx];
+				char vif[FCTL_IFNAMSIZ + 8];
+
+				memcpy(mac[e], pt->has_mac ? pt->mac : le->peer_mac, 6);
+				l->end[e].host = h->name;
+				l->end[e].endpoint = h->agent;
+				for (size_t a = 0; a < k->n_agents; a++) {
+					size_t hl = strlen(h->name);
+
+					if (strncmp(k->agents[a], h->name, hl) == 0 && k->agents[a][hl] == '=')
+						l->end[e].endpoint = k->agents[a] + hl + 1;
+				}
+				if (!l->end[e].endpoint) {
+					snprintf(err, errlen, "host '%s' has no agent address (profile "
+						 "hosts[].agent or --agent %s=ADDR:PORT)", h->name, h->name);
+					return -EINVAL;
+				}
+				fctl_vlan_ifnames(v, pt->name, vif, l->end[e].ifname);
+			}
+			for (int e = 0; e < 2; e++) {
+				l->end[e].sci = fctl_sci_make(mac[e], pol->port);
+				l->end[e].peer_sci = fctl_sci_make(mac[!e], pol->port);
+			}
+			for (int e = 0; e < 2; e++)
+				l->end[e].ssci = l->end[e].sci < l->end[e].peer_sci ? 1 : 2;
+		}
+	}
+	return 0;
+}
+
+void km_links_free(struct km *k)
+{
+	for (size_t i = 0; i < k->n_links; i++)
+		km_close_conns(&k->links[i]);
+	free(k->links);
+	k->links = NULL;
+	k->n_links = 0;
+}
+
+static int status(struct km *k)
+{
+	int rc = 0;
+
+	if (opt_json)
+		printf("[");
+	for (size_t i = 0; i < k->n_links; i++) {
+		struct km_link *l = &k->links[i];
+		struct km_dump d[2];
+		char err[600] = "";
+		unsigned an = 0;
+		uint32_t v = 0;
+		uint64_t when = 0;
+		bool rec = km_current(k, l, &an, &v, &when) == 0;
+		int r = km_dump_link(k, l, d, err, sizeof(err));
+
+		if (r < 0)
+			rc = 2;
+		if (opt_json) {
+			printf("%s{\"link\":\"%s\",\"recorded\":%s,\"an\":%u,\"version\":%" PRIu32
+			       ",\"rotated_at\":%" PRIu64, i ? "," : "", l->name, rec ? "true" : "false",
+			       an, v, when);
+			for (int e = 0; r == 0 && e < 2; e++)
+				printf(",\"%s\":{\"ifname\":\"%s\",\"encoding_sa\":%u,\"version\":%" PRIu32
+				       ",\"tx_pn\":%" PRIu64 ",\"not_valid\":%" PRIu64 ",\"not_using_sa\":%"
+				       PRIu64 ",\"unused_sa\":%" PRIu64 "}", l->end[e].host, l->end[e].ifname,
+				       d[e].encoding_sa, d[e].has_rotation ? d[e].rot_version : 0,
+				       d[e].tx[d[e].encoding_sa].pn, d[e].sc_not_valid,
+				       d[e].sc_not_using_sa, d[e].sc_unused_sa);
+			if (r < 0)
+				printf(",\"error\":\"unreachable\"");
+			printf("}");
+			continue;
+		}
+		printf("%s: recorded an %u version %" PRIu32 "%s\n", l->name, an, v,
+		       rec ? "" : " (never rotated)");
+		if (r < 0) {
+			printf("  %s\n", err);
+			continue;
+		}
+		for (int e = 0; e < 2; e++)
+			printf("  %s %s: encoding sa %u, key version %" PRIu32 ", tx pn %" PRIu64
+			       ", not_valid %" PRIu64 ", not_using_sa %" PRIu64 ", unused_sa %" PRIu64 "\n",
+			       l->end[e].host, l->end[e].ifname, d[e].encoding_sa,
+			       d[e].has_rotation ? d[e].rot_version : 0, d[e].tx[d[e].encoding_sa].pn,
+			       d[e].sc_not_valid, d[e].sc_not_using_sa, d[e].sc_unused_sa);
+	}
+	if (opt_json)
+		printf("]\n");
+	return rc;
+}
+
+static int rc_of(int r)
+{
+	return r == 0 ? 0 : r == 1 ? 1 : 3;
+}
+
+static uint64_t now_s(void)
+{
+	return (uint64_t)time(NULL);
+}
+
+/* Cryptoperiod and PN use, on a timerfd: sleeps until the next link is due (or the
+ * next PN check), never polls faster than that. */
+static int watch(struct km *k)
+{
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	uint64_t *last = calloc(k->n_links ? k->n_links : 1, sizeof(*last));
+	unsigned done = 0;
+	int worst = 0;
+
+	if (tfd < 0 || !last) {
+		free(last);
+		return 2;
+	}
+	for (size_t i = 0; i < k->n_links; i++) {
+		unsigned an;
+		uint32_t v;
+
+		if (km_current(k, &k->links[i], &an, &v, &last[i]) < 0)
+			last[i] = now_s();
+		km_recover(k, &k->links[i]);
+	}
+	while (!stop && (!opt_count || done < opt_count)) {
+		uint64_t next = UINT64_MAX, now = now_s(), exp;
+		struct itimerspec its = { 0 };
+
+		for (size_t i = 0; i < k->n_links && !stop; i++) {
+			struct km_link *l = &k->links[i];
+			struct km_dump d[2];
+			char err[600];
+			const char *why = NULL;
+
+			if (now >= last[i] + l->cryptoperiod_s)
+				why = "cryptoperiod";
+			else if (km_dump_link(k, l, d, err, sizeof(err)) == 0 &&
+				 (d[0].tx[d[0].encoding_sa].pn >= l->pn_threshold ||
+				  d[1].tx[d[1].encoding_sa].pn >= l->pn_threshold))
+				why = "pn-threshold";
+			if (why) {
+				int r;
+
+				km_audit(k, l, "key-rotation", "triggered", NULL, NULL, "%s", why);
+				r = km_rotate(k, l);
+				if (r != 0 && worst == 0)
+					worst = rc_of(r);
+				last[i] = now_s();
+				done++;
+				km_close_conns(l);
+				if (opt_count && done >= opt_count)
+					break;
+			}
+			if (last[i] + l->cryptoperiod_s < next)
+				next = last[i] + l->cryptoperiod_s;
+		}
+		if (stop || (opt_count && done >= opt_count))
+			break;
+		now = now_s();
+		/* PN use is checked at least every 10 s between cryptoperiods */
+		its.it_value.tv_sec = next > now ? (time_t)(next - now) : 0;
+		if (its.it_value.tv_sec > 10)
+			its.it_value.tv_sec = 10;
+		if (!its.it_value.tv_sec)
+			its.it_value.tv_nsec = 100 * 1000 * 1000;
+		timerfd_settime(tfd, 0, &its, NULL);
+		if (read(tfd, &exp, sizeof(exp)) < 0 && errno != EINTR)
+			break;
+	}
+	close(tfd);
+	free(last);
+	return worst;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cert", required_argument, NULL, 'c' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "ca", required_argument, NULL, 'a' },
+		{ "agent", required_argument, NULL, 'g' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "audit-log", required_argument, NULL, 'l' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "cryptoperiod", required_argument, NULL, 'P' },
+		{ "overlap", required_argument, NULL, 'O' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "all", no_argument, NULL, 'A' },
+		{ "compromised", no_argument, NULL, 'X' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct km k = { 0 };
+	struct fctl_diags d = { 0 };
+	struct sigaction sa = { .sa_handler = on_term };
+	const char *cmd, *profile;
+	char err[600] = "";
+	int c, rc = 0, r;
+
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	argv++;
+	argc--;
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': opt_cert = optarg; break;
+		case 'k': opt_key = optarg; break;
+		case 'a': opt_ca = optarg; break;
+		case 'g':
+			if (k.n_agents == KM_MAX_AGENTS || !strchr(optarg, '=')) {
+				fprintf(stderr, "fabricctl-keymgr: --agent expects HOST=ADDR:PORT\n");
+				return 2;
+			}
+			k.agents[k.n_agents++] = optarg;
+			break;
+		case 's': opt_state_dir = optarg; break;
+		case 'l': opt_audit = optarg; break;
+		case 't': opt_timeout = (unsigned)atoi(optarg); break;
+		case 'P': opt_cryptoperiod = atof(optarg); break;
+		case 'O': opt_overlap = atof(optarg); break;
+		case 'n': opt_count = (unsigned)atoi(optarg); break;
+		case 'A': opt_all = true; break;
+		case 'X': opt_compromised = true; break;
+		case 'j': opt_json = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (strcmp(cmd, "rotate") && strcmp(cmd, "watch") && strcmp(cmd, "recover") &&
+	    strcmp(cmd, "status")) {
+		fprintf(stderr, "fabricctl-keymgr: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "fabricctl-keymgr: %s: no profile given\n", cmd);
+		return 2;
+	}
+	profile = argv[argc - 1];
+	harden();
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r = fctl_profile_load(profile, &d, &k.profile);
+	if (r == 0)
+		fctl_profile_validate(k.profile, &d);
+	if (r < 0 || d.n_errors) {
+		fprintf(stderr, "fabricctl-keymgr: '%s' does not load or validate (run fabricctl "
+			"validate)\n", profile);
+		rc = 2;
+		goto out;
+	}
+	k.state_dir = opt_state_dir;
+	k.timeout_s = opt_timeout;
+	k.compromised = opt_compromised;
+	if ((!opt_cert || !opt_key || !opt_ca) && !(opt_cert == NULL && opt_key == NULL)) {
+		fprintf(stderr, "fabricctl-keymgr: --cert, --key and --ca go together\n");
+		rc = 2;
+		goto out;
+	}
+	if (opt_cert && fctl_tls_ctx_new(false, opt_cert, opt_key, opt_ca, &k.tls, err,
+					 sizeof(err)) < 0) {
+		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		rc = 2;
+		goto out;
+	}
+	if (km_links_from_profile(&k, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		rc = 2;
+		goto out;
+	}
+#ifdef FCTL_HAVE_AUDIT
+	if (strcmp(cmd, "status") != 0) {
+		struct fctl_audit_opts ao = { .log_path = opt_audit };
+
+		if (fctl_audit_open(&ao, &k.audit, err, sizeof(err)) < 0) {
+			/* a rotation nobody can account for is refused */
+			fprintf(stderr, "fabricctl-keymgr: audit log: %s\n", err);
+			rc = 2;
+			goto out;
+		}
+	}
+#endif
+	if (strcmp(cmd, "status") == 0) {
+		rc = status(&k);
+	} else if (strcmp(cmd, "watch") == 0) {
+		rc = watch(&k);
+	} else {
+		bool any = false;
+
+		for (size_t i = 0; i < k.n_links; i++) {
+			struct km_link *l = &k.links[i];
+			bool want = opt_all || strcmp(cmd, "recover") == 0;
+
+			for (int a = optind; a < argc - 1 && !want; a++)
+				want = strcmp(argv[a], l->name) == 0;
+			if (!want)
+				continue;
+			any = true;
+			r = strcmp(cmd, "recover") == 0 ? km_recover(&k, l) : km_rotate(&k, l);
+			km_close_conns(l);
+			if (r != 0 && rc == 0)
+				rc = rc_of(r);
+			if (r == 0 && strcmp(cmd, "rotate") == 0)
+				printf("%s: rotated\n", l->name);
+		}
+		if (!any) {
+			fprintf(stderr, "fabricctl-keymgr: %s: name a link (see status) or --all\n", cmd);
+			rc = 2;
+		}
+	}
+out:
+#ifdef FCTL_HAVE_AUDIT
+	if (k.audit)
+		fctl_audit_close(k.audit);
+#endif
+	km_links_free(&k);
+	fctl_profile_free(k.profile);
+	fctl_diags_release(&d);
+	fctl_tls_ctx_free(k.tls);
+	return rc;
+}
