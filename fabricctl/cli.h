@@ -47,6 +47,8 @@ int cmd_status(int argc, char **argv);
  * arguments ask for the local form. */
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_rotate(int argc, char **argv);
+int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
 

@@ -122,6 +122,21 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n" },
+	{ "rotate", cmd_rotate,
+	  "rotate [LINK... | --all] [--compromised] --cert F --key F --ca F [--agent HOST=ADDR:PORT]...\n"
+	  "              [--state-dir DIR] [--audit-log PATH] [--overlap SEC] PROFILE",
+	  "Rotates MACsec keys make-before-break on both ends of each link, through the\n"
+	  "agents (key-custodian certificate): new AN, RX SAs on both ends, TX SAs staged,\n"
+	  "confirmed from the dumps, switched, old SAs retired after the overlap window.\n"
+	  "--compromised: no overlap. Runs fabricctl-keymgr; see docs/rotation.md.\n"
+	  "Exit: 0 rotated, 1 rolled back (old key still in use), 2 usage, 3 failed\n"
+	  "with the journal kept ('keys recover').\n" },
+	{ "keys", cmd_keys,
+	  "keys watch|recover|status [--count N] [--json] OPTIONS PROFILE",
+	  "Key manager: 'watch' rotates on the profile's cryptoperiod and PN threshold,\n"
+	  "'recover' finishes or undoes an interrupted rotation from its journal,\n"
+	  "'status' shows each link's AN and key version on both ends. Runs\n"
+	  "fabricctl-keymgr; see docs/rotation.md.\n" },
 	{ "probe", cmd_probe,
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
 	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"

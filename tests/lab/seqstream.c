@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sequence-numbered UDP stream for the rotation lab test (tests/lab/rotation.sh).
+ *
+ *   seqstream send ADDR PORT RATE SECONDS   u64 sequence numbers (big endian) at RATE
+ *                                           packets/s; prints "sent N" at the end
+ *   seqstream recv PORT SECONDS [IDLE]      counts until SECONDS passed, or IDLE seconds
+ *                                           without a packet after the first one; prints
+ *                                           "received R lost L reordered O duplicated D
+ *                                           max_seq M"
+ * Lost = sequence numbers never received up to the highest one seen (plus the tail the
+ * sender reports, compared by the test); reordered = a packet below the highest already
+ * seen that was not seen before; duplicated = seen twice.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int do_send(const char *addr, int port, double rate, double secs)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	double t0 = now();
+	uint64_t seq = 0, fails = 0;
+	uint8_t pkt[64] = { 0 };
+
+	if (fd < 0 || inet_pton(AF_INET, addr, &sa.sin_addr) != 1 || rate <= 0) {
+		fprintf(stderr, "seqstream: bad address or rate\n");
+		return 2;
+	}
+	for (;;) {
+		double due = t0 + (double)seq / rate, t = now();
+		struct timespec ts;
+
+		if (due > t0 + secs)
+			break;
+		if (due > t) {
+			double d = due - t;
+
+			ts.tv_sec = (time_t)d;
+			ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
+			nanosleep(&ts, NULL);
+		}
+		for (int i = 0; i < 8; i++)
+			pkt[i] = (uint8_t)(seq >> (56 - 8 * i));
+		/* a send error (no neighbour yet, ENOBUFS) is a packet lost: counted by the peer */
+		if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			fails++;
+		seq++;
+	}
+	printf("sent %llu send_errors %llu\n", (unsigned long long)seq, (unsigned long long)fails);
+	close(fd);
+	return 0;
+}
+
+static int do_recv(int port, double secs, double idle)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 4 << 20;
+	size_t cap = 1 << 20;
+	uint8_t *seen = calloc(cap, 1);
+	uint64_t received = 0, reordered = 0, dup = 0, max = 0;
+	bool any = false;
+	double t0 = now(), last = t0;
+
+	if (fd < 0 || !seen || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "seqstream: cannot bind port %d: %s\n", port, strerror(errno));
+		return 2;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	printf("listening\n");
+	fflush(stdout);
+	while (now() - t0 < secs && !(any && now() - last > idle)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint8_t pkt[128];
+		uint64_t s = 0;
+		ssize_t n;
+
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		n = recv(fd, pkt, sizeof(pkt), 0);
+		if (n < 8)
+			continue;
+		for (int i = 0; i < 8; i++)
+			s = s << 8 | pkt[i];
+		last = now();
+		if (s >= cap * 8)
+			continue; /* beyond any test's stream: ignored */
+		received++;
+		if (seen[s / 8] & (1u << (s % 8))) {
+			dup++;
+			continue;
+		}
+		seen[s / 8] |= (uint8_t)(1u << (s % 8));
+		if (any && s < max)
+			reordered++;
+		if (!any || s > max)
+			max = s;
+		any = true;
+	}
+	{
+		uint64_t lost = 0;
+
+		for (uint64_t s = 0; any && s <= max; s++)
+			lost += !(seen[s / 8] & (1u << (s % 8)));
+		printf("received %llu lost %llu reordered %llu duplicated %llu max_seq %llu\n",
+		       (unsigned long long)(received - dup), (unsigned long long)lost,
+		       (unsigned long long)reordered, (unsigned long long)dup,
+		       (unsigned long long)max);
+	}
+	free(seen);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "send") == 0)
+		return do_send(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]));
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "recv") == 0)
+		return do_recv(atoi(argv[2]), atof(argv[3]), argc == 5 ? atof(argv[4]) : 3);
+	fprintf(stderr, "usage: seqstream send ADDR PORT RATE SECONDS | recv PORT SECONDS [IDLE]\n");
+	return 2;
+}
