@@ -175,6 +175,15 @@ static int ssl_fail(struct conn *c, int ret, const char *what, char *err, size_t
 		snprintf(err, errlen, "kmip %s:%s: %s: server certificate refused: %s", c->cfg->host,
 			 c->cfg->port, what, X509_verify_cert_error_string(vr));
 		r = -EACCES;
+	} else if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+		   (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
+		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+		    ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_ACCESS_DENIED ||
+		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED)) {
+		snprintf(err, errlen, "kmip %s:%s: %s: the server refused our client certificate: "
+			 "%s", c->cfg->host, c->cfg->port, what, buf);
+		r = -EACCES;
 	} else if (se == SSL_ERROR_SYSCALL && !e) {
 		snprintf(err, errlen, "kmip %s:%s: %s: connection closed by the server", c->cfg->host,
 			 c->cfg->port, what);
