@@ -14,6 +14,9 @@ PKGS=(
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 iputils-ping
 	rdma-core ibverbs-utils perftest
+	# key management: pkcs11.h (build), a SoftHSM2 token, a PyKMIP server and
+	# pkcs11-tool for tests/kms
+	libp11-kit-dev softhsm2 python3-pykmip opensc
 )
 
 if [ "$(id -u)" -ne 0 ]; then

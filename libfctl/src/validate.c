@@ -177,10 +177,11 @@ static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
 		   pol->pn_rekey_threshold, fctl_cipher_name(pol->cipher));
 	if (pol->key.backend && strcmp(pol->key.backend, "file") == 0)
 		check_key_file(vc, pol);
-	else if (pol->key.backend)
-		WARN(vc, pol->key_pos, "backend-unavailable", NULL,
-		     "key backend '%s' is not available in this build yet; only 'file' can apply",
-		     pol->key.backend);
+	else if (pol->key.backend && pol->key.version == 0)
+		AT(vc, pol->key_pos, "key-version", "add 'version: 1' (or the version to use)",
+		   "key of policy '%s' (backend %s) names no version; a KMS key needs an explicit "
+		   "version, an absent one fails closed at apply",
+		   pol->name, pol->key.backend);
 }
 
 /* Names sorted with their index: O(n log n) duplicate checks and lookups. */
