@@ -90,15 +90,21 @@ static void test_cases(void **state)
 
 static void test_missing_and_backend(void **state)
 {
-	struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "pkcs11",
+	struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "vault",
 				   .id = (char *)(uintptr_t) "x" };
+	struct fctl_keyref nover = { .backend = (char *)(uintptr_t) "pkcs11",
+				     .id = (char *)(uintptr_t) "token=t;object=o" };
 	struct fctl_key *k = NULL;
 	char err[256];
 
 	(void)state;
 	assert_int_equal(fetch("nope", 16, &k, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "No such file"));
+	/* a backend this build does not have */
 	assert_int_equal(fctl_key_fetch(&ref, dir, 16, &k, err, sizeof(err)), -EOPNOTSUPP);
+	assert_null(k);
+	/* a KMS reference without a version fails closed before any KMS is contacted */
+	assert_int_equal(fctl_key_fetch(&nover, dir, 16, &k, err, sizeof(err)), -ENOKEY);
 	assert_null(k);
 }
 
