@@ -74,6 +74,8 @@ suite build 1200 bash -c 'build build'
 if want unit; then
 	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
 	suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
+	# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
+	suite kms 600 tests/kms/kms.sh "$ROOT/build"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
@@ -82,6 +84,7 @@ if want asan; then
 	suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
+	suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
 fi
 
 # 3. fuzzing (bounded)
