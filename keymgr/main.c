@@ -250,11 +250,13 @@ static int watch(struct km *k)
 			if (why) {
 				int r;
 
+				uint64_t t0 = now_s();
+
 				km_audit(k, l, "key-rotation", "triggered", NULL, NULL, "%s", why);
 				r = km_rotate(k, l);
 				if (r != 0 && worst == 0)
 					worst = rc_of(r);
-				last[i] = now_s();
+				last[i] = t0; /* the cryptoperiod counts from one start to the next */
 				done++;
 				km_close_conns(l);
 				if (opt_count && done >= opt_count)
@@ -303,7 +305,8 @@ int main(int argc, char **argv)
 	struct km k = { 0 };
 	struct fctl_diags d = { 0 };
 	struct sigaction sa = { .sa_handler = on_term };
-	const char *cmd, *profile;
+	const char *cmd = NULL, *profile;
+	int cmd_at = 0;
 	char err[600] = "";
 	int c, rc = 0, r;
 
@@ -311,9 +314,22 @@ int main(int argc, char **argv)
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
-	cmd = argv[1];
-	argv++;
-	argc--;
+	/* the command may follow the options: "keymgr --state-dir D status P" */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "rotate") == 0 || strcmp(argv[i], "watch") == 0 ||
+		    strcmp(argv[i], "recover") == 0 || strcmp(argv[i], "status") == 0) {
+			cmd = argv[i];
+			memmove(&argv[i], &argv[i + 1], sizeof(*argv) * (size_t)(argc - i));
+			argc--;
+			cmd_at = i;
+			break;
+		}
+	}
+	if (!cmd_at) {
+		fprintf(stderr, "fabricctl-keymgr: no command (rotate, watch, recover, status)\n");
+		usage(stderr);
+		return 2;
+	}
 	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': opt_cert = optarg; break;

@@ -1,0 +1,244 @@
+#!/bin/bash
+# Key rotation against real kernels (docs/rotation.md): two lab VMs apply
+# tests/lab/profiles/lab-pair-rotation.yaml, `fabricctl agent` on both (mutual TLS on
+# the untagged lab wire), fabricctl-keymgr on h1 with a key-custodian certificate.
+#
+#  1. a sequence-numbered UDP stream both ways over the MACsec VLAN across N (20)
+#     consecutive rotations triggered by the cryptoperiod (keymgr watch): nothing
+#     lost or reordered; InPktsNotValid/NotUsingSA/UnusedSA stay 0; every rotation
+#     committed in the journal history and the audit log; apply/diff see no drift
+#  2. faults, with one stream across all of them: KMS key missing, wrong-length key,
+#     peer agent killed before the switch, peer agent killed at the switch, keymgr
+#     killed with -9 before and after the switch; each run ends with both ends on
+#     one key, traffic flowing, and the audit log saying what happened
+#
+# Prints PASS/FAIL per check and "rotation: N passed, M failed"; exits non-zero on
+# any failure, including a lab that cannot start (never skips).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+K=$BUILD/keymgr/fabricctl-keymgr
+SEQ=$BUILD/tests/lab/seqstream
+LAB=$ROOT/scripts/lab.sh
+export FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation
+export FCTL_AUDIT_LOG=/var/lib/fabricctl/audit.log # guests: tmpfs
+N=${ROTATIONS:-20}
+RATE=${RATE:-200}
+PASS=0
+FAIL=0
+
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+
+finish() {
+	local rc=$?
+	"$LAB" down >/dev/null 2>&1 || true
+	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
+	echo "rotation: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ] && exit 0
+	exit 1
+}
+trap finish EXIT
+
+on() { local h=$1; shift; "$LAB" exec --timeout 300 "$h" -- "$@"; }
+
+for b in "$F" "$K" "$SEQ"; do [ -x "$b" ] || { fail "build" "$b is missing: build first"; exit 1; }; done
+
+# --- material under the build dir (the guests see it read-only) -----------------
+WORK=$BUILD/lab-rotation-work
+rm -rf "$WORK"
+mkdir -p "$WORK/keys"
+"$ROOT/scripts/pki.sh" "$WORK/pki" h1=10.9.12.1 h2=10.9.12.2 >/dev/null || { fail "pki"; exit 1; }
+chmod 644 "$WORK"/pki/*.key # guests read them as root over 9p; this tree is a test tree
+(
+	umask 077
+	openssl rand -hex 16 >"$WORK/keys/rot.key"
+	for v in $(seq 1 60); do openssl rand -hex 16 >"$WORK/keys/rot.key.v$v"; done
+)
+cp "$ROOT/tests/lab/profiles/lab-pair-rotation.yaml" "$WORK/rot.yaml"
+ID=$WORK/pki
+KC=(--cert "$ID/client-key-custodian.crt" --key "$ID/client-key-custodian.key" --ca "$ID/ca.crt")
+KS=/var/lib/fabricctl/keymgr
+KA=/var/lib/fabricctl/keymgr-audit.log
+KM=("$K" --state-dir "$KS" --audit-log "$KA" --timeout 5 "${KC[@]}")
+
+# --- lab, profile, agents ----------------------------------------------------------
+if ! "$LAB" up --hosts 2; then
+	fail "lab-up" "the lab did not start"
+	exit 1
+fi
+pass "lab-up"
+on h1 sh -c 'ip addr add 10.9.12.1/24 dev eth0 && ip link set eth0 up'
+on h2 sh -c 'ip addr add 10.9.12.2/24 dev eth0 && ip link set eth0 up'
+for h in h1 h2; do
+	on "$h" "$F" apply -q --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "apply-$h" ||
+		fail "apply-$h" "$(on "$h" "$F" apply --host "$h" "$WORK/rot.yaml" 2>&1 | tail -3)"
+done
+declare -A AG
+start_agent() {
+	AG[$1]=$("$LAB" exec-bg "$1" -- "$F" agent --host "$1" --listen 0.0.0.0:7443 \
+		--cert "$ID/server-$1.crt" --key "$ID/server-$1.key" --ca "$ID/ca.crt" \
+		--audit-log /var/lib/fabricctl/agent-audit.log --drift-interval 30s)
+}
+wait_agent() {
+	for _ in $(seq 30); do
+		on h1 "${KM[@]}" status "$WORK/rot.yaml" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+start_agent h1
+start_agent h2
+wait_agent && pass "agents-answer-key-custodian" || fail "agents-answer-key-custodian"
+on h1 ping -c 3 -W 3 10.100.0.2 >/dev/null && pass "traffic-over-macsec" || fail "traffic-over-macsec"
+
+# a viewer may not touch SAs
+out=$(on h1 "$K" status --state-dir "$KS" --cert "$ID/client-viewer.crt" --key "$ID/client-viewer.key" --ca "$ID/ca.crt" "$WORK/rot.yaml" 2>&1)
+grep -q "permission denied" <<<"$out" && pass "viewer-refused-sa-requests" || fail "viewer-refused-sa-requests" "$(head -c 300 <<<"$out")"
+
+# --- streams ---------------------------------------------------------------------------
+declare -A RX TX
+stream_start() { # both ways
+	RX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" recv 5001 900 4)
+	RX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" recv 5002 900 4)
+	sleep 1
+	TX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" send 10.100.0.2 5001 "$RATE" 900)
+	TX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" send 10.100.0.1 5002 "$RATE" 900)
+}
+stream_stop() { # name: checks both directions
+	local name=$1 s r sent recv lost reord dup
+	for pair in "h1 h2" "h2 h1"; do
+		set -- $pair
+		"$LAB" kill "$1" "${TX[$1]}" >/dev/null 2>&1
+		s=$("$LAB" wait --timeout 30 "$1" "${TX[$1]}" 2>/dev/null | grep '^sent')
+		r=$("$LAB" wait --timeout 30 "$2" "${RX[$2]}" 2>/dev/null | grep '^received')
+		sent=$(awk '{print $2}' <<<"$s")
+		recv=$(awk '{print $2}' <<<"$r")
+		lost=$(awk '{print $4}' <<<"$r")
+		reord=$(awk '{print $6}' <<<"$r")
+		dup=$(awk '{print $8}' <<<"$r")
+		echo "   stream $1->$2: sent ${sent:-?} received ${recv:-?} lost ${lost:-?} reordered ${reord:-?} duplicated ${dup:-?}"
+		[ -n "$sent" ] && [ "$sent" -gt 0 ] && [ "$sent" = "$recv" ] && [ "$lost" = 0 ] &&
+			[ "$reord" = 0 ] && [ "$dup" = 0 ] && pass "$name-stream-$1-$2-no-loss-no-reorder" ||
+			fail "$name-stream-$1-$2-no-loss-no-reorder" "sent $sent, $r"
+	done
+}
+counters_zero() { # name
+	local js
+	js=$(on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null)
+	[ "$(jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' <<<"$js" 2>/dev/null)" = 0 ] &&
+		pass "$1-not-valid-not-using-unused-0" || fail "$1-not-valid-not-using-unused-0" "$js"
+	[ "$(jq '.[0].h1.encoding_sa == .[0].h2.encoding_sa and .[0].h1.version == .[0].h2.version' <<<"$js")" = true ] &&
+		pass "$1-ends-agree-on-key" || fail "$1-ends-agree-on-key" "$js"
+}
+committed() { on h1 sh -c "grep -c ' committed ' $KS/rotations.log 2>/dev/null || echo 0"; }
+audit_count() { # result
+	on h1 sh -c "grep '\"action\":\"key-rotation\"' $KA | grep -c '\"result\":\"$1\"' || true"
+}
+
+# --- 1. N rotations by the cryptoperiod under a stream --------------------------------
+stream_start
+t0=$(date +%s)
+out=$(on h1 "${KM[@]}" watch --count "$N" --cryptoperiod 5 --overlap 2 "$WORK/rot.yaml" 2>&1)
+rc=$?
+t1=$(date +%s)
+sleep 1
+stream_stop "1"
+[ $rc = 0 ] && pass "1-watch-$N-rotations ($((t1 - t0)) s)" || fail "1-watch-$N-rotations" "exit $rc: $(tail -5 <<<"$out")"
+c=$(committed)
+[ "$c" = "$N" ] && pass "1-journal-history-$N-committed" || fail "1-journal-history-$N-committed" "$c"
+c=$(audit_count committed)
+[ "$c" = "$N" ] && pass "1-audit-$N-committed" || fail "1-audit-$N-committed" "$c"
+on h1 sh -c "ls $KS/journal-* 2>/dev/null" | grep -q . && fail "1-no-open-journal" || pass "1-no-open-journal"
+n=$(on h2 sh -c "grep -c '\"action\":\"txsa-switch\".*\"result\":\"applied\"' /var/lib/fabricctl/agent-audit.log")
+[ "${n:-0}" -ge "$N" ] && pass "1-peer-agent-audited-switches ($n)" || fail "1-peer-agent-audited-switches" "$n"
+on h1 sh -c "grep -q '\"kcvs\":\\[\"[0-9a-f]\\{6\\}\"\\]' $KA" && pass "1-audit-names-keys-by-kcv" || fail "1-audit-names-keys-by-kcv"
+counters_zero "1"
+for h in h1 h2; do
+	on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "1-$h-rotated-is-not-drift" ||
+		fail "1-$h-rotated-is-not-drift" "$(on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" 2>&1 | head -8)"
+done
+
+# --- 2. faults, one stream across them ----------------------------------------------
+stream_start
+ver() { on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null | jq '.[0].h1.version'; }
+next_key() { echo "$WORK/keys/rot.key.v$(($(ver) + 1))"; }
+expect_rc() { # name want-rc [env...] -- rotate
+	local name=$1 want=$2 rc
+	shift 2
+	out=$("$LAB" exec --timeout 120 "$@" h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml" 2>&1)
+	rc=$?
+	[ "$rc" = "$want" ] && pass "$name-exit-$want" || fail "$name-exit-$want" "exit $rc: $(tail -3 <<<"$out")"
+}
+audit_has() { # name pattern
+	on h1 sh -c "grep -q '$2' $KA" && pass "$1-audited" || fail "$1-audited" "no record matching $2"
+}
+
+# 2a. KMS unavailable: the next version's key is gone
+nk=$(next_key)
+mv "$nk" "$nk.off"
+v0=$(ver)
+expect_rc "2a-kms-unavailable" 1
+mv "$nk.off" "$nk"
+[ "$(ver)" = "$v0" ] && pass "2a-old-key-stays" || fail "2a-old-key-stays"
+audit_has "2a-kms-unavailable" 'rolled-back.*No such file'
+
+# 2b. a key of the wrong length from the KMS
+nk=$(next_key)
+cp "$nk" "$nk.good"
+(umask 077; openssl rand -hex 10 >"$nk")
+expect_rc "2b-wrong-length-key" 1
+mv "$nk.good" "$nk"
+audit_has "2b-wrong-length-key" 'rolled-back.*hex digits'
+
+# 2c. peer agent killed before the switch (keymgr paused at stage-tx)
+job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=stage-tx:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
+for _ in $(seq 40); do on h1 test -e "$KS/paused-stage-tx" && break; sleep 0.5; done
+on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
+"$LAB" wait --timeout 60 h1 "$job" >/dev/null 2>&1
+rc=$?
+[ "$rc" = 3 ] && pass "2c-peer-killed-before-switch-journal-kept" || fail "2c-peer-killed-before-switch-journal-kept" "exit $rc"
+start_agent h2
+wait_agent || fail "2c-agent-restart"
+on h1 "${KM[@]}" recover "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2c-recover-rolls-back" || fail "2c-recover-rolls-back"
+audit_has "2c-peer-killed" 'rolled-back.*before the switch'
+counters_zero "2c"
+
+# 2d. peer agent killed at the switch (after h1 may have switched): back to the old AN
+job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=switch:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
+for _ in $(seq 40); do on h1 test -e "$KS/paused-switch" && break; sleep 0.5; done
+on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
+"$LAB" wait --timeout 60 h1 "$job" >/dev/null 2>&1
+rc=$?
+[ "$rc" = 3 ] || [ "$rc" = 1 ] && pass "2d-peer-killed-at-switch-not-committed (exit $rc)" || fail "2d-peer-killed-at-switch-not-committed" "exit $rc"
+start_agent h2
+wait_agent || fail "2d-agent-restart"
+on h1 "${KM[@]}" recover "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2d-recover" || fail "2d-recover"
+audit_has "2d-peer-killed" 'rolled-back.*after the switch'
+counters_zero "2d"
+
+# 2e/2f. keymgr killed with -9 before the switch (rolled back) and after it (finished)
+for hook in install-rx:kill overlap:kill; do
+	step=${hook%%:*}
+	expect_rc "2-keymgr-kill9-at-$step" 137 --env FCTL_KEYMGR_TEST_HOOK=$hook
+	on h1 sh -c "ls $KS/journal-*" >/dev/null 2>&1 && pass "2-kill9-at-$step-journal-left" || fail "2-kill9-at-$step-journal-left"
+	on h1 "${KM[@]}" recover "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2-kill9-at-$step-recovered" || fail "2-kill9-at-$step-recovered"
+	on h1 sh -c "ls $KS/journal-* 2>/dev/null" | grep -q . && fail "2-kill9-at-$step-journal-closed" || pass "2-kill9-at-$step-journal-closed"
+	counters_zero "2-kill9-$step"
+done
+audit_has "2-kill9" 'recovering.*after step overlap: finishing it'
+
+# 2g. a clean rotation, then a compromised key: no overlap, old key marked compromised
+expect_rc "2g-clean-rotation-between-faults" 0
+on h1 "${KM[@]}" rotate --all --compromised "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2g-compromised-rotation" || fail "2g-compromised-rotation"
+audit_has "2g-compromised" '"key_state":"compromised"'
+sleep 1
+stream_stop "2"
+counters_zero "2-end"
+for h in h1 h2; do
+	on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2-$h-no-drift-after-faults" || fail "2-$h-no-drift-after-faults"
+done
+for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
+echo "   rotations committed on h1: $(committed); keymgr audit: $(audit_count committed) committed, $(audit_count rolled-back) rolled back"
