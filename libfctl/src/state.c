@@ -180,16 +180,54 @@ struct fctl_link *fctl_host_state_add_link(struct fctl_host_state *hs, enum fctl
 	l = fctl_array_grow(&hs->links, &hs->n_links, &hs->cap_links, sizeof(*l));
 	if (!l)
 		return NULL;
+	hs->sorted = false;
 	l->kind = kind;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	return l;
 }
 
+/* First index in [lo, hi) of links sorted by name whose name is >= name. */
+static size_t lower_bound(const struct fctl_link *v, size_t lo, size_t hi, const char *name)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct fctl_link *fctl_host_state_find(const struct fctl_host_state *hs, const char *name)
 {
-	for (size_t i = 0; hs && i < hs->n_links; i++)
-		if (strcmp(hs->links[i].name, name) == 0)
-			return &hs->links[i];
+	size_t lo = 0, hi, mid, i;
+
+	if (!hs || !name)
+		return NULL;
+	if (!hs->sorted || hs->n_links < 16) {
+		for (i = 0; i < hs->n_links; i++)
+			if (strcmp(hs->links[i].name, name) == 0)
+				return &hs->links[i];
+		return NULL;
+	}
+	/* canonical order: the VLANs by name, then the MACsec links by name; the
+	 * first match in that order is the one a scan would find */
+	hi = hs->n_links;
+	while (lo < hi) { /* first MACsec link */
+		mid = lo + (hi - lo) / 2;
+		if (hs->links[mid].kind == FCTL_LINK_VLAN)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	i = lower_bound(hs->links, 0, lo, name);
+	if (i < lo && strcmp(hs->links[i].name, name) == 0)
+		return &hs->links[i];
+	i = lower_bound(hs->links, lo, hs->n_links, name);
+	if (i < hs->n_links && strcmp(hs->links[i].name, name) == 0)
+		return &hs->links[i];
 	return NULL;
 }
 
@@ -250,6 +288,7 @@ void fctl_host_state_sort(struct fctl_host_state *hs)
 {
 	if (hs->n_links > 1)
 		qsort(hs->links, hs->n_links, sizeof(*hs->links), cmp_link);
+	hs->sorted = true;
 	for (size_t i = 0; i < hs->n_links; i++) {
 		struct fctl_link *l = &hs->links[i];
 

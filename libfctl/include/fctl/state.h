@@ -140,6 +140,10 @@ struct fctl_host_state {
 	struct fctl_link *links;
 	size_t n_links;
 	size_t cap_links;
+	/* set by fctl_host_state_sort, cleared by fctl_host_state_add_link: links are
+	 * in canonical order, so fctl_host_state_find can search by halves. Code that
+	 * renames or reorders links itself must clear it. */
+	bool sorted;
 };
 
 struct fctl_host_state *fctl_host_state_new(const char *host);
@@ -147,6 +151,8 @@ void fctl_host_state_free(struct fctl_host_state *hs);
 /* Appends a zeroed link named name; returns it or NULL on ENOMEM. */
 struct fctl_link *fctl_host_state_add_link(struct fctl_host_state *hs, enum fctl_link_kind kind,
 					   const char *name);
+/* The first link named name (VLANs before MACsec links), or NULL. O(log n) on a
+ * sorted state, a scan otherwise. */
 struct fctl_link *fctl_host_state_find(const struct fctl_host_state *hs, const char *name);
 struct fctl_rxsc *fctl_macsec_add_rxsc(struct fctl_macsec *m, uint64_t sci);
 struct fctl_rxsc *fctl_macsec_find_rxsc(const struct fctl_macsec *m, uint64_t sci);
