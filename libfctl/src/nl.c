@@ -12,8 +12,10 @@
 #include <unistd.h>
 #include <endian.h>
 
+#include <linux/if_link.h>
 #include <linux/if_macsec.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netlink/errno.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -24,6 +26,12 @@
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
 #endif
+#ifndef RTEXT_FILTER_SKIP_STATS
+#define RTEXT_FILTER_SKIP_STATS (1 << 3)
+#endif
+
+#define RECV_BUF_SIZE 65536
+#define DUMP_TRIES 5
 
 static const struct {
 	int nle;
@@ -137,6 +145,16 @@ static int sock_new(int protocol, struct nl_sock **out)
 		r = -errno;
 		goto fail;
 	}
+	/* One recvmsg per answer: no MSG_PEEK to size each message first. The
+	 * kernel caps a dump part at 32 KiB (it follows our buffer size up to
+	 * that), so a part always fits; a message that did not would fail loudly
+	 * (NLE_MSG_TRUNC), never be cut silently. */
+	nl_socket_disable_msg_peek(sk);
+	r = nl_socket_set_msg_buf_size(sk, RECV_BUF_SIZE);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		goto fail;
+	}
 	*out = sk;
 	return 0;
 fail:
@@ -224,6 +242,7 @@ void fctl_nl_close(struct fctl_nl *nl)
 		return;
 	nl_socket_free(nl->rt);
 	nl_socket_free(nl->gen);
+	free(nl->ifmap.slot);
 	free(nl);
 }
 
@@ -351,7 +370,11 @@ int fctl_nli_xact(struct fctl_nl *nl, struct nl_sock *sk, struct nl_msg *msg, bo
 		nl->stats.writes++;
 	nl->stats.round_trips++;
 
-	r = nl_send_auto(sk, msg); /* sets NLM_F_REQUEST | NLM_F_ACK, seq, port */
+	/* Sets NLM_F_REQUEST | NLM_F_ACK, seq, port. Every request asks for the ACK,
+	 * reads included: libnl's sequence check (the one its own cache fills use on
+	 * these sockets) only moves on at an ACK or NLMSG_DONE, so a request without
+	 * one would put every later answer out of step. */
+	r = nl_send_auto(sk, msg);
 	if (r < 0) {
 		r = fctl_nl_errno(r);
 		goto out;
@@ -375,33 +398,261 @@ out:
 	return r;
 }
 
+/* --- name -> ifindex map --- */
+
+static size_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+static struct fctl_nli_ifent *ifmap_slot(struct fctl_nli_ifent *v, size_t cap, const char *name)
+{
+	size_t i = name_hash(name) & (cap - 1);
+
+	while (v[i].ifindex && strcmp(v[i].name, name) != 0)
+		i = (i + 1) & (cap - 1);
+	return &v[i];
+}
+
+static int ifmap_get(const struct fctl_nl *nl, const char *name)
+{
+	if (!nl->ifmap.cap)
+		return 0;
+	return ifmap_slot(nl->ifmap.slot, nl->ifmap.cap, name)->ifindex;
+}
+
+void fctl_nli_ifmap_clear(struct fctl_nl *nl)
+{
+	if (nl->ifmap.cap)
+		memset(nl->ifmap.slot, 0, nl->ifmap.cap * sizeof(*nl->ifmap.slot));
+	nl->ifmap.n = 0;
+	nl->ifmap.added = 0;
+	nl->ifmap.refill = false;
+}
+
+void fctl_nli_ifmap_invalidate(struct fctl_nl *nl)
+{
+	bool used = nl->ifmap.n > 0 || nl->ifmap.added > 0 || nl->ifmap.refill;
+
+	fctl_nli_ifmap_clear(nl);
+	nl->ifmap.refill = used;
+}
+
+void fctl_nli_ifmap_fill_done(struct fctl_nl *nl)
+{
+	nl->ifmap.added = 0;
+	nl->ifmap.refill = false;
+}
+
+void fctl_nli_ifmap_link_added(struct fctl_nl *nl, const char *name)
+{
+	/* a name the map holds is being made again: what it says is stale */
+	if (ifmap_get(nl, name))
+		fctl_nli_ifmap_invalidate(nl);
+	nl->ifmap.added++;
+}
+
+int fctl_nli_ifmap_put(struct fctl_nl *nl, const char *name, int ifindex)
+{
+	struct fctl_nli_ifmap *m = &nl->ifmap;
+	struct fctl_nli_ifent *e;
+
+	if (ifindex <= 0 || !name || strlen(name) >= FCTL_IFNAMSIZ)
+		return -EINVAL;
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct fctl_nli_ifent *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->slot[i].ifindex)
+				*ifmap_slot(v, cap, m->slot[i].name) = m->slot[i];
+		free(m->slot);
+		m->slot = v;
+		m->cap = cap;
+	}
+	e = ifmap_slot(m->slot, m->cap, name);
+	if (!e->ifindex) {
+		m->n++;
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	}
+	e->ifindex = ifindex;
+	return 0;
+}
+
 /* --- lookups --- */
 
-int fctl_nli_link_get(struct fctl_nl *nl, const char *name, int *ifindex, struct rtnl_link **link,
+static int link_msg(int flags, const char *name, struct nl_msg **out)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct nl_msg *msg = nlmsg_alloc_simple(RTM_GETLINK, flags);
+
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+	    nla_put_u32(msg, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0 ||
+	    (name && nla_put_string(msg, IFLA_IFNAME, name) < 0)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	*out = msg;
+	return 0;
+}
+
+static int parse_link(struct nl_msg *msg, const char **name, struct fctl_nli_link_info *info)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct nlattr *tb[IFLA_MAX + 1], *li[IFLA_INFO_MAX + 1];
+	const struct ifinfomsg *ifi;
+
+	if (nlh->nlmsg_type != RTM_NEWLINK || !nlmsg_valid_hdr(nlh, sizeof(*ifi)))
+		return 0; /* not a link */
+	ifi = nlmsg_data(nlh);
+	if (nlmsg_parse(nlh, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0 || !tb[IFLA_IFNAME] ||
+	    ifi->ifi_index <= 0)
+		return -EPROTO;
+	*name = nla_get_string(tb[IFLA_IFNAME]);
+	if (!memchr(*name, '\0', (size_t)nla_len(tb[IFLA_IFNAME])))
+		return -EPROTO;
+	memset(info, 0, sizeof(*info));
+	info->ifindex = ifi->ifi_index;
+	if (!tb[IFLA_LINKINFO] || nla_parse_nested(li, IFLA_INFO_MAX, tb[IFLA_LINKINFO], NULL) < 0)
+		return 1;
+	if (li[IFLA_INFO_KIND] && nla_len(li[IFLA_INFO_KIND]) >= 7 &&
+	    strncmp(nla_data(li[IFLA_INFO_KIND]), "macsec", 7) == 0) {
+		struct nlattr *md[IFLA_MACSEC_MAX + 1];
+
+		info->macsec = true;
+		if (li[IFLA_INFO_DATA] &&
+		    nla_parse_nested(md, IFLA_MACSEC_MAX, li[IFLA_INFO_DATA], NULL) == 0 &&
+		    md[IFLA_MACSEC_CIPHER_SUITE] && nla_len(md[IFLA_MACSEC_CIPHER_SUITE]) == 8 &&
+		    fctl_cipher_from_kernel_id(nla_get_u64(md[IFLA_MACSEC_CIPHER_SUITE]),
+					       &info->cipher) == 0)
+			info->has_cipher = true;
+	}
+	return 1;
+}
+
+struct get_ctx {
+	struct fctl_nli_link_info info;
+	bool found;
+};
+
+static int on_get(struct nl_msg *msg, void *arg)
+{
+	struct get_ctx *g = arg;
+	const char *name;
+	int r = parse_link(msg, &name, &g->info);
+
+	if (r > 0)
+		g->found = true;
+	return r < 0 ? r : 0;
+}
+
+int fctl_nli_link_get(struct fctl_nl *nl, const char *name, struct fctl_nli_link_info *info,
 		      struct fctl_nl_err *err)
 {
-	struct rtnl_link *l = NULL;
+	struct get_ctx g = { 0 };
+	struct nl_msg *msg = NULL;
 	char what[64];
 	int r;
 
-	nl->stats.round_trips++;
-	r = rtnl_link_get_kernel(nl->rt, 0, name, &l);
+	snprintf(what, sizeof(what), "link \"%s\"", name);
+	if (!name[0] || strlen(name) >= FCTL_IFNAMSIZ) {
+		fctl_nli_err_set(err, -EINVAL, what);
+		return -EINVAL;
+	}
+	r = link_msg(0, name, &msg);
+	if (r == 0) {
+		r = fctl_nli_xact(nl, nl->rt, msg, false, on_get, &g, err);
+		nlmsg_free(msg);
+	}
+	if (r == 0 && !g.found)
+		r = -EPROTO;
 	if (r < 0) {
-		r = fctl_nl_errno(r);
 		if (r == -ENOENT)
 			r = -ENODEV;
-		snprintf(what, sizeof(what), "link \"%s\"", name);
-		if (err)
-			err->extack[0] = '\0';
 		fctl_nli_err_set(err, r, what);
 		return r;
 	}
-	if (ifindex)
-		*ifindex = rtnl_link_get_ifindex(l);
-	if (link)
-		*link = l;
-	else
-		rtnl_link_put(l);
+	if (fctl_nli_ifmap_put(nl, name, g.info.ifindex) < 0)
+		fctl_nli_ifmap_invalidate(nl);
+	*info = g.info;
+	return 0;
+}
+
+static int on_dump_link(struct nl_msg *msg, void *arg)
+{
+	struct fctl_nl *nl = arg;
+	struct fctl_nli_link_info info;
+	const char *name;
+	int r = parse_link(msg, &name, &info);
+
+	if (r <= 0)
+		return r;
+	return fctl_nli_ifmap_put(nl, name, info.ifindex);
+}
+
+/* One RTM_GETLINK dump (no statistics) into the map. */
+static int ifmap_refill(struct fctl_nl *nl)
+{
+	int r = -EINTR;
+
+	for (int tries = 0; tries < DUMP_TRIES && r == -EINTR; tries++) {
+		struct nl_msg *msg = NULL;
+
+		fctl_nli_ifmap_clear(nl);
+		r = link_msg(NLM_F_DUMP, NULL, &msg);
+		if (r < 0)
+			break;
+		r = fctl_nli_xact(nl, nl->rt, msg, false, on_dump_link, nl, NULL);
+		nlmsg_free(msg);
+	}
+	if (r < 0) {
+		fctl_nli_ifmap_invalidate(nl);
+		return r;
+	}
+	fctl_nli_ifmap_fill_done(nl);
+	return 0;
+}
+
+int fctl_nli_ifindex(struct fctl_nl *nl, const char *name, int *ifindex, bool *cached,
+		     struct fctl_nl_err *err)
+{
+	struct fctl_nli_link_info info;
+	int idx = ifmap_get(nl, name);
+	int r;
+
+	*cached = idx > 0;
+	if (idx > 0) {
+		*ifindex = idx;
+		return 0;
+	}
+	/* links were made or removed since the map was filled: one dump answers
+	 * for all of them, where a lookup each would cost a round trip each */
+	if ((nl->ifmap.refill || nl->ifmap.added >= 2) && ifmap_refill(nl) == 0) {
+		char what[64];
+
+		idx = ifmap_get(nl, name);
+		if (idx > 0) {
+			*ifindex = idx;
+			return 0;
+		}
+		snprintf(what, sizeof(what), "link \"%s\"", name);
+		if (err)
+			err->extack[0] = '\0';
+		fctl_nli_err_set(err, -ENODEV, what);
+		return -ENODEV;
+	}
+	r = fctl_nli_link_get(nl, name, &info, err);
+	if (r < 0)
+		return r;
+	*ifindex = info.ifindex;
 	return 0;
 }
 

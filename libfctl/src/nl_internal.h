@@ -10,11 +10,34 @@
 
 #include "fctl/nl.h"
 
+/*
+ * Link name -> ifindex, so that an operation does not ask the kernel for the
+ * ifindex of a device it was just told about. Filled from every full link dump
+ * (fctl_nl_read_state, or fctl_nli_ifmap_refill after a batch of link adds).
+ * The kernel reuses ifindexes, so the map is emptied on every link delete
+ * (a delete also takes the MACsec uppers of a VLAN with it), whenever a name
+ * it holds is created again, and when an operation that used a cached ifindex
+ * fails with ENODEV (then the operation is retried once with a fresh lookup).
+ */
+struct fctl_nli_ifent {
+	int ifindex; /* 0: empty slot */
+	char name[FCTL_IFNAMSIZ];
+};
+
+struct fctl_nli_ifmap {
+	struct fctl_nli_ifent *slot;
+	size_t cap; /* 0 or a power of two */
+	size_t n;
+	unsigned int added; /* links created since the last fill: ifindex unknown */
+	bool refill;        /* the map was emptied while in use: refill it on a miss */
+};
+
 struct fctl_nl {
 	struct nl_sock *rt;  /* NETLINK_ROUTE */
 	struct nl_sock *gen; /* NETLINK_GENERIC */
 	int macsec_family;   /* 0 until resolved */
 	struct fctl_nl_stats stats;
+	struct fctl_nli_ifmap ifmap;
 };
 
 /* Sends msg on sk and reads until the ACK (write or plain request) or NLMSG_DONE
@@ -29,10 +52,36 @@ int fctl_nli_xact(struct fctl_nl *nl, struct nl_sock *sk, struct nl_msg *msg, bo
 void fctl_nli_err_set(struct fctl_nl_err *err, int e, const char *what);
 void fctl_nli_err_clear(struct fctl_nl_err *err);
 
-/* Looks a link up by name in the kernel (one round trip). *link (optional) gets a
- * reference the caller puts with rtnl_link_put. */
-int fctl_nli_link_get(struct fctl_nl *nl, const char *name, int *ifindex, struct rtnl_link **link,
+/* What one RTM_GETLINK answer says about a link. */
+struct fctl_nli_link_info {
+	int ifindex;
+	bool macsec;      /* IFLA_INFO_KIND "macsec" */
+	bool has_cipher;  /* macsec: IFLA_MACSEC_CIPHER_SUITE was known */
+	enum fctl_cipher cipher;
+};
+
+/* Looks a link up by name in the kernel (one round trip, no statistics asked).
+ * -ENODEV with err set when there is no such link. Adds it to the ifindex map. */
+int fctl_nli_link_get(struct fctl_nl *nl, const char *name, struct fctl_nli_link_info *info,
 		      struct fctl_nl_err *err);
+
+/* The ifindex of a link by name: from the map, else from the kernel (a single
+ * lookup, or one dump that refills the map when links were created or deleted
+ * since it was filled). *cached tells whether the answer came from the map
+ * without asking the kernel: an op that then fails with ENODEV must call
+ * fctl_nli_ifmap_invalidate and retry once with a fresh lookup. */
+int fctl_nli_ifindex(struct fctl_nl *nl, const char *name, int *ifindex, bool *cached,
+		     struct fctl_nl_err *err);
+
+/* Map upkeep. clear: empty, as before any fill. put: one name (during a fill).
+ * fill_done: the map now holds every link of a full dump. invalidate: empty it
+ * because what it holds may be wrong (delete, ENODEV). link_added: a link of
+ * this name was (or may have been) created. */
+void fctl_nli_ifmap_clear(struct fctl_nl *nl);
+int fctl_nli_ifmap_put(struct fctl_nl *nl, const char *name, int ifindex);
+void fctl_nli_ifmap_fill_done(struct fctl_nl *nl);
+void fctl_nli_ifmap_invalidate(struct fctl_nl *nl);
+void fctl_nli_ifmap_link_added(struct fctl_nl *nl, const char *name);
 
 /* Resolves the "macsec" generic netlink family on first use. */
 int fctl_nli_macsec_family(struct fctl_nl *nl, struct fctl_nl_err *err);

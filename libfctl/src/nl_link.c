@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,32 +340,44 @@ static void what_of(const struct fctl_op *op, char *buf, size_t n)
 		snprintf(buf, n, "%s %s", fctl_op_kind_name(op->kind), op_ifname(op));
 }
 
-int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl_nl_err *err)
+/* Builds and sends op's message; ifindex is the link's own (ADDR) or its
+ * parent's (LINK_ADD), found by name in the ifindex map or the kernel. */
+static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			  bool fresh, bool *cached, struct fctl_nl_err *err)
 {
+	struct fctl_nli_link_info info;
 	struct nl_msg *msg = NULL;
-	char what[96];
-	int ifindex = 0, parent = 0;
-	int r;
+	const char *target = NULL;
+	int ifindex = 0, r;
 
-	what_of(op, what, sizeof(what));
-	switch (op->kind) {
-	case FCTL_OP_LINK_ADD:
-		r = fctl_nli_link_get(nl, op->link.parent, &parent, NULL, err);
+	*cached = false;
+	if (op->kind == FCTL_OP_LINK_ADD)
+		target = op->link.parent;
+	else if (op->kind == FCTL_OP_ADDR_ADD || op->kind == FCTL_OP_ADDR_DEL)
+		target = op_ifname(op);
+	if (target && fresh) {
+		r = fctl_nli_link_get(nl, target, &info, err);
 		if (r < 0)
 			return r;
-		r = fctl_nl_build_link_msg(op, 0, parent, &msg);
+		ifindex = info.ifindex;
+	} else if (target) {
+		r = fctl_nli_ifindex(nl, target, &ifindex, cached, err);
+		if (r < 0)
+			return r;
+	}
+	switch (op->kind) {
+	case FCTL_OP_LINK_ADD:
+		r = fctl_nl_build_link_msg(op, 0, ifindex, &msg);
 		break;
 	case FCTL_OP_LINK_CHANGE:
 	case FCTL_OP_LINK_UP:
 	case FCTL_OP_LINK_DOWN:
 	case FCTL_OP_LINK_DEL:
+		/* by name (IFLA_IFNAME): no ifindex to look up */
 		r = fctl_nl_build_link_msg(op, 0, 0, &msg);
 		break;
 	case FCTL_OP_ADDR_ADD:
 	case FCTL_OP_ADDR_DEL:
-		r = fctl_nli_link_get(nl, op_ifname(op), &ifindex, NULL, err);
-		if (r < 0)
-			return r;
 		r = fctl_nl_build_addr_msg(op, ifindex, &msg);
 		break;
 	default:
@@ -375,10 +388,33 @@ int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl
 		fctl_nli_err_set(err, r, what);
 		return r;
 	}
+	if (op->kind == FCTL_OP_LINK_ADD)
+		fctl_nli_ifmap_link_added(nl, op_ifname(op));
 	r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
 	fctl_nl_msg_free(msg);
+	/* a delete frees an ifindex the kernel may hand out again, and takes the
+	 * MACsec links above a VLAN with it: forget every cached ifindex */
+	if (op->kind == FCTL_OP_LINK_DEL)
+		fctl_nli_ifmap_invalidate(nl);
 	if (r < 0)
 		fctl_nli_err_set(err, r, what);
+	return r;
+}
+
+int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl_nl_err *err)
+{
+	char what[96];
+	bool cached;
+	int r;
+
+	what_of(op, what, sizeof(what));
+	r = exec_link_once(nl, op, what, false, &cached, err);
+	if (r == -ENODEV && cached) {
+		/* the cached ifindex may be stale: drop the map, ask the kernel, once */
+		fctl_nli_ifmap_invalidate(nl);
+		fctl_nli_err_clear(err);
+		r = exec_link_once(nl, op, what, true, &cached, err);
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -390,12 +426,36 @@ struct cand {
 	bool want;
 };
 
-static bool name_listed(const char *name, const char *const *names, size_t n)
+/* Link index of a dump, by ifindex: parents and addresses find their link
+ * without a scan of every link each (thousands of links make that O(n^2)). */
+struct ixent {
+	int ifindex;
+	const char *name;
+	size_t cand; /* index into cands, or SIZE_MAX */
+};
+
+static int cmp_ixent(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (names[i] && strcmp(names[i], name) == 0)
-			return true;
-	return false;
+	const struct ixent *x = a, *y = b;
+
+	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
+}
+
+static const struct ixent *ix_find(const struct ixent *v, size_t n, int ifindex)
+{
+	struct ixent key = { .ifindex = ifindex };
+
+	return n ? bsearch(&key, v, n, sizeof(*v), cmp_ixent) : NULL;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool name_listed(const char *name, const char *const *sorted, size_t n)
+{
+	return n && bsearch(&name, sorted, n, sizeof(*sorted), cmp_strp) != NULL;
 }
 
 static void copy_name(char dst[FCTL_IFNAMSIZ], const char *src)
@@ -454,10 +514,11 @@ static int fill_macsec(struct rtnl_link *l, struct fctl_macsec *m)
 	return 0;
 }
 
-static int fill_link(struct fctl_host_state *hs, struct nl_cache *cache, const struct cand *c)
+static int fill_link(struct fctl_host_state *hs, const struct ixent *ix, size_t n_ix,
+		     const struct cand *c)
 {
+	const struct ixent *p;
 	struct fctl_link *fl;
-	char parent[IFNAMSIZ] = "";
 	int pidx;
 
 	fl = fctl_host_state_add_link(hs, c->kind, rtnl_link_get_name(c->l));
@@ -470,8 +531,8 @@ static int fill_link(struct fctl_host_state *hs, struct nl_cache *cache, const s
 	fl->has_mtu = true;
 	fl->up = (rtnl_link_get_flags(c->l) & IFF_UP) != 0;
 	pidx = rtnl_link_get_link(c->l);
-	if (pidx > 0 && rtnl_link_i2name(cache, pidx, parent, sizeof(parent)))
-		copy_name(fl->parent, parent);
+	if (pidx > 0 && (p = ix_find(ix, n_ix, pidx)) && p->name)
+		copy_name(fl->parent, p->name);
 	if (c->kind == FCTL_LINK_VLAN) {
 		int proto = rtnl_link_vlan_get_protocol(c->l);
 
@@ -483,12 +544,24 @@ static int fill_link(struct fctl_host_state *hs, struct nl_cache *cache, const s
 	return fill_macsec(c->l, &fl->macsec);
 }
 
-static struct fctl_link *link_by_ifindex(struct fctl_host_state *hs, int ifindex)
+struct lent {
+	int ifindex;
+	struct fctl_link *l;
+};
+
+static int cmp_lent(const void *a, const void *b)
 {
-	for (size_t i = 0; i < hs->n_links; i++)
-		if (hs->links[i].ifindex == ifindex)
-			return &hs->links[i];
-	return NULL;
+	const struct lent *x = a, *y = b;
+
+	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
+}
+
+static struct fctl_link *link_by_ifindex(const struct lent *v, size_t n, int ifindex)
+{
+	struct lent key = { .ifindex = ifindex };
+	const struct lent *e = n ? bsearch(&key, v, n, sizeof(*v), cmp_lent) : NULL;
+
+	return e ? e->l : NULL;
 }
 
 static bool addr_is_kernel_managed(struct rtnl_addr *a)
@@ -501,16 +574,25 @@ static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
 {
 	struct nl_cache *cache = NULL;
 	struct nl_object *o;
+	struct lent *ix;
 	int r;
 
+	ix = calloc(hs->n_links, sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < hs->n_links; i++)
+		ix[i] = (struct lent){ hs->links[i].ifindex, &hs->links[i] };
+	qsort(ix, hs->n_links, sizeof(*ix), cmp_lent);
 	nl->stats.round_trips++;
 	r = rtnl_addr_alloc_cache(nl->rt, &cache);
-	if (r < 0)
+	if (r < 0) {
+		free(ix);
 		return fctl_nl_errno(r);
+	}
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 		struct rtnl_addr *a = (struct rtnl_addr *)o;
 		struct nl_addr *local = rtnl_addr_get_local(a);
-		struct fctl_link *fl = link_by_ifindex(hs, rtnl_addr_get_ifindex(a));
+		struct fctl_link *fl = link_by_ifindex(ix, hs->n_links, rtnl_addr_get_ifindex(a));
 		char ip[INET6_ADDRSTRLEN], cidr[INET6_ADDRSTRLEN + 8];
 		int fam = rtnl_addr_get_family(a);
 
@@ -524,6 +606,7 @@ static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
 			break;
 	}
 	nl_cache_free(cache);
+	free(ix);
 	return r < 0 ? r : 0;
 }
 
@@ -533,7 +616,9 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 	struct fctl_host_state *hs = NULL;
 	struct nl_cache *cache = NULL;
 	struct cand *cands = NULL;
-	size_t n = 0, cap = 0;
+	struct ixent *ix = NULL;
+	const char **sorted = NULL;
+	size_t n = 0, cap = 0, n_ix = 0, cap_ix = 0, n_sorted = 0;
 	bool any_macsec = false;
 	struct nl_object *o;
 	int r;
@@ -541,17 +626,43 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 	hs = fctl_host_state_new(host);
 	if (!hs)
 		return -ENOMEM;
+	if (names && n_names) {
+		sorted = calloc(n_names, sizeof(*sorted));
+		if (!sorted) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n_names; i++)
+			if (names[i])
+				sorted[n_sorted++] = names[i];
+		qsort(sorted, n_sorted, sizeof(*sorted), cmp_strp);
+	}
 	nl->stats.round_trips++;
 	r = rtnl_link_alloc_cache(nl->rt, AF_UNSPEC, &cache);
 	if (r < 0) {
 		r = fctl_nl_errno(r);
 		goto out;
 	}
+	/* a full dump: every name -> ifindex, for the operations that follow */
+	fctl_nli_ifmap_clear(nl);
 	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 		struct rtnl_link *l = (struct rtnl_link *)o;
 		const char *type = rtnl_link_get_type(l);
+		struct ixent *e;
 		struct cand *c;
 
+		e = fctl_array_grow(&ix, &n_ix, &cap_ix, sizeof(*ix));
+		if (!e) {
+			r = -ENOMEM;
+			goto out;
+		}
+		e->ifindex = rtnl_link_get_ifindex(l);
+		e->name = rtnl_link_get_name(l);
+		e->cand = SIZE_MAX;
+		if (e->name && fctl_nli_ifmap_put(nl, e->name, e->ifindex) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
 		if (!type || (strcmp(type, "vlan") != 0 && strcmp(type, "macsec") != 0))
 			continue;
 		c = fctl_array_grow(&cands, &n, &cap, sizeof(*cands));
@@ -561,26 +672,29 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 		}
 		c->l = l;
 		c->kind = strcmp(type, "vlan") == 0 ? FCTL_LINK_VLAN : FCTL_LINK_MACSEC;
-		c->want = !names || name_listed(rtnl_link_get_name(l), names, n_names);
+		c->want = !names || name_listed(rtnl_link_get_name(l), sorted, n_sorted);
+		e->cand = n - 1;
 	}
+	fctl_nli_ifmap_fill_done(nl);
+	if (n_ix > 1)
+		qsort(ix, n_ix, sizeof(*ix), cmp_ixent);
 	/* the VLAN/MACsec links under a wanted one are wanted too */
 	for (bool grew = true; grew && names;) {
 		grew = false;
 		for (size_t i = 0; i < n; i++) {
 			int pidx = cands[i].want ? rtnl_link_get_link(cands[i].l) : 0;
+			const struct ixent *p = pidx > 0 ? ix_find(ix, n_ix, pidx) : NULL;
 
-			for (size_t j = 0; pidx > 0 && j < n; j++) {
-				if (!cands[j].want && rtnl_link_get_ifindex(cands[j].l) == pidx) {
-					cands[j].want = true;
-					grew = true;
-				}
+			if (p && p->cand != SIZE_MAX && !cands[p->cand].want) {
+				cands[p->cand].want = true;
+				grew = true;
 			}
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!cands[i].want)
 			continue;
-		r = fill_link(hs, cache, &cands[i]);
+		r = fill_link(hs, ix, n_ix, &cands[i]);
 		if (r < 0)
 			goto out;
 		any_macsec |= cands[i].kind == FCTL_LINK_MACSEC;
@@ -600,6 +714,10 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 	hs = NULL;
 	r = 0;
 out:
+	if (r < 0)
+		fctl_nli_ifmap_invalidate(nl);
+	free(sorted);
+	free(ix);
 	free(cands);
 	nl_cache_free(cache);
 	fctl_host_state_free(hs);

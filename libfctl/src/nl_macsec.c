@@ -191,36 +191,74 @@ fail:
 
 /* --- execution --- */
 
-/* ifindex and cipher of a MACsec link, by name (one round trip). */
+/* ifindex and cipher of a MACsec link, asked of the kernel by name (one round trip). */
 static int macsec_link(struct fctl_nl *nl, const char *name, int *ifindex,
 		       enum fctl_cipher *cipher, struct fctl_nl_err *err)
 {
-	struct rtnl_link *l = NULL;
-	const char *type;
-	uint64_t id;
+	struct fctl_nli_link_info info;
 	char what[64];
 	int r;
 
-	r = fctl_nli_link_get(nl, name, ifindex, &l, err);
+	r = fctl_nli_link_get(nl, name, &info, err);
 	if (r < 0)
 		return r;
-	type = rtnl_link_get_type(l);
-	if (!type || strcmp(type, "macsec") != 0) {
+	if (!info.macsec) {
 		r = -EINVAL;
 		snprintf(what, sizeof(what), "link \"%s\" is not a macsec link", name);
 		fctl_nli_err_set(err, r, what);
-		goto out;
+		return r;
 	}
-	r = rtnl_link_macsec_get_cipher_suite(l, &id);
-	if (r < 0 || fctl_cipher_from_kernel_id(id, cipher) < 0) {
+	if (!info.has_cipher) {
 		r = -EPROTO;
 		snprintf(what, sizeof(what), "link \"%s\": unknown cipher suite", name);
 		fctl_nli_err_set(err, r, what);
-		goto out;
+		return r;
 	}
-	r = 0;
-out:
-	rtnl_link_put(l);
+	*ifindex = info.ifindex;
+	*cipher = info.cipher;
+	return 0;
+}
+
+static bool is_rxsc_op(enum fctl_op_kind k)
+{
+	return k == FCTL_OP_RXSC_ADD || k == FCTL_OP_RXSC_UPD || k == FCTL_OP_RXSC_DEL;
+}
+
+/* One attempt. An op computed by the planner carries its SecY in op->link
+ * (kind MACSEC, with the cipher the key length and PN width depend on): the
+ * ifindex then comes from the map, and the kernel checks the rest (a SecY of
+ * another cipher refuses the key length, the PN width and the XPN attributes;
+ * a device that is not a SecY is ENODEV). Other ops (built by hand) read the
+ * link from the kernel as before. */
+static int exec_macsec_once(struct fctl_nl *nl, int family, const struct fctl_op *op,
+			    const char *name, const char *what, const uint8_t *key,
+			    size_t key_len, bool fresh, bool *cached, struct fctl_nl_err *err)
+{
+	struct nl_msg *msg = NULL;
+	enum fctl_cipher cipher = FCTL_CIPHER_GCM_AES_128;
+	int ifindex = 0, r;
+
+	*cached = false;
+	if (op->link.kind == FCTL_LINK_MACSEC && !fresh) {
+		cipher = op->link.macsec.cipher;
+		r = fctl_nli_ifindex(nl, name, &ifindex, cached, err);
+	} else {
+		r = macsec_link(nl, name, &ifindex, &cipher, err);
+	}
+	if (r < 0)
+		return r;
+	if (is_rxsc_op(op->kind))
+		r = fctl_nl_build_rxsc_msg(family, op, ifindex, &msg);
+	else
+		r = fctl_nl_build_sa_msg(family, op, cipher, ifindex, key, key_len, &msg);
+	if (r < 0) {
+		fctl_nli_err_set(err, r, what);
+		return r;
+	}
+	r = fctl_nli_xact(nl, nl->gen, msg, true, NULL, NULL, err);
+	fctl_nl_msg_free(msg);
+	if (r < 0)
+		fctl_nli_err_set(err, r, what);
 	return r;
 }
 
@@ -228,10 +266,9 @@ int fctl_nli_exec_macsec(struct fctl_nl *nl, const struct fctl_op *op, const uin
 			 size_t key_len, struct fctl_nl_err *err)
 {
 	const char *name = op->ifname[0] ? op->ifname : op->link.name;
-	struct nl_msg *msg = NULL;
-	enum fctl_cipher cipher = FCTL_CIPHER_GCM_AES_128;
 	char what[96], sci[24];
-	int ifindex = 0, family, r;
+	bool cached;
+	int family, r;
 
 	fctl_sci_format(op->sci, sci);
 	switch (op->kind) {
@@ -254,22 +291,14 @@ int fctl_nli_exec_macsec(struct fctl_nl *nl, const struct fctl_op *op, const uin
 	family = fctl_nli_macsec_family(nl, err);
 	if (family < 0)
 		return family;
-	r = macsec_link(nl, name, &ifindex, &cipher, err);
-	if (r < 0)
-		return r;
-	if (op->kind == FCTL_OP_RXSC_ADD || op->kind == FCTL_OP_RXSC_UPD ||
-	    op->kind == FCTL_OP_RXSC_DEL)
-		r = fctl_nl_build_rxsc_msg(family, op, ifindex, &msg);
-	else
-		r = fctl_nl_build_sa_msg(family, op, cipher, ifindex, key, key_len, &msg);
-	if (r < 0) {
-		fctl_nli_err_set(err, r, what);
-		return r;
+	r = exec_macsec_once(nl, family, op, name, what, key, key_len, false, &cached, err);
+	if (r == -ENODEV && cached) {
+		/* ENODEV is also a missing RX SC or SA; with a cached ifindex it may be
+		 * a stale one: drop the map and try once more with the kernel's answer */
+		fctl_nli_ifmap_invalidate(nl);
+		fctl_nli_err_clear(err);
+		r = exec_macsec_once(nl, family, op, name, what, key, key_len, true, &cached, err);
 	}
-	r = fctl_nli_xact(nl, nl->gen, msg, true, NULL, NULL, err);
-	fctl_nl_msg_free(msg);
-	if (r < 0)
-		fctl_nli_err_set(err, r, what);
 	return r < 0 ? r : 0;
 }
 
