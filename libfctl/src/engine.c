@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,23 +365,48 @@ static int render_host(const struct eng *e, const struct fctl_profile *p,
 	return 0;
 }
 
-/* The last applied profile's desired state for this host, or NULL. */
-static struct fctl_host_state *last_applied_state(struct eng *e)
+/* The last applied profile's desired state for this host: *prev (NULL when
+ * nothing was applied), *owned what the caller frees. When the last applied
+ * profile has the bytes of p (the re-apply, and every plan or show after an
+ * apply), that is want itself: loading, validating and rendering the stored
+ * copy again gives the same links, and want comes first wherever the two are
+ * used together (names, restrict_live, key references). */
+static void last_applied_state(struct eng *e, const struct fctl_profile *p,
+			       const struct fctl_host_state *want,
+			       const struct fctl_host_state **prev, struct fctl_host_state **owned)
 {
 	struct fctl_history_entry *v = NULL;
 	struct fctl_diags d = { 0 };
-	struct fctl_profile *p = NULL;
+	struct fctl_profile *old = NULL;
 	struct fctl_host_state *hs = NULL;
 	size_t n = 0;
 
-	if (history_read(e->dir, &v, &n) == 0 && n && load_entry(&v[n - 1], &d, &p) == 0) {
-		if (fctl_profile_find_host(p, e->host))
-			render_host(e, p, &hs);
-		fctl_profile_free(p);
+	*prev = NULL;
+	*owned = NULL;
+	if (history_read(e->dir, &v, &n) < 0 || !n) {
+		free(v);
+		return;
+	}
+	if (p && want) {
+		char sha[65];
+
+		for (int i = 0; i < 32; i++)
+			snprintf(sha + 2 * i, 3, "%02x", p->sha256[i]);
+		if (strcmp(v[n - 1].sha256, sha) == 0) {
+			*prev = want;
+			free(v);
+			return;
+		}
+	}
+	if (load_entry(&v[n - 1], &d, &old) == 0) {
+		if (fctl_profile_find_host(old, e->host))
+			render_host(e, old, &hs);
+		fctl_profile_free(old);
 	}
 	fctl_diags_release(&d);
 	free(v);
-	return hs;
+	*prev = hs;
+	*owned = hs;
 }
 
 /* --- live state --- */
@@ -393,17 +419,29 @@ struct names {
 static void names_add_state(struct names *nm, const struct fctl_host_state *hs)
 {
 	for (size_t i = 0; hs && i < hs->n_links; i++) {
-		bool dup = false;
-		const char **slot;
+		const char **slot = fctl_array_grow(&nm->v, &nm->n, &nm->cap, sizeof(*slot));
 
-		for (size_t j = 0; j < nm->n && !dup; j++)
-			dup = strcmp(nm->v[j], hs->links[i].name) == 0;
-		if (dup)
-			continue;
-		slot = fctl_array_grow(&nm->v, &nm->n, &nm->cap, sizeof(*slot));
 		if (slot)
 			*slot = hs->links[i].name;
 	}
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts the names and drops duplicates: one sort, not a scan of all names per name. */
+static void names_finish(struct names *nm)
+{
+	size_t w = 0;
+
+	if (nm->n > 1)
+		qsort(nm->v, nm->n, sizeof(*nm->v), cmp_name);
+	for (size_t i = 0; i < nm->n; i++)
+		if (!w || strcmp(nm->v[w - 1], nm->v[i]) != 0)
+			nm->v[w++] = nm->v[i];
+	nm->n = w;
 }
 
 /* Gives live MACsec links the key references of the profiles that made them, matched
@@ -461,8 +499,11 @@ static int read_live(struct eng *e, const struct fctl_host_state *want,
 	int r;
 
 	names_add_state(&nm, want);
-	names_add_state(&nm, prev);
-	names_add_state(&nm, extra);
+	if (prev != want)
+		names_add_state(&nm, prev);
+	if (extra != want && extra != prev)
+		names_add_state(&nm, extra);
+	names_finish(&nm);
 	if (!nm.n && (want || prev || extra)) {
 		/* nothing managed: an empty state, without asking the kernel for everything */
 		free(nm.v);
@@ -526,16 +567,21 @@ static bool op_needs_key(const struct fctl_op *op)
 	return op->kind == FCTL_OP_TXSA_ADD || op->kind == FCTL_OP_RXSA_ADD;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* keys[i] may be shared by many ops: each distinct key is freed once. */
 static void free_keys(struct fctl_key **keys, size_t n)
 {
-	for (size_t i = 0; keys && i < n; i++) {
-		bool shared = false;
-
-		for (size_t j = 0; j < i && !shared; j++)
-			shared = keys[j] == keys[i];
-		if (!shared)
+	if (keys && n > 1)
+		qsort(keys, n, sizeof(*keys), cmp_ptr);
+	for (size_t i = 0; keys && i < n; i++)
+		if (keys[i] && (i == 0 || keys[i - 1] != keys[i]))
 			fctl_key_free(keys[i]);
-	}
 	free(keys);
 }
 
@@ -544,6 +590,7 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 		      size_t errlen)
 {
 	struct fctl_key **keys = calloc(plan->n_ops ? plan->n_ops : 1, sizeof(*keys));
+	size_t last = SIZE_MAX; /* the op that fetched the last key: most SAs share it */
 	int r = 0;
 
 	if (!keys)
@@ -555,9 +602,13 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 		if (!op_needs_key(op))
 			continue;
 		/* the same reference is fetched once */
-		for (size_t j = 0; j < i; j++) {
-			const struct fctl_op *q = &plan->ops[j];
+		for (size_t k = 0; k <= i; k++) {
+			size_t j = k == 0 ? last : k - 1;
+			const struct fctl_op *q;
 
+			if (j >= i || (k > 0 && j == last))
+				continue;
+			q = &plan->ops[j];
 			if (keys[j] && q->key.backend && op->key.backend && q->key.id && op->key.id &&
 			    strcmp(q->key.backend, op->key.backend) == 0 &&
 			    strcmp(q->key.id, op->key.id) == 0 && q->key.version == op->key.version &&
@@ -568,6 +619,7 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 		}
 		if (keys[i])
 			continue;
+		last = i;
 		if (!op->key.backend) {
 			snprintf(err, errlen,
 				 "%s an %u on %s: no key reference is known for this SA (it was not "
@@ -861,7 +913,8 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 		     struct fctl_plan **plan, struct fctl_host_state **live_out,
 		     struct fctl_host_state **want_out, char *err, size_t errlen)
 {
-	struct fctl_host_state *want = NULL, *prev = NULL, *live = NULL;
+	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL;
+	const struct fctl_host_state *prev = NULL;
 	struct eng e;
 	int r;
 
@@ -876,7 +929,7 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 	}
 	r = render_host(&e, p, &want);
 	if (r == 0) {
-		prev = last_applied_state(&e);
+		last_applied_state(&e, p, want, &prev, &prev_owned);
 		r = read_live(&e, want, prev, NULL, &live, err, errlen);
 	}
 	if (r == 0) {
@@ -893,7 +946,7 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 	}
 out:
 	fctl_host_state_free(want);
-	fctl_host_state_free(prev);
+	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
 	eng_close(&e);
 	return r;
@@ -902,7 +955,8 @@ out:
 int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts *o,
 		     struct fctl_host_state **live, char *err, size_t errlen)
 {
-	struct fctl_host_state *want = NULL, *prev = NULL;
+	struct fctl_host_state *want = NULL, *prev_owned = NULL;
+	const struct fctl_host_state *prev = NULL;
 	struct eng e;
 	int r = eng_open(&e, o, false, true, err, errlen);
 
@@ -910,7 +964,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 		return r;
 	if (p && fctl_profile_find_host(p, e.host))
 		render_host(&e, p, &want);
-	prev = last_applied_state(&e);
+	last_applied_state(&e, p, want, &prev, &prev_owned);
 	if (want || prev) {
 		r = read_live(&e, want, prev, NULL, live, err, errlen);
 		if (r == 0)
@@ -921,7 +975,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 			snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
 	}
 	fctl_host_state_free(want);
-	fctl_host_state_free(prev);
+	fctl_host_state_free(prev_owned);
 	eng_close(&e);
 	return r;
 }
@@ -929,7 +983,8 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
 		      struct fctl_apply_result *res)
 {
-	struct fctl_host_state *want = NULL, *prev = NULL, *live = NULL, *after = NULL;
+	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL, *after = NULL;
+	const struct fctl_host_state *prev = NULL;
 	struct fctl_plan *check = NULL;
 	struct fctl_key **keys = NULL;
 	struct fctl_nl_stats st;
@@ -957,7 +1012,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		if (r < 0)
 			goto out;
 	}
-	prev = last_applied_state(&e);
+	last_applied_state(&e, p, want, &prev, &prev_owned);
 	r = read_live(&e, want, prev, NULL, &live, res->error, sizeof(res->error));
 	if (r < 0)
 		goto out;
@@ -1048,7 +1103,7 @@ out:
 	free_keys(keys, res->plan ? res->plan->n_ops : 0);
 	fctl_plan_free(check);
 	fctl_host_state_free(want);
-	fctl_host_state_free(prev);
+	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
 	fctl_host_state_free(after);
 	eng_close(&e);
