@@ -106,6 +106,7 @@ if want lab; then
 		bash tests/lab/probe.sh
 	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/agent.sh
+	suite lab-ci-pipeline 600 env FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/ci_pipeline.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
 		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -116,7 +117,8 @@ fi
 # safety net: no lab outlives the run, whatever happened to a suite
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
-	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent; do
+	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
+	/var/tmp/fabricctl-lab-ci; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
