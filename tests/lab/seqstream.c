@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,14 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static double now(void)
 {
@@ -45,7 +54,8 @@ static int do_send(const char *addr, int port, double rate, double secs)
 		fprintf(stderr, "seqstream: bad address or rate\n");
 		return 2;
 	}
-	for (;;) {
+	signal(SIGTERM, on_term); /* ends the stream early: still prints what was sent */
+	while (!stop) {
 		double due = t0 + (double)seq / rate, t = now();
 		struct timespec ts;
 
