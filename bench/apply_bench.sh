@@ -15,7 +15,7 @@
 #   bench/apply_bench.sh [--ports N] [--rounds R] [--hosts 1|2] [--dir LABDIR]
 #                        [--round-timeout SEC] [--no-breakdown]
 #
-# Needs root, a build in build/ (cmake --build build), python3 and jq, and
+# Needs root, a build in build/ (cmake --build build; or FCTL_BUILD_DIR), python3 and jq, and
 # what scripts/lab.sh needs. Starts its own lab in its own directory and
 # always takes it down again (trap on EXIT). Fails loudly (exit 1) when the
 # lab cannot start, an apply fails, the re-apply writes anything, or the
@@ -31,7 +31,9 @@ export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 REPO=$(cd "${SELF%/*}/.." && pwd)
-FCTL=$REPO/build/fabricctl/fabricctl
+# FCTL_BUILD_DIR: the build to measure (default <repo>/build), passed on to the guest
+BUILD=${FCTL_BUILD_DIR:-$REPO/build}
+FCTL=$BUILD/fabricctl/fabricctl
 LAB=$REPO/scripts/lab.sh
 
 die() {
@@ -307,7 +309,7 @@ main() {
 	ops=$("$FCTL" plan --offline --json --host h1 "$src/ports.yaml" | jq '[.hosts[].ops | length] | add')
 	say "profile: $ports ports, $ops operations for h1; ip batch: $(wc -l <"$src/h1-add.batch") lines"
 
-	local gx=("$LAB" exec --dir "$dir" --timeout "$round_timeout" h1 -- "$SELF")
+	local gx=("$LAB" exec --dir "$dir" --timeout "$round_timeout" h1 -- env FCTL_BUILD_DIR="$BUILD" "$SELF")
 	local results=() r order check out line
 	for ((r = 1; r <= rounds; r++)); do
 		order=fctl-first
@@ -376,7 +378,7 @@ main() {
 	if ((breakdown)); then
 		echo
 		echo "breakdown (one run each; see bench/README.md for how to read it):"
-		"$LAB" exec --dir "$dir" --timeout "$((round_timeout * 2))" h1 -- "$SELF" __breakdown "$src" |
+		"$LAB" exec --dir "$dir" --timeout "$((round_timeout * 2))" h1 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __breakdown "$src" |
 			grep '^BREAKDOWN' | sed 's/^BREAKDOWN //' || say "breakdown failed (the figures above stand)"
 	fi
 	((reapply_writes_ok)) || die "a re-apply made netlink writes (must be 0)"
