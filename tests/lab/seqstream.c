@@ -7,7 +7,11 @@
  *   seqstream recv PORT SECONDS [IDLE]      counts until SECONDS passed, or IDLE seconds
  *                                           without a packet after the first one; prints
  *                                           "received R lost L reordered O duplicated D
- *                                           max_seq M"
+ *                                           max_seq M socket_drops S rcvbuf B", then one "gap FIRST LAST
+ *                                           before T after T" line per run of missing
+ *                                           numbers (the first 64): T = the sender's
+ *                                           CLOCK_REALTIME of the packets around the gap,
+ *                                           to set beside the agents' audit timestamps
  * Lost = sequence numbers never received up to the highest one seen (plus the tail the
  * sender reports, compared by the test); reordered = a packet below the highest already
  * seen that was not seen before; duplicated = seen twice.
@@ -23,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#define NS_CAP (1u << 20) /* send times kept for the first NS_CAP numbers */
 
 static volatile sig_atomic_t stop;
 
@@ -68,8 +75,17 @@ static int do_send(const char *addr, int port, double rate, double secs)
 			ts.tv_nsec = (long)((d - (double)ts.tv_sec) * 1e9);
 			nanosleep(&ts, NULL);
 		}
-		for (int i = 0; i < 8; i++)
-			pkt[i] = (uint8_t)(seq >> (56 - 8 * i));
+		{
+			struct timespec rt;
+			uint64_t ns;
+
+			clock_gettime(CLOCK_REALTIME, &rt);
+			ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+			for (int i = 0; i < 8; i++) {
+				pkt[i] = (uint8_t)(seq >> (56 - 8 * i));
+				pkt[8 + i] = (uint8_t)(ns >> (56 - 8 * i));
+			}
+		}
 		/* a send error (no neighbour yet, ENOBUFS) is a packet lost: counted by the peer */
 		if (sendto(fd, pkt, sizeof(pkt), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			fails++;
@@ -84,18 +100,29 @@ static int do_recv(int port, double secs, double idle)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_ANY) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 4 << 20;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 4 << 20, one = 1;
+	socklen_t rcvlen = sizeof(rcv);
+	uint32_t drops = 0; /* SO_RXQ_OVFL: packets this socket dropped, cumulative */
 	size_t cap = 1 << 20;
 	uint8_t *seen = calloc(cap, 1);
+	uint64_t *sent_ns = calloc(NS_CAP, sizeof(uint64_t)); /* sender's time per seq */
 	uint64_t received = 0, reordered = 0, dup = 0, max = 0;
 	bool any = false;
 	double t0 = now(), last = t0;
 
-	if (fd < 0 || !seen || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (fd < 0 || !seen || !sent_ns || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "seqstream: cannot bind port %d: %s\n", port, strerror(errno));
 		return 2;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	/* The stream's own socket must not be where packets go missing: a sender that was
+	 * starved of CPU (TCG guests, keymgr's TLS handshakes) catches up in a burst, and
+	 * SO_RCVBUF is capped by net.core.rmem_max (208 KiB: ~90 small MACsec-decrypted
+	 * skbs). SO_RCVBUFFORCE (root, as in the lab) gets the 4 MiB asked for; overflow
+	 * drops are still counted (SO_RXQ_OVFL) and reported, never hidden. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &rcvlen);
 	printf("listening\n");
 	fflush(stdout);
 	while (now() - t0 < secs && !(any && now() - last > idle)) {
@@ -106,7 +133,21 @@ static int do_recv(int port, double secs, double idle)
 
 		if (poll(&p, 1, 200) <= 0)
 			continue;
-		n = recv(fd, pkt, sizeof(pkt), 0);
+		{
+			union {
+				struct cmsghdr h;
+				char b[CMSG_SPACE(sizeof(uint32_t))];
+			} cb;
+			struct iovec iov = { .iov_base = pkt, .iov_len = sizeof(pkt) };
+			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+					     .msg_controllen = sizeof(cb.b) };
+			struct cmsghdr *c;
+
+			n = recvmsg(fd, &mh, 0);
+			for (c = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
+					memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+		}
 		if (n < 8)
 			continue;
 		for (int i = 0; i < 8; i++)
@@ -120,6 +161,9 @@ static int do_recv(int port, double secs, double idle)
 			continue;
 		}
 		seen[s / 8] |= (uint8_t)(1u << (s % 8));
+		if (n >= 16 && s < NS_CAP)
+			for (int i = 8; i < 16; i++)
+				sent_ns[s] = sent_ns[s] << 8 | pkt[i];
 		if (any && s < max)
 			reordered++;
 		if (!any || s > max)
@@ -131,11 +175,26 @@ static int do_recv(int port, double secs, double idle)
 
 		for (uint64_t s = 0; any && s <= max; s++)
 			lost += !(seen[s / 8] & (1u << (s % 8)));
-		printf("received %llu lost %llu reordered %llu duplicated %llu max_seq %llu\n",
+		printf("received %llu lost %llu reordered %llu duplicated %llu max_seq %llu "
+		       "socket_drops %u rcvbuf %d\n",
 		       (unsigned long long)(received - dup), (unsigned long long)lost,
 		       (unsigned long long)reordered, (unsigned long long)dup,
-		       (unsigned long long)max);
+		       (unsigned long long)max, drops, rcv);
+		for (uint64_t s = 0, gaps = 0; any && s <= max && gaps < 64; s++) {
+			uint64_t e = s;
+
+			if (seen[s / 8] & (1u << (s % 8)))
+				continue;
+			while (e + 1 <= max && !(seen[(e + 1) / 8] & (1u << ((e + 1) % 8))))
+				e++;
+			printf("gap %llu %llu before %.3f after %.3f\n", (unsigned long long)s,
+			       (unsigned long long)e, s && s - 1 < NS_CAP ? (double)sent_ns[s - 1] / 1e9 : 0.0,
+			       e + 1 < NS_CAP ? (double)sent_ns[e + 1] / 1e9 : 0.0);
+			gaps++;
+			s = e;
+		}
 	}
+	free(sent_ns);
 	free(seen);
 	close(fd);
 	return 0;
