@@ -10,6 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <cmocka.h>
 
 #include "fctl/proto.h"
@@ -92,6 +95,58 @@ static void test_state_file_roundtrip_and_overlay(void **st)
 	rmdir(dir);
 }
 
+/* The file backend has no versions (keys.c ignores them): version V of X is the file
+ * X.vV, version 0 is X itself; a wrong or missing version fails, never falls back. */
+static void test_key_fetch_file_versions(void **st)
+{
+	char dir[] = "/tmp/fctl-rotk-XXXXXX", be[] = "file", id[] = "k", err[256];
+	const char *const files[] = { "k", "k.v1", "k.v2" };
+	const char *const hex[] = { "000102030405060708090a0b0c0d0e0f\n",
+				    "101112131415161718191a1b1c1d1e1f\n",
+				    "202122232425262728292a2b2c2d2e2f\n" };
+	struct fctl_keyref ref = { .backend = be, .id = id };
+	struct fctl_key *k = NULL;
+	char path[128];
+
+	(void)st;
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 3; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(hex[i], f);
+		fclose(f);
+		chmod(path, 0600);
+	}
+	for (uint32_t v = 0; v < 3; v++) {
+		ref.version = v;
+		assert_int_equal(fctl_rotation_key_fetch(&ref, dir, 16, &k, err, sizeof(err)), 0);
+		assert_int_equal(k->bytes[0], 0x10 * v);
+		fctl_key_free(k);
+		k = NULL;
+	}
+	ref.version = 3;
+	assert_true(fctl_rotation_key_fetch(&ref, dir, 16, &k, err, sizeof(err)) < 0);
+	assert_null(k);
+	ref.version = 1;
+	assert_true(fctl_rotation_key_fetch(&ref, dir, 32, &k, err, sizeof(err)) < 0);
+	/* a KMS reference goes through unchanged: version 0 fails closed */
+	{
+		char kb[] = "kmip", kid[] = "name";
+		struct fctl_keyref kr = { .backend = kb, .id = kid, .version = 0 };
+
+		assert_int_equal(fctl_rotation_key_fetch(&kr, dir, 16, &k, err, sizeof(err)),
+				 -ENOKEY);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static void test_proto_sa_roundtrip(void **st)
 {
 	uint8_t key[16], keyid[16];
@@ -154,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_secy_set_moves_sa),
 		cmocka_unit_test(test_state_file_roundtrip_and_overlay),
 		cmocka_unit_test(test_proto_sa_roundtrip),
+		cmocka_unit_test(test_key_fetch_file_versions),
 	};
 
 	return cmocka_run_group_tests(t, NULL, NULL);
