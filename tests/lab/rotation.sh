@@ -12,6 +12,12 @@
 #     killed with -9 before and after the switch; each run ends with both ends on
 #     one key, traffic flowing, and the audit log saying what happened
 #
+# Evidence for any loss (docs/rotation.md, "what a lost packet means"): the receivers
+# report their own socket drops and each gap with the sender's send times; MACsec, link,
+# ARP and SNMP counters of both hosts are kept before/after phase 1 in $WORK/snap-*,
+# and each gap is printed beside the agents' SA steps around it.
+# ROTATION_PHASES=1 stops after phase 1 (diagnosis). FCTL_LAB_DIR picks the lab dir.
+#
 # Prints PASS/FAIL per check and "rotation: N passed, M failed"; exits non-zero on
 # any failure, including a lab that cannot start (never skips).
 set -uo pipefail
@@ -22,14 +28,16 @@ F=$BUILD/fabricctl/fabricctl
 K=$BUILD/keymgr/fabricctl-keymgr
 SEQ=$BUILD/tests/lab/seqstream
 LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation
+export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-rotation}
 export FCTL_AUDIT_LOG=/var/lib/fabricctl/audit.log # guests: tmpfs
 N=${ROTATIONS:-20}
 RATE=${RATE:-200}
 PASS=0
 FAIL=0
 
+T0=$SECONDS
 pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+stamp() { echo "   [$((SECONDS - T0)) s] $1"; }
 fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 
 finish() {
@@ -98,6 +106,36 @@ on h1 ping -c 3 -W 3 10.100.0.2 >/dev/null && pass "traffic-over-macsec" || fail
 out=$(on h1 "$K" status --state-dir "$KS" --cert "$ID/client-viewer.crt" --key "$ID/client-viewer.key" --ca "$ID/ca.crt" "$WORK/rot.yaml" 2>&1)
 grep -q "permission denied" <<<"$out" && pass "viewer-refused-sa-requests" || fail "viewer-refused-sa-requests" "$(head -c 300 <<<"$out")"
 
+# --- evidence for any loss: counters on both ends and what the agents did when ---------
+snap() { # tag: MACsec SA/SC counters, link drops, ARP table stats, SNMP counters
+	for h in h1 h2; do
+		on "$h" sh -c 'ip -s macsec show; echo "== link"; ip -s -s link show;
+			echo "== ntable"; ip -s ntable show name arp_cache; echo "== neigh"; ip -s neigh show;
+			echo "== nstat"; nstat -asz' >"$WORK/snap-$1-$h" 2>&1
+	done
+}
+snap_diff() { # before after: counters that moved in ways that lose packets
+	local h
+	for h in h1 h2; do
+		echo "   $h macsec (after):"; sed -n '/RXSC/,/== link/p' "$WORK/snap-$2-$h" | grep -v '== link' | sed 's/^/      /'
+		echo "   $h: $(grep -E 'unresolved_discards|res_failed' "$WORK/snap-$2-$h" | tr -s ' ' | head -2 | tr '\n' ' ')"
+		echo "   $h: $(grep -E '^(UdpInErrors|UdpRcvbufErrors|UdpSndbufErrors|IpOutNoRoutes|IpOutDiscards|IpInDiscards|IpExtInNoRoutes)' "$WORK/snap-$2-$h" | awk '$2 != 0 {printf "%s %s, ", $1, $2}')"
+	done
+}
+explain_gaps() { # sender receiver gapfile: agent audit records within 1.5 s of each gap
+	local ev=$WORK/events-$1-$2 a b t0 t1
+	for h in h1 h2; do
+		on "$h" cat /var/lib/fabricctl/agent-audit.log 2>/dev/null |
+			jq -r --arg h "$h" 'select(.action|test("^(rxsa-install|txsa-stage|txsa-switch|encoding-sa|sa-retire)$")) |
+				((.time|sub("\\.[0-9]+Z$";"Z")|fromdateiso8601) + (.time|capture("(?<f>\\.[0-9]+)Z").f|tonumber)) as $t |
+				"\($t) \($h) \(.action) \(.detail)"' 2>/dev/null
+	done | sort -n >"$ev"
+	while read -r _ a b _ t0 _ t1; do
+		echo "   gap $1->$2: seq $a..$b ($((b - a + 1)) packets) sent between $t0 and $t1 (sender's clock); agent steps near it:"
+		awk -v t0="$t0" -v t1="$t1" '$1 >= t0 - 1.5 && $1 <= t1 + 1.5 {printf "      %s\n", $0}' "$ev"
+	done <"$3"
+}
+
 # --- streams ---------------------------------------------------------------------------
 declare -A RX TX
 stream_start() { # both ways
@@ -108,18 +146,22 @@ stream_start() { # both ways
 	TX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" send 10.100.0.1 5002 "$RATE" 900)
 }
 stream_stop() { # name: checks both directions
-	local name=$1 s r sent recv lost reord dup
+	local name=$1 s r sent recv lost reord dup rall
 	for pair in "h1 h2" "h2 h1"; do
 		set -- $pair
 		"$LAB" kill "$1" "${TX[$1]}" >/dev/null 2>&1
 		s=$("$LAB" wait --timeout 30 "$1" "${TX[$1]}" 2>/dev/null | grep '^sent')
-		r=$("$LAB" wait --timeout 30 "$2" "${RX[$2]}" 2>/dev/null | grep '^received')
+		rall=$("$LAB" wait --timeout 30 "$2" "${RX[$2]}" 2>/dev/null)
+		r=$(grep '^received' <<<"$rall")
+		grep '^gap' <<<"$rall" >"$WORK/gaps-$name-$1-$2"
+		[ -s "$WORK/gaps-$name-$1-$2" ] && explain_gaps "$1" "$2" "$WORK/gaps-$name-$1-$2"
+		echo "   sender $1: $s"
 		sent=$(awk '{print $2}' <<<"$s")
 		recv=$(awk '{print $2}' <<<"$r")
 		lost=$(awk '{print $4}' <<<"$r")
 		reord=$(awk '{print $6}' <<<"$r")
 		dup=$(awk '{print $8}' <<<"$r")
-		echo "   stream $1->$2: sent ${sent:-?} received ${recv:-?} lost ${lost:-?} reordered ${reord:-?} duplicated ${dup:-?}"
+		echo "   stream $1->$2: sent ${sent:-?} received ${recv:-?} lost ${lost:-?} reordered ${reord:-?} duplicated ${dup:-?} (receiver's socket dropped $(awk '{print $12}' <<<"$r"), rcvbuf $(awk '{print $14}' <<<"$r"))"
 		[ -n "$sent" ] && [ "$sent" -gt 0 ] && [ "$sent" = "$recv" ] && [ "$lost" = 0 ] &&
 			[ "$reord" = 0 ] && [ "$dup" = 0 ] && pass "$name-stream-$1-$2-no-loss-no-reorder" ||
 			fail "$name-stream-$1-$2-no-loss-no-reorder" "sent $sent, $r"
@@ -139,13 +181,17 @@ audit_count() { # result
 }
 
 # --- 1. N rotations by the cryptoperiod under a stream --------------------------------
+stamp "phase 1"
+snap 1-before
 stream_start
 t0=$(date +%s)
 out=$(on h1 "${KM[@]}" watch --count "$N" --cryptoperiod 5 --overlap 2 "$WORK/rot.yaml" 2>&1)
 rc=$?
 t1=$(date +%s)
 sleep 1
+snap 1-after
 stream_stop "1"
+snap_diff 1-before 1-after
 [ $rc = 0 ] && pass "1-watch-$N-rotations ($((t1 - t0)) s)" || fail "1-watch-$N-rotations" "exit $rc: $(tail -5 <<<"$out")"
 c=$(committed)
 [ "$c" = "$N" ] && pass "1-journal-history-$N-committed" || fail "1-journal-history-$N-committed" "$c"
@@ -154,12 +200,33 @@ c=$(audit_count committed)
 on h1 sh -c "ls $KS/journal-* 2>/dev/null" | grep -q . && fail "1-no-open-journal" || pass "1-no-open-journal"
 n=$(on h2 sh -c "grep -c '\"action\":\"txsa-switch\".*\"result\":\"applied\"' /var/lib/fabricctl/agent-audit.log")
 [ "${n:-0}" -ge "$N" ] && pass "1-peer-agent-audited-switches ($n)" || fail "1-peer-agent-audited-switches" "$n"
-on h1 sh -c "grep -q '\"kcvs\":\\[\"[0-9a-f]\\{6\\}\"\\]' $KA" && pass "1-audit-names-keys-by-kcv" || fail "1-audit-names-keys-by-kcv"
+# every committed record names its new key by a KCV (docs/audit.md: "kcv":[...]) that is
+# the check value of the key file of that version (computed here, independently), and
+# no audit log or keymgr output holds any key's bytes
+kcv_of() { printf '%032d' 0 | xxd -r -p | openssl enc -aes-128-ecb -nopad -K "$(tr -d ' \n' <"$1")" | xxd -p | head -c 6; }
+on h1 cat "$KA" >"$WORK/keymgr-audit-1.jsonl" 2>/dev/null
+bad=$(jq -r 'select(.action == "key-rotation" and .result == "committed") |
+	(.detail | capture("key version [0-9]+ -> (?<v>[0-9]+)").v) as $v | "\($v) \((.kcv // []) | join(","))"' \
+	"$WORK/keymgr-audit-1.jsonl" 2>&1 | while read -r v k; do
+	[[ $k =~ ^[0-9a-f]{6}$ ]] && [ "$k" = "$(kcv_of "$WORK/keys/rot.key.v$v")" ] || echo "v$v:'$k'"
+done)
+n=$(jq -s '[.[] | select(.action == "key-rotation" and .result == "committed")] | length' "$WORK/keymgr-audit-1.jsonl")
+[ "$n" = "$N" ] && [ -z "$bad" ] && pass "1-audit-names-keys-by-kcv" || fail "1-audit-names-keys-by-kcv" "$n committed records; wrong or missing kcv: $bad"
+leak=0
+for h in h1 h2; do on "$h" sh -c "cat $KA /var/lib/fabricctl/agent-audit.log 2>/dev/null"; done >"$WORK/all-audit-1" 2>/dev/null
+for kf in "$WORK"/keys/rot.key*; do
+	kh=$(tr -d ' \n' <"$kf")
+	grep -qi -- "$kh" "$WORK/all-audit-1" && leak=$((leak + 1))
+	grep -qi -- "$kh" <<<"$out" && leak=$((leak + 1))
+done
+[ "$leak" = 0 ] && [ -s "$WORK/all-audit-1" ] && pass "1-no-key-bytes-in-audit-or-output" || fail "1-no-key-bytes-in-audit-or-output" "$leak key(s) found"
 counters_zero "1"
 for h in h1 h2; do
 	on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "1-$h-rotated-is-not-drift" ||
 		fail "1-$h-rotated-is-not-drift" "$(on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" 2>&1 | head -8)"
 done
+
+[ "${ROTATION_PHASES:-all}" = 1 ] && exit 0 # diagnosis: phase 1 only
 
 # --- 2. faults, one stream across them ----------------------------------------------
 stream_start
@@ -177,6 +244,7 @@ audit_has() { # name pattern
 }
 
 # 2a. KMS unavailable: the next version's key is gone
+stamp "2a"
 nk=$(next_key)
 mv "$nk" "$nk.off"
 v0=$(ver)
@@ -186,6 +254,7 @@ mv "$nk.off" "$nk"
 audit_has "2a-kms-unavailable" 'rolled-back.*No such file'
 
 # 2b. a key of the wrong length from the KMS
+stamp "2b"
 nk=$(next_key)
 cp "$nk" "$nk.good"
 (umask 077; openssl rand -hex 10 >"$nk")
@@ -194,6 +263,7 @@ mv "$nk.good" "$nk"
 audit_has "2b-wrong-length-key" 'rolled-back.*hex digits'
 
 # 2c. peer agent killed before the switch (keymgr paused at stage-tx)
+stamp "2c"
 job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=stage-tx:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
 for _ in $(seq 40); do on h1 test -e "$KS/paused-stage-tx" && break; sleep 0.5; done
 on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
@@ -207,6 +277,7 @@ audit_has "2c-peer-killed" 'rolled-back.*before the switch'
 counters_zero "2c"
 
 # 2d. peer agent killed at the switch (after h1 may have switched): back to the old AN
+stamp "2d"
 job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=switch:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
 for _ in $(seq 40); do on h1 test -e "$KS/paused-switch" && break; sleep 0.5; done
 on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
@@ -220,6 +291,7 @@ audit_has "2d-peer-killed" 'rolled-back.*after the switch'
 counters_zero "2d"
 
 # 2e/2f. keymgr killed with -9 before the switch (rolled back) and after it (finished)
+stamp "2e/2f"
 for hook in install-rx:kill overlap:kill; do
 	step=${hook%%:*}
 	expect_rc "2-keymgr-kill9-at-$step" 137 --env FCTL_KEYMGR_TEST_HOOK=$hook
@@ -231,6 +303,7 @@ done
 audit_has "2-kill9" 'recovering.*after step overlap: finishing it'
 
 # 2g. a clean rotation, then a compromised key: no overlap, old key marked compromised
+stamp "2g"
 expect_rc "2g-clean-rotation-between-faults" 0
 on h1 "${KM[@]}" rotate --all --compromised "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2g-compromised-rotation" || fail "2g-compromised-rotation"
 audit_has "2g-compromised" '"key_state":"compromised"'
@@ -241,4 +314,5 @@ for h in h1 h2; do
 	on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2-$h-no-drift-after-faults" || fail "2-$h-no-drift-after-faults"
 done
 for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
+stamp "end"
 echo "   rotations committed on h1: $(committed); keymgr audit: $(audit_count committed) committed, $(audit_count rolled-back) rolled back"
