@@ -596,12 +596,24 @@ static int finish(struct km *k, struct km_link *l, struct rot *rt, bool watch)
 		 "%s:%s version %" PRIu32 " %s on %s", l->ref.backend, l->ref.id, rt->old_version,
 		 k->compromised ? "compromised, removed without overlap" : "retired", l->name);
 	if (k->compromised) {
-		char path[4200], line[300];
+		struct fctl_keyref old = l->ref;
+		char path[4200], line[300], why[400] = "";
+		int t;
 
 		snprintf(path, sizeof(path), "%s/compromised", k->state_dir);
 		snprintf(line, sizeof(line), "%ld %s %s %" PRIu32 "\n", (long)time(NULL),
 			 l->ref.backend, l->ref.id, rt->old_version);
 		append_sync(path, line);
+		/* the KMS keeps the state where it has one (pkcs11, kmip): dated there; the
+		 * file backend keeps none, STATE/compromised and the audit log are the record */
+		old.version = rt->old_version;
+		t = fctl_key_transition(&old, FCTL_KEY_DO_COMPROMISE, why, sizeof(why));
+		if (t != -EOPNOTSUPP)
+			km_audit(k, l, "key-state", t == 0 ? "applied" : "failed", NULL,
+				 t == 0 ? "compromised" : NULL,
+				 "%s:%s version %" PRIu32 " %s in the KMS%s%s", l->ref.backend, l->ref.id,
+				 rt->old_version, t == 0 ? "marked compromised" :
+				 "could not be marked compromised", t == 0 ? "" : ": ", t == 0 ? "" : why);
 	}
 	return 0;
 }

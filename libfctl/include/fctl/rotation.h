@@ -51,8 +51,10 @@ int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
 /* XPN salt of a key reference: SHA-256(KEYID)[0..11], as render derives it. */
 void fctl_rotation_salt(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN]);
 
-/* fctl_key_fetch with versions for the file backend: version V > 0 of id X is the
- * file "X.vV" (until the file backend knows versions itself). */
+/* fctl_key_fetch with versions for the file backend, which has none of its own
+ * (keys.c ignores a file reference's version): version V > 0 of id X is the file
+ * "X.vV", version 0 is X. pkcs11/kmip references pass unchanged (they name
+ * objects "NAME.vN" themselves; version 0 fails closed there). */
 int fctl_rotation_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
 			    struct fctl_key **out, char *err, size_t errlen);
 
