@@ -208,30 +208,136 @@ static int pick_gid(struct fctl_rdma_ep *ep, int want, char *err, size_t errlen)
 	return 0;
 }
 
+struct fctl_rdma_ep *fctl_rdma_ep_alloc(const struct fctl_rdma_opts *o, char *err, size_t errlen)
+{
+	struct fctl_rdma_ep *ep;
+
+	if (o->max_size == 0 || o->max_size > FCTL_RDMA_MAX_SIZE || o->tx_depth == 0 ||
+	    o->tx_depth > 4096 || o->retry_cnt > 7 || o->rnr_retry > 7 || o->timeout > 31) {
+		set_err(err, errlen, "invalid RDMA options");
+		errno = EINVAL;
+		return NULL;
+	}
+	ep = calloc(1, sizeof(*ep));
+	if (!ep) {
+		set_err(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	ep->ib_port = o->ib_port ? o->ib_port : 1;
+	ep->opts = *o;
+	ep->buf = MAP_FAILED;
+	return ep;
+}
+
+int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen)
+{
+	struct rdma_cm_id *cm_id = ep->cm_id;
+	const struct fctl_rdma_opts *o = &ep->opts;
+	struct ibv_device_attr attr;
+	int ret;
+
+	ret = verbs_err(ibv_query_device(ep->ctx, &attr));
+	if (ret == 0)
+		ret = verbs_err(ibv_query_port(ep->ctx, ep->ib_port, &ep->port_attr));
+	if (ret < 0) {
+		set_err(err, errlen, "cannot query RDMA device '%s' port %u: %s", ep->dev_name,
+			ep->ib_port, strerror(-ret));
+		return ret;
+	}
+	if (ep->port_attr.state != IBV_PORT_ACTIVE) {
+		set_err(err, errlen, "RDMA device '%s' port %u is not active (%s)", ep->dev_name,
+			ep->ib_port, ibv_port_state_str(ep->port_attr.state));
+		return -ENETDOWN;
+	}
+	ret = pick_gid(ep, o->gid_index, err, errlen);
+	if (ret < 0)
+		return ret;
+	ep->out_reads = attr.max_qp_rd_atom < 16 ? (uint16_t)attr.max_qp_rd_atom : 16;
+	if (ep->out_reads == 0)
+		ep->out_reads = 1;
+	ep->depth = o->tx_depth;
+	if ((int)ep->depth > attr.max_qp_wr)
+		ep->depth = (uint32_t)attr.max_qp_wr;
+
+	ep->buf_len = 2 * (size_t)o->max_size;
+	ep->buf = mmap(NULL, ep->buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ep->buf == MAP_FAILED) {
+		ret = -errno;
+		set_err(err, errlen, "cannot allocate %zu bytes: %s", ep->buf_len, strerror(-ret));
+		return ret;
+	}
+	ep->pd = ibv_alloc_pd(ep->ctx);
+	if (!ep->pd) {
+		ret = verbs_errno();
+		set_err(err, errlen, "cannot allocate a protection domain: %s", strerror(-ret));
+		return ret;
+	}
+	ep->mr = ibv_reg_mr(ep->pd, ep->buf, ep->buf_len,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!ep->mr) {
+		ret = verbs_errno();
+		set_err(err, errlen, "cannot register %zu bytes of memory: %s", ep->buf_len,
+			strerror(-ret));
+		return ret;
+	}
+	ep->cq = ibv_create_cq(ep->ctx, (int)(2 * ep->depth + 2), NULL, NULL, 0);
+	if (!ep->cq) {
+		ret = verbs_errno();
+		set_err(err, errlen, "cannot create a completion queue: %s", strerror(-ret));
+		return ret;
+	}
+	{
+		struct ibv_qp_init_attr ia = {
+			.send_cq = ep->cq,
+			.recv_cq = ep->cq,
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = ep->depth,
+				 .max_recv_wr = ep->depth,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1,
+				 .max_inline_data = 220 },
+		};
+		struct ibv_qp_init_attr ia0 = ia;
+
+		if (cm_id) { /* the id owns the QP (rdma_destroy_qp in fctl_rdma_ep_free) */
+			if (rdma_create_qp(cm_id, ep->pd, &ia) != 0) {
+				ia = ia0;
+				ia.cap.max_inline_data = 0;
+				rdma_create_qp(cm_id, ep->pd, &ia);
+			}
+			ep->qp = cm_id->qp;
+		} else {
+			ep->qp = ibv_create_qp(ep->pd, &ia);
+			if (!ep->qp) {
+				ia = ia0;
+				ia.cap.max_inline_data = 0;
+				ep->qp = ibv_create_qp(ep->pd, &ia);
+			}
+		}
+		if (!ep->qp) {
+			ret = verbs_errno();
+			set_err(err, errlen, "cannot create an RC queue pair: %s", strerror(-ret));
+			return ret;
+		}
+		ep->max_inline = ia.cap.max_inline_data;
+	}
+	ep->psn = (uint32_t)(((uint64_t)getpid() * 2654435761u) ^ (uintptr_t)ep) & 0xffffff;
+	return 0;
+}
+
 int fctl_rdma_ep_new(const struct fctl_rdma_opts *o, struct fctl_rdma_ep **out, char *err,
 		     size_t errlen)
 {
 	struct ibv_device **list = NULL;
 	struct ibv_device *dev = NULL;
 	struct fctl_rdma_ep *ep;
-	struct ibv_device_attr attr;
 	int n = 0, ret;
 	char names[128] = "";
 
-	if (o->max_size == 0 || o->max_size > FCTL_RDMA_MAX_SIZE || o->tx_depth == 0 ||
-	    o->tx_depth > 4096 || o->retry_cnt > 7 || o->rnr_retry > 7 || o->timeout > 31) {
-		set_err(err, errlen, "invalid RDMA options");
-		return -EINVAL;
-	}
-	ep = calloc(1, sizeof(*ep));
-	if (!ep) {
-		set_err(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	ep->ib_port = o->ib_port ? o->ib_port : 1;
-	ep->opts = *o;
-	ep->buf = MAP_FAILED;
-
+	ep = fctl_rdma_ep_alloc(o, err, errlen);
+	if (!ep)
+		return -errno;
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
 		set_err(err, errlen,
@@ -261,82 +367,9 @@ int fctl_rdma_ep_new(const struct fctl_rdma_opts *o, struct fctl_rdma_ep **out, 
 		set_err(err, errlen, "cannot open RDMA device '%s': %s", ep->dev_name, strerror(-ret));
 		goto fail;
 	}
-	ret = verbs_err(ibv_query_device(ep->ctx, &attr));
-	if (ret == 0)
-		ret = verbs_err(ibv_query_port(ep->ctx, ep->ib_port, &ep->port_attr));
-	if (ret < 0) {
-		set_err(err, errlen, "cannot query RDMA device '%s' port %u: %s", ep->dev_name,
-			ep->ib_port, strerror(-ret));
-		goto fail;
-	}
-	if (ep->port_attr.state != IBV_PORT_ACTIVE) {
-		set_err(err, errlen, "RDMA device '%s' port %u is not active (%s)", ep->dev_name,
-			ep->ib_port, ibv_port_state_str(ep->port_attr.state));
-		ret = -ENETDOWN;
-		goto fail;
-	}
-	ret = pick_gid(ep, o->gid_index, err, errlen);
+	ret = fctl_rdma_ep_setup(ep, err, errlen);
 	if (ret < 0)
 		goto fail;
-	ep->out_reads = attr.max_qp_rd_atom < 16 ? (uint16_t)attr.max_qp_rd_atom : 16;
-	if (ep->out_reads == 0)
-		ep->out_reads = 1;
-	ep->depth = o->tx_depth;
-	if ((int)ep->depth > attr.max_qp_wr)
-		ep->depth = (uint32_t)attr.max_qp_wr;
-
-	ep->buf_len = 2 * (size_t)o->max_size;
-	ep->buf = mmap(NULL, ep->buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ep->buf == MAP_FAILED) {
-		ret = -errno;
-		set_err(err, errlen, "cannot allocate %zu bytes: %s", ep->buf_len, strerror(-ret));
-		goto fail;
-	}
-	ep->pd = ibv_alloc_pd(ep->ctx);
-	if (!ep->pd) {
-		ret = verbs_errno();
-		set_err(err, errlen, "cannot allocate a protection domain: %s", strerror(-ret));
-		goto fail;
-	}
-	ep->mr = ibv_reg_mr(ep->pd, ep->buf, ep->buf_len,
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (!ep->mr) {
-		ret = verbs_errno();
-		set_err(err, errlen, "cannot register %zu bytes of memory: %s", ep->buf_len,
-			strerror(-ret));
-		goto fail;
-	}
-	ep->cq = ibv_create_cq(ep->ctx, (int)(2 * ep->depth + 2), NULL, NULL, 0);
-	if (!ep->cq) {
-		ret = verbs_errno();
-		set_err(err, errlen, "cannot create a completion queue: %s", strerror(-ret));
-		goto fail;
-	}
-	{
-		struct ibv_qp_init_attr ia = {
-			.send_cq = ep->cq,
-			.recv_cq = ep->cq,
-			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = ep->depth,
-				 .max_recv_wr = ep->depth,
-				 .max_send_sge = 1,
-				 .max_recv_sge = 1,
-				 .max_inline_data = 220 },
-		};
-
-		ep->qp = ibv_create_qp(ep->pd, &ia);
-		if (!ep->qp) {
-			ia.cap.max_inline_data = 0;
-			ep->qp = ibv_create_qp(ep->pd, &ia);
-		}
-		if (!ep->qp) {
-			ret = verbs_errno();
-			set_err(err, errlen, "cannot create an RC queue pair: %s", strerror(-ret));
-			goto fail;
-		}
-		ep->max_inline = ia.cap.max_inline_data;
-	}
-	ep->psn = (uint32_t)(((uint64_t)getpid() * 2654435761u) ^ (uintptr_t)ep) & 0xffffff;
 	ibv_free_device_list(list);
 	*out = ep;
 	return 0;
@@ -351,8 +384,14 @@ void fctl_rdma_ep_free(struct fctl_rdma_ep *ep)
 {
 	if (!ep)
 		return;
-	if (ep->qp)
+	if (ep->cm_id) {
+		if (ep->cm_id->qp) {
+			rdma_disconnect(ep->cm_id); /* tells the peer; harmless when not connected */
+			rdma_destroy_qp(ep->cm_id);
+		}
+	} else if (ep->qp) {
 		ibv_destroy_qp(ep->qp);
+	}
 	if (ep->cq)
 		ibv_destroy_cq(ep->cq);
 	if (ep->mr)
@@ -361,8 +400,12 @@ void fctl_rdma_ep_free(struct fctl_rdma_ep *ep)
 		ibv_dealloc_pd(ep->pd);
 	if (ep->buf != MAP_FAILED && ep->buf)
 		munmap(ep->buf, ep->buf_len);
-	if (ep->ctx)
+	if (ep->cm_id)
+		rdma_destroy_id(ep->cm_id); /* its context belongs to librdmacm */
+	else if (ep->ctx)
 		ibv_close_device(ep->ctx);
+	if (ep->cm_ch)
+		rdma_destroy_event_channel(ep->cm_ch);
 	free(ep);
 }
 

@@ -6,6 +6,7 @@
 #include <net/if.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "fctl/rdma.h"
 
@@ -22,7 +23,9 @@ struct fctl_rdma_ep {
 	uint32_t psn;
 	uint32_t recvs_posted; /* receives posted and not yet completed */
 	struct ibv_port_attr port_attr;
-	struct ibv_context *ctx;
+	struct ibv_context *ctx; /* owned unless cm_id (then cm_id->verbs) */
+	struct rdma_cm_id *cm_id; /* rdma_cm: the connected id (owns the QP) */
+	struct rdma_event_channel *cm_ch;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct ibv_cq *cq;
@@ -33,5 +36,10 @@ struct fctl_rdma_ep {
 	size_t buf_len;
 	struct fctl_rdma_qpinfo remote;
 };
+
+/* rdma.c: the resources on ep->ctx; with ep->cm_id (set by the caller, owned by the
+ * endpoint from then on) the QP is created through the id. */
+int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen);
+struct fctl_rdma_ep *fctl_rdma_ep_alloc(const struct fctl_rdma_opts *o, char *err, size_t errlen);
 
 #endif

@@ -50,6 +50,7 @@ struct loop {
 	uint64_t last_progress;
 	unsigned idle;
 	uint32_t sends_out; /* signalled sends not yet completed */
+	uint64_t sends_done; /* send-queue completions */
 	bool stop_seen;	    /* server: the client's end marker arrived */
 	uint64_t recvs;	    /* receive completions (data) */
 };
@@ -96,7 +97,7 @@ static int idle_check(struct loop *l)
 				 fctl_rdma_test_name(l->p->test));
 			return -ECONNRESET;
 		}
-		if (st == 1) {
+		if (st == 1 && !l->p->watch_hup_only) {
 			snprintf(l->r->err, sizeof(l->r->err), "the peer gave up the %s run",
 				 fctl_rdma_test_name(l->p->test));
 			return -ECONNABORTED;
@@ -200,6 +201,7 @@ static int poll_once(struct loop *l, unsigned *recvd, bool repost)
 			}
 		} else {
 			l->sends_out--;
+			l->sends_done++;
 		}
 	}
 	if (n > 0) {
@@ -336,6 +338,8 @@ static int client_lat(struct loop *l, uint64_t target, uint64_t end)
 	return drain_sends(l);
 }
 
+/* Bandwidth: up to depth work requests in flight. Bidirectional send: receives are
+ * reposted as they complete, and the loop ends when the peer's end marker came too. */
 static int client_bw(struct loop *l, uint64_t target, uint64_t end)
 {
 	struct fctl_rdma_ep *ep = l->ep;
@@ -343,31 +347,69 @@ static int client_bw(struct loop *l, uint64_t target, uint64_t end)
 	enum ibv_wr_opcode op = p->test == FCTL_RDMA_SEND_BW	 ? IBV_WR_SEND
 				: p->test == FCTL_RDMA_WRITE_BW ? IBV_WR_RDMA_WRITE
 								: IBV_WR_RDMA_READ;
-	uint64_t posted = 0, done = 0, t0 = now_ns();
+	bool both_send = p->bidirectional && p->test == FCTL_RDMA_SEND_BW;
+	uint64_t posted = 0, t0 = now_ns();
 	int n;
 
-	while (done < target) {
+	while (l->sends_done < target) {
 		unsigned recvd = 0;
 
-		while (posted < target && posted - done < ep->depth) {
+		while (posted < target && posted - l->sends_done < ep->depth) {
 			if ((n = post_send(l, op, p->size, false)) < 0)
 				return n;
 			posted++;
 		}
 		if (!p->iters && now_ns() >= end)
 			target = posted;
-		n = poll_once(l, &recvd, false);
+		n = poll_once(l, &recvd, both_send);
 		if (n < 0)
 			return n;
 		if (n == 0 && (n = idle_check(l)) < 0)
 			return n;
-		done += (uint64_t)n - recvd;
 	}
 	l->r->elapsed_ns = now_ns() - t0;
-	l->r->iters = done;
+	l->r->iters = l->sends_done;
 	if (p->test == FCTL_RDMA_SEND_BW && (n = post_send(l, IBV_WR_SEND, p->size, true)) < 0)
 		return n;
-	return drain_sends(l);
+	if ((n = drain_sends(l)) < 0)
+		return n;
+	while (both_send && !l->stop_seen) {
+		unsigned recvd = 0;
+
+		if ((n = poll_once(l, &recvd, true)) < 0)
+			return n;
+		if (n == 0 && (n = idle_check(l)) < 0)
+			return n;
+	}
+	if (both_send)
+		ep->recvs_posted--; /* the peer's end marker used one */
+	return 0;
+}
+
+static int run_bw(struct loop *l)
+{
+	const struct fctl_rdma_params *p = l->p;
+	struct fctl_rdma_result *r = l->r;
+	uint64_t target = p->iters ? p->iters : UINT64_MAX, c0 = cpu_ns();
+	int ret;
+
+	l->last_progress = now_ns();
+	ret = client_bw(l, target, l->last_progress + p->duration_ns);
+	r->cpu_ns = cpu_ns() - c0;
+	if (ret < 0)
+		return ret;
+	r->bytes = r->iters * p->size;
+	if (r->elapsed_ns) {
+		r->gbps = (double)r->bytes * 8 / (double)r->elapsed_ns;
+		r->msg_rate_mpps = (double)r->iters * 1000 / (double)r->elapsed_ns;
+	}
+	return 0;
+}
+
+bool fctl_rdma_params_server_active(const struct fctl_rdma_params *p)
+{
+	return fctl_rdma_test_server_active(p->test) ||
+	       (p->bidirectional && !fctl_rdma_test_is_lat(p->test));
 }
 
 int fctl_rdma_run_client(struct fctl_rdma_ep *ep, const struct fctl_rdma_params *p,
@@ -396,13 +438,12 @@ int fctl_rdma_run_client(struct fctl_rdma_ep *ep, const struct fctl_rdma_params 
 		}
 		memset(r->post_ns, 0xff, target * sizeof(*r->post_ns));
 	}
+	if (!fctl_rdma_test_is_lat(p->test))
+		return run_bw(&l);
 	c0 = cpu_ns();
 	l.last_progress = now_ns();
 	end = l.last_progress + p->duration_ns;
-	if (fctl_rdma_test_is_lat(p->test))
-		ret = client_lat(&l, target, end);
-	else
-		ret = client_bw(&l, target, end);
+	ret = client_lat(&l, target, end);
 	r->cpu_ns = cpu_ns() - c0;
 	if (ret < 0)
 		return ret;
@@ -422,6 +463,13 @@ int fctl_rdma_run_server(struct fctl_rdma_ep *ep, const struct fctl_rdma_params 
 	uint64_t i = 0, c0 = cpu_ns();
 	int n = 0;
 
+	if (p->bidirectional && !fctl_rdma_test_is_lat(p->test)) {
+		if (!p->iters && !p->duration_ns) {
+			snprintf(r->err, sizeof(r->err), "neither iterations nor a duration");
+			return -EINVAL;
+		}
+		return run_bw(&l); /* the client's loop, towards the client */
+	}
 	l.last_progress = now_ns();
 	switch (p->test) {
 	case FCTL_RDMA_SEND_LAT:

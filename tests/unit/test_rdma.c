@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests of fctl_rdma's parts that need no device: the out-of-band QP
- * parameters' wire form and the counter files and their deltas. */
+ * parameters' wire form, the rdma_cm private data, the counter files and their
+ * deltas. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,6 +126,61 @@ static void test_test_names(void **state)
 	assert_false(fctl_rdma_test_server_active(FCTL_RDMA_WRITE_BW));
 }
 
+static void test_cm_pdata(void **state)
+{
+	struct fctl_rdma_cm_pdata d = { .rkey = 0xdeadbeef, .vaddr = 0x7f4723695000ull,
+					.size = 131072, .out_reads = 16 },
+				  back;
+	uint8_t buf[56] = { 0 }; /* the CM pads the private data of an RC connect to 56 bytes */
+	static const uint8_t want[FCTL_RDMA_CM_PDATA_LEN] = {
+		'F', 'C', 'M', '1', 0xde, 0xad, 0xbe, 0xef, 0, 0, 0x7f, 0x47, 0x23, 0x69, 0x50, 0,
+		0, 2, 0, 0, 0, 16, 0, 0,
+	};
+
+	fctl_rdma_cm_pdata_encode(&d, buf);
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), 0);
+	assert_int_equal(back.rkey, d.rkey);
+	assert_int_equal(back.vaddr, d.vaddr);
+	assert_int_equal(back.size, d.size);
+	assert_int_equal(back.out_reads, d.out_reads);
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, FCTL_RDMA_CM_PDATA_LEN, &back), 0);
+	/* too short, no data, wrong magic, reserved bytes set, size 0, no reads */
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, FCTL_RDMA_CM_PDATA_LEN - 1, &back), -EINVAL);
+	assert_int_equal(fctl_rdma_cm_pdata_decode(NULL, 56, &back), -EINVAL);
+	buf[3] = '2';
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), -EINVAL);
+	buf[3] = '1';
+	buf[23] = 1;
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), -EINVAL);
+	buf[23] = 0;
+	d.size = 0;
+	fctl_rdma_cm_pdata_encode(&d, buf);
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), -EINVAL);
+	d.size = 4096;
+	d.out_reads = 0;
+	fctl_rdma_cm_pdata_encode(&d, buf);
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), -EINVAL);
+	/* an all-zero buffer (a peer that is not a probe) */
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(fctl_rdma_cm_pdata_decode(buf, sizeof(buf), &back), -EINVAL);
+}
+
+static void test_bidirectional_server_active(void **state)
+{
+	struct fctl_rdma_params p = { .test = FCTL_RDMA_WRITE_BW };
+
+	assert_false(fctl_rdma_params_server_active(&p));
+	p.bidirectional = true;
+	assert_true(fctl_rdma_params_server_active(&p));
+	p.test = FCTL_RDMA_READ_BW;
+	assert_true(fctl_rdma_params_server_active(&p));
+	p.test = FCTL_RDMA_READ_LAT; /* latency tests are never bidirectional */
+	assert_false(fctl_rdma_params_server_active(&p));
+	p.test = FCTL_RDMA_SEND_LAT;
+	assert_true(fctl_rdma_params_server_active(&p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +188,8 @@ int main(void)
 		cmocka_unit_test(test_qpinfo_rejects),
 		cmocka_unit_test(test_counters_dir_and_delta),
 		cmocka_unit_test(test_test_names),
+		cmocka_unit_test(test_cm_pdata),
+		cmocka_unit_test(test_bidirectional_server_active),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -92,6 +92,8 @@ struct fctl_rdma_params {
 	uint64_t duration_ns;
 	uint64_t stall_ns;    /* give up when nothing completes for this long */
 	int watch_fd;	      /* -1, or a socket whose hang-up aborts the loop (peer died) */
+	bool watch_hup_only;  /* only a hang-up of watch_fd aborts, not data on it */
+	bool bidirectional;   /* bandwidth tests: both ends post at once (perftest -b) */
 };
 
 struct fctl_rdma_result {
@@ -123,6 +125,43 @@ int fctl_rdma_run_server(struct fctl_rdma_ep *ep, const struct fctl_rdma_params 
 			 struct fctl_rdma_result *r);
 /* Whether the test needs fctl_rdma_run_server to run while the client measures. */
 bool fctl_rdma_test_server_active(enum fctl_rdma_test t);
+/* The same for a run's parameters: a bidirectional bandwidth run is active on both ends
+ * (fctl_rdma_run_server then runs the client's loop towards the client, and fills
+ * r->elapsed_ns, bytes and gbps of its direction). */
+bool fctl_rdma_params_server_active(const struct fctl_rdma_params *p);
+
+/*
+ * rdma_cm connection setup (librdmacm), the alternative to the TCP exchange:
+ * rdma_resolve_addr/route and rdma_connect on the client, rdma_listen and
+ * rdma_accept on the server, each end's buffer (rkey, vaddr, size) in the
+ * connection's private data. Every wait is bounded by timeout_ms; on any error
+ * everything (QP, ids, event channel) is torn down before returning.
+ */
+#define FCTL_RDMA_CM_PDATA_LEN 24
+struct fctl_rdma_cm_pdata {
+	uint32_t rkey;
+	uint64_t vaddr;
+	uint32_t size; /* bytes the peer may address at vaddr (two areas of size / 2) */
+	uint16_t out_reads;
+};
+/* "FCM1", rkey, vaddr, size, out_reads, 2 reserved bytes (zero): big-endian. */
+void fctl_rdma_cm_pdata_encode(const struct fctl_rdma_cm_pdata *d,
+			       uint8_t out[FCTL_RDMA_CM_PDATA_LEN]);
+/* len may exceed FCTL_RDMA_CM_PDATA_LEN (the CM pads private data with zeros). */
+int fctl_rdma_cm_pdata_decode(const void *buf, size_t len, struct fctl_rdma_cm_pdata *out);
+
+struct fctl_rdma_cm_listener;
+/* Listens on every address, rdma_cm port space TCP, port `port`. */
+int fctl_rdma_cm_listen(uint16_t port, struct fctl_rdma_cm_listener **out, char *err,
+			size_t errlen);
+void fctl_rdma_cm_listener_free(struct fctl_rdma_cm_listener *l);
+/* Waits for one connection request, builds the endpoint on the device it came to
+ * (which must be o->dev when given) and accepts it. */
+int fctl_rdma_cm_accept(struct fctl_rdma_cm_listener *l, const struct fctl_rdma_opts *o,
+			int timeout_ms, struct fctl_rdma_ep **out, char *err, size_t errlen);
+/* Resolves host (an IPv4/IPv6 address or name), connects to port. */
+int fctl_rdma_cm_connect(const struct fctl_rdma_opts *o, const char *host, uint16_t port,
+			 int timeout_ms, struct fctl_rdma_ep **out, char *err, size_t errlen);
 
 /* Device counters: /sys/class/infiniband/DEV/ports/PORT/hw_counters/<name>. */
 #define FCTL_RDMA_MAX_COUNTERS 96
