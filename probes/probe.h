@@ -59,6 +59,7 @@ struct probe_end {
 	size_t n_ctr;
 	uint64_t loss, retrans, errors; /* sums of the deltas by class */
 	uint64_t iters;			/* messages the end handled */
+	uint64_t bytes, elapsed_ns;	/* bidirectional bandwidth: the end's own loop */
 	uint64_t cpu_ns;
 	struct probe_macsec ms;
 };
@@ -85,8 +86,10 @@ struct probe_result {
 	bool has_lat;
 	struct fctl_stats_perftest pt;
 	struct fctl_stats_exact ex;
-	double gbps;
+	double gbps;	     /* bidirectional: the sum of both ends' loops */
 	double msg_rate_mpps;
+	bool bidirectional;
+	double gbps_client, gbps_server; /* bidirectional: each end's own loop */
 	uint64_t elapsed_ns;
 	struct probe_end end[2]; /* [0] this end (client), [1] the peer (server) */
 	bool has_peer;

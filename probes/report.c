@@ -148,6 +148,9 @@ void probe_verdict(const struct probe_slo *slo, struct probe_result *r)
 	}
 	if (r->ran && !r->has_lat && slo->has_bw && r->gbps < slo->bw_gbps)
 		reason(r, "bandwidth %.6f Gb/s < %.6f Gb/s", r->gbps, slo->bw_gbps);
+	if (r->ran && r->bidirectional && !(r->gbps_client > 0 && r->gbps_server > 0))
+		reason(r, "bidirectional: the %s's direction moved nothing",
+		       r->gbps_client > 0 ? "server" : "client");
 	for (int e = 0; e < n_ends; e++)
 		macsec_verdict(r, &r->end[e], slo->require_macsec);
 	r->pass = r->n_reasons == 0;
@@ -294,6 +297,11 @@ static void json_result(struct fctl_buf *b, const struct probe_result *r)
 	} else {
 		jnum(b, "bandwidth_gbps", r->gbps, true);
 		jnum(b, "message_rate_mpps", r->msg_rate_mpps, true);
+		jbool(b, "bidirectional", r->bidirectional, true);
+		if (r->bidirectional) {
+			jnum(b, "bandwidth_by_client_gbps", r->gbps_client, true);
+			jnum(b, "bandwidth_by_server_gbps", r->gbps_server, true);
+		}
 	}
 	fctl_buf_puts(b, "\"ends\":[");
 	json_end(b, &r->end[0]);
@@ -427,6 +435,9 @@ int probe_report_text(const struct probe_report *rep, struct fctl_buf *b)
 			fctl_buf_printf(b, " %13s %13s %13s %11s", "-", "-", "-", "-");
 		fctl_buf_printf(b, " %6" PRIu64 " %8" PRIu64 " %6s  %s\n", loss, rt, macsec_word(r),
 				r->pass ? "pass" : "FAIL");
+		if (r->ran && r->bidirectional)
+			fctl_buf_printf(b, "    bidirectional: client %.6f + server %.6f Gb/s\n",
+					r->gbps_client, r->gbps_server);
 		for (size_t k = 0; k < r->n_reasons; k++)
 			fctl_buf_printf(b, "    %s\n", r->reasons[k]);
 	}
@@ -478,6 +489,8 @@ int probe_end_to_wire(const struct probe_end *e, struct fctl_buf *b)
 	put_word(b, "netdev", e->netdev);
 	fctl_buf_printf(b, " counters_ok=%d iters=%" PRIu64 " cpu_ns=%" PRIu64, e->counters_ok,
 			e->iters, e->cpu_ns);
+	if (e->elapsed_ns)
+		fctl_buf_printf(b, " bytes=%" PRIu64 " elapsed_ns=%" PRIu64, e->bytes, e->elapsed_ns);
 	put_word(b, "counters_err", e->counters_err);
 	fctl_buf_putc(b, '\n');
 	for (size_t i = 0; i < e->n_ctr; i++)
@@ -516,6 +529,8 @@ int probe_end_from_wire(const char *line, struct probe_end *e)
 		e->counters_ok = ok;
 		ctl_field_u64(line, "iters", &e->iters);
 		ctl_field_u64(line, "cpu_ns", &e->cpu_ns);
+		ctl_field_u64(line, "bytes", &e->bytes);
+		ctl_field_u64(line, "elapsed_ns", &e->elapsed_ns);
 		return 0;
 	}
 	if (strncmp(line, "CTR ", 4) == 0) {

@@ -39,6 +39,9 @@ struct run_opts {
 	enum out_fmt out;
 	uint64_t stall_ns;
 	int connect_ms;
+	int cm_ms;	    /* --cm-timeout */
+	bool cm;	    /* --cm: rdma_cm connection setup */
+	bool bidir;	    /* --bidirectional */
 	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
 	const char *change;    /* --change (else $FCTL_CHANGE_ID) */
 	char profile_sha256[65];
@@ -130,6 +133,14 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			o->sweep = true;
 			continue;
 		}
+		if (strcmp(opt, "--cm") == 0) {
+			o->cm = true;
+			continue;
+		}
+		if (strcmp(opt, "--bidirectional") == 0) {
+			o->bidir = true;
+			continue;
+		}
 		if (strcmp(opt, "--json") == 0) {
 			o->out = OUT_JSON;
 			continue;
@@ -177,6 +188,12 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			if (parse_seconds(opt, v, &ns) < 0)
 				return -EINVAL;
 			o->connect_ms = (int)(ns / 1000000) + 1;
+		} else if (strcmp(opt, "--cm-timeout") == 0) {
+			uint64_t ns;
+
+			if (parse_seconds(opt, v, &ns) < 0)
+				return -EINVAL;
+			o->cm_ms = (int)(ns / 1000000) + 1;
 		} else if (strcmp(opt, "--profile") == 0) {
 			o->profile = v;
 		} else if (strcmp(opt, "--link") == 0) {
@@ -331,14 +348,17 @@ static int one_run(struct conn *c, const struct run_opts *o, struct probe_result
 	p.size = res->size;
 	p.duration_ns = o->duration_ns;
 	p.iters = o->duration_ns ? 0 : o->iters ? o->iters : res->has_lat ? 1000 : 5000;
+	p.bidirectional = o->bidir && !res->has_lat;
+	res->bidirectional = p.bidirectional;
 	snprintf(res->end[0].role, sizeof(res->end[0].role), "client");
 	snprintf(res->end[1].role, sizeof(res->end[1].role), "server");
 
 	evidence_begin(&ev, c->nl, fctl_rdma_ep_dev_name(c->ep), o->rdma.ib_port,
 		       fctl_rdma_ep_netdev(c->ep));
 	ctl_send(c->fd, "TEST test=%s size=%" PRIu32 " iters=%" PRIu64 " duration_ns=%" PRIu64
-			" stall_ns=%" PRIu64,
-		 res->test, p.size, p.iters, p.duration_ns, p.stall_ns);
+			" stall_ns=%" PRIu64 "%s",
+		 res->test, p.size, p.iters, p.duration_ns, p.stall_ns,
+		 p.bidirectional ? " bidir=1" : "");
 	rl = ctl_recv_line(c->fd, line, sizeof(line), CTL_MS);
 	if (rl < 0 || strcmp(line, "GO") != 0) {
 		snprintf(res->error, sizeof(res->error), "the peer did not start the run: %s",
@@ -350,7 +370,9 @@ static int one_run(struct conn *c, const struct run_opts *o, struct probe_result
 	ctl_send(c->fd, ret < 0 ? "ABORT" : "DONE");
 	res->end[0].iters = r.iters;
 	res->end[0].cpu_ns = r.cpu_ns;
-	evidence_end(&ev, c->nl, &res->end[0]);
+	/* bidirectional: the server's loop may still run; its counters come after it ends */
+	if (!p.bidirectional)
+		evidence_end(&ev, c->nl, &res->end[0]);
 	res->iters = r.iters;
 	res->elapsed_ns = r.elapsed_ns;
 	res->gbps = r.gbps;
@@ -388,6 +410,15 @@ static int one_run(struct conn *c, const struct run_opts *o, struct probe_result
 		}
 	}
 	snprintf(res->end[1].role, sizeof(res->end[1].role), "server");
+	if (p.bidirectional) {
+		evidence_end(&ev, c->nl, &res->end[0]);
+		res->end[0].bytes = r.bytes;
+		res->end[0].elapsed_ns = r.elapsed_ns;
+		res->gbps_client = r.gbps;
+		if (res->end[1].elapsed_ns)
+			res->gbps_server = (double)res->end[1].bytes * 8 / (double)res->end[1].elapsed_ns;
+		res->gbps = res->gbps_client + res->gbps_server;
+	}
 	if (ret == 0 && res->has_lat) {
 		size_t n = r.iters > 1 ? r.iters - 1 : 0;
 
@@ -410,7 +441,8 @@ static int one_run(struct conn *c, const struct run_opts *o, struct probe_result
 
 int probe_run(int argc, char **argv)
 {
-	struct run_opts o = { .out = OUT_TEXT, .connect_ms = 5000, .stall_ns = 60000000000ull,
+	struct run_opts o = { .out = OUT_TEXT, .connect_ms = 5000, .cm_ms = 10000,
+			      .stall_ns = 60000000000ull,
 			      .sweep_max = 65536 };
 	struct probe_report rep = { 0 };
 	struct conn c = { .fd = -1 };
@@ -452,10 +484,14 @@ int probe_run(int argc, char **argv)
 			max_size = rep.res[i].size;
 	o.rdma.max_size = max_size;
 
-	ret = fctl_rdma_ep_new(&o.rdma, &c.ep, err, sizeof(err));
-	if (ret < 0) {
-		perr("run: %s", err);
-		goto out;
+	/* the TCP exchange builds the endpoint first (a wrong device fails before the peer is
+	 * asked); rdma_cm finds the device from the route to the peer */
+	if (!o.cm) {
+		ret = fctl_rdma_ep_new(&o.rdma, &c.ep, err, sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			goto out;
+		}
 	}
 	if (fctl_nl_open(NULL, &c.nl) < 0)
 		c.nl = NULL;
@@ -465,24 +501,44 @@ int probe_run(int argc, char **argv)
 		goto out;
 	}
 	ctl_send(c.fd, "HELLO %d test=%s max_size=%" PRIu32 " depth=%" PRIu32
-		       " timeout=%u retry=%u rnr=%u",
+		       " timeout=%u retry=%u rnr=%u%s%d",
 		 PROBE_PROTO, rep.res[0].test, max_size, o.rdma.tx_depth, o.rdma.timeout,
-		 o.rdma.retry_cnt, o.rdma.rnr_retry);
+		 o.rdma.retry_cnt, o.rdma.rnr_retry, o.cm ? " cm=1 cm_ms=" : " cm=0 cm_ms=",
+		 o.cm_ms);
 	ret = ctl_recv_line(c.fd, line, sizeof(line), CTL_MS);
-	if (ret < 0 || strncmp(line, "OK ", 3) != 0 || fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
-		perr("run: the peer %s refused the session: %s", rep.peer,
-		     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
+	if (o.cm) {
+		uint64_t cm_port = 0;
+
+		if (ret < 0 || strncmp(line, "CM ", 3) != 0 || !ctl_field_u64(line, "port", &cm_port) ||
+		    !cm_port || cm_port > 65535) {
+			perr("run: the peer %s refused the rdma_cm session: %s", rep.peer,
+			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
 			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
-		goto out;
+			goto out;
+		}
+		ret = fctl_rdma_cm_connect(&o.rdma, o.host, (uint16_t)cm_port, o.cm_ms, &c.ep, err,
+					   sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			goto out;
+		}
+	} else {
+		if (ret < 0 || strncmp(line, "OK ", 3) != 0 ||
+		    fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
+			perr("run: the peer %s refused the session: %s", rep.peer,
+			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
+			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
+			goto out;
+		}
+		ret = fctl_rdma_ep_connect(c.ep, &peer, err, sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			goto out;
+		}
+		fctl_rdma_ep_info(c.ep, &me);
+		fctl_rdma_qpinfo_format(&me, info);
+		ctl_send(c.fd, "QP %s", info);
 	}
-	ret = fctl_rdma_ep_connect(c.ep, &peer, err, sizeof(err));
-	if (ret < 0) {
-		perr("run: %s", err);
-		goto out;
-	}
-	fctl_rdma_ep_info(c.ep, &me);
-	fctl_rdma_qpinfo_format(&me, info);
-	ctl_send(c.fd, "QP %s", info);
 	ret = ctl_recv_line(c.fd, line, sizeof(line), CTL_MS);
 	if (ret < 0 || strcmp(line, "RTS") != 0) {
 		perr("run: the peer could not connect its queue pair: %s",

@@ -5,6 +5,7 @@
  * before, the answering loop, counters after, sent back to the client.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #define HELLO_MS 10000
 #define IDLE_MS (600 * 1000)
+#define CM_ACCEPT_MS 20000
 
 struct serve_opts {
 	const char *port;
@@ -48,6 +50,36 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		o.retry_cnt = (uint8_t)v;
 	if (ctl_field_u64(line, "rnr", &v) && v <= 7)
 		o.rnr_retry = (uint8_t)v;
+	if (ctl_field_u64(line, "cm", &v) && v == 1) {
+		/* rdma_cm: listen on the control port's number (its own port space), tell the
+		 * client to connect, accept; the buffers travel in the private data */
+		struct fctl_rdma_cm_listener *l = NULL;
+		uint64_t port = 0, wait_ms = CM_ACCEPT_MS;
+
+		/* a little longer than the client tries, so a failed attempt frees us soon */
+		if (ctl_field_u64(line, "cm_ms", &wait_ms) && wait_ms <= 600000)
+			wait_ms += 2000;
+		else
+			wait_ms = CM_ACCEPT_MS;
+		fctl_parse_u64(so->port, &port);
+		ret = fctl_rdma_cm_listen((uint16_t)port, &l, err, sizeof(err));
+		if (ret == 0) {
+			ctl_send(fd, "CM port=%" PRIu64, port);
+			ret = fctl_rdma_cm_accept(l, &o, (int)wait_ms, &ep, err, sizeof(err));
+		}
+		fctl_rdma_cm_listener_free(l);
+		if (ret < 0) {
+			perr("session: %s", err);
+			ctl_send(fd, "ERR %s", err);
+			return ret;
+		}
+		printf("probe: rdma_cm connection on device %s, network device %s\n",
+		       fctl_rdma_ep_dev_name(ep),
+		       fctl_rdma_ep_netdev(ep)[0] ? fctl_rdma_ep_netdev(ep) : "?");
+		fflush(stdout);
+		ctl_send(fd, "RTS");
+		goto runs;
+	}
 	ret = fctl_rdma_ep_new(&o, &ep, err, sizeof(err));
 	if (ret < 0) {
 		perr("%s", err);
@@ -71,7 +103,7 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		goto out;
 	}
 	ctl_send(fd, "RTS");
-
+runs:
 	for (;;) {
 		struct fctl_rdma_params p = { .watch_fd = fd };
 		struct fctl_rdma_result r = { 0 };
@@ -97,6 +129,10 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		ctl_field_u64(line, "iters", &p.iters);
 		ctl_field_u64(line, "duration_ns", &p.duration_ns);
 		ctl_field_u64(line, "stall_ns", &p.stall_ns);
+		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test)) {
+			p.bidirectional = true;
+			p.watch_hup_only = true; /* the client's DONE may come before our loop ends */
+		}
 		ret = fctl_rdma_prepare(ep, &p, &r);
 		if (ret < 0) {
 			ctl_send(fd, "ERR %s", r.err);
@@ -104,7 +140,7 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		}
 		evidence_begin(&ev, nl, fctl_rdma_ep_dev_name(ep), o.ib_port, fctl_rdma_ep_netdev(ep));
 		ctl_send(fd, "GO");
-		if (fctl_rdma_test_server_active(p.test))
+		if (fctl_rdma_params_server_active(&p))
 			ret = fctl_rdma_run_server(ep, &p, &r);
 		/* the client says DONE when its run is over (ABORT when it failed) */
 		wait_ms = (p.duration_ns + 2 * p.stall_ns) / 1000000 + 60000;
@@ -120,6 +156,10 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		}
 		pe.iters = r.iters;
 		pe.cpu_ns = r.cpu_ns;
+		if (p.bidirectional) {
+			pe.bytes = r.bytes;
+			pe.elapsed_ns = r.elapsed_ns;
+		}
 		evidence_end(&ev, nl, &pe);
 		if (ret < 0 && r.err[0])
 			fctl_buf_printf(&b, "FAIL %s\n", r.err);
