@@ -131,7 +131,7 @@ runs:
 		ctl_field_u64(line, "stall_ns", &p.stall_ns);
 		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test)) {
 			p.bidirectional = true;
-			p.watch_hup_only = true; /* the client's DONE may come before our loop ends */
+			p.watch_ok = "DONE"; /* may come before our loop ends; ABORT still stops it */
 		}
 		ret = fctl_rdma_prepare(ep, &p, &r);
 		if (ret < 0) {

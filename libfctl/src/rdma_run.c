@@ -63,11 +63,13 @@ void fctl_rdma_result_release(struct fctl_rdma_result *r)
 	r->post_ns = NULL;
 }
 
-/* 0: quiet, 1: the peer sent something (it gave up on the run), 2: it hung up. */
-static int peer_state(int fd)
+/* 0: quiet (or only `ok` arrived), 1: the peer sent something (it gave up on the run),
+ * 2: it hung up. */
+static int peer_state(int fd, const char *ok)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
-	char c;
+	char c[16];
+	ssize_t n;
 
 	if (poll(&pfd, 1, 0) <= 0)
 		return 0;
@@ -75,7 +77,12 @@ static int peer_state(int fd)
 		return 2;
 	if (!(pfd.revents & POLLIN))
 		return 0;
-	return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ? 2 : 1;
+	n = recv(fd, c, ok && strlen(ok) < sizeof(c) ? strlen(ok) : 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return 2;
+	if (n > 0 && ok && memcmp(c, ok, (size_t)n) == 0)
+		return 0; /* the expected line (or its start) */
+	return 1;
 }
 
 /* After an empty poll: every 1024th one looks at the clock and the peer. */
@@ -89,7 +96,7 @@ static int idle_check(struct loop *l)
 	if (t - l->last_progress < 100000000u)
 		return 0;
 	if (l->p->watch_fd >= 0) {
-		int st = peer_state(l->p->watch_fd);
+		int st = peer_state(l->p->watch_fd, l->p->watch_ok);
 
 		if (st == 2) {
 			snprintf(l->r->err, sizeof(l->r->err),
@@ -97,7 +104,7 @@ static int idle_check(struct loop *l)
 				 fctl_rdma_test_name(l->p->test));
 			return -ECONNRESET;
 		}
-		if (st == 1 && !l->p->watch_hup_only) {
+		if (st == 1) {
 			snprintf(l->r->err, sizeof(l->r->err), "the peer gave up the %s run",
 				 fctl_rdma_test_name(l->p->test));
 			return -ECONNABORTED;

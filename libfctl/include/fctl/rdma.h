@@ -92,7 +92,9 @@ struct fctl_rdma_params {
 	uint64_t duration_ns;
 	uint64_t stall_ns;    /* give up when nothing completes for this long */
 	int watch_fd;	      /* -1, or a socket whose hang-up aborts the loop (peer died) */
-	bool watch_hup_only;  /* only a hang-up of watch_fd aborts, not data on it */
+	const char *watch_ok; /* NULL, or data on watch_fd that begins with this does not
+			       * abort (bidirectional: the peer's end-of-run line may come
+			       * while this end still runs; anything else still aborts) */
 	bool bidirectional;   /* bandwidth tests: both ends post at once (perftest -b) */
 };
 
