@@ -79,6 +79,9 @@ int km_rotate(struct km *k, struct km_link *l);
 int km_recover(struct km *k, struct km_link *l);
 /* Reads both ends; fills d[2]. */
 int km_dump_link(struct km *k, struct km_link *l, struct km_dump d[2], char *err, size_t errlen);
+/* The key version an end uses: its rotation record's when that is past the profile's
+ * (a pinned version, as KMS references have, is the first one), else the profile's. */
+uint32_t km_end_version(const struct km_link *l, const struct km_dump *d);
 /* Current {an, version} of the link from keymgr's state (version 0 when never rotated);
  * last rotation time in *when. */
 int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,

@@ -174,7 +174,7 @@ static int status(struct km *k)
 				printf(",\"%s\":{\"ifname\":\"%s\",\"encoding_sa\":%u,\"version\":%" PRIu32
 				       ",\"tx_pn\":%" PRIu64 ",\"not_valid\":%" PRIu64 ",\"not_using_sa\":%"
 				       PRIu64 ",\"unused_sa\":%" PRIu64 "}", l->end[e].host, l->end[e].ifname,
-				       d[e].encoding_sa, d[e].has_rotation ? d[e].rot_version : 0,
+				       d[e].encoding_sa, km_end_version(l, &d[e]),
 				       d[e].tx[d[e].encoding_sa].pn, d[e].sc_not_valid,
 				       d[e].sc_not_using_sa, d[e].sc_unused_sa);
 			if (r < 0)
@@ -192,7 +192,7 @@ static int status(struct km *k)
 			printf("  %s %s: encoding sa %u, key version %" PRIu32 ", tx pn %" PRIu64
 			       ", not_valid %" PRIu64 ", not_using_sa %" PRIu64 ", unused_sa %" PRIu64 "\n",
 			       l->end[e].host, l->end[e].ifname, d[e].encoding_sa,
-			       d[e].has_rotation ? d[e].rot_version : 0, d[e].tx[d[e].encoding_sa].pn,
+			       km_end_version(l, &d[e]), d[e].tx[d[e].encoding_sa].pn,
 			       d[e].sc_not_valid, d[e].sc_not_using_sa, d[e].sc_unused_sa);
 	}
 	if (opt_json)

@@ -354,6 +354,11 @@ static int parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d)
 	return 0;
 }
 
+uint32_t km_end_version(const struct km_link *l, const struct km_dump *d)
+{
+	return d->has_rotation && d->rot_version > l->ref.version ? d->rot_version : l->ref.version;
+}
+
 int km_dump_link(struct km *k, struct km_link *l, struct km_dump d[2], char *err, size_t errlen)
 {
 	for (int i = 0; i < 2; i++) {
@@ -679,10 +684,10 @@ int km_rotate(struct km *k, struct km_link *l)
 	}
 	memset(&rt, 0, sizeof(rt));
 	rt.old_an = d[0].encoding_sa;
-	rt.old_version = d[0].has_rotation ? d[0].rot_version : 0;
+	rt.old_version = km_end_version(l, &d[0]);
 	ref_keyid(l, rt.old_version, keyid);
 	for (int i = 0; i < 2; i++) {
-		uint32_t v = d[i].has_rotation ? d[i].rot_version : 0;
+		uint32_t v = km_end_version(l, &d[i]);
 
 		if (d[i].encoding_sa != rt.old_an || v != rt.old_version ||
 		    !d[i].tx[rt.old_an].present || !d[i].tx[rt.old_an].active ||

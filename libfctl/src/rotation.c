@@ -155,7 +155,11 @@ void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
 {
 	uint8_t keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN];
 
-	if (m->key.version != 0 || an >= FCTL_MAX_AN || !m->txsa[0].present)
+	/* A pinned version N (KMS references must pin one) is the first version: a record
+	 * past it is where rotation took the link. A record at or below N is older than
+	 * the profile's pin, which wins (raising N is a replacement, docs/profile.md). */
+	if ((m->key.version != 0 && version <= m->key.version) || an >= FCTL_MAX_AN ||
+	    !m->txsa[0].present)
 		return;
 	m->key.version = version;
 	fctl_keyid_from_ref(&m->key, keyid);

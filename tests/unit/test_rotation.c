@@ -54,9 +54,25 @@ static void test_secy_set_moves_sa(void **st)
 	assert_memory_equal(m.txsa[3].keyid, want, FCTL_KEYID_LEN);
 	assert_false(m.rxsc[0].sa[0].present);
 	assert_memory_equal(m.rxsc[0].sa[3].keyid, want, FCTL_KEYID_LEN);
-	/* a pinned version is the profile's word: left alone */
-	fctl_rotation_secy_set(&m, 1, 8);
-	assert_int_equal(m.encoding_sa, 3);
+	free(m.rxsc);
+	/* a pinned version P (a KMS reference's first version): a record at or below P is
+	 * older than the profile's pin and left alone; one above it is the rotated key */
+	make_secy(&m, be, id);
+	m.key.version = 7;
+	fctl_rotation_secy_set(&m, 1, 7);
+	assert_int_equal(m.encoding_sa, 0);
+	assert_true(m.txsa[0].present);
+	fctl_rotation_secy_set(&m, 1, 6);
+	assert_int_equal(m.encoding_sa, 0);
+	assert_int_equal(m.key.version, 7);
+	r.version = 9;
+	fctl_keyid_from_ref(&r, want);
+	fctl_rotation_secy_set(&m, 2, 9);
+	assert_int_equal(m.encoding_sa, 2);
+	assert_int_equal(m.key.version, 9);
+	assert_false(m.txsa[0].present);
+	assert_memory_equal(m.txsa[2].keyid, want, FCTL_KEYID_LEN);
+	assert_memory_equal(m.rxsc[0].sa[2].keyid, want, FCTL_KEYID_LEN);
 	free(m.rxsc);
 }
 

@@ -13,9 +13,9 @@
  *                   0 = none. While it runs the agent refuses apply/rollback/
  *                   recover and skips drift checks.
  *
- * When the profile's key reference has no version (version 0 = "current per
- * rotation state"), render + fctl_rotation_overlay() put the desired SA at AN A
- * with the KEYID of {backend, id, V}: a rotated link is not drift.
+ * When the record's V is above the profile's key version (0 when unpinned; a KMS
+ * reference pins its first version), render + fctl_rotation_overlay() put the
+ * desired SA at AN A with the KEYID of {backend, id, V}: a rotated link is not drift.
  */
 #ifndef FCTL_ROTATION_H
 #define FCTL_ROTATION_H
@@ -41,9 +41,11 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 /* Whether some interface holds an unexpired lease; names the first one. */
 bool fctl_rotation_busy(const char *dir, char *ifname, size_t len);
 
-/* Moves the desired SAs of one SecY (rendered at AN 0, key version 0) to AN an
- * with key version `version`: KEYID (and XPN salt) of {backend, id, version},
- * encoding SA an. A key reference that pins a version is left alone. */
+/* Moves the desired SAs of one SecY (rendered at AN 0 with the profile's key version
+ * P, 0 when unpinned) to AN an with key version `version`: KEYID (and XPN salt) of
+ * {backend, id, version}, encoding SA an. Only when version > P: a pinned P is the
+ * first version of a rotated key (KMS references must pin one), and a record at or
+ * below it is older than the profile's word, which wins. */
 void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version);
 /* fctl_rotation_secy_set for every MACsec link of hs that has a rotation record. */
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
