@@ -11,16 +11,17 @@
 #     peer agent killed before the switch, peer agent killed at the switch, keymgr
 #     killed with -9 before and after the switch; each run ends with both ends on
 #     one key, traffic flowing, and the audit log saying what happened
-#  3. a KMS backend: a SoftHSM2 token in h1's lab share (a copy for h2's apply), the
-#     profile pinned at version 1, three rotations under a stream, the last with
-#     --compromised: the token's record of the old version says compromised, the
-#     audit KCVs are the token's check values
+#  3, 4. KMS backends inside h1: a SoftHSM2 token (PKCS#11) in its lab share (a copy
+#     for h2's apply), then a PyKMIP server (KMIP over TLS) on its lab address; each:
+#     the profile pinned at version 1, three rotations under a stream, the last with
+#     --compromised: the KMS's record of the old version says compromised, the audit
+#     KCVs are the KMS's check values
 #
 # Evidence for any loss (docs/rotation.md, "what a lost packet means"): the receivers
 # report their own socket drops and each gap with the sender's send times; MACsec, link,
 # ARP and SNMP counters of both hosts are kept before/after phase 1 in $WORK/snap-*,
 # and each gap is printed beside the agents' SA steps around it.
-# ROTATION_PHASES="1 3" runs only those phases (diagnosis; default "1 2 3"). FCTL_LAB_DIR picks the lab dir.
+# ROTATION_PHASES="1 3" runs only those phases (diagnosis; default "1 2 3 4"). FCTL_LAB_DIR picks the lab dir.
 #
 # Prints PASS/FAIL per check and "rotation: N passed, M failed"; exits non-zero on
 # any failure, including a lab that cannot start (never skips).
@@ -184,7 +185,7 @@ audit_count() { # result
 	on h1 sh -c "grep '\"action\":\"key-rotation\"' $KA | grep -c '\"result\":\"$1\"' || true"
 }
 
-want() { [[ " ${ROTATION_PHASES:-1 2 3} " == *" $1 "* ]]; }
+want() { [[ " ${ROTATION_PHASES:-1 2 3 4} " == *" $1 "* ]]; }
 
 if want 1; then
 # --- 1. N rotations by the cryptoperiod under a stream --------------------------------
@@ -324,89 +325,139 @@ done
 for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 fi
 
-if want 3; then
-# --- 3. a KMS backend: PKCS#11 (SoftHSM2) inside h1 -----------------------------------
-# The token lives in h1's lab share (the guest sees it at the same path, writable); h2
-# gets a copy for its own apply. The profile pins version 1 (a KMS reference must name
-# one); keymgr rotates it to 2, 3, then 4 with --compromised: the KMS's record of 3
-# must then say compromised. The rotation record of phases 1-2 belongs to the file key:
-# switching a link to another key reference is a replacement, the records go first.
-stamp "3 pkcs11"
-for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done # the agents of phase 2 are gone already
+# --- 3, 4. KMS backends: PKCS#11 (SoftHSM2) and KMIP (PyKMIP), both inside h1 ----------
+# The profile pins version 1 (a KMS reference must name one); keymgr on h1 rotates it to
+# 2, 3, then 4 with --compromised, under a stream: the KMS's record of 3 must then say
+# compromised, and the audit KCVs must be the KMS's check values. The rotation record of
+# the phases before belongs to the file key: moving a link to another key reference is a
+# replacement (apply), the records go first.
 KT=$BUILD/tests/kms/kms_tool
-P11MOD=${FCTL_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
-if [ ! -x "$KT" ] || ! command -v softhsm2-util >/dev/null || [ ! -e "$P11MOD" ]; then
-	fail "3-pkcs11-setup" "kms_tool, softhsm2-util or $P11MOD missing (apt-get install softhsm2; build tests)"
-	exit 1
-fi
-hsm_setup() { # dir
-	mkdir -p "$1/tokens"
-	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' "$1/tokens" >"$1/softhsm2.conf"
+declare -A KENV # host -> "--env K=V ..." for lab.sh exec
+kms_phase() { # n backend id
+	local n=$1 be=$2 id=$3 o h i extra js bad want got st
+	sed "s|key: { backend: file, id: keys/rot.key }|key: { backend: $be, id: \"$id\", version: 1 }|" \
+		"$WORK/rot.yaml" >"$WORK/rot-$be.yaml"
+	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
+	for h in h1 h2; do
+		on "$h" sh -c 'rm -f /var/lib/fabricctl/rotation/* 2>/dev/null; true'
+		o=$("$LAB" exec --timeout 300 ${KENV[$h]} "$h" -- "$F" apply -q --host "$h" "$WORK/rot-$be.yaml" 2>&1) &&
+			pass "$n-apply-$be-$h" || fail "$n-apply-$be-$h" "$(tail -3 <<<"$o")"
+	done
+	start_agent h1
+	start_agent h2
+	wait_agent || fail "$n-agents"
+	stream_start
+	sleep 1
+	for i in 1 2 3; do
+		extra=
+		[ "$i" = 3 ] && extra=--compromised
+		o=$("$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "${KM[@]}" rotate --all --overlap 1 $extra "$WORK/rot-$be.yaml" 2>&1) &&
+			pass "$n-$be-rotation-$i$extra" || fail "$n-$be-rotation-$i$extra" "$(tail -3 <<<"$o")"
+	done
+	sleep 1
+	stream_stop "$n"
+	counters_zero "$n"
+	js=$(on h1 "${KM[@]}" status --json "$WORK/rot-$be.yaml" 2>/dev/null)
+	[ "$(jq '.[0].h1.version' <<<"$js")" = 4 ] && pass "$n-$be-at-version-4" || fail "$n-$be-at-version-4" "$js"
+	on h1 cat "$KA" >"$WORK/keymgr-audit-$n.jsonl" 2>/dev/null
+	bad=
+	for v in 2 3 4; do
+		want=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" "$v" 2>/dev/null | sed -n 's/^kcv=//p')
+		got=$(jq -r --arg v "$v" 'select(.action == "key-rotation" and .result == "committed" and
+			(.detail | test("key version [0-9]+ -> " + $v + "[^0-9]"))) | .kcv[0]' "$WORK/keymgr-audit-$n.jsonl" | tail -1)
+		[ -n "$want" ] && [ "$want" = "$got" ] || bad="$bad v$v:$got/$want"
+	done
+	[ -z "$bad" ] && pass "$n-$be-audit-kcv-is-kms-kcv" || fail "$n-$be-audit-kcv-is-kms-kcv" "$bad"
+	st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" 3 2>&1 | sed -n 's/^state=//p')
+	[ "$st" = compromised ] && pass "$n-$be-old-key-compromised-in-kms" || fail "$n-$be-old-key-compromised-in-kms" "state $st"
+	[ "$(jq -s --arg be "$be" '[.[] | select(.action == "key-state" and .result == "applied" and
+		.key_state == "compromised" and (.detail | startswith($be + ":")))] | length' "$WORK/keymgr-audit-$n.jsonl")" -ge 1 ] &&
+		pass "$n-$be-compromise-audited" || fail "$n-$be-compromise-audited"
+	for h in h1 h2; do
+		"$LAB" exec ${KENV[$h]} "$h" -- "$F" diff --host "$h" "$WORK/rot-$be.yaml" >/dev/null 2>&1 &&
+			pass "$n-$h-$be-rotated-is-not-drift" || fail "$n-$h-$be-rotated-is-not-drift"
+	done
+	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 }
-H1HSM=$FCTL_LAB_DIR/h1/hsm
-H2HSM=$FCTL_LAB_DIR/h2/hsm
-rm -rf "$H1HSM" "$H2HSM"
-hsm_setup "$H1HSM"
-(umask 077; openssl rand -hex 8 >"$H1HSM/pin")
-TOK="token=fab-rot;object=rot"
-P11ENV=(SOFTHSM2_CONF="$H1HSM/softhsm2.conf" FCTL_PKCS11_MODULE="$P11MOD" FCTL_PKCS11_PIN_FILE="$H1HSM/pin")
-ok=1
-env "${P11ENV[@]}" softhsm2-util --init-token --free --label fab-rot --so-pin "$(cat "$H1HSM/pin")" \
-	--pin "$(cat "$H1HSM/pin")" >"$WORK/hsm-init.log" 2>&1 || ok=0
-for v in 1 2 3 4; do
-	env "${P11ENV[@]}" "$KT" create pkcs11 "$TOK" "$v" 16 --activate >"$WORK/hsm-v$v" 2>&1 || ok=0
-done
-hsm_setup "$H2HSM"
-cp -a "$H1HSM/tokens/." "$H2HSM/tokens/" && cp -p "$H1HSM/pin" "$H2HSM/pin" || ok=0
-[ "$ok" = 1 ] && pass "3-pkcs11-token-fab-rot-v1-v4" || fail "3-pkcs11-token-fab-rot-v1-v4" "$(cat "$WORK/hsm-init.log" "$WORK"/hsm-v* | tail -3)"
-p11env() { # host: --env arguments for lab.sh exec
-	local d=$FCTL_LAB_DIR/$1/hsm
-	echo --env SOFTHSM2_CONF=$d/softhsm2.conf --env FCTL_PKCS11_MODULE=$P11MOD --env FCTL_PKCS11_PIN_FILE=$d/pin
-}
-sed 's|key: { backend: file, id: keys/rot.key }|key: { backend: pkcs11, id: "token=fab-rot;object=rot", version: 1 }|' \
-	"$WORK/rot.yaml" >"$WORK/rot-p11.yaml"
-grep -q 'backend: pkcs11' "$WORK/rot-p11.yaml" || fail "3-pkcs11-profile"
-for h in h1 h2; do
-	on "$h" sh -c 'rm -f /var/lib/fabricctl/rotation/* /var/lib/fabricctl/netns/*/rotation/* 2>/dev/null; true'
-	o=$("$LAB" exec --timeout 300 $(p11env "$h") "$h" -- "$F" apply -q --host "$h" "$WORK/rot-p11.yaml" 2>&1) &&
-		pass "3-apply-pkcs11-$h" || fail "3-apply-pkcs11-$h" "$(tail -3 <<<"$o")"
-done
-start_agent h1
-start_agent h2
-wait_agent || fail "3-agents"
-stream_start
-sleep 1
-for i in 1 2 3; do
-	extra=
-	[ "$i" = 3 ] && extra=--compromised
-	o=$("$LAB" exec --timeout 120 $(p11env h1) h1 -- "${KM[@]}" rotate --all --overlap 1 $extra "$WORK/rot-p11.yaml" 2>&1) &&
-		pass "3-pkcs11-rotation-$i$extra" || fail "3-pkcs11-rotation-$i$extra" "$(tail -3 <<<"$o")"
-done
-sleep 1
-stream_stop "3"
-counters_zero "3"
-js=$(on h1 "${KM[@]}" status --json "$WORK/rot-p11.yaml" 2>/dev/null)
-[ "$(jq '.[0].h1.version' <<<"$js")" = 4 ] && pass "3-pkcs11-at-version-4" || fail "3-pkcs11-at-version-4" "$js"
-# the committed KCVs are the token's check values of v2..v4 (kms_tool reads them on the host)
-on h1 cat "$KA" >"$WORK/keymgr-audit-3.jsonl" 2>/dev/null
-bad=
-for v in 2 3 4; do
-	want=$(env "${P11ENV[@]}" "$KT" info pkcs11 "$TOK" "$v" 2>/dev/null | sed -n 's/^kcv=//p')
-	got=$(jq -r --arg v "$v" 'select(.action == "key-rotation" and .result == "committed" and
-		(.detail | test("key version [0-9]+ -> " + $v + "[^0-9]"))) | .kcv[0]' "$WORK/keymgr-audit-3.jsonl" | tail -1)
-	[ -n "$want" ] && [ "$want" = "$got" ] || bad="$bad v$v:$got/$want"
-done
-[ -z "$bad" ] && pass "3-pkcs11-audit-kcv-is-token-kcv" || fail "3-pkcs11-audit-kcv-is-token-kcv" "$bad"
-st=$(env "${P11ENV[@]}" "$KT" info pkcs11 "$TOK" 3 2>&1 | sed -n 's/^state=//p')
-[ "$st" = compromised ] && pass "3-pkcs11-old-key-compromised-in-kms" || fail "3-pkcs11-old-key-compromised-in-kms" "state $st"
-[ "$(jq -s '[.[] | select(.action == "key-state" and .result == "applied" and .key_state == "compromised")] | length' "$WORK/keymgr-audit-3.jsonl")" -ge 1 ] &&
-	pass "3-pkcs11-compromise-audited" || fail "3-pkcs11-compromise-audited"
-for h in h1 h2; do
-	"$LAB" exec $(p11env "$h") "$h" -- "$F" diff --host "$h" "$WORK/rot-p11.yaml" >/dev/null 2>&1 &&
-		pass "3-$h-pkcs11-rotated-is-not-drift" || fail "3-$h-pkcs11-rotated-is-not-drift"
-done
-for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 
+if want 3; then
+	# a SoftHSM2 token in h1's lab share (h1 sees it at the same path, writable); h2
+	# gets a copy for its own apply
+	stamp "3 pkcs11"
+	P11MOD=${FCTL_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
+	if [ ! -x "$KT" ] || ! command -v softhsm2-util >/dev/null || [ ! -e "$P11MOD" ]; then
+		fail "3-pkcs11-setup" "kms_tool, softhsm2-util or $P11MOD missing (apt-get install softhsm2; build tests)"
+		exit 1
+	fi
+	ok=1
+	for h in h1 h2; do
+		d=$FCTL_LAB_DIR/$h/hsm
+		rm -rf "$d"
+		mkdir -p "$d/tokens"
+		printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' "$d/tokens" >"$d/softhsm2.conf"
+		KENV[$h]="--env SOFTHSM2_CONF=$d/softhsm2.conf --env FCTL_PKCS11_MODULE=$P11MOD --env FCTL_PKCS11_PIN_FILE=$d/pin"
+	done
+	H1HSM=$FCTL_LAB_DIR/h1/hsm
+	(umask 077; openssl rand -hex 8 >"$H1HSM/pin")
+	P11ENV=(SOFTHSM2_CONF="$H1HSM/softhsm2.conf" FCTL_PKCS11_MODULE="$P11MOD" FCTL_PKCS11_PIN_FILE="$H1HSM/pin")
+	env "${P11ENV[@]}" softhsm2-util --init-token --free --label fab-rot --so-pin "$(cat "$H1HSM/pin")" \
+		--pin "$(cat "$H1HSM/pin")" >"$WORK/hsm-init.log" 2>&1 || ok=0
+	for v in 1 2 3 4; do
+		env "${P11ENV[@]}" "$KT" create pkcs11 "token=fab-rot;object=rot" "$v" 16 --activate >"$WORK/hsm-v$v" 2>&1 || ok=0
+	done
+	cp -a "$H1HSM/tokens/." "$FCTL_LAB_DIR/h2/hsm/tokens/" && cp -p "$H1HSM/pin" "$FCTL_LAB_DIR/h2/hsm/pin" || ok=0
+	[ "$ok" = 1 ] && pass "3-pkcs11-token-fab-rot-v1-v4" ||
+		fail "3-pkcs11-token-fab-rot-v1-v4" "$(cat "$WORK/hsm-init.log" "$WORK"/hsm-v* | tail -3)"
+	kms_phase 3 pkcs11 "token=fab-rot;object=rot"
 fi
+
+if want 4; then
+	# PyKMIP on h1's lab address (TLS 1.2, client certificates; h2's apply fetches v1
+	# from it too), its database on h1's tmpfs; keys created inside h1 with kms_tool
+	stamp "4 kmip"
+	if [ ! -x "$KT" ] || [ ! -x /usr/bin/pykmip-server ]; then
+		fail "4-kmip-setup" "kms_tool or /usr/bin/pykmip-server missing (apt-get install python3-pykmip; build tests)"
+		exit 1
+	fi
+	KD=$FCTL_LAB_DIR/h1/kmip
+	rm -rf "$KD" "$FCTL_LAB_DIR/h2/kmip"
+	mkdir -p "$KD/policies" "$FCTL_LAB_DIR/h2/kmip"
+	(
+		cd "$KD" || exit 1
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=rot-kmip-ca \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+		openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=10.9.12.1
+		printf 'subjectAltName=IP:10.9.12.1\nextendedKeyUsage=serverAuth\n' >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext
+		openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=keymgr
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 -extfile client.ext
+		chmod 600 ./*.key
+	) >"$WORK/kmip-pki.log" 2>&1
+	printf '%s\n' "[server]" "hostname=10.9.12.1" "port=5696" "certificate_path=$KD/server.pem" \
+		"key_path=$KD/server.key" "ca_path=$KD/ca.pem" "auth_suite=TLS1.2" "policy_path=$KD/policies" \
+		"enable_tls_client_auth=True" "logging_level=INFO" "database_path=/var/lib/fabricctl/kmip/pykmip.db" >"$KD/server.conf"
+	on h1 mkdir -p /var/lib/fabricctl/kmip # sqlite on the guest's tmpfs, not over 9p
+	cp -p "$KD/ca.pem" "$KD/client.pem" "$KD/client.key" "$FCTL_LAB_DIR/h2/kmip/"
+	for h in h1 h2; do
+		d=$FCTL_LAB_DIR/$h/kmip
+		KENV[$h]="--env FCTL_KMIP_SERVER=10.9.12.1:5696 --env FCTL_KMIP_CA=$d/ca.pem --env FCTL_KMIP_CERT=$d/client.pem --env FCTL_KMIP_KEY=$d/client.key --env FCTL_KMIP_TIMEOUT_MS=10000"
+	done
+	KMIPJOB=$("$LAB" exec-bg h1 -- /usr/bin/pykmip-server -f "$KD/server.conf" -l "$KD/server.log")
+	up=0
+	for _ in $(seq 90); do
+		on h1 python3 -c "import socket; socket.create_connection(('10.9.12.1', 5696), 0.5)" >/dev/null 2>&1 && { up=1; break; }
+		sleep 1
+	done
+	ok=$up
+	for v in 1 2 3 4; do
+		[ "$up" = 1 ] && "$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "$KT" create kmip rot "$v" 16 --activate >"$WORK/kmip-v$v" 2>&1 || ok=0
+	done
+	[ "$ok" = 1 ] && pass "4-kmip-server-up-rot-v1-v4" ||
+		fail "4-kmip-server-up-rot-v1-v4" "up $up: $(cat "$WORK"/kmip-v* "$KD/server.log" 2>/dev/null | tail -3)"
+	[ "$ok" = 1 ] && kms_phase 4 kmip rot
+	"$LAB" kill h1 "$KMIPJOB" >/dev/null 2>&1
+fi
+
 stamp "end"
 echo "   rotations committed on h1: $(committed); keymgr audit: $(audit_count committed) committed, $(audit_count rolled-back) rolled back"
