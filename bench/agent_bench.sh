@@ -48,15 +48,21 @@ ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=d + "/ca.crt")
 ctx.check_hostname = False
 ctx.load_cert_chain(d + "/client-operator.crt", d + "/client-operator.key")
 s = ctx.wrap_socket(socket.create_connection((host, 7443), timeout=10))
-hello = b"FCTL\x01\x01\x00\x00\x00\x00\x00\x01\x00\x00\x00\x0c" + b"\x80\x01\x00\x00\x00\x02\x00\x01" + b"\x80\x02\x00\x00\x00\x02\x00\x01"
+hello = b"FCTL\x01\x01\x00\x00\x00\x00\x00\x01\x00\x00\x00\x10" + b"\x80\x01\x00\x00\x00\x02\x00\x01" + b"\x80\x02\x00\x00\x00\x02\x00\x01"
 def recv_frame():
     h = b""
     while len(h) < 16:
-        h += s.recv(16 - len(h))
+        c = s.recv(16 - len(h))
+        if not c:
+            raise SystemExit("agent closed the connection (frame refused?)")
+        h += c
     n = int.from_bytes(h[12:16], "big")
     b = b""
     while len(b) < n:
-        b += s.recv(n - len(b))
+        c = s.recv(n - len(b))
+        if not c:
+            raise SystemExit("agent closed the connection mid-frame")
+        b += c
 t = []
 for i in range(n):
     t0 = time.perf_counter()
