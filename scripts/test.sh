@@ -107,6 +107,10 @@ if want lab; then
 	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/agent.sh
 	suite lab-ci-pipeline 600 env FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/ci_pipeline.sh
+	# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
+	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
+	suite lab-rotation 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/rotation.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
 		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -118,7 +122,7 @@ fi
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
-	/var/tmp/fabricctl-lab-ci; do
+	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
