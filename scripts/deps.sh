@@ -10,7 +10,7 @@ PKGS=(
 	libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
 	libssl-dev libyaml-dev libcmocka-dev
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks
-	clang libclang-rt-dev jq python3 openssl time
+	clang libclang-rt-dev jq python3 openssl time xxd
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 iputils-ping
 	rdma-core ibverbs-utils perftest
