@@ -12,7 +12,7 @@ PKGS=(
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks
 	clang libclang-rt-dev jq python3 openssl time xxd
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
-	qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 iputils-ping
+	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 iputils-ping curl procps
 	rdma-core ibverbs-utils perftest
 	# key management: pkcs11.h (build), a SoftHSM2 token, a PyKMIP server and
 	# pkcs11-tool for tests/kms
