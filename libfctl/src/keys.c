@@ -56,12 +56,37 @@ void fctl_key_kcv_hex(const struct fctl_key *k, char out[7])
 	snprintf(out, 7, "%02x%02x%02x", k->kcv[0], k->kcv[1], k->kcv[2]);
 }
 
+/* Opens an owner-only regular file without blocking on a FIFO; what names it in errors. */
+static int open_owner_only(const char *what, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "%s '%s': %s", what, path, strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s '%s' is not a regular file", what, path);
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errlen, "%s '%s' is accessible by group or others (mode %04o); "
+			 "refusing it, expected 0600", what, path, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
 		      struct fctl_key **out, char *err, size_t errlen)
 {
 	char path[4096], buf[130];
 	struct fctl_key *k = NULL;
-	struct stat st;
 	size_t n = 0;
 	ssize_t got;
 	int fd, r = 0;
@@ -70,23 +95,9 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 		snprintf(path, sizeof(path), "%s", ref->id);
 	else
 		snprintf(path, sizeof(path), "%s/%s", base_dir, ref->id);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "key file '%s': %s", path, strerror(-r));
-		return r;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "key file '%s' is not a regular file", path);
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, "key file '%s' is accessible by group or others (mode %04o); "
-			 "refusing it, expected 0600", path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -EPERM;
-	}
+	fd = open_owner_only("key file", path, err, errlen);
+	if (fd < 0)
+		return fd;
 	while (n < sizeof(buf) && (got = read(fd, buf + n, sizeof(buf) - n)) != 0) {
 		if (got < 0) {
 			if (errno == EINTR)
@@ -175,34 +186,9 @@ bool fctl_keys_name_ok(const char *s, size_t max)
 	return true;
 }
 
-static int open_secret(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "secret file '%s': %s", path, strerror(-r));
-		return r;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "secret file '%s' is not a regular file", path);
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, "secret file '%s' is accessible by group or others (mode %04o); "
-			 "refusing it, expected 0600", path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
 int fctl_keys_check_secret_file(const char *path, char *err, size_t errlen)
 {
-	int fd = open_secret(path, err, errlen);
+	int fd = open_owner_only("secret file", path, err, errlen);
 
 	if (fd < 0)
 		return fd;
@@ -217,7 +203,7 @@ int fctl_keys_read_secret_file(const char *path, char *out, size_t outlen, char 
 	ssize_t got;
 	int fd, r = 0;
 
-	fd = open_secret(path, err, errlen);
+	fd = open_owner_only("secret file", path, err, errlen);
 	if (fd < 0)
 		return fd;
 	while (n + 1 < outlen && (got = read(fd, out + n, outlen - 1 - n)) != 0) {
