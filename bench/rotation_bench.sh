@@ -1,0 +1,375 @@
+#!/bin/bash
+#
+# Key-rotation benchmark (issue 6, bench/README.md): two lab VMs, one link
+# h1:eth0 <-> h2:eth0 carrying N (200) MACsec-protected VLANs, each with its own
+# key (file backend, keys/l<VID>.key.vV). Both hosts apply the profile and run
+# `fabricctl agent` (mutual TLS on the lab wire); fabricctl-keymgr on h1 rotates
+# every link, R (3) rounds, with `rotate --all --json` (batch mode: every link goes
+# through prepare..switch, then ONE overlap wait, then each link's overlap check and
+# retire). From keymgr's JSON it prints
+#
+#   - per step (prepare, install-rx, stage-tx, confirm, switch, overlap, retire):
+#     median and p90 over links (all rounds) of steps_ms, the step's own work
+#     (the overlap step's counter reads, not the wait);
+#   - S, the mean per-link step time (sum of a link's steps_ms, mean over links);
+#   - T, the round's wall time (total.wall_ms; also timed in the guest), against
+#     the bound B = 2 x overlap + N x S, and T/B;
+#   - the overlap wait, KMS operations, agent requests per rotation, agent
+#     connections;
+#
+# then, last, the field's alternative: one `ip -batch` file per host doing the
+# same SA operations for all N links of one rotation (add RX SA, add TX SA
+# inactive, activate it, encoding SA, deactivate and delete the old RX and TX SA),
+# on both hosts at once, with no overlap wait, no confirmation and no journal:
+# its wall time per link and keymgr's S over it. Agents are stopped first; the
+# ip-made state is drift for fabricctl (expected: nothing is checked after it).
+# A table and one line `BENCH {json}`.
+#
+#   bench/rotation_bench.sh [--links N] [--rounds R] [--overlap SEC] [--dir LABDIR]
+#                           [--round-timeout SEC]
+#
+# Needs root, a build in build/ (or FCTL_BUILD_DIR) with fabricctl and
+# fabricctl-keymgr, python3, jq, openssl, and what scripts/lab.sh needs. Starts
+# its own 2-host lab in its own directory (/var/tmp/fctl-rot-bench.PID) and
+# always takes it down (trap on EXIT); every guest command runs under
+# `lab.sh exec --timeout`. Work files (PKI, profile, keys, keymgr's JSON, the ip
+# batches, which hold keys in clear: test data) go to BUILD/rotation-bench-work,
+# which the guests read over the host root. Fails loudly (exit 1, "rotation_bench:
+# FAILED: ...") when the lab cannot start, an apply fails, a link is not committed,
+# `fabricctl diff` finds drift after the rotations, or keymgr prints no JSON.
+# A benchmark, not a test: keep it out of test runners. Absolute times under TCG
+# mean little; read the ratios, and the host load printed with each round.
+
+set -euo pipefail
+export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+REPO=$(cd "${SELF%/*}/.." && pwd)
+# FCTL_BUILD_DIR: the build to measure (default <repo>/build), passed on to the guests
+BUILD=${FCTL_BUILD_DIR:-$REPO/build}
+FCTL=$BUILD/fabricctl/fabricctl
+KEYMGR=$BUILD/keymgr/fabricctl-keymgr
+LAB=$REPO/scripts/lab.sh
+STEPS=(prepare install-rx stage-tx confirm switch overlap retire)
+
+die() {
+	printf 'rotation_bench: FAILED: %s\n' "$*" >&2
+	exit 1
+}
+say() { printf 'rotation_bench: %s\n' "$*" >&2; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# ---------------------------------------------------------------------------
+# Guest side (`lab.sh exec hN -- rotation_bench.sh __... `).
+
+now() { printf '%s' "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+
+# One keymgr round on h1: stdout (the JSON) and stderr to OUT.json / OUT.err (in
+# h1's writable lab share); prints "ROUND <wall s> <exit code>".
+guest_rotate() {
+	local out=$1 profile=$2 pki=$3 timeout=$4 t0 t1 rc=0
+	t0=$(now)
+	"$KEYMGR" rotate --all --json --state-dir /var/lib/fabricctl/keymgr \
+		--audit-log /var/lib/fabricctl/keymgr-audit.log --timeout "$timeout" \
+		--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" \
+		"$profile" >"$out.json" 2>"$out.err" || rc=$?
+	t1=$(now)
+	echo "ROUND $(elapsed "$t0" "$t1") $rc"
+}
+
+# The peer tool: one ip -batch, copied to the guest's tmpfs first (nothing timed
+# reads over 9p), the copy removed after. Prints "IPBATCH <wall s> <exit code>
+# <lines>"; ip's messages go to stderr (they never hold the key).
+guest_ipbatch() {
+	local src=$1 f=/tmp/fctl-rot-bench.batch t0 t1 rc=0
+	(umask 077 && cp "$src" "$f")
+	t0=$(now)
+	ip -batch "$f" >/tmp/fctl-rot-bench.ipout 2>&1 || rc=$?
+	t1=$(now)
+	((rc == 0)) || grep -v -i key /tmp/fctl-rot-bench.ipout | tail -5 >&2 || :
+	echo "IPBATCH $(elapsed "$t0" "$t1") $rc $(wc -l <"$f")"
+	rm -f -- "$f" /tmp/fctl-rot-bench.ipout
+}
+
+# ---------------------------------------------------------------------------
+# Figures from keymgr's JSON, one file per round (also `__analyze N OVERLAP
+# IPB_H1_S IPB_H2_S FILE...` on the host, to check the arithmetic by hand).
+
+analyze() {
+	local n=$1 overlap=$2 ipb1=$3 ipb2=$4
+	shift 4
+	jq -s -c --argjson n "$n" --argjson overlap "$overlap" --argjson ipb1 "$ipb1" --argjson ipb2 "$ipb2" \
+		--argjson steps "$(printf '%s\n' "${STEPS[@]}" | jq -R . | jq -s -c .)" '
+	def r3: . * 1000 | round / 1000;
+	def r4: . * 10000 | round / 10000;
+	def median: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+	def p90: sort | if length == 0 then null else .[((length * 0.9) | ceil) - 1] end;
+	def mean: if length == 0 then null else add / length end;
+	. as $rounds
+	| [ $rounds[] | .links[] ] as $all
+	| [ $rounds[] | . as $r
+	    | ([ .links[] | [ .steps_ms[$steps[]] // 0 ] | add ] | mean) as $s
+	    | { wall_ms: .total.wall_ms, S_ms: $s,
+	        B_ms: (2 * 1000 * .total.overlap_s + (.links | length) * $s),
+	        overlap_wait_ms: .total.overlap_wait_ms,
+	        committed: .total.committed, links: .total.links,
+	        kms_ops_per_rotation: (.total.kms_ops / .total.committed),
+	        agent_requests_per_rotation: (.total.agent_requests / .total.committed),
+	        agent_connections: .total.agent_connections }
+	    | . + { ratio_T_over_B: (.wall_ms / .B_ms) } ] as $per
+	| ([ $all[] | [ .steps_ms[$steps[]] // 0 ] | add ] | mean) as $S
+	| ([ $per[].wall_ms ] | median) as $T
+	| (2 * 1000 * $overlap + $n * $S) as $B
+	| ([ $ipb1, $ipb2 ] | max) as $ipb
+	| (if $ipb > 0 then 1000 * $ipb / $n else null end) as $ipl
+	| { links: $n, rounds: ($rounds | length), overlap_s: $overlap,
+	    steps_ms: ([ $steps[] as $st | { key: $st, value: {
+	        median: ([ $all[] | .steps_ms[$st] // empty ] | median | r3),
+	        p90: ([ $all[] | .steps_ms[$st] // empty ] | p90 | r3) } } ] | from_entries),
+	    per_link_step_ms: ($S | r3),
+	    total_wall_ms: ($T | r3),
+	    bound_ms: ($B | r3),
+	    ratio_T_over_B: ($T / $B | r4),
+	    overlap_wait_ms: ([ $per[].overlap_wait_ms ] | median | r3),
+	    kms_ops_per_rotation: ([ $per[].kms_ops_per_rotation ] | median | r4),
+	    agent_requests_per_rotation: ([ $per[].agent_requests_per_rotation ] | median | r4),
+	    agent_connections: ([ $per[].agent_connections ] | median),
+	    committed: ([ $per[].committed ] | add),
+	    ipbatch_wall_s: { h1: $ipb1, h2: $ipb2 },
+	    ipbatch_per_link_ms: (if $ipl then $ipl | r3 else null end),
+	    ratio_keymgr_step_over_ipbatch: (if $ipl then $S / $ipl | r4 else null end),
+	    rounds_detail: [ $per[] | { wall_ms: (.wall_ms | r3), S_ms: (.S_ms | r3), B_ms: (.B_ms | r3),
+	        ratio_T_over_B: (.ratio_T_over_B | r4), overlap_wait_ms } ] }' "$@"
+}
+
+print_table() { # BENCH-json
+	local b=$1
+	echo
+	jq -r '"rotation benchmark: \(.links) links on one host pair, \(.rounds) rounds, overlap \(.overlap_s) s (ms; keymgr JSON, guest clock)"' <<<"$b"
+	{
+		echo -e "step\tmedian ms\tp90 ms"
+		jq -r '.steps_ms | to_entries[] | "\(.key)\t\(.value.median)\t\(.value.p90)"' <<<"$b"
+	} | column -t -s $'\t'
+	echo
+	jq -r '
+		"per-link step time S (mean of sum of steps)  \(.per_link_step_ms) ms",
+		"total wall T (median of rounds)              \(.total_wall_ms) ms",
+		"bound B = 2 x overlap + N x S                \(.bound_ms) ms",
+		"ratio T/B                                    \(.ratio_T_over_B)",
+		"overlap wait                                 \(.overlap_wait_ms) ms",
+		"KMS operations per rotation                  \(.kms_ops_per_rotation)",
+		"agent requests per rotation                  \(.agent_requests_per_rotation)",
+		"agent connections per round                  \(.agent_connections)",
+		"rounds (T ms / S ms / T/B)                   \([.rounds_detail[] | "\(.wall_ms)/\(.S_ms)/\(.ratio_T_over_B)"] | join(", "))",
+		"ip -batch, one rotation, both hosts at once  h1 \(.ipbatch_wall_s.h1) s, h2 \(.ipbatch_wall_s.h2) s (\(.ipbatch_lines_per_host) lines each)",
+		"ip -batch per link (slower host)             \(.ipbatch_per_link_ms) ms",
+		"ratio keymgr S / ip-batch per link           \(.ratio_keymgr_step_over_ipbatch)"' <<<"$b"
+}
+
+# ---------------------------------------------------------------------------
+# Host side.
+
+declare -A AG=()
+stop_agents() {
+	local h
+	for h in "${!AG[@]}"; do
+		"$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1 || :
+		"$LAB" wait --timeout 20 "$h" "${AG[$h]}" >/dev/null 2>&1 || :
+		unset "AG[$h]"
+	done
+}
+
+cleanup() {
+	stop_agents
+	"$LAB" down >/dev/null 2>&1 || :
+	# the ip batches hold keys in clear; the round JSON and PKI stay for inspection
+	[[ -n ${WORK:-} ]] && rm -f -- "$WORK"/h1-rot.batch "$WORK"/h2-rot.batch
+	return 0
+}
+
+main() {
+	local links=200 rounds=3 overlap=2 round_timeout=900
+	local dir=/var/tmp/fctl-rot-bench.$$ # its own lab, whatever FCTL_LAB_DIR says
+	while (($#)); do
+		case "$1" in
+		--links) links=${2:?} && shift 2 ;;
+		--rounds) rounds=${2:?} && shift 2 ;;
+		--overlap) overlap=${2:?} && shift 2 ;;
+		--dir) dir=${2:?} && shift 2 ;;
+		--round-timeout) round_timeout=${2:?} && shift 2 ;;
+		-h | --help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" && exit 0 ;;
+		*) die "unknown argument '$1' (see --help)" ;;
+		esac
+	done
+	in_range() { [[ $1 =~ ^[0-9]{1,6}$ ]] && (($1 >= $2 && $1 <= $3)); }
+	in_range "$links" 1 3900 || die "--links must be 1..3900"
+	in_range "$rounds" 1 50 || die "--rounds must be 1..50"
+	in_range "$overlap" 0 3600 || die "--overlap must be 0..3600 (s)"
+	in_range "$round_timeout" 30 86400 || die "--round-timeout must be 30..86400 (s)"
+	[[ $(id -u) == 0 ]] || die "must run as root (the lab boots qemu guests)"
+	[[ -x $FCTL && -x $KEYMGR ]] || die "no fabricctl/fabricctl-keymgr build in $BUILD (cmake -S $REPO -B $REPO/build && cmake --build $REPO/build)"
+	local c
+	for c in jq python3 openssl; do command -v "$c" >/dev/null || die "$c is missing"; done
+
+	export FCTL_LAB_DIR=$dir
+	export FCTL_AUDIT_LOG=/var/lib/fabricctl/audit.log # guests: tmpfs
+	WORK=$BUILD/rotation-bench-work
+	trap cleanup EXIT
+	trap 'say "interrupted"; exit 130' INT TERM
+
+	# --- material under the build dir (the guests see it read-only) ---------------
+	rm -rf -- "$WORK"
+	mkdir -p "$WORK"
+	"$REPO/scripts/pki.sh" "$WORK/pki" h1=10.9.12.1 h2=10.9.12.2 >/dev/null || die "scripts/pki.sh failed"
+	chmod 644 "$WORK"/pki/*.key # guests read them as root over 9p; a test tree
+	local pki=$WORK/pki prof=$WORK/rot.yaml
+	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --overlap "$overlap" \
+		--versions "$((rounds + 1))" || die "profile generation failed"
+	# a one-link profile of the same agents: "do the agents answer" without 2N dumps
+	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK/ready" --links 1 --versions 1 ||
+		die "profile generation failed"
+	"$FCTL" validate "$prof" >/dev/null || die "the generated profile does not validate"
+	say "profile: $links links, one file key each (v1..v$((rounds + 1))), overlap ${overlap}s"
+
+	# --- lab, apply, agents ------------------------------------------------------
+	local lifetime=$(((rounds + 4) * round_timeout + 600))
+	((lifetime > 604800)) && lifetime=604800
+	say "starting a 2-host lab in $dir (lifetime ${lifetime}s), host load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	if ! timeout 600 "$LAB" up --hosts 2 --lifetime "$lifetime" >&2; then
+		die "the lab could not start (see the messages above; scripts/lab.sh up --hosts 2, docs/lab.md)"
+	fi
+	on() { local h=$1 t=$2; shift 2; "$LAB" exec --timeout "$t" "$h" -- "$@"; }
+	on h1 120 sh -c 'ip addr add 10.9.12.1/24 dev eth0 && ip link set eth0 up' || die "h1: lab wire address"
+	on h2 120 sh -c 'ip addr add 10.9.12.2/24 dev eth0 && ip link set eth0 up' || die "h2: lab wire address"
+	local h out t0
+	for h in h1 h2; do
+		t0=$EPOCHREALTIME
+		out=$(on "$h" "$round_timeout" "$FCTL" apply -q --host "$h" "$prof" 2>&1) ||
+			die "fabricctl apply --host $h failed: $(tail -5 <<<"$out")"
+		say "$h: applied $links links in $(elapsed "$t0" "$EPOCHREALTIME") s (host clock, with lab exec)"
+	done
+	for h in h1 h2; do
+		AG[$h]=$("$LAB" exec-bg "$h" -- "$FCTL" agent --host "$h" --listen 0.0.0.0:7443 \
+			--cert "$pki/server-$h.crt" --key "$pki/server-$h.key" --ca "$pki/ca.crt" \
+			--audit-log /var/lib/fabricctl/agent-audit.log --drift-interval 30s) ||
+			die "$h: could not start the agent"
+	done
+	local ok=0
+	for _ in $(seq 60); do
+		if on h1 60 "$KEYMGR" status --state-dir /var/lib/fabricctl/keymgr --timeout 5 \
+			--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" \
+			"$WORK/ready/rot.yaml" >/dev/null 2>&1; then
+			ok=1
+			break
+		fi
+		sleep 1
+	done
+	((ok)) || die "the agents do not answer fabricctl-keymgr status (key-custodian) within 60 tries"
+	say "agents answer"
+
+	# --- keymgr rounds ---------------------------------------------------------------
+	local r line wall rc files=() text_only=0 walls=()
+	for ((r = 1; r <= rounds; r++)); do
+		say "round $r/$rounds: rotating $links links, host load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		line=$(on h1 "$round_timeout" env FCTL_BUILD_DIR="$BUILD" "$SELF" __rotate "$dir/h1/round-$r" "$prof" "$pki" 30 |
+			grep '^ROUND ') || die "round $r: the guest side printed no result"
+		read -r _ wall rc <<<"$line"
+		cp "$dir/h1/round-$r.json" "$WORK/round-$r.json"
+		cp "$dir/h1/round-$r.err" "$WORK/round-$r.err"
+		walls+=("$wall")
+		if jq -e 'type == "object" and (.links | type == "array") and (.total | type == "object")' \
+			"$WORK/round-$r.json" >/dev/null 2>&1; then
+			local committed
+			committed=$(jq '[.links[] | select(.result == "committed")] | length' "$WORK/round-$r.json")
+			if ((committed != links)) ||
+				! jq -e --argjson n "$links" '.total.committed == $n and .total.links == $n' "$WORK/round-$r.json" >/dev/null; then
+				die "round $r: $committed of $links links committed (keymgr exit $rc; not committed: $(jq -r '[.links[] | select(.result != "committed") | "\(.link) \(.result)"] | .[:5] | join(", ")' "$WORK/round-$r.json"); $(tail -3 "$WORK/round-$r.err"))"
+			fi
+			((rc == 0)) || die "round $r: every link committed but keymgr exited $rc: $(tail -3 "$WORK/round-$r.err")"
+			files+=("$WORK/round-$r.json")
+			say "round $r: $links committed, wall $wall s (guest), keymgr wall_ms $(jq .total.wall_ms "$WORK/round-$r.json"), host load $(load1)"
+		else
+			# a keymgr without rotate --json prints "LINK: rotated" per link
+			local n
+			n=$(grep -c ': rotated$' "$WORK/round-$r.json" || :)
+			((rc == 0 && n == links)) ||
+				die "round $r: $n of $links links rotated (keymgr exit $rc): $(tail -3 "$WORK/round-$r.err")"
+			text_only=1
+			say "round $r: $links rotated, wall $wall s (guest); keymgr printed text, not JSON (no per-step figures)"
+		fi
+	done
+
+	# --- rotated state is not drift --------------------------------------------------
+	for h in h1 h2; do
+		out=$(on "$h" 300 "$FCTL" diff --host "$h" "$prof" 2>&1) ||
+			die "$h: fabricctl diff finds drift after the rotations: $(head -8 <<<"$out")"
+	done
+	say "fabricctl diff: no drift on h1 and h2 after $rounds rotations"
+
+	# --- the peer tool: one ip -batch per host, one rotation of every link ------------
+	local st an1 an2 v1 v2
+	st=$(on h1 300 "$KEYMGR" status --json --state-dir /var/lib/fabricctl/keymgr --timeout 10 \
+		--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" "$prof" 2>/dev/null) ||
+		die "keymgr status before the ip batch failed"
+	an1=$(jq '[.[].h1.encoding_sa] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
+	an2=$(jq '[.[].h2.encoding_sa] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
+	v1=$(jq '[.[].h1.version, .[].h2.version] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
+	[[ $an1 == "$an2" && $an1 =~ ^[0-3]$ && $v1 =~ ^[0-9]+$ ]] ||
+		die "the links are not all on one AN and key version after the rounds (h1 AN $an1, h2 AN $an2, version $v1)"
+	v2=$((v1 + 1))
+	((v2 <= rounds + 1)) || die "key version $v2 has no file (expected $((rounds + 1)))"
+	stop_agents
+	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --ip-batch "$an1" --batch-version "$v2" ||
+		die "ip batch generation failed"
+	say "ip -batch: AN $an1 -> $(((an1 + 1) % 4)), key version $v2, $(wc -l <"$WORK/h1-rot.batch") lines per host, both hosts at once"
+	local jb1 jb2 o1 o2 ipb1 ipb2 rc1 rc2 lines
+	jb1=$("$LAB" exec-bg --timeout "$round_timeout" h1 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h1-rot.batch")
+	jb2=$("$LAB" exec-bg --timeout "$round_timeout" h2 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h2-rot.batch")
+	o1=$("$LAB" wait --timeout "$((round_timeout + 30))" h1 "$jb1" 2>&1) || :
+	o2=$("$LAB" wait --timeout "$((round_timeout + 30))" h2 "$jb2" 2>&1) || :
+	read -r _ ipb1 rc1 lines <<<"$(grep '^IPBATCH ' <<<"$o1")" || :
+	read -r _ ipb2 rc2 _ <<<"$(grep '^IPBATCH ' <<<"$o2")" || :
+	[[ ${rc1:-x} == 0 ]] || die "h1: ip -batch failed (exit ${rc1:-none}): $(grep -v '^IPBATCH' <<<"$o1" | tail -5)"
+	[[ ${rc2:-x} == 0 ]] || die "h2: ip -batch failed (exit ${rc2:-none}): $(grep -v '^IPBATCH' <<<"$o2" | tail -5)"
+	rm -f -- "$WORK"/h1-rot.batch "$WORK"/h2-rot.batch
+	say "ip -batch: h1 $ipb1 s, h2 $ipb2 s (guest clocks), host load $(load1)"
+	# the ip-made state must be one rotation of every link on both ends, or the
+	# comparison is void: encoding SA, the only TX SA and the only RX SA at the new AN
+	for h in h1 h2; do
+		out=$(on "$h" 120 ip -j macsec show | jq -c --argjson an "$(((an1 + 1) % 4))" \
+			'[.[] | select(.ifname | test("^ms[0-9]+$"))] | {n: length,
+			  ok: ([.[] | select(.encoding_sa == $an and ([.sa_list[].an] == [$an])
+				and ([.rx_sc[].sa_list[].an] == [$an]))] | length)}' 2>/dev/null) || out='{}'
+		jq -e --argjson n "$links" '.n == $n and .ok == $n' <<<"$out" >/dev/null ||
+			die "$h: after the ip batch not every link is one rotation further ($out): the comparison is void"
+	done
+	say "ip -batch: every link on both hosts moved to AN $(((an1 + 1) % 4)) with its old SAs gone"
+
+	((text_only)) && die "keymgr printed no JSON for rotate --json (this build predates it): the per-step figures cannot be computed; measured: round walls ${walls[*]} s (guest), ip -batch h1 $ipb1 s, h2 $ipb2 s"
+
+	local bench
+	bench=$(analyze "$links" "$overlap" "$ipb1" "$ipb2" "${files[@]}") || die "the keymgr JSON could not be analysed"
+	bench=$(jq -c --argjson lines "$lines" --arg load "$(load1)" \
+		--argjson gw "$(printf '%s\n' "${walls[@]}" | jq -s -c 'map(tonumber)')" \
+		'. + {ipbatch_lines_per_host: $lines, guest_walls_s: $gw, host_load1_end: ($load | tonumber)}' <<<"$bench")
+	print_table "$bench"
+	echo "BENCH $bench"
+}
+
+case "${1:-}" in
+__rotate)
+	shift
+	guest_rotate "$@"
+	;;
+__ipbatch)
+	shift
+	guest_ipbatch "$@"
+	;;
+__analyze)
+	shift
+	analyze "$@"
+	;;
+*) main "$@" ;;
+esac
