@@ -741,6 +741,7 @@ static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec 
 		out->cipher = l->macsec.cipher;
 		out->encoding_sa = l->macsec.encoding_sa;
 		out->sci = l->macsec.sci;
+		memcpy(out->txsa, l->macsec.txsa, sizeof(out->txsa));
 	}
 	fctl_host_state_free(hs);
 	return r;
@@ -792,9 +793,14 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 	}
 	if (m->type == FCTL_MSG_SA_DUMP) {
 		sa_dump(nl, m, &o, err, sizeof(err), &r);
-		if (r == 0 && has_cur)
-			fctl_buf_printf(&o, "rotation an %u version %" PRIu32 " busy %" PRIu64 "\n",
-					cur.an, cur.version, cur.busy_until);
+		if (r == 0 && has_cur) {
+			char kid[2 * FCTL_KEYID_LEN + 1] = "-";
+
+			if (cur.has_keyid)
+				hex_of(cur.keyid, FCTL_KEYID_LEN, kid);
+			fctl_buf_printf(&o, "rotation an %u version %" PRIu32 " busy %" PRIu64
+					" keyid %s\n", cur.an, cur.version, cur.busy_until, kid);
+		}
 		goto done;
 	}
 	r = sa_cipher(nl, m->ifname, &sec);
@@ -806,6 +812,10 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 	if (!has_cur) { /* the state render gives before the first rotation */
 		cur.an = sec.encoding_sa;
 		cur.version = 0;
+		/* named by the key on the encoding SA, so it never passes for another key's */
+		cur.has_keyid = sec.txsa[sec.encoding_sa].present && sec.txsa[sec.encoding_sa].has_keyid;
+		if (cur.has_keyid)
+			memcpy(cur.keyid, sec.txsa[sec.encoding_sa].keyid, FCTL_KEYID_LEN);
 	}
 	memset(&op, 0, sizeof(op));
 	snprintf(op.ifname, sizeof(op.ifname), "%s", m->ifname);
@@ -857,6 +867,15 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 		}
 		break;
 	case FCTL_MSG_TXSA_SWITCH:
+		/* the staged TX SA must hold the key the record will name */
+		if (m->keyid && (!sec.txsa[m->an].present || !sec.txsa[m->an].has_keyid ||
+				 memcmp(sec.txsa[m->an].keyid, m->keyid, FCTL_KEYID_LEN) != 0)) {
+			r = -ESTALE;
+			snprintf(err, sizeof(err), "%s: the TX SA on AN %u %s", tn, m->an,
+				 sec.txsa[m->an].present ? "holds another key (keyid differs)"
+							 : "is not there (stage it first)");
+			break;
+		}
 		/* activate first, then the encoding SA: the other order stops the SecY */
 		op.kind = FCTL_OP_TXSA_UPD;
 		op.sa.present = op.sa.active = true;
@@ -878,6 +897,10 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 		if (r == 0) {
 			cur.an = (uint8_t)m->an;
 			cur.version = m->key_version;
+			/* the record names the key reference it belongs to (when told) */
+			cur.has_keyid = m->keyid != NULL;
+			if (m->keyid)
+				memcpy(cur.keyid, m->keyid, FCTL_KEYID_LEN);
 			r = fctl_rotation_write(rdir, m->ifname, &cur);
 			if (r < 0)
 				snprintf(err, sizeof(err), "encoding SA set, but %s/%s not written: %s",

@@ -59,6 +59,13 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 			has_v = true;
 		} else if (sscanf(line, "busy %" SCNu64, &u) == 1) {
 			c.busy_until = u;
+		} else if (strncmp(line, "keyid ", 6) == 0) {
+			line[strcspn(line, "\n")] = 0;
+			if (fctl_parse_hex(line + 6, c.keyid, FCTL_KEYID_LEN) < 0) {
+				fclose(f);
+				return -EBADMSG;
+			}
+			c.has_keyid = true;
 		}
 	}
 	fclose(f);
@@ -70,7 +77,7 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 
 int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_rotation_cur *c)
 {
-	char path[4096], tmp[4200], buf[128];
+	char path[4096], tmp[4200], buf[192];
 	int fd, n, r = 0;
 
 	if (!ifname_ok(ifname) || c->an >= FCTL_MAX_AN)
@@ -81,6 +88,12 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, ifname);
 	n = snprintf(buf, sizeof(buf), "an %u\nversion %" PRIu32 "\nbusy %" PRIu64 "\n", c->an,
 		     c->version, c->busy_until);
+	if (c->has_keyid) {
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "keyid ");
+		for (size_t i = 0; i < FCTL_KEYID_LEN; i++)
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%02x", c->keyid[i]);
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
+	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
@@ -170,6 +183,20 @@ void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
 	m->encoding_sa = an;
 }
 
+bool fctl_rotation_applies(const struct fctl_keyref *ref, const struct fctl_rotation_cur *c)
+{
+	struct fctl_keyref at = *ref;
+	uint8_t keyid[FCTL_KEYID_LEN];
+
+	if (ref->version != 0 && c->version <= ref->version)
+		return false;
+	if (!c->has_keyid)
+		return true; /* a record from before keyids: the profile's reference */
+	at.version = c->version;
+	fctl_keyid_from_ref(&at, keyid);
+	return memcmp(keyid, c->keyid, FCTL_KEYID_LEN) == 0;
+}
+
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir)
 {
 	for (size_t i = 0; hs && i < hs->n_links; i++) {
@@ -184,7 +211,8 @@ int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir)
 			continue;
 		if (r < 0)
 			return r;
-		fctl_rotation_secy_set(&l->macsec, c.an, c.version);
+		if (fctl_rotation_applies(&l->macsec.key, &c))
+			fctl_rotation_secy_set(&l->macsec, c.an, c.version);
 	}
 	return 0;
 }

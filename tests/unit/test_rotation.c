@@ -97,6 +97,19 @@ static void test_state_file_roundtrip_and_overlay(void **st)
 	assert_true(fctl_rotation_busy(dir, ifn, sizeof(ifn)));
 	assert_string_equal(ifn, "ms100");
 	assert_int_equal(fctl_rotation_write(dir, "../x", &c), -22);
+	assert_false(got.has_keyid);
+	/* a record names its key reference by the KEYID of {backend, id, version} */
+	{
+		struct fctl_keyref r = { .backend = be, .id = id, .version = 5 };
+
+		fctl_keyid_from_ref(&r, c.keyid);
+		c.has_keyid = true;
+		c.busy_until = 0;
+		assert_int_equal(fctl_rotation_write(dir, "ms100", &c), 0);
+		assert_int_equal(fctl_rotation_read(dir, "ms100", &got), 0);
+		assert_true(got.has_keyid);
+		assert_memory_equal(got.keyid, c.keyid, FCTL_KEYID_LEN);
+	}
 	l = fctl_host_state_add_link(hs, FCTL_LINK_MACSEC, "ms100");
 	make_secy(&l->macsec, be, id);
 	assert_int_equal(fctl_rotation_overlay(hs, dir), 0);
@@ -108,6 +121,86 @@ static void test_state_file_roundtrip_and_overlay(void **st)
 	l->macsec.key.backend = l->macsec.key.id = NULL;
 	fctl_host_state_free(hs);
 	unlink(strcat(strcpy((char[64]){ 0 }, dir), "/ms100"));
+	rmdir(dir);
+}
+
+/* A record applies to a SecY only when it belongs to the profile's key reference and is
+ * past its pinned version; a record of another key (the profile moved the link) does not. */
+static void test_record_applies_to_its_key_only(void **st)
+{
+	char be[] = "file", id[] = "keys/a", other[] = "keys/b", kb[] = "pkcs11",
+	     kid[] = "token=t;object=a", dir[] = "/tmp/fctl-rotr-XXXXXX";
+	struct fctl_keyref ref = { .backend = be, .id = id }, r;
+	struct fctl_rotation_cur c = { .an = 1, .version = 3 };
+	struct fctl_host_state *hs;
+	struct fctl_link *l;
+	FILE *f;
+	char path[128];
+
+	(void)st;
+	/* no keyid (an older agent's record): taken as the profile's */
+	assert_true(fctl_rotation_applies(&ref, &c));
+	r = ref;
+	r.version = 3;
+	fctl_keyid_from_ref(&r, c.keyid);
+	c.has_keyid = true;
+	assert_true(fctl_rotation_applies(&ref, &c));
+	/* the same id under another backend, or another id: not this key's record */
+	ref.id = other;
+	assert_false(fctl_rotation_applies(&ref, &c));
+	ref.id = id;
+	ref.backend = kb;
+	assert_false(fctl_rotation_applies(&ref, &c));
+	/* a KMS reference pinned at 1 after a file key's rotation to 3: ignored */
+	ref.id = kid;
+	ref.version = 1;
+	assert_false(fctl_rotation_applies(&ref, &c));
+	/* pinned at 1, the record of version 3 of that very key: applies; at or below: not */
+	r = ref;
+	r.version = 3;
+	fctl_keyid_from_ref(&r, c.keyid);
+	assert_true(fctl_rotation_applies(&ref, &c));
+	ref.version = 3;
+	assert_false(fctl_rotation_applies(&ref, &c));
+	/* a version that differs from the one the keyid was made of: not this record */
+	ref.version = 1;
+	c.version = 4;
+	assert_false(fctl_rotation_applies(&ref, &c));
+
+	/* the overlay leaves a SecY alone when the record is another key's; a bad keyid
+	 * line is an unreadable record, not a missing keyid */
+	assert_non_null(mkdtemp(dir));
+	ref.backend = be;
+	ref.id = id;
+	ref.version = 0;
+	r = ref;
+	r.version = 2;
+	c.version = 2;
+	c.an = 2;
+	fctl_keyid_from_ref(&r, c.keyid);
+	assert_int_equal(fctl_rotation_write(dir, "ms7", &c), 0);
+	hs = fctl_host_state_new("h1");
+	l = fctl_host_state_add_link(hs, FCTL_LINK_MACSEC, "ms7");
+	make_secy(&l->macsec, be, other); /* the profile now names keys/b */
+	assert_int_equal(fctl_rotation_overlay(hs, dir), 0);
+	assert_int_equal(l->macsec.encoding_sa, 0);
+	assert_true(l->macsec.txsa[0].present);
+	l->macsec.key.id = id; /* keys/a: the record's key */
+	assert_int_equal(fctl_rotation_overlay(hs, dir), 0);
+	assert_int_equal(l->macsec.encoding_sa, 2);
+	assert_true(l->macsec.txsa[2].present);
+	snprintf(path, sizeof(path), "%s/ms7", dir);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("keyid zz\n", f);
+	fclose(f);
+	assert_int_equal(fctl_rotation_read(dir, "ms7", &c), -EBADMSG);
+	free(l->macsec.rxsc);
+	l->macsec.rxsc = NULL;
+	l->macsec.n_rxsc = 0;
+	l->macsec.key.backend = l->macsec.key.id = NULL;
+	fctl_host_state_free(hs);
+	unlink(path);
 	rmdir(dir);
 }
 
@@ -217,6 +310,35 @@ static void test_proto_sa_roundtrip(void **st)
 		assert_true(fctl_proto_decode(p, b.len, 0, &d, why, sizeof(why)) < 0);
 	}
 	fctl_buf_release(&b);
+	/* txsa-switch names the key it switches to (version + KEYID); no key bytes */
+	{
+		struct fctl_msg w = { .type = FCTL_MSG_TXSA_SWITCH, .id = 10, .an = 2,
+				      .key_version = 5, .keyid = keyid };
+
+		snprintf(w.ifname, sizeof(w.ifname), "ms100");
+		w.present = FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION | FCTL_HAS_KEYID;
+		assert_int_equal(fctl_proto_encode(&w, &b), 0);
+		assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &d, why, sizeof(why)),
+				 0);
+		assert_int_equal(d.key_version, 5);
+		assert_non_null(d.keyid);
+		assert_memory_equal(d.keyid, keyid, 16);
+		assert_null(d.key);
+		fctl_buf_release(&b);
+		w.type = FCTL_MSG_ENCODING_SA;
+		assert_int_equal(fctl_proto_encode(&w, &b), 0);
+		assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &d, why, sizeof(why)),
+				 0);
+		assert_memory_equal(d.keyid, keyid, 16);
+		fctl_buf_release(&b);
+		/* a key on a switch is refused: switching moves no key material */
+		w.type = FCTL_MSG_TXSA_SWITCH;
+		w.key = key;
+		w.key_len = 16;
+		w.present |= FCTL_HAS_KEY;
+		assert_int_not_equal(fctl_proto_encode(&w, &b), 0);
+		fctl_buf_release(&b);
+	}
 }
 
 int main(void)
@@ -226,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_state_file_roundtrip_and_overlay),
 		cmocka_unit_test(test_proto_sa_roundtrip),
 		cmocka_unit_test(test_key_fetch_file_versions),
+		cmocka_unit_test(test_record_applies_to_its_key_only),
 	};
 
 	return cmocka_run_group_tests(t, NULL, NULL);

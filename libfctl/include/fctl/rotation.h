@@ -12,10 +12,15 @@
  *   busy UNTIL      unix seconds: a rotation lease (SAs of two keys are live);
  *                   0 = none. While it runs the agent refuses apply/rollback/
  *                   recover and skips drift checks.
+ *   keyid K         the KEYID of {backend, id, V} of the key on AN A: names the key
+ *                   reference the record belongs to (absent in records of agents
+ *                   before it was added: such a record is taken as the profile's)
  *
  * When the record's V is above the profile's key version (0 when unpinned; a KMS
- * reference pins its first version), render + fctl_rotation_overlay() put the
- * desired SA at AN A with the KEYID of {backend, id, V}: a rotated link is not drift.
+ * reference pins its first version) and its K is the KEYID of the profile's
+ * reference at V, render + fctl_rotation_overlay() put the desired SA at AN A with
+ * the KEYID of {backend, id, V}: a rotated link is not drift. A record of another
+ * reference (the profile moved the link to another key) is ignored.
  */
 #ifndef FCTL_ROTATION_H
 #define FCTL_ROTATION_H
@@ -31,6 +36,8 @@ struct fctl_rotation_cur {
 	uint8_t an;
 	uint32_t version;
 	uint64_t busy_until; /* unix seconds, 0 = no rotation in progress */
+	bool has_keyid;
+	uint8_t keyid[FCTL_KEYID_LEN]; /* KEYID of {backend, id, version} */
 };
 
 /* STATE_DIR/rotation for an engine state dir (NULL: the engine's default, per netns). */
@@ -41,13 +48,19 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 /* Whether some interface holds an unexpired lease; names the first one. */
 bool fctl_rotation_busy(const char *dir, char *ifname, size_t len);
 
+/* Whether record c says where rotation took a SecY whose profile names ref: c's
+ * version is past ref's pinned version (any, when unpinned) and c's KEYID (when it
+ * has one) is the KEYID of ref at that version, i.e. c belongs to the same key. */
+bool fctl_rotation_applies(const struct fctl_keyref *ref, const struct fctl_rotation_cur *c);
+
 /* Moves the desired SAs of one SecY (rendered at AN 0 with the profile's key version
  * P, 0 when unpinned) to AN an with key version `version`: KEYID (and XPN salt) of
  * {backend, id, version}, encoding SA an. Only when version > P: a pinned P is the
  * first version of a rotated key (KMS references must pin one), and a record at or
  * below it is older than the profile's word, which wins. */
 void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version);
-/* fctl_rotation_secy_set for every MACsec link of hs that has a rotation record. */
+/* fctl_rotation_secy_set for every MACsec link of hs with a record that
+ * fctl_rotation_applies() to its key reference. */
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
 
 /* XPN salt of a key reference: SHA-256(KEYID)[0..11], as render derives it. */
