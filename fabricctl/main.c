@@ -123,12 +123,17 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n" },
 	{ "rotate", cmd_rotate,
-	  "rotate [LINK... | --all] [--compromised] --cert F --key F --ca F [--agent HOST=ADDR:PORT]...\n"
-	  "              [--state-dir DIR] [--audit-log PATH] [--overlap SEC] PROFILE",
+	  "rotate [LINK... | --all] [--compromised] [--json] --cert F --key F --ca F\n"
+	  "              [--agent HOST=ADDR:PORT]... [--state-dir DIR] [--audit-log PATH]\n"
+	  "              [--overlap SEC] PROFILE",
 	  "Rotates MACsec keys make-before-break on both ends of each link, through the\n"
 	  "agents (key-custodian certificate): new AN, RX SAs on both ends, TX SAs staged,\n"
-	  "confirmed from the dumps, switched, old SAs retired after the overlap window.\n"
-	  "--compromised: no overlap. Runs fabricctl-keymgr; see docs/rotation.md.\n"
+	  "confirmed from the dumps, switched, old SAs retired after the overlap window,\n"
+	  "then the old key version deactivated in the KMS. Several links go together:\n"
+	  "each is switched, one overlap wait covers all, then each is retired.\n"
+	  "--compromised: no overlap, the old version marked compromised. --json: a\n"
+	  "result per link with each step's time, KMS operations and agent requests.\n"
+	  "Runs fabricctl-keymgr; see docs/rotation.md.\n"
 	  "Exit: 0 rotated, 1 rolled back (old key still in use), 2 usage, 3 failed\n"
 	  "with the journal kept ('keys recover').\n" },
 	{ "keys", cmd_keys,

@@ -9,6 +9,7 @@
 
 #include "fctl/agent.h"
 #include "fctl/profile.h"
+#include "fctl/rotation.h"
 #include "fctl/state.h"
 
 struct ssl_ctx_st;
@@ -23,7 +24,6 @@ struct km_end {
 	char ifname[FCTL_IFNAMSIZ + 8];
 	uint64_t sci, peer_sci;
 	uint32_t ssci; /* XPN: 1 for the lower SCI of the pair, 2 for the higher */
-	struct fctl_agent_conn *conn;
 };
 
 /* One MACsec SecY pair (a VLAN of a profile link). */
@@ -47,12 +47,31 @@ struct km_sa {
 struct km_dump {
 	unsigned encoding_sa;
 	bool has_rotation;
-	unsigned rot_an;
-	uint32_t rot_version;
-	uint64_t rot_busy;
+	struct fctl_rotation_cur rot; /* the agent's record (an, version, busy, keyid) */
 	struct km_sa tx[FCTL_MAX_AN];
 	struct km_sa rx[FCTL_MAX_AN]; /* of the RX SC of the peer */
 	uint64_t sc_not_valid, sc_not_using_sa, sc_unused_sa, sc_invalid;
+};
+
+/* One open connection per agent, shared by every link that has an end there. */
+struct km_conn {
+	const char *endpoint;
+	struct fctl_agent_conn *conn;
+};
+
+/* The steps of a rotation, in order (names: km_step_name). */
+enum km_step { KM_PREPARE, KM_INSTALL_RX, KM_STAGE_TX, KM_CONFIRM, KM_SWITCH, KM_OVERLAP,
+	       KM_RETIRE, KM_ROLLBACK, KM_N_STEPS };
+
+/* What one link's rotation did, for the report (text or --json). */
+struct km_result {
+	const struct km_link *link;
+	int r; /* 0 committed, 1 rolled back, <0 failed (journal kept) */
+	unsigned old_an, new_an;
+	uint32_t old_version, new_version;
+	char kcv[7];
+	double step_ms[KM_N_STEPS]; /* time of each step's own work, overlap wait excluded */
+	unsigned kms_ops, agent_requests;
 };
 
 struct km {
@@ -67,14 +86,26 @@ struct km {
 	struct fctl_profile *profile;
 	struct km_link *links;
 	size_t n_links;
+	struct km_conn *conns; /* one per agent endpoint in use */
+	size_t n_conns;
+	/* counters for the report */
+	unsigned kms_ops, agent_requests, agent_connects;
+	double overlap_wait_ms;
 };
 
 int km_links_from_profile(struct km *k, char *err, size_t errlen);
 void km_links_free(struct km *k);
 
 /* Rotates one link make-before-break; finishes an interrupted rotation first.
- * 0: rotated; 1: rolled back (old key in use, error printed); <0 failed. */
-int km_rotate(struct km *k, struct km_link *l);
+ * 0: rotated; 1: rolled back (old key in use, error printed); <0 failed.
+ * res (may be NULL) gets what it did. */
+int km_rotate(struct km *k, struct km_link *l, struct km_result *res);
+/* Rotates n links together: each through prepare..switch, then one overlap wait for
+ * all (until the last switch + the longest overlap), then each link's overlap check
+ * and retirement. res[i] for links[i]; returns the worst of the links' results. */
+int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_result *res,
+		    bool progress);
+const char *km_step_name(enum km_step s);
 /* Finishes an interrupted rotation of l from its journal: 0 nothing to do or done. */
 int km_recover(struct km *k, struct km_link *l);
 /* Reads both ends; fills d[2]. */
@@ -86,7 +117,8 @@ uint32_t km_end_version(const struct km_link *l, const struct km_dump *d);
  * last rotation time in *when. */
 int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
 	       uint64_t *when);
-void km_close_conns(struct km_link *l);
+/* Closes every agent connection (idle ones time out at the agent anyway). */
+void km_close_conns(struct km *k);
 void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,
 	      const char *kcv, const char *key_state, const char *fmt, ...) FCTL_PRINTF(7, 8);
 

@@ -49,6 +49,9 @@ static void usage(FILE *f)
 	      "         --state-dir DIR (default " KM_STATE_DIR ") --audit-log FILE\n"
 	      "         --timeout SEC (per agent request, default 10)\n"
 	      "         --cryptoperiod SEC --overlap SEC (override the profile's key policy)\n"
+	      "         --json (rotate, status: one JSON object / array on stdout)\n"
+	      "rotate takes the links together: each through prepare..switch, one overlap\n"
+	      "wait for all of them, then each link's check and retirement.\n"
 	      "LINK is PROFILE-LINK.VLAN-ID as `status` prints it, e.g. h1-h2.100.\n"
 	      "Exit: 0 rotated (or nothing to do), 1 rolled back (old key still in use),\n"
 	      "2 usage or environment, 3 failed with the journal kept (rerun: recover).\n",
@@ -141,8 +144,7 @@ int km_links_from_profile(struct km *k, char *err, size_t errlen)
 
 void km_links_free(struct km *k)
 {
-	for (size_t i = 0; i < k->n_links; i++)
-		km_close_conns(&k->links[i]);
+	km_close_conns(k);
 	free(k->links);
 	k->links = NULL;
 	k->n_links = 0;
@@ -253,12 +255,12 @@ static int watch(struct km *k)
 				uint64_t t0 = now_s();
 
 				km_audit(k, l, "key-rotation", "triggered", NULL, NULL, "%s", why);
-				r = km_rotate(k, l);
+				r = km_rotate(k, l, NULL);
 				if (r != 0 && worst == 0)
 					worst = rc_of(r);
 				last[i] = t0; /* the cryptoperiod counts from one start to the next */
 				done++;
-				km_close_conns(l);
+				km_close_conns(k);
 				if (opt_count && done >= opt_count)
 					break;
 			}
@@ -281,6 +283,139 @@ static int watch(struct km *k)
 	close(tfd);
 	free(last);
 	return worst;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static const char *result_name(int r)
+{
+	return r == 0 ? "committed" : r == 1 ? "rolled-back" : "failed";
+}
+
+/* The report of a rotation batch: a line per link and a summary, or one JSON object. */
+static void report(const struct km *k, const struct km_result *res, size_t n, double wall_ms,
+		   double wait_ms)
+{
+	unsigned ok = 0, rb = 0, bad = 0;
+	double step_sum = 0;
+	uint64_t overlap = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ok += res[i].r == 0;
+		rb += res[i].r == 1;
+		bad += res[i].r < 0;
+		if (res[i].link->overlap_s > overlap && !k->compromised)
+			overlap = res[i].link->overlap_s;
+	}
+	if (opt_json)
+		printf("{\"links\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct km_result *x = &res[i];
+		double sum = 0;
+
+		for (int s = 0; s < KM_N_STEPS; s++)
+			sum += x->step_ms[s];
+		step_sum += sum;
+		if (!opt_json) {
+			printf("%s: %s", x->link->name, x->r == 0 ? "rotated" : result_name(x->r));
+			if (x->r >= 0)
+				printf(" (an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s%s, %.1f ms "
+				       "of steps)", x->old_an, x->new_an, x->old_version, x->new_version,
+				       x->kcv[0] ? ", kcv " : "", x->kcv, sum);
+			putchar('\n');
+			continue;
+		}
+		printf("%s{\"link\":\"%s\",\"result\":\"%s\",\"old_an\":%u,\"new_an\":%u,"
+		       "\"old_version\":%" PRIu32 ",\"new_version\":%" PRIu32 ",\"kcv\":",
+		       i ? "," : "", x->link->name, result_name(x->r), x->old_an, x->new_an,
+		       x->old_version, x->new_version);
+		if (x->kcv[0])
+			printf("\"%s\"", x->kcv);
+		else
+			printf("null");
+		printf(",\"kms_ops\":%u,\"agent_requests\":%u,\"steps_ms\":{", x->kms_ops,
+		       x->agent_requests);
+		for (int s = 0; s < KM_N_STEPS; s++)
+			printf("%s\"%s\":%.3f", s ? "," : "", km_step_name((enum km_step)s), x->step_ms[s]);
+		printf("}}");
+	}
+	if (opt_json) {
+		printf("],\"total\":{\"links\":%zu,\"committed\":%u,\"rolled_back\":%u,\"failed\":%u,"
+		       "\"overlap_s\":%" PRIu64 ",\"overlap_wait_ms\":%.3f,\"wall_ms\":%.3f,"
+		       "\"steps_ms\":%.3f,\"kms_ops\":%u,\"agent_requests\":%u,"
+		       "\"agent_connections\":%u}}\n", n, ok, rb, bad, overlap, wait_ms, wall_ms,
+		       step_sum, k->kms_ops, k->agent_requests, k->agent_connects);
+		return;
+	}
+	if (n > 1)
+		printf("%zu links: %u committed, %u rolled back, %u failed; %.1f s in all, %.1f s "
+		       "of it the overlap wait; %.1f ms of steps per link; %u KMS operations, %u agent "
+		       "requests, %u agent connections\n", n, ok, rb, bad, wall_ms / 1e3, wait_ms / 1e3,
+		       n ? step_sum / (double)n : 0, k->kms_ops, k->agent_requests, k->agent_connects);
+}
+
+/* rotate LINK...|--all, recover: the links named (or all of them). */
+static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_names)
+{
+	bool recover = strcmp(cmd, "recover") == 0;
+	struct km_link **sel = calloc(k->n_links ? k->n_links : 1, sizeof(*sel));
+	struct km_result *res = calloc(k->n_links ? k->n_links : 1, sizeof(*res));
+	size_t n = 0;
+	int rc = 0;
+
+	if (!sel || !res) {
+		free(sel);
+		free(res);
+		fprintf(stderr, "fabricctl-keymgr: out of memory\n");
+		return 2;
+	}
+	for (int a = 0; a < n_names; a++) { /* every name must be a link of the profile */
+		size_t i = 0;
+
+		while (i < k->n_links && strcmp(names[a], k->links[i].name) != 0)
+			i++;
+		if (i == k->n_links) {
+			fprintf(stderr, "fabricctl-keymgr: %s: no protected link '%s' in the profile "
+				"(see status)\n", cmd, names[a]);
+			rc = 2;
+		}
+	}
+	for (size_t i = 0; i < k->n_links && rc == 0; i++) {
+		bool want = opt_all || recover;
+
+		for (int a = 0; a < n_names && !want; a++)
+			want = strcmp(names[a], k->links[i].name) == 0;
+		if (want)
+			sel[n++] = &k->links[i];
+	}
+	if (rc == 0 && !n) {
+		fprintf(stderr, "fabricctl-keymgr: %s: name a link (see status) or --all\n", cmd);
+		rc = 2;
+	}
+	if (rc == 0 && recover) {
+		for (size_t i = 0; i < n; i++) {
+			int r = km_recover(k, sel[i]);
+
+			if (r != 0 && rc == 0)
+				rc = rc_of(r);
+		}
+	} else if (rc == 0) {
+		double t0 = now_ms();
+		int r = km_rotate_batch(k, sel, n, res, n > 1 && isatty(STDERR_FILENO) && !opt_json);
+
+		report(k, res, n, now_ms() - t0, k->overlap_wait_ms);
+		rc = r == 0 ? 0 : rc_of(r);
+	}
+	km_close_conns(k);
+	free(sel);
+	free(res);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -415,28 +550,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "watch") == 0) {
 		rc = watch(&k);
 	} else {
-		bool any = false;
-
-		for (size_t i = 0; i < k.n_links; i++) {
-			struct km_link *l = &k.links[i];
-			bool want = opt_all || strcmp(cmd, "recover") == 0;
-
-			for (int a = optind; a < argc - 1 && !want; a++)
-				want = strcmp(argv[a], l->name) == 0;
-			if (!want)
-				continue;
-			any = true;
-			r = strcmp(cmd, "recover") == 0 ? km_recover(&k, l) : km_rotate(&k, l);
-			km_close_conns(l);
-			if (r != 0 && rc == 0)
-				rc = rc_of(r);
-			if (r == 0 && strcmp(cmd, "rotate") == 0)
-				printf("%s: rotated\n", l->name);
-		}
-		if (!any) {
-			fprintf(stderr, "fabricctl-keymgr: %s: name a link (see status) or --all\n", cmd);
-			rc = 2;
-		}
+		rc = rotate_or_recover(&k, cmd, argv + optind, argc - 1 - optind);
 	}
 out:
 #ifdef FCTL_HAVE_AUDIT

@@ -24,18 +24,51 @@
 #include "fctl/rotation.h"
 #include "keymgr.h"
 
-enum step { S_PREPARE, S_INSTALL_RX, S_STAGE_TX, S_CONFIRM, S_SWITCH, S_OVERLAP, S_RETIRE,
-	    S_ROLLBACK, S_N };
-static const char *const step_name[S_N] = { "prepare", "install-rx", "stage-tx", "confirm",
-					     "switch", "overlap", "retire", "rollback" };
+static const char *const step_name[KM_N_STEPS] = {
+	"prepare", "install-rx", "stage-tx", "confirm", "switch", "overlap", "retire", "rollback",
+};
+
+const char *km_step_name(enum km_step s)
+{
+	return s < KM_N_STEPS ? step_name[s] : "?";
+}
 
 struct rot {
 	unsigned old_an, new_an;
 	uint32_t old_version, new_version;
 	char kcv[7];
-	enum step last;
+	enum km_step last;
 	char steps[256];
+	/* the report: step times and counters at the start of the rotation */
+	double step_ms[KM_N_STEPS];
+	struct timespec t_step;
+	unsigned kms0, req0;
+	/* after the switch: counters at the start of the overlap, when they could be read */
+	bool have_base;
+	struct km_dump base[2];
 };
+
+static double ms_since(const struct timespec *t)
+{
+	struct timespec n;
+
+	clock_gettime(CLOCK_MONOTONIC, &n);
+	return (double)(n.tv_sec - t->tv_sec) * 1e3 + (double)(n.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/* Charges the time since the last mark to step s (the report's per-step figures). */
+static void mark(struct rot *rt, enum km_step s)
+{
+	if (rt->t_step.tv_sec || rt->t_step.tv_nsec)
+		rt->step_ms[s] += ms_since(&rt->t_step);
+	clock_gettime(CLOCK_MONOTONIC, &rt->t_step);
+}
+
+/* A new mark without charging anyone (after the overlap wait). */
+static void mark_reset(struct rot *rt)
+{
+	clock_gettime(CLOCK_MONOTONIC, &rt->t_step);
+}
 
 /* --- audit ---------------------------------------------------------------- */
 
@@ -95,7 +128,7 @@ static int append_sync(const char *path, const char *line)
 	return r;
 }
 
-static void test_hook(const struct km *k, enum step s)
+static void test_hook(const struct km *k, enum km_step s)
 {
 	const char *h = getenv("FCTL_KEYMGR_TEST_HOOK"); /* "STEP:kill" or "STEP:pause:SEC" */
 	size_t n = strlen(step_name[s]);
@@ -114,7 +147,7 @@ static void test_hook(const struct km *k, enum step s)
 }
 
 /* Written (and synced) before the step is taken. */
-static int journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum step s)
+static int journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s)
 {
 	char path[4200], line[128];
 	int r;
@@ -161,15 +194,17 @@ static int journal_read(struct km *k, const struct km_link *l, struct rot *rt)
 	if (!f)
 		return -errno;
 	memset(rt, 0, sizeof(*rt));
+	rt->kms0 = k->kms_ops;
+	rt->req0 = k->agent_requests;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "begin old_an %u old_version %" SCNu32 " new_an %u new_version %" SCNu32,
 			   &rt->old_an, &rt->old_version, &rt->new_an, &rt->new_version) == 4) {
 			begun = true;
-			rt->last = S_PREPARE;
+			rt->last = KM_PREPARE;
 		} else if (sscanf(line, "step %31s", name) == 1) {
-			for (int s = 0; s < S_N; s++)
+			for (int s = 0; s < KM_N_STEPS; s++)
 				if (strcmp(name, step_name[s]) == 0)
-					rt->last = (enum step)s;
+					rt->last = (enum km_step)s;
 			if (strlen(rt->steps) + strlen(name) + 2 < sizeof(rt->steps))
 				snprintf(rt->steps + strlen(rt->steps),
 					 sizeof(rt->steps) - strlen(rt->steps), "%s%s",
@@ -199,10 +234,13 @@ static void journal_end(struct km *k, const struct km_link *l, const struct rot 
 
 /* --- keymgr's record of the current key per link ---------------------------- */
 
-int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
-	       uint64_t *when)
+/* STATE/current-LINK: "an A version V time T [kcv K keyid ID]". The check value of the
+ * key in use (ID: the KEYID of the reference it came from) lets the next rotation refuse a
+ * KMS that hands out the same key again without fetching the old key a second time. */
+static int read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+			uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN])
 {
-	char path[4200];
+	char path[4200], line[256], kc[16] = "", kid[64] = "";
 	unsigned a;
 	uint32_t v;
 	uint64_t t;
@@ -213,25 +251,47 @@ int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *ve
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	n = fscanf(f, "an %u version %" SCNu32 " time %" SCNu64, &a, &v, &t);
+	n = fgets(line, sizeof(line), f) ? sscanf(line, "an %u version %" SCNu32 " time %" SCNu64
+						   " kcv %15s keyid %63s", &a, &v, &t, kc, kid) : 0;
 	fclose(f);
-	if (n != 3 || a >= FCTL_MAX_AN)
+	if (n < 3 || a >= FCTL_MAX_AN)
 		return -EBADMSG;
 	*an = a;
 	*version = v;
 	*when = t;
+	if (kcv) {
+		kcv[0] = 0;
+		if (n == 5 && strlen(kc) == 6 && fctl_parse_hex(kid, keyid, FCTL_KEYID_LEN) == 0)
+			snprintf(kcv, 7, "%s", kc);
+	}
 	return 0;
 }
 
-static void set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version)
+int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+	       uint64_t *when)
 {
-	char path[4200], tmp[4300], line[128];
+	return read_current(k, l, an, version, when, NULL, NULL);
+}
+
+static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN]);
+
+static void set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version,
+			const char *kcv)
+{
+	char path[4200], tmp[4300], line[200], kid[2 * FCTL_KEYID_LEN + 1];
+	uint8_t id[FCTL_KEYID_LEN];
 	int fd, n;
 
 	jpath(k, l, "current", path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	n = snprintf(line, sizeof(line), "an %u version %" PRIu32 " time %ld\n", an, version,
+	ref_keyid(l, version, id);
+	for (size_t i = 0; i < FCTL_KEYID_LEN; i++)
+		snprintf(kid + 2 * i, 3, "%02x", id[i]);
+	n = snprintf(line, sizeof(line), "an %u version %" PRIu32 " time %ld", an, version,
 		     (long)time(NULL));
+	if (kcv && kcv[0])
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " kcv %s keyid %s", kcv, kid);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
@@ -244,38 +304,64 @@ static void set_current(struct km *k, const struct km_link *l, unsigned an, uint
 	unlink(tmp);
 }
 
-/* --- agent requests --------------------------------------------------------- */
+/* --- agent requests: one connection per agent, shared by all links ------------ */
 
-void km_close_conns(struct km_link *l)
+void km_close_conns(struct km *k)
 {
-	for (int i = 0; i < 2; i++) {
-		fctl_agent_conn_free(l->end[i].conn);
-		l->end[i].conn = NULL;
-	}
+	for (size_t i = 0; i < k->n_conns; i++)
+		fctl_agent_conn_free(k->conns[i].conn);
+	free(k->conns);
+	k->conns = NULL;
+	k->n_conns = 0;
+}
+
+static struct km_conn *conn_of(struct km *k, const char *endpoint)
+{
+	struct km_conn *c;
+
+	for (size_t i = 0; i < k->n_conns; i++)
+		if (strcmp(k->conns[i].endpoint, endpoint) == 0)
+			return &k->conns[i];
+	c = realloc(k->conns, (k->n_conns + 1) * sizeof(*c));
+	if (!c)
+		return NULL;
+	k->conns = c;
+	c = &k->conns[k->n_conns++];
+	c->endpoint = endpoint;
+	c->conn = NULL;
+	return c;
 }
 
 static int call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_buf *out,
 		char *err, size_t errlen)
 {
+	struct km_conn *c = conn_of(k, e->endpoint);
 	struct fctl_buf frame = { 0 };
 	struct fctl_msg resp;
 	char why[512];
 	int r;
 
-	if (!e->conn) {
-		r = fctl_agent_connect(e->endpoint, k->tls, k->timeout_s, &e->conn, why,
+	if (!c) {
+		snprintf(err, errlen, "%s: out of memory", e->host);
+		return -ENOMEM;
+	}
+	if (!c->conn) {
+		r = fctl_agent_connect(e->endpoint, k->tls, k->timeout_s, &c->conn, why,
 				       sizeof(why));
 		if (r < 0) {
 			snprintf(err, errlen, "%s (%s): %s", e->host, e->endpoint, why);
 			return r;
 		}
+		k->agent_connects++;
 	}
 	snprintf(req->ifname, sizeof(req->ifname), "%s", e->ifname);
 	req->present |= FCTL_HAS_IFNAME;
-	r = fctl_agent_call(e->conn, req, &resp, &frame, why, sizeof(why));
+	k->agent_requests++;
+	r = fctl_agent_call(c->conn, req, &resp, &frame, why, sizeof(why));
 	if (r < 0) {
-		fctl_agent_conn_free(e->conn);
-		e->conn = NULL;
+		/* never resent: whether the agent acted is unknown, the journal decides */
+		fctl_agent_conn_free(c->conn);
+		c->conn = NULL;
 		snprintf(err, errlen, "%s (%s): %s", e->host, e->endpoint, why);
 	} else if (resp.result != 0) {
 		int n = resp.error_len > 400 ? 400 : (int)resp.error_len;
@@ -310,6 +396,7 @@ static int parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d)
 		unsigned an, act, u;
 		uint64_t sci, pn, a1, a2, a3, a4, a5;
 		uint32_t v;
+		int got;
 
 		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), p);
 		p = nl ? nl + 1 : NULL;
@@ -343,12 +430,13 @@ static int parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d)
 			s->not_using_sa = a3;
 			s->unused_sa = a4;
 			s->invalid = a5;
-		} else if (sscanf(line, "rotation an %u version %" SCNu32 " busy %" SCNu64, &an, &v,
-				  &pn) == 3) {
+		} else if ((got = sscanf(line, "rotation an %u version %" SCNu32 " busy %" SCNu64
+					 " keyid %63s", &an, &v, &pn, kid)) >= 3 && an < FCTL_MAX_AN) {
 			d->has_rotation = true;
-			d->rot_an = an;
-			d->rot_version = v;
-			d->rot_busy = pn;
+			d->rot.an = (uint8_t)an;
+			d->rot.version = v;
+			d->rot.busy_until = pn;
+			d->rot.has_keyid = got == 4 && parse_hex16(kid, d->rot.keyid) == 0;
 		}
 	}
 	return 0;
@@ -356,7 +444,9 @@ static int parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d)
 
 uint32_t km_end_version(const struct km_link *l, const struct km_dump *d)
 {
-	return d->has_rotation && d->rot_version > l->ref.version ? d->rot_version : l->ref.version;
+	/* the agent's record only when it belongs to this key reference (docs/rotation.md) */
+	return d->has_rotation && fctl_rotation_applies(&l->ref, &d->rot) ? d->rot.version
+									 : l->ref.version;
 }
 
 int km_dump_link(struct km *k, struct km_link *l, struct km_dump d[2], char *err, size_t errlen)
@@ -375,14 +465,27 @@ int km_dump_link(struct km *k, struct km_link *l, struct km_dump d[2], char *err
 	return 0;
 }
 
-static int req_an(struct km *k, struct km_end *e, uint8_t type, unsigned an, uint32_t version,
-		  const uint64_t *sci, char *err, size_t errlen)
+static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN])
+{
+	struct fctl_keyref r = l->ref;
+
+	r.version = version;
+	fctl_keyid_from_ref(&r, out);
+}
+
+/* An AN-only request; switch and encoding-sa also name the key (version + KEYID), which
+ * the agent keeps in its rotation record. */
+static int req_an(struct km *k, const struct km_link *l, struct km_end *e, uint8_t type,
+		  unsigned an, uint32_t version, const uint64_t *sci, char *err, size_t errlen)
 {
 	struct fctl_msg m = { .type = type, .an = an, .present = FCTL_HAS_AN };
+	uint8_t keyid[FCTL_KEYID_LEN];
 
 	if (type != FCTL_MSG_SA_RETIRE) {
 		m.key_version = version;
-		m.present |= FCTL_HAS_KEY_VERSION;
+		ref_keyid(l, version, keyid);
+		m.keyid = keyid;
+		m.present |= FCTL_HAS_KEY_VERSION | FCTL_HAS_KEYID;
 	}
 	if (sci) {
 		m.sci = *sci;
@@ -403,9 +506,9 @@ static int remove_new(struct km *k, struct km_link *l, const struct rot *rt, cha
 		struct km_end *e = &l->end[i];
 		char why[600];
 
-		if (req_an(k, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, &e->peer_sci, why,
+		if (req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, &e->peer_sci, why,
 			   sizeof(why)) < 0 ||
-		    req_an(k, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, NULL, why, sizeof(why)) < 0) {
+		    req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, NULL, why, sizeof(why)) < 0) {
 			bad = -EIO;
 			snprintf(err, errlen, "%s", why);
 		}
@@ -421,15 +524,16 @@ static int rollback(struct km *k, struct km_link *l, struct rot *rt, bool switch
 	char err[700] = "";
 	int r = 0;
 
-	if (journal_step(k, l, rt, S_ROLLBACK) < 0)
+	if (journal_step(k, l, rt, KM_ROLLBACK) < 0)
 		return -EIO;
 	if (switched)
 		for (int i = 0; i < 2; i++)
-			if (req_an(k, &l->end[i], FCTL_MSG_ENCODING_SA, rt->old_an, rt->old_version,
-				   NULL, err, sizeof(err)) < 0)
+			if (req_an(k, l, &l->end[i], FCTL_MSG_ENCODING_SA, rt->old_an,
+				   rt->old_version, NULL, err, sizeof(err)) < 0)
 				r = -EIO;
 	if (remove_new(k, l, rt, err, sizeof(err)) < 0)
 		r = -EIO;
+	mark(rt, KM_ROLLBACK);
 	if (r == 0) {
 		journal_end(k, l, rt, "rolled-back");
 		km_audit(k, l, "key-rotation", "rolled-back", rt->kcv[0] ? rt->kcv : NULL, NULL,
@@ -450,20 +554,13 @@ static bool keyid_eq(const uint8_t *a, const uint8_t *b)
 	return memcmp(a, b, FCTL_KEYID_LEN) == 0;
 }
 
-static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN])
+static int fetch(struct km *k, const struct km_link *l, uint32_t version, struct fctl_key **out,
+		 char *err, size_t errlen)
 {
 	struct fctl_keyref r = l->ref;
 
 	r.version = version;
-	fctl_keyid_from_ref(&r, out);
-}
-
-static int fetch(const struct km_link *l, uint32_t version, struct fctl_key **out, char *err,
-		 size_t errlen)
-{
-	struct fctl_keyref r = l->ref;
-
-	r.version = version;
+	k->kms_ops++;
 	return fctl_rotation_key_fetch(&r, l->base, fctl_cipher_key_len(l->cipher), out, err,
 				       errlen);
 }
@@ -535,60 +632,100 @@ static int confirm(struct km *k, struct km_link *l, const struct rot *rt, char *
 	return 0;
 }
 
-/* Switch done on both ends: overlap, then the old SAs go. */
-static int finish(struct km *k, struct km_link *l, struct rot *rt, bool watch)
+/* The old version leaves service in the KMS (NIST SP 800-57: active -> deactivated, or
+ * compromised): dated there and audited. The file backend keeps no states. */
+static void kms_retire(struct km *k, struct km_link *l, const struct rot *rt)
+{
+	enum fctl_key_transition tr = k->compromised ? FCTL_KEY_DO_COMPROMISE
+						     : FCTL_KEY_DO_DEACTIVATE;
+	const char *state = k->compromised ? "compromised" : "deactivated";
+	struct fctl_keyref old = l->ref;
+	char why[400] = "";
+	int t;
+
+	if (k->compromised) {
+		char path[4200], line[300];
+
+		snprintf(path, sizeof(path), "%s/compromised", k->state_dir);
+		snprintf(line, sizeof(line), "%ld %s %s %" PRIu32 "\n", (long)time(NULL),
+			 l->ref.backend, l->ref.id, rt->old_version);
+		append_sync(path, line);
+	}
+	old.version = rt->old_version;
+	t = fctl_key_transition(&old, tr, why, sizeof(why));
+	if (t == -EOPNOTSUPP)
+		return; /* STATE/ and the audit log are the record */
+	k->kms_ops++;
+	km_audit(k, l, "key-state", t == 0 ? "applied" : "failed", NULL, t == 0 ? state : NULL,
+		 "%s:%s version %" PRIu32 " %s in the KMS%s%s", l->ref.backend, l->ref.id,
+		 rt->old_version, t == 0 ? (k->compromised ? "marked compromised" : "deactivated")
+					 : (k->compromised ? "could not be marked compromised"
+							   : "could not be deactivated"),
+		 t == 0 ? "" : ": ", t == 0 ? "" : why);
+}
+
+/* After the switch on both ends: the overlap starts; its counters when they can be read. */
+static int overlap_begin(struct km *k, struct km_link *l, struct rot *rt, bool check)
+{
+	char err[700];
+
+	if (journal_step(k, l, rt, KM_OVERLAP) < 0)
+		return -EIO;
+	rt->have_base = check && !k->compromised && km_dump_link(k, l, rt->base, err, sizeof(err)) == 0;
+	mark(rt, KM_OVERLAP);
+	return 0;
+}
+
+/* The overlap has passed: any frame refused on either end during it takes the link back
+ * to the old key; otherwise the old SAs go and the rotation commits. 0 committed, 1
+ * rolled back, <0 failed (journal kept). */
+static int overlap_end(struct km *k, struct km_link *l, struct rot *rt)
 {
 	char err[700] = "";
-	struct km_dump base[2], d[2];
-	bool have_base = false;
+	struct km_dump d[2];
 	uint64_t old_ok = 0, new_ok = 0;
 
-	if (journal_step(k, l, rt, S_OVERLAP) < 0)
-		return -EIO;
-	if (watch && !k->compromised) {
-		have_base = km_dump_link(k, l, base, err, sizeof(err)) == 0;
-		for (uint64_t ms = 0; ms < l->overlap_s * 1000; ms += 250) {
-			struct timespec ts = { 0, 250 * 1000 * 1000 };
+	mark_reset(rt); /* the wait is not the step's work */
+	if (rt->have_base && km_dump_link(k, l, d, err, sizeof(err)) == 0) {
+		for (int i = 0; i < 2; i++) {
+			const struct km_dump *b = &rt->base[i];
 
-			nanosleep(&ts, NULL);
-		}
-		if (have_base && km_dump_link(k, l, d, err, sizeof(err)) == 0) {
-			for (int i = 0; i < 2; i++) {
-				if (d[i].sc_not_valid > base[i].sc_not_valid ||
-				    d[i].sc_not_using_sa > base[i].sc_not_using_sa ||
-				    d[i].sc_unused_sa > base[i].sc_unused_sa ||
-				    d[i].sc_invalid > base[i].sc_invalid) {
-					char why[300];
+			if (d[i].sc_not_valid > b->sc_not_valid ||
+			    d[i].sc_not_using_sa > b->sc_not_using_sa ||
+			    d[i].sc_unused_sa > b->sc_unused_sa || d[i].sc_invalid > b->sc_invalid) {
+				char why[300];
 
-					snprintf(why, sizeof(why),
-						 "%s: frames refused during the overlap (not_valid +%" PRIu64
-						 ", not_using_sa +%" PRIu64 ", unused_sa +%" PRIu64 ")",
-						 l->end[i].host, d[i].sc_not_valid - base[i].sc_not_valid,
-						 d[i].sc_not_using_sa - base[i].sc_not_using_sa,
-						 d[i].sc_unused_sa - base[i].sc_unused_sa);
-					return rollback(k, l, rt, true, why) == 0 ? 1 : -EIO;
-				}
-				old_ok += d[i].rx[rt->old_an].ok - base[i].rx[rt->old_an].ok;
-				new_ok += d[i].rx[rt->new_an].ok - base[i].rx[rt->new_an].ok;
+				snprintf(why, sizeof(why),
+					 "%s: frames refused during the overlap (not_valid +%" PRIu64
+					 ", not_using_sa +%" PRIu64 ", unused_sa +%" PRIu64 ")",
+					 l->end[i].host, d[i].sc_not_valid - b->sc_not_valid,
+					 d[i].sc_not_using_sa - b->sc_not_using_sa,
+					 d[i].sc_unused_sa - b->sc_unused_sa);
+				mark(rt, KM_OVERLAP);
+				return rollback(k, l, rt, true, why) == 0 ? 1 : -EIO;
 			}
+			old_ok += d[i].rx[rt->old_an].ok - b->rx[rt->old_an].ok;
+			new_ok += d[i].rx[rt->new_an].ok - b->rx[rt->new_an].ok;
 		}
 	}
-	if (journal_step(k, l, rt, S_RETIRE) < 0)
+	mark(rt, KM_OVERLAP);
+	if (journal_step(k, l, rt, KM_RETIRE) < 0)
 		return -EIO;
 	for (int i = 0; i < 2; i++) {
 		struct km_end *e = &l->end[i];
 
-		if (req_an(k, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, &e->peer_sci, err,
+		if (req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, &e->peer_sci, err,
 			   sizeof(err)) < 0 ||
-		    req_an(k, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, NULL, err, sizeof(err)) < 0) {
+		    req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, NULL, err, sizeof(err)) < 0) {
 			km_audit(k, l, "key-rotation", "failed", rt->kcv[0] ? rt->kcv : NULL, NULL,
 				 "new key in use on both ends, old SAs not retired yet (journal kept): %s",
 				 err);
+			mark(rt, KM_RETIRE);
 			return -EIO;
 		}
 	}
 	journal_end(k, l, rt, "committed");
-	set_current(k, l, rt->new_an, rt->new_version);
+	set_current(k, l, rt->new_an, rt->new_version, rt->kcv);
 	km_audit(k, l, "key-rotation", "committed", rt->kcv[0] ? rt->kcv : NULL, NULL,
 		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s; steps %s; overlap rx ok "
 		 "old an %" PRIu64 ", new an %" PRIu64, rt->old_an, rt->new_an, rt->old_version,
@@ -597,29 +734,12 @@ static int finish(struct km *k, struct km_link *l, struct rot *rt, bool watch)
 	km_audit(k, l, "key-state", "recorded", rt->kcv[0] ? rt->kcv : NULL, "active",
 		 "%s:%s version %" PRIu32 " active on %s", l->ref.backend, l->ref.id,
 		 rt->new_version, l->name);
-	km_audit(k, l, "key-state", "recorded", NULL, k->compromised ? "compromised" : "retired",
+	km_audit(k, l, "key-state", "recorded", NULL, k->compromised ? "compromised" : "deactivated",
 		 "%s:%s version %" PRIu32 " %s on %s", l->ref.backend, l->ref.id, rt->old_version,
-		 k->compromised ? "compromised, removed without overlap" : "retired", l->name);
-	if (k->compromised) {
-		struct fctl_keyref old = l->ref;
-		char path[4200], line[300], why[400] = "";
-		int t;
-
-		snprintf(path, sizeof(path), "%s/compromised", k->state_dir);
-		snprintf(line, sizeof(line), "%ld %s %s %" PRIu32 "\n", (long)time(NULL),
-			 l->ref.backend, l->ref.id, rt->old_version);
-		append_sync(path, line);
-		/* the KMS keeps the state where it has one (pkcs11, kmip): dated there; the
-		 * file backend keeps none, STATE/compromised and the audit log are the record */
-		old.version = rt->old_version;
-		t = fctl_key_transition(&old, FCTL_KEY_DO_COMPROMISE, why, sizeof(why));
-		if (t != -EOPNOTSUPP)
-			km_audit(k, l, "key-state", t == 0 ? "applied" : "failed", NULL,
-				 t == 0 ? "compromised" : NULL,
-				 "%s:%s version %" PRIu32 " %s in the KMS%s%s", l->ref.backend, l->ref.id,
-				 rt->old_version, t == 0 ? "marked compromised" :
-				 "could not be marked compromised", t == 0 ? "" : ": ", t == 0 ? "" : why);
-	}
+		 k->compromised ? "compromised, removed without overlap" : "retired after the overlap",
+		 l->name);
+	kms_retire(k, l, rt);
+	mark(rt, KM_RETIRE);
 	return 0;
 }
 
@@ -627,13 +747,34 @@ static int do_switch(struct km *k, struct km_link *l, struct rot *rt)
 {
 	char err[700];
 
-	if (journal_step(k, l, rt, S_SWITCH) < 0)
+	if (journal_step(k, l, rt, KM_SWITCH) < 0)
 		return -EIO;
 	for (int i = 0; i < 2; i++)
-		if (req_an(k, &l->end[i], FCTL_MSG_TXSA_SWITCH, rt->new_an, rt->new_version, NULL,
-			   err, sizeof(err)) < 0)
+		if (req_an(k, l, &l->end[i], FCTL_MSG_TXSA_SWITCH, rt->new_an, rt->new_version, NULL,
+			   err, sizeof(err)) < 0) {
+			mark(rt, KM_SWITCH);
 			return rollback(k, l, rt, true, err) == 0 ? 1 : -EIO;
+		}
+	mark(rt, KM_SWITCH);
 	return 0;
+}
+
+static void result_of(struct km *k, const struct km_link *l, const struct rot *rt, int r,
+		      struct km_result *res)
+{
+	if (!res)
+		return;
+	memset(res, 0, sizeof(*res));
+	res->link = l;
+	res->r = r;
+	res->old_an = rt->old_an;
+	res->new_an = rt->new_an;
+	res->old_version = rt->old_version;
+	res->new_version = rt->new_version;
+	memcpy(res->kcv, rt->kcv, sizeof(res->kcv));
+	memcpy(res->step_ms, rt->step_ms, sizeof(res->step_ms));
+	res->kms_ops = k->kms_ops - rt->kms0;
+	res->agent_requests = k->agent_requests - rt->req0;
 }
 
 int km_recover(struct km *k, struct km_link *l)
@@ -652,27 +793,39 @@ int km_recover(struct km *k, struct km_link *l)
 		 "interrupted rotation an %u -> %u (version %" PRIu32 " -> %" PRIu32
 		 ") after step %s: %s", rt.old_an, rt.new_an, rt.old_version, rt.new_version,
 		 step_name[rt.last],
-		 rt.last >= S_SWITCH && rt.last != S_ROLLBACK ? "finishing it" : "undoing it");
-	if (rt.last == S_ROLLBACK)
+		 rt.last >= KM_SWITCH && rt.last != KM_ROLLBACK ? "finishing it" : "undoing it");
+	if (rt.last == KM_ROLLBACK)
 		return rollback(k, l, &rt, true, "resumed after an interruption") == 0 ? 0 : -EIO;
-	if (rt.last < S_SWITCH)
+	if (rt.last < KM_SWITCH)
 		return rollback(k, l, &rt, false, "interrupted before the switch") == 0 ? 0 : -EIO;
-	/* the switch may have happened on one end: complete it on both, then retire */
+	/* the switch may have happened on one end: complete it on both, then retire (the
+	 * overlap has long passed: no counter check) */
 	r = do_switch(k, l, &rt);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	return finish(k, l, &rt, false) < 0 ? -EIO : 0;
+	if (overlap_begin(k, l, &rt, false) < 0)
+		return -EIO;
+	return overlap_end(k, l, &rt) < 0 ? -EIO : 0;
 }
 
-int km_rotate(struct km *k, struct km_link *l)
+/* Everything up to and including the switch on both ends. 0: switched (the overlap is
+ * journaled and its counters read); 1: rolled back; <0: failed. */
+static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 {
 	struct fctl_key *key = NULL, *old = NULL;
 	uint8_t keyid[FCTL_KEYID_LEN];
 	struct km_dump d[2];
-	struct rot rt;
-	char err[700] = "";
+	char err[700] = "", cur_kcv[7] = "";
+	uint8_t cur_keyid[FCTL_KEYID_LEN];
+	unsigned cur_an;
+	uint32_t cur_v;
+	uint64_t when;
 	int r;
 
+	memset(rt, 0, sizeof(*rt));
+	rt->kms0 = k->kms_ops;
+	rt->req0 = k->agent_requests;
+	mark(rt, KM_PREPARE);
 	r = km_recover(k, l);
 	if (r < 0)
 		return r;
@@ -682,72 +835,171 @@ int km_rotate(struct km *k, struct km_link *l)
 			 "nothing changed, an end cannot be read: %s", err);
 		return r;
 	}
-	memset(&rt, 0, sizeof(rt));
-	rt.old_an = d[0].encoding_sa;
-	rt.old_version = km_end_version(l, &d[0]);
-	ref_keyid(l, rt.old_version, keyid);
+	rt->old_an = d[0].encoding_sa;
+	rt->old_version = km_end_version(l, &d[0]);
+	ref_keyid(l, rt->old_version, keyid);
 	for (int i = 0; i < 2; i++) {
 		uint32_t v = km_end_version(l, &d[i]);
 
-		if (d[i].encoding_sa != rt.old_an || v != rt.old_version ||
-		    !d[i].tx[rt.old_an].present || !d[i].tx[rt.old_an].active ||
-		    !keyid_eq(d[i].tx[rt.old_an].keyid, keyid)) {
+		if (d[i].encoding_sa != rt->old_an || v != rt->old_version ||
+		    !d[i].tx[rt->old_an].present || !d[i].tx[rt->old_an].active ||
+		    !keyid_eq(d[i].tx[rt->old_an].keyid, keyid)) {
 			km_audit(k, l, "key-rotation", "failed", NULL, NULL,
 				 "nothing changed: the ends disagree with each other or with the key "
 				 "reference (%s: encoding sa %u, key version %" PRIu32 "; expected %u, %" PRIu32
-				 ")", l->end[i].host, d[i].encoding_sa, v, rt.old_an, rt.old_version);
+				 ")", l->end[i].host, d[i].encoding_sa, v, rt->old_an, rt->old_version);
 			return -EPROTO;
 		}
 	}
-	rt.new_an = (rt.old_an + 1) % FCTL_MAX_AN;
-	rt.new_version = rt.old_version + 1;
-	r = journal_begin(k, l, &rt);
+	rt->new_an = (rt->old_an + 1) % FCTL_MAX_AN;
+	rt->new_version = rt->old_version + 1;
+	r = journal_begin(k, l, rt);
 	if (r < 0) {
 		km_audit(k, l, "key-rotation", "failed", NULL, NULL, "cannot write the journal: %s",
 			 strerror(-r));
 		return r;
 	}
 	km_audit(k, l, "key-rotation", "started", NULL, NULL,
-		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s", rt.old_an, rt.new_an,
-		 rt.old_version, rt.new_version, k->compromised ? " (compromised)" : "");
-	if (journal_step(k, l, &rt, S_PREPARE) < 0)
+		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s", rt->old_an, rt->new_an,
+		 rt->old_version, rt->new_version, k->compromised ? " (compromised)" : "");
+	if (journal_step(k, l, rt, KM_PREPARE) < 0)
 		return -EIO;
-	/* only keymgr talks to the KMS; a bad answer changes nothing */
-	r = fetch(l, rt.new_version, &key, err, sizeof(err));
-	if (r == 0 && fetch(l, rt.old_version, &old, err, sizeof(err)) == 0 &&
-	    memcmp(old->kcv, key->kcv, sizeof(key->kcv)) == 0) {
-		snprintf(err, sizeof(err), "the KMS returned the key in use for version %" PRIu32
-			 " (same check value): a new AN with PN 1 would reuse nonces", rt.new_version);
-		r = -EINVAL;
-	}
+	/* only keymgr talks to the KMS; a bad answer changes nothing. The new key must not
+	 * be the one in use (a new AN with PN 1 and the same key would reuse nonces): its
+	 * check value is compared with the one recorded at the last commit, or, without one,
+	 * with the old key's, fetched for that */
+	if (read_current(k, l, &cur_an, &cur_v, &when, cur_kcv, cur_keyid) < 0 ||
+	    cur_v != rt->old_version || cur_an != rt->old_an || !keyid_eq(cur_keyid, keyid))
+		cur_kcv[0] = 0; /* not the key in use now: fetch that one */
+	r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
+	if (r == 0 && !cur_kcv[0] && fetch(k, l, rt->old_version, &old, err, sizeof(err)) == 0)
+		fctl_key_kcv_hex(old, cur_kcv);
 	fctl_key_free(old);
+	if (r == 0) {
+		char kcv[7];
+
+		fctl_key_kcv_hex(key, kcv);
+		if (strcmp(kcv, cur_kcv) == 0) {
+			snprintf(err, sizeof(err), "the KMS returned the key in use for version %" PRIu32
+				 " (same check value): a new AN with PN 1 would reuse nonces",
+				 rt->new_version);
+			r = -EINVAL;
+		}
+	}
 	if (r < 0) {
 		fctl_key_free(key);
-		rollback(k, l, &rt, false, err);
+		mark(rt, KM_PREPARE);
+		rollback(k, l, rt, false, err);
 		return 1;
 	}
-	fctl_key_kcv_hex(key, rt.kcv);
-	r = journal_step(k, l, &rt, S_INSTALL_RX);
+	fctl_key_kcv_hex(key, rt->kcv);
+	mark(rt, KM_PREPARE);
+	r = journal_step(k, l, rt, KM_INSTALL_RX);
 	if (r == 0)
-		r = install(k, l, &rt, key, true, err, sizeof(err));
+		r = install(k, l, rt, key, true, err, sizeof(err));
+	mark(rt, KM_INSTALL_RX);
 	if (r == 0)
-		r = journal_step(k, l, &rt, S_STAGE_TX);
+		r = journal_step(k, l, rt, KM_STAGE_TX);
 	if (r == 0)
-		r = install(k, l, &rt, key, false, err, sizeof(err));
+		r = install(k, l, rt, key, false, err, sizeof(err));
 	fctl_key_free(key); /* wiped: the kernels have it now */
+	mark(rt, KM_STAGE_TX);
 	if (r == 0)
-		r = journal_step(k, l, &rt, S_CONFIRM);
+		r = journal_step(k, l, rt, KM_CONFIRM);
 	if (r == 0)
-		r = confirm(k, l, &rt, err, sizeof(err));
+		r = confirm(k, l, rt, err, sizeof(err));
+	mark(rt, KM_CONFIRM);
 	if (r < 0) {
-		r = rollback(k, l, &rt, false, err);
+		r = rollback(k, l, rt, false, err);
 		return r == 0 ? 1 : r;
 	}
-	km_audit(k, l, "key-rotation", "confirmed", rt.kcv, NULL,
-		 "new SAs on an %u present on both ends with key version %" PRIu32, rt.new_an,
-		 rt.new_version);
-	r = do_switch(k, l, &rt);
+	km_audit(k, l, "key-rotation", "confirmed", rt->kcv, NULL,
+		 "new SAs on an %u present on both ends with key version %" PRIu32, rt->new_an,
+		 rt->new_version);
+	r = do_switch(k, l, rt);
 	if (r != 0)
 		return r;
-	return finish(k, l, &rt, true);
+	return overlap_begin(k, l, rt, true);
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int km_rotate(struct km *k, struct km_link *l, struct km_result *res)
+{
+	struct km_link *one[1] = { l };
+	struct km_result tmp;
+
+	return km_rotate_batch(k, one, 1, res ? res : &tmp, false);
+}
+
+int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_result *res,
+		    bool progress)
+{
+	struct rot *rt = calloc(n ? n : 1, sizeof(*rt));
+	struct timespec *sw = calloc(n ? n : 1, sizeof(*sw)), t_end = { 0 }, now;
+	size_t switched = 0;
+	int worst = 0;
+
+	if (!rt || !sw) {
+		free(rt);
+		free(sw);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int r = rotate_begin(k, links[i], &rt[i]);
+
+		res[i].r = r;
+		if (r == 0) {
+			struct timespec e;
+
+			switched++;
+			clock_gettime(CLOCK_MONOTONIC, &sw[i]);
+			e = sw[i];
+			e.tv_sec += (time_t)(k->compromised ? 0 : links[i]->overlap_s);
+			if (e.tv_sec > t_end.tv_sec ||
+			    (e.tv_sec == t_end.tv_sec && e.tv_nsec > t_end.tv_nsec))
+				t_end = e;
+		} else {
+			result_of(k, links[i], &rt[i], r, &res[i]);
+		}
+		if (progress)
+			fprintf(stderr, "\rkeymgr: %zu/%zu links switched to the new key", switched, n);
+	}
+	if (progress)
+		fputc('\n', stderr);
+	/* one overlap for the whole batch: each link keeps its old RX SA at least its own
+	 * overlap after its own switch. Idle connections would time out at the agents. */
+	if (switched) {
+		km_close_conns(k);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (t_end.tv_sec > now.tv_sec ||
+		    (t_end.tv_sec == now.tv_sec && t_end.tv_nsec > now.tv_nsec)) {
+			double ms = (double)(t_end.tv_sec - now.tv_sec) * 1e3 +
+				    (double)(t_end.tv_nsec - now.tv_nsec) / 1e6;
+
+			if (progress)
+				fprintf(stderr, "keymgr: overlap: old keys still accepted for %.1f s\n",
+					ms / 1e3);
+			sleep_ms((uint64_t)ms + 1);
+			k->overlap_wait_ms += ms;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (res[i].r != 0)
+			continue;
+		res[i].r = overlap_end(k, links[i], &rt[i]);
+		result_of(k, links[i], &rt[i], res[i].r, &res[i]);
+	}
+	for (size_t i = 0; i < n; i++) /* a failure over a rollback over success */
+		if (res[i].r < 0 ? worst >= 0 : res[i].r > 0 && worst == 0)
+			worst = res[i].r;
+	free(rt);
+	free(sw);
+	return worst;
 }

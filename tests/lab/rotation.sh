@@ -316,21 +316,79 @@ stamp "2g"
 expect_rc "2g-clean-rotation-between-faults" 0
 on h1 "${KM[@]}" rotate --all --compromised "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2g-compromised-rotation" || fail "2g-compromised-rotation"
 audit_has "2g-compromised" '"key_state":"compromised"'
+
+# 2h. one link by name, --json: the report; the old key is not fetched again (its check
+# value was recorded at the last commit), so one KMS operation: the new key
+stamp "2h"
+out=$(on h1 "${KM[@]}" rotate --json --overlap 1 h1-h2.100 "$WORK/rot.yaml" 2>/dev/null)
+jq -e '.links | length == 1 and .[0].result == "committed" and .[0].new_version == .[0].old_version + 1 and
+	.[0].kms_ops == 1 and (.[0].kcv | test("^[0-9a-f]{6}$")) and
+	([.[0].steps_ms | keys[]] | contains(["prepare","install-rx","stage-tx","confirm","switch","overlap","retire"]))' \
+	<<<"$out" >/dev/null && pass "2h-rotate-json-one-kms-op" || fail "2h-rotate-json-one-kms-op" "$(head -c 400 <<<"$out")"
+on h1 sh -c "grep -q 'kcv [0-9a-f]\{6\} keyid [0-9a-f]\{32\}' $KS/current-h1-h2.100" &&
+	pass "2h-current-record-has-kcv-and-keyid" || fail "2h-current-record-has-kcv-and-keyid"
 sleep 1
 stream_stop "2"
 counters_zero "2-end"
 for h in h1 h2; do
 	on "$h" "$F" diff --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 && pass "2-$h-no-drift-after-faults" || fail "2-$h-no-drift-after-faults"
 done
+
+# 2i. a batch: two more protected VLANs (their own file keys) next to the rotated one;
+# `rotate --all` takes the three through prepare..switch, waits one overlap for all,
+# then retires each: every link confirmed before the first commit, 2 agent connections
+# before the wait and 2 after, traffic on every VLAN on the new keys, no drift
+stamp "2i batch"
+(
+	umask 077
+	for v in 101 102; do
+		openssl rand -hex 16 >"$WORK/keys/b$v.key"
+		for i in 1 2 3; do openssl rand -hex 16 >"$WORK/keys/b$v.key.v$i"; done
+	done
+)
+{
+	sed -n '1,/^hosts:/p' "$WORK/rot.yaml" | sed '$d'
+	for v in 101 102; do
+		printf '  rot-b%s:\n    cipher: gcm-aes-128\n    icv_len: 16\n    encrypt: true\n    replay_protect: true\n    replay_window: 0\n    validate: strict\n    send_sci: true\n    port: 1\n    key: { backend: file, id: keys/b%s.key }\n    overlap: 2s\n' "$v" "$v"
+	done
+	sed -n '/^hosts:/,$p' "$WORK/rot.yaml"
+	for v in 101 102; do
+		printf '      - id: %s\n        protocol: 802.1q\n        mtu: 1468\n        macsec: rot-b%s\n        addresses:\n          h1: 10.%s.0.1/24\n          h2: 10.%s.0.2/24\n' "$v" "$v" "$v" "$v"
+	done
+} >"$WORK/rot-batch.yaml"
+"$F" validate "$WORK/rot-batch.yaml" >"$WORK/rot-batch.validate" 2>&1 && pass "2i-batch-profile-valid" ||
+	fail "2i-batch-profile-valid" "$(tail -3 "$WORK/rot-batch.validate")"
+for h in h1 h2; do
+	o=$(on "$h" "$F" apply -q --host "$h" "$WORK/rot-batch.yaml" 2>&1) && pass "2i-apply-$h" || fail "2i-apply-$h" "$(tail -3 <<<"$o")"
+done
+na=$(on h1 sh -c "wc -l <$KA")
+out=$(on h1 "${KM[@]}" rotate --all --json "$WORK/rot-batch.yaml" 2>/dev/null)
+jq -e '.total.links == 3 and .total.committed == 3 and .total.agent_connections == 4 and
+	.total.overlap_s == 2 and .total.overlap_wait_ms > 0 and ([.links[].link] | sort == ["h1-h2.100","h1-h2.101","h1-h2.102"])' \
+	<<<"$out" >/dev/null && pass "2i-batch-3-links-committed-one-overlap" || fail "2i-batch-3-links-committed-one-overlap" "$(head -c 600 <<<"$out")"
+order=$(on h1 sh -c "tail -n +$((na + 1)) $KA" | jq -r 'select(.action == "key-rotation" and (.result == "confirmed" or .result == "committed")) | .result' | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')
+[ "$order" = "3confirmed 3committed " ] && pass "2i-all-switched-before-any-retired" || fail "2i-all-switched-before-any-retired" "$order"
+for v in 101 102; do
+	on h1 ping -c 2 -W 3 "10.$v.0.2" >/dev/null && pass "2i-traffic-vlan-$v-new-key" || fail "2i-traffic-vlan-$v-new-key"
+done
+for h in h1 h2; do
+	on "$h" "$F" diff --host "$h" "$WORK/rot-batch.yaml" >/dev/null 2>&1 && pass "2i-$h-batch-rotated-is-not-drift" ||
+		fail "2i-$h-batch-rotated-is-not-drift" "$(on "$h" "$F" diff --host "$h" "$WORK/rot-batch.yaml" 2>&1 | head -5)"
+done
+# back to the one-VLAN profile for the phases after (the extra VLANs go)
+for h in h1 h2; do
+	on "$h" "$F" apply -q --host "$h" "$WORK/rot.yaml" >/dev/null 2>&1 || fail "2i-$h-back-to-one-vlan"
+done
 for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 fi
 
 # --- 3, 4. KMS backends: PKCS#11 (SoftHSM2) and KMIP (PyKMIP), both inside h1 ----------
 # The profile pins version 1 (a KMS reference must name one); keymgr on h1 rotates it to
-# 2, 3, then 4 with --compromised, under a stream: the KMS's record of 3 must then say
-# compromised, and the audit KCVs must be the KMS's check values. The rotation record of
-# the phases before belongs to the file key: moving a link to another key reference is a
-# replacement (apply), the records go first.
+# 2, 3, then 4 with --compromised, under a stream: the KMS's record must then say 1 and 2
+# deactivated (each after its overlap) and 3 compromised, and the audit KCVs must be the
+# KMS's check values. The agents' rotation records of the phases before belong to the
+# file key (version ~30): they stay, and must be ignored for the new reference (they
+# name their key by KEYID), or apply would look for version ~30 in the KMS.
 KT=$BUILD/tests/kms/kms_tool
 declare -A KENV # host -> "--env K=V ..." for lab.sh exec
 kms_phase() { # n backend id
@@ -338,8 +396,11 @@ kms_phase() { # n backend id
 	sed "s|key: { backend: file, id: keys/rot.key }|key: { backend: $be, id: \"$id\", version: 1 }|" \
 		"$WORK/rot.yaml" >"$WORK/rot-$be.yaml"
 	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
+	if want 1 || want 2; then
+		on h1 sh -c 'grep -l "^keyid " /var/lib/fabricctl/rotation/* 2>/dev/null' | grep -q . &&
+			pass "$n-stale-record-of-another-key-present" || fail "$n-stale-record-of-another-key-present"
+	fi
 	for h in h1 h2; do
-		on "$h" sh -c 'rm -f /var/lib/fabricctl/rotation/* 2>/dev/null; true'
 		o=$("$LAB" exec --timeout 300 ${KENV[$h]} "$h" -- "$F" apply -q --host "$h" "$WORK/rot-$be.yaml" 2>&1) &&
 			pass "$n-apply-$be-$h" || fail "$n-apply-$be-$h" "$(tail -3 <<<"$o")"
 	done
@@ -370,6 +431,16 @@ kms_phase() { # n backend id
 	[ -z "$bad" ] && pass "$n-$be-audit-kcv-is-kms-kcv" || fail "$n-$be-audit-kcv-is-kms-kcv" "$bad"
 	st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" 3 2>&1 | sed -n 's/^state=//p')
 	[ "$st" = compromised ] && pass "$n-$be-old-key-compromised-in-kms" || fail "$n-$be-old-key-compromised-in-kms" "state $st"
+	for v in 1 2; do
+		st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" "$v" 2>&1 | sed -n 's/^state=//p')
+		[ "$st" = deactivated ] && pass "$n-$be-v$v-deactivated-in-kms-after-overlap" ||
+			fail "$n-$be-v$v-deactivated-in-kms-after-overlap" "state $st"
+	done
+	st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" 4 2>&1 | sed -n 's/^state=//p')
+	[ "$st" = active ] && pass "$n-$be-v4-active-in-kms" || fail "$n-$be-v4-active-in-kms" "state $st"
+	[ "$(jq -s --arg be "$be" '[.[] | select(.action == "key-state" and .result == "applied" and
+		.key_state == "deactivated" and (.detail | startswith($be + ":")))] | length' "$WORK/keymgr-audit-$n.jsonl")" = 2 ] &&
+		pass "$n-$be-deactivations-audited" || fail "$n-$be-deactivations-audited"
 	[ "$(jq -s --arg be "$be" '[.[] | select(.action == "key-state" and .result == "applied" and
 		.key_state == "compromised" and (.detail | startswith($be + ":")))] | length' "$WORK/keymgr-audit-$n.jsonl")" -ge 1 ] &&
 		pass "$n-$be-compromise-audited" || fail "$n-$be-compromise-audited"
