@@ -213,16 +213,25 @@ static uint64_t now_s(void)
 }
 
 /* Cryptoperiod and PN use, on a timerfd: sleeps until the next link is due (or the
- * next PN check), never polls faster than that. */
+ * next PN check), never polls faster than that. The links due at one wake-up rotate
+ * together (one overlap for all of them, km_rotate_batch). */
 static int watch(struct km *k)
 {
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	uint64_t *last = calloc(k->n_links ? k->n_links : 1, sizeof(*last));
+	struct km_link **due = calloc(k->n_links ? k->n_links : 1, sizeof(*due));
+	struct km_result *res = calloc(k->n_links ? k->n_links : 1, sizeof(*res));
+	size_t *due_ix = calloc(k->n_links ? k->n_links : 1, sizeof(*due_ix));
 	unsigned done = 0;
 	int worst = 0;
 
-	if (tfd < 0 || !last) {
+	if (tfd < 0 || !last || !due || !res || !due_ix) {
+		if (tfd >= 0)
+			close(tfd);
 		free(last);
+		free(due);
+		free(res);
+		free(due_ix);
 		return 2;
 	}
 	for (size_t i = 0; i < k->n_links; i++) {
@@ -234,8 +243,9 @@ static int watch(struct km *k)
 		km_recover(k, &k->links[i]);
 	}
 	while (!stop && (!opt_count || done < opt_count)) {
-		uint64_t next = UINT64_MAX, now = now_s(), exp;
+		uint64_t next = UINT64_MAX, now = now_s(), exp, t0;
 		struct itimerspec its = { 0 };
+		size_t n_due = 0;
 
 		for (size_t i = 0; i < k->n_links && !stop; i++) {
 			struct km_link *l = &k->links[i];
@@ -243,6 +253,8 @@ static int watch(struct km *k)
 			char err[600];
 			const char *why = NULL;
 
+			if (opt_count && done + n_due >= opt_count)
+				break;
 			if (now >= last[i] + l->cryptoperiod_s)
 				why = "cryptoperiod";
 			else if (km_dump_link(k, l, d, err, sizeof(err)) == 0 &&
@@ -250,25 +262,28 @@ static int watch(struct km *k)
 				  d[1].tx[d[1].encoding_sa].pn >= l->pn_threshold))
 				why = "pn-threshold";
 			if (why) {
-				int r;
-
-				uint64_t t0 = now_s();
-
 				km_audit(k, l, "key-rotation", "triggered", NULL, NULL, "%s", why);
-				r = km_rotate(k, l, NULL);
-				if (r != 0 && worst == 0)
-					worst = rc_of(r);
-				last[i] = t0; /* the cryptoperiod counts from one start to the next */
-				done++;
-				km_close_conns(k);
-				if (opt_count && done >= opt_count)
-					break;
+				due_ix[n_due] = i;
+				due[n_due++] = l;
 			}
-			if (last[i] + l->cryptoperiod_s < next)
-				next = last[i] + l->cryptoperiod_s;
 		}
+		if (n_due) {
+			int r;
+
+			t0 = now_s();
+			r = km_rotate_batch(k, due, n_due, res, false);
+			if (r != 0 && worst == 0)
+				worst = rc_of(r);
+			for (size_t j = 0; j < n_due; j++)
+				last[due_ix[j]] = t0; /* the cryptoperiod counts from one start to the next */
+			done += (unsigned)n_due;
+		}
+		km_close_conns(k);
 		if (stop || (opt_count && done >= opt_count))
 			break;
+		for (size_t i = 0; i < k->n_links; i++)
+			if (last[i] + k->links[i].cryptoperiod_s < next)
+				next = last[i] + k->links[i].cryptoperiod_s;
 		now = now_s();
 		/* PN use is checked at least every 10 s between cryptoperiods */
 		its.it_value.tv_sec = next > now ? (time_t)(next - now) : 0;
@@ -282,6 +297,9 @@ static int watch(struct km *k)
 	}
 	close(tfd);
 	free(last);
+	free(due);
+	free(res);
+	free(due_ix);
 	return worst;
 }
 
