@@ -309,13 +309,14 @@ main() {
 	say "fabricctl diff: no drift on h1 and h2 after $rounds rotations"
 
 	# --- the peer tool: one ip -batch per host, one rotation of every link ------------
-	local st an1 an2 v1 v2
-	st=$(on h1 300 "$KEYMGR" status --json --state-dir /var/lib/fabricctl/keymgr --timeout 10 \
-		--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" "$prof" 2>/dev/null) ||
-		die "keymgr status before the ip batch failed"
-	an1=$(jq '[.[].h1.encoding_sa] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
-	an2=$(jq '[.[].h2.encoding_sa] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
-	v1=$(jq '[.[].h1.version, .[].h2.version] | unique | if length == 1 then .[0] else "mixed" end' <<<"$st")
+	# where the links are now: the AN from the kernels (ip -j macsec show), the key
+	# version from keymgr's last report (text mode: one version per round from 0)
+	local an1 an2 v1 v2
+	an1=$(on h1 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an1=error
+	an2=$(on h2 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an2=error
+	if ((text_only)); then v1=$rounds; else
+		v1=$(jq '[.links[].new_version] | unique | if length == 1 then .[0] else "mixed" end' "$WORK/round-$rounds.json")
+	fi
 	[[ $an1 == "$an2" && $an1 =~ ^[0-3]$ && $v1 =~ ^[0-9]+$ ]] ||
 		die "the links are not all on one AN and key version after the rounds (h1 AN $an1, h2 AN $an2, version $v1)"
 	v2=$((v1 + 1))
