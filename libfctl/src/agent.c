@@ -95,6 +95,7 @@ struct agent {
 	pid_t repair_child;
 	bool stop;
 	char host[256];
+	struct fctl_nl *sa_nl; /* netlink of the SA requests, kept open between them */
 #ifdef FCTL_HAVE_AUDIT
 	struct fctl_audit *audit;
 #endif
@@ -786,11 +787,14 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 		sak_kcv(m->key, m->key_len, kcv);
 	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
 	has_cur = fctl_rotation_read(rdir, m->ifname, &cur) == 0;
-	r = fctl_nl_open(a->cfg.netns, &nl);
+	/* one netlink handle for all SA requests (a rotation of N links sends ~7N): its
+	 * name -> ifindex map is refilled by the read each request starts with */
+	r = a->sa_nl ? 0 : fctl_nl_open(a->cfg.netns, &a->sa_nl);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "cannot open netlink: %s", strerror(-r));
 		goto done;
 	}
+	nl = a->sa_nl;
 	if (m->type == FCTL_MSG_SA_DUMP) {
 		sa_dump(nl, m, &o, err, sizeof(err), &r);
 		if (r == 0 && has_cur) {
@@ -946,7 +950,10 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 	sa_audit(a, c, tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? detail : err);
 done:
 	wipe_key(c, m);
-	fctl_nl_close(nl);
+	if (r < 0 && nl) { /* a fresh socket for the next request, whatever went wrong */
+		fctl_nl_close(nl);
+		a->sa_nl = NULL;
+	}
 	if (r < 0)
 		respond_error(a, c, m->id, 1, "%s", err[0] ? err : strerror(-r));
 	else
@@ -1679,6 +1686,7 @@ out:
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
+	fctl_nl_close(a.sa_nl);
 #ifdef FCTL_HAVE_AUDIT
 	fctl_audit_close(a.audit);
 #endif
