@@ -118,9 +118,10 @@ analyze() {
 	        kms_ops_per_rotation: (.total.kms_ops / .total.committed),
 	        agent_requests_per_rotation: (.total.agent_requests / .total.committed),
 	        agent_connections: .total.agent_connections }
-	    | . + { ratio_T_over_B: (.wall_ms / .B_ms) } ] as $per
+	    | . + { ratio_T_over_B: (.wall_ms / .B_ms),
+	            other_ms: (.wall_ms - .overlap_wait_ms - (.links * .S_ms)) } ] as $per
 	| ([ $all[] | [ .steps_ms[$steps[]] // 0 ] | add ] | mean) as $S
-	| ([ $per[].wall_ms ] | median) as $T
+	| ([ $per[].wall_ms ] | mean) as $T
 	| (2 * 1000 * $overlap + $n * $S) as $B
 	| ([ $ipb1, $ipb2 ] | max) as $ipb
 	| (if $ipb > 0 then 1000 * $ipb / $n else null end) as $ipl
@@ -132,7 +133,8 @@ analyze() {
 	    total_wall_ms: ($T | r3),
 	    bound_ms: ($B | r3),
 	    ratio_T_over_B: ($T / $B | r4),
-	    overlap_wait_ms: ([ $per[].overlap_wait_ms ] | median | r3),
+	    overlap_wait_ms: ([ $per[].overlap_wait_ms ] | mean | r3),
+	    other_ms: ([ $per[].other_ms ] | mean | r3),
 	    kms_ops_per_rotation: ([ $per[].kms_ops_per_rotation ] | median | r4),
 	    agent_requests_per_rotation: ([ $per[].agent_requests_per_rotation ] | median | r4),
 	    agent_connections: ([ $per[].agent_connections ] | median),
@@ -141,7 +143,9 @@ analyze() {
 	    ipbatch_per_link_ms: (if $ipl then $ipl | r3 else null end),
 	    ratio_keymgr_step_over_ipbatch: (if $ipl then $S / $ipl | r4 else null end),
 	    rounds_detail: [ $per[] | { wall_ms: (.wall_ms | r3), S_ms: (.S_ms | r3), B_ms: (.B_ms | r3),
-	        ratio_T_over_B: (.ratio_T_over_B | r4), overlap_wait_ms } ] }' "$@"
+	        ratio_T_over_B: (.ratio_T_over_B | r4), overlap_wait_ms,
+	        kms_ops_per_rotation: (.kms_ops_per_rotation | r4),
+	        agent_requests_per_rotation: (.agent_requests_per_rotation | r4), agent_connections } ] }' "$@"
 }
 
 print_table() { # BENCH-json
@@ -155,14 +159,16 @@ print_table() { # BENCH-json
 	echo
 	jq -r '
 		"per-link step time S (mean of sum of steps)  \(.per_link_step_ms) ms",
-		"total wall T (median of rounds)              \(.total_wall_ms) ms",
+		"total wall T (mean of rounds)                \(.total_wall_ms) ms",
 		"bound B = 2 x overlap + N x S                \(.bound_ms) ms",
 		"ratio T/B                                    \(.ratio_T_over_B)",
-		"overlap wait                                 \(.overlap_wait_ms) ms",
-		"KMS operations per rotation                  \(.kms_ops_per_rotation)",
+		"overlap wait (mean of rounds)                \(.overlap_wait_ms) ms",
+		"T - N x S - overlap wait (outside the steps) \(.other_ms) ms",
+		"KMS operations per rotation (median of rounds) \(.kms_ops_per_rotation)",
 		"agent requests per rotation                  \(.agent_requests_per_rotation)",
 		"agent connections per round                  \(.agent_connections)",
 		"rounds (T ms / S ms / T/B)                   \([.rounds_detail[] | "\(.wall_ms)/\(.S_ms)/\(.ratio_T_over_B)"] | join(", "))",
+		"rounds (KMS ops / agent requests per rotation, connections)  \([.rounds_detail[] | "\(.kms_ops_per_rotation)/\(.agent_requests_per_rotation), \(.agent_connections)"] | join("; "))",
 		"ip -batch, one rotation, both hosts at once  h1 \(.ipbatch_wall_s.h1) s, h2 \(.ipbatch_wall_s.h2) s (\(.ipbatch_lines_per_host) lines each)",
 		"ip -batch per link (slower host)             \(.ipbatch_per_link_ms) ms",
 		"ratio keymgr S / ip-batch per link           \(.ratio_keymgr_step_over_ipbatch)"' <<<"$b"
@@ -270,7 +276,7 @@ main() {
 	say "agents answer"
 
 	# --- keymgr rounds ---------------------------------------------------------------
-	local r line wall rc files=() text_only=0 walls=()
+	local r line wall rc files=() text_only=0 walls=() loads=()
 	for ((r = 1; r <= rounds; r++)); do
 		say "round $r/$rounds: rotating $links links, host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 		line=$(on h1 "$round_timeout" env FCTL_BUILD_DIR="$BUILD" "$SELF" __rotate "$dir/h1/round-$r" "$prof" "$pki" 30 |
@@ -279,6 +285,7 @@ main() {
 		cp "$dir/h1/round-$r.json" "$WORK/round-$r.json"
 		cp "$dir/h1/round-$r.err" "$WORK/round-$r.err"
 		walls+=("$wall")
+		loads+=("$(load1)")
 		if jq -e 'type == "object" and (.links | type == "array") and (.total | type == "object")' \
 			"$WORK/round-$r.json" >/dev/null 2>&1; then
 			local committed
@@ -354,7 +361,9 @@ main() {
 	bench=$(analyze "$links" "$overlap" "$ipb1" "$ipb2" "${files[@]}") || die "the keymgr JSON could not be analysed"
 	bench=$(jq -c --argjson lines "$lines" --arg load "$(load1)" \
 		--argjson gw "$(printf '%s\n' "${walls[@]}" | jq -s -c 'map(tonumber)')" \
-		'. + {ipbatch_lines_per_host: $lines, guest_walls_s: $gw, host_load1_end: ($load | tonumber)}' <<<"$bench")
+		--argjson gl "$(printf '%s\n' "${loads[@]}" | jq -s -c 'map(tonumber)')" \
+		'. + {ipbatch_lines_per_host: $lines, guest_walls_s: $gw, host_load1_rounds: $gl,
+		      host_load1_end: ($load | tonumber)}' <<<"$bench")
 	print_table "$bench"
 	echo "BENCH $bench"
 }
