@@ -9,15 +9,15 @@
 
 #include "fctl/profile.h"
 
-static int copy_keyref(struct fctl_keyref *dst, const struct fctl_keyref *src, const char *dir)
+/* base: the profile's directory, made absolute once per render (relative file ids) */
+static int copy_keyref(struct fctl_keyref *dst, const struct fctl_keyref *src, const char *base)
 {
-	char *abs = dir ? realpath(dir, NULL) : NULL;
-
 	dst->backend = fctl_strdup(src->backend);
 	dst->id = fctl_strdup(src->id);
 	dst->version = src->version;
-	dst->base = abs ? abs : fctl_strdup(dir);
-	return (src->backend && !dst->backend) || (src->id && !dst->id) ? -ENOMEM : 0;
+	dst->base = fctl_strdup(base);
+	return (src->backend && !dst->backend) || (src->id && !dst->id) ||
+			       (base && !dst->base) ? -ENOMEM : 0;
 }
 
 /* XPN salt: not secret (802.1AEbw), but both ends must agree: derive from the key ref. */
@@ -40,8 +40,8 @@ static void end_mac(const struct fctl_profile *p, const struct fctl_link_end *e,
 	memcpy(mac, pt->has_mac ? pt->mac : e->peer_mac, 6);
 }
 
-static int render_vlan(const struct fctl_profile *p, const struct fctl_plink *l, int me,
-		       const struct fctl_vlan *v, struct fctl_host_state *hs)
+static int render_vlan(const struct fctl_profile *p, const char *base, const struct fctl_plink *l,
+		       int me, const struct fctl_vlan *v, struct fctl_host_state *hs)
 {
 	const struct fctl_link_end *mine = &l->end[me], *peer = &l->end[!me];
 	const struct fctl_port *pt = &p->hosts[mine->host_idx].ports[mine->port_idx];
@@ -96,7 +96,7 @@ static int render_vlan(const struct fctl_profile *p, const struct fctl_plink *l,
 		m->scb = pol->scb;
 		m->offload = pol->offload;
 		m->encoding_sa = 0;
-		r = copy_keyref(&m->key, &pol->key, p->dir);
+		r = copy_keyref(&m->key, &pol->key, base);
 		if (r < 0)
 			return r;
 		fctl_keyid_from_ref(&pol->key, keyid);
@@ -140,6 +140,7 @@ int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
 {
 	const struct fctl_host *h = fctl_profile_find_host(p, host);
 	struct fctl_host_state *hs;
+	char *abs;
 	int r = 0;
 
 	if (!h)
@@ -147,6 +148,7 @@ int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
 	hs = fctl_host_state_new(host);
 	if (!hs)
 		return -ENOMEM;
+	abs = p->dir ? realpath(p->dir, NULL) : NULL; /* once, not once per SecY */
 	for (size_t i = 0; i < p->n_links && r == 0; i++) {
 		const struct fctl_plink *l = &p->links[i];
 
@@ -158,9 +160,10 @@ int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
 				break;
 			}
 			for (size_t j = 0; j < l->n_vlans && r == 0; j++)
-				r = render_vlan(p, l, e, &l->vlans[j], hs);
+				r = render_vlan(p, abs ? abs : p->dir, l, e, &l->vlans[j], hs);
 		}
 	}
+	free(abs);
 	if (r < 0) {
 		fctl_host_state_free(hs);
 		return r;
