@@ -665,14 +665,16 @@ static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, s
 static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_buf *o, char *err,
 		    size_t errlen, int *rp)
 {
-	const char *names[1] = { m->ifname };
 	struct fctl_host_state *hs = NULL;
 	struct fctl_macsec_stats *st = calloc(1, sizeof(*st));
 	const struct fctl_link *l;
 	char kid[2 * FCTL_KEYID_LEN + 1];
 	int r;
 
-	r = st ? fctl_nl_read_state(nl, NULL, names, 1, &hs) : -ENOMEM;
+	/* this SecY only: the cost of a request must not grow with the host's links */
+	r = st ? fctl_nl_read_link(nl, m->ifname, &hs) : -ENOMEM;
+	if (r == -EMEDIUMTYPE)
+		r = -ENODEV;
 	l = r == 0 ? fctl_host_state_find(hs, m->ifname) : NULL;
 	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
 		r = -ENODEV;
@@ -730,11 +732,12 @@ out:
 
 static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec *out)
 {
-	const char *names[1] = { ifname };
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *l;
-	int r = fctl_nl_read_state(nl, NULL, names, 1, &hs);
+	int r = fctl_nl_read_link(nl, ifname, &hs);
 
+	if (r == -EMEDIUMTYPE)
+		r = -ENODEV;
 	l = r == 0 ? fctl_host_state_find(hs, ifname) : NULL;
 	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
 		r = -ENODEV;

@@ -610,6 +610,56 @@ static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
 	return r < 0 ? r : 0;
 }
 
+int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **out)
+{
+	struct fctl_host_state *hs = NULL;
+	struct rtnl_link *l = NULL;
+	const char *type;
+	struct cand c;
+	int r;
+
+	if (!ifname || !ifname[0] || strlen(ifname) >= FCTL_IFNAMSIZ)
+		return -EINVAL;
+	nl->stats.round_trips++;
+	r = rtnl_link_get_kernel(nl->rt, 0, ifname, &l);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		return r == -ENOENT || r == -ENODEV ? -ENODEV : r;
+	}
+	type = rtnl_link_get_type(l);
+	if (!type || (strcmp(type, "vlan") != 0 && strcmp(type, "macsec") != 0)) {
+		rtnl_link_put(l);
+		return -EMEDIUMTYPE;
+	}
+	/* the map is this one name now: whatever else it held may be stale */
+	fctl_nli_ifmap_clear(nl);
+	if (fctl_nli_ifmap_put(nl, ifname, rtnl_link_get_ifindex(l)) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	hs = fctl_host_state_new(NULL);
+	if (!hs) {
+		r = -ENOMEM;
+		goto out;
+	}
+	c.l = l;
+	c.kind = strcmp(type, "vlan") == 0 ? FCTL_LINK_VLAN : FCTL_LINK_MACSEC;
+	c.want = true;
+	r = fill_link(hs, NULL, 0, &c);
+	if (r == 0 && c.kind == FCTL_LINK_MACSEC)
+		r = fctl_nli_read_macsec_sas(nl, hs);
+	if (r == 0) {
+		*out = hs;
+		hs = NULL;
+	}
+out:
+	if (r < 0)
+		fctl_nli_ifmap_invalidate(nl);
+	fctl_host_state_free(hs);
+	rtnl_link_put(l);
+	return r;
+}
+
 int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
 		       size_t n_names, struct fctl_host_state **out)
 {

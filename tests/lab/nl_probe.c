@@ -312,6 +312,46 @@ static int cmd_check(struct fctl_nl *nl, const struct data *d)
 		      "rx sa 0 active, keyid", "pn %" PRIu64, rx->sa[0].pn);
 	check(l->n_addrs == 2 && has_addr(l, d->addr4) && has_addr(l, d->addr6),
 	      "addresses (no link-local)", "n %zu", l->n_addrs);
+	/* one link by name (what the agent's SA requests read): the same SecY as the
+	 * dump gives, without the other links, addresses or parent */
+	{
+		struct fctl_host_state *one = NULL;
+		const struct fctl_link *o;
+		bool same;
+
+		r = fctl_nl_read_link(nl, MACSEC, &one);
+		o = r == 0 ? fctl_host_state_find(one, MACSEC) : NULL;
+		check(r == 0 && one->n_links == 1 && o, "read_link: the one macsec link",
+		      r ? "%s" : NULL, strerror(-r));
+		if (o) {
+			const struct fctl_macsec *a = &o->macsec;
+
+			same = o->ifindex == l->ifindex && o->mtu == l->mtu && a->sci == m->sci &&
+			       a->cipher == m->cipher && a->encoding_sa == m->encoding_sa &&
+			       a->window == m->window && a->n_rxsc == m->n_rxsc &&
+			       memcmp(a->txsa, m->txsa, sizeof(a->txsa)) == 0 &&
+			       (!a->n_rxsc || (a->rxsc[0].sci == m->rxsc[0].sci &&
+					       memcmp(a->rxsc[0].sa, m->rxsc[0].sa,
+						      sizeof(a->rxsc[0].sa)) == 0));
+			check(same, "read_link: secy, tx sas, rx sc and sas as in the dump", NULL);
+			check(o->n_addrs == 0 && !o->parent[0], "read_link: no addresses, no parent",
+			      "n %zu parent '%s'", o->n_addrs, o->parent);
+		}
+		fctl_host_state_free(one);
+		one = NULL;
+		r = fctl_nl_read_link(nl, VLAN, &one);
+		o = r == 0 ? fctl_host_state_find(one, VLAN) : NULL;
+		check(o && o->kind == FCTL_LINK_VLAN && o->vid == 100, "read_link: the vlan",
+		      r ? "%s" : NULL, strerror(-r));
+		fctl_host_state_free(one);
+		one = NULL;
+		r = fctl_nl_read_link(nl, "eth0", &one);
+		check(r == -EMEDIUMTYPE && !one, "read_link: eth0 is neither vlan nor macsec", "%s",
+		      strerror(-r));
+		r = fctl_nl_read_link(nl, "nosuch0", &one);
+		check(r == -ENODEV && !one, "read_link: no such link", "%s", strerror(-r));
+		r = 0;
+	}
 	/* a read costs no writes: what "second apply = zero writes" rests on */
 	fctl_nl_reset_stats(nl);
 	fctl_host_state_free(hs);

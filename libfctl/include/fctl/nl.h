@@ -60,6 +60,15 @@ void fctl_nl_reset_stats(struct fctl_nl *nl);
 int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
 		       size_t n_names, struct fctl_host_state **out);
 
+/*
+ * Reads one VLAN or MACsec link by name (RTM_GETLINK, no dump of the other
+ * links) and, for MACsec, its channels and SAs: what the SA requests of a key
+ * rotation need, at a cost that does not grow with the links of the host. No
+ * addresses; parent left empty. -ENODEV when there is no such link, -EMEDIUMTYPE
+ * when it is neither VLAN nor MACsec.
+ */
+int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **out);
+
 /* Executes one plan operation. key/key_len: the SAK for TXSA_ADD and RXSA_ADD,
  * NULL/0 otherwise. err (may be NULL) is filled on failure. */
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
