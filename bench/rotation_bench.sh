@@ -214,6 +214,7 @@ main() {
 	in_range "$rounds" 1 50 || die "--rounds must be 1..50"
 	in_range "$overlap" 0 3600 || die "--overlap must be 0..3600 (s)"
 	in_range "$round_timeout" 30 86400 || die "--round-timeout must be 30..86400 (s)"
+	dir=$(realpath -m -- "$dir") # the guests see the share at the same absolute path
 	[[ $(id -u) == 0 ]] || die "must run as root (the lab boots qemu guests)"
 	[[ -x $FCTL && -x $KEYMGR ]] || die "no fabricctl/fabricctl-keymgr build in $BUILD (cmake -S $REPO -B $REPO/build && cmake --build $REPO/build)"
 	local c
