@@ -42,7 +42,7 @@ struct rot {
 	/* the report: step times and counters at the start of the rotation */
 	double step_ms[KM_N_STEPS];
 	struct timespec t_step;
-	unsigned kms0, req0;
+	unsigned kms_ops, agent_requests; /* this link's own, in a batch too */
 	/* after the switch: counters at the start of the overlap, when they could be read */
 	bool have_base;
 	struct km_dump base[2];
@@ -194,8 +194,6 @@ static int journal_read(struct km *k, const struct km_link *l, struct rot *rt)
 	if (!f)
 		return -errno;
 	memset(rt, 0, sizeof(*rt));
-	rt->kms0 = k->kms_ops;
-	rt->req0 = k->agent_requests;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "begin old_an %u old_version %" SCNu32 " new_an %u new_version %" SCNu32,
 			   &rt->old_an, &rt->old_version, &rt->new_an, &rt->new_version) == 4) {
@@ -773,8 +771,8 @@ static void result_of(struct km *k, const struct km_link *l, const struct rot *r
 	res->new_version = rt->new_version;
 	memcpy(res->kcv, rt->kcv, sizeof(res->kcv));
 	memcpy(res->step_ms, rt->step_ms, sizeof(res->step_ms));
-	res->kms_ops = k->kms_ops - rt->kms0;
-	res->agent_requests = k->agent_requests - rt->req0;
+	res->kms_ops = rt->kms_ops;
+	res->agent_requests = rt->agent_requests;
 }
 
 int km_recover(struct km *k, struct km_link *l)
@@ -823,8 +821,6 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	int r;
 
 	memset(rt, 0, sizeof(*rt));
-	rt->kms0 = k->kms_ops;
-	rt->req0 = k->agent_requests;
 	mark(rt, KM_PREPARE);
 	r = km_recover(k, l);
 	if (r < 0)
@@ -942,25 +938,24 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 		    bool progress)
 {
 	struct rot *rt = calloc(n ? n : 1, sizeof(*rt));
-	struct timespec *sw = calloc(n ? n : 1, sizeof(*sw)), t_end = { 0 }, now;
+	struct timespec t_end = { 0 }, now;
 	size_t switched = 0;
 	int worst = 0;
 
-	if (!rt || !sw) {
-		free(rt);
-		free(sw);
+	if (!rt)
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < n; i++) {
+		unsigned kms0 = k->kms_ops, req0 = k->agent_requests;
 		int r = rotate_begin(k, links[i], &rt[i]);
 
+		rt[i].kms_ops += k->kms_ops - kms0;
+		rt[i].agent_requests += k->agent_requests - req0;
 		res[i].r = r;
 		if (r == 0) {
 			struct timespec e;
 
 			switched++;
-			clock_gettime(CLOCK_MONOTONIC, &sw[i]);
-			e = sw[i];
+			clock_gettime(CLOCK_MONOTONIC, &e);
 			e.tv_sec += (time_t)(k->compromised ? 0 : links[i]->overlap_s);
 			if (e.tv_sec > t_end.tv_sec ||
 			    (e.tv_sec == t_end.tv_sec && e.tv_nsec > t_end.tv_nsec))
@@ -991,15 +986,18 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
+		unsigned kms0 = k->kms_ops, req0 = k->agent_requests;
+
 		if (res[i].r != 0)
 			continue;
 		res[i].r = overlap_end(k, links[i], &rt[i]);
+		rt[i].kms_ops += k->kms_ops - kms0;
+		rt[i].agent_requests += k->agent_requests - req0;
 		result_of(k, links[i], &rt[i], res[i].r, &res[i]);
 	}
 	for (size_t i = 0; i < n; i++) /* a failure over a rollback over success */
 		if (res[i].r < 0 ? worst >= 0 : res[i].r > 0 && worst == 0)
 			worst = res[i].r;
 	free(rt);
-	free(sw);
 	return worst;
 }

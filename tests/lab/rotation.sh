@@ -363,8 +363,13 @@ for h in h1 h2; do
 done
 na=$(on h1 sh -c "wc -l <$KA")
 out=$(on h1 "${KM[@]}" rotate --all --json "$WORK/rot-batch.yaml" 2>/dev/null)
+# per link its own counters: 18 agent requests (2 each for the prepare dumps, install,
+# stage, confirm dumps, switch, the two overlap dumps; 4 for retire); KMS: the new key,
+# and the current one where no check value was recorded yet (101, 102: first rotation)
 jq -e '.total.links == 3 and .total.committed == 3 and .total.agent_connections == 4 and
-	.total.overlap_s == 2 and .total.overlap_wait_ms > 0 and ([.links[].link] | sort == ["h1-h2.100","h1-h2.101","h1-h2.102"])' \
+	.total.overlap_s == 2 and .total.overlap_wait_ms > 0 and ([.links[].link] | sort == ["h1-h2.100","h1-h2.101","h1-h2.102"]) and
+	all(.links[]; .agent_requests == 18) and ([.links[] | select(.link == "h1-h2.100") | .kms_ops] == [1]) and
+	([.links[] | select(.link != "h1-h2.100") | .kms_ops] == [2, 2]) and .total.kms_ops == 5' \
 	<<<"$out" >/dev/null && pass "2i-batch-3-links-committed-one-overlap" || fail "2i-batch-3-links-committed-one-overlap" "$(head -c 600 <<<"$out")"
 order=$(on h1 sh -c "tail -n +$((na + 1)) $KA" | jq -r 'select(.action == "key-rotation" and (.result == "confirmed" or .result == "committed")) | .result' | uniq -c | awk '{print $1 $2}' | tr '\n' ' ')
 [ "$order" = "3confirmed 3committed " ] && pass "2i-all-switched-before-any-retired" || fail "2i-all-switched-before-any-retired" "$order"
