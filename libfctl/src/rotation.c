@@ -199,22 +199,33 @@ bool fctl_rotation_applies(const struct fctl_keyref *ref, const struct fctl_rota
 
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir)
 {
-	for (size_t i = 0; hs && i < hs->n_links; i++) {
-		struct fctl_link *l = &hs->links[i];
-		struct fctl_rotation_cur c;
-		int r;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
 
-		if (l->kind != FCTL_LINK_MACSEC)
+	/* the records there, not one open per SecY of the profile: most were never rotated */
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (de = readdir(d))) {
+		struct fctl_link *l;
+		struct fctl_rotation_cur c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		l = fctl_host_state_find(hs, de->d_name);
+		if (!l || l->kind != FCTL_LINK_MACSEC)
 			continue;
 		r = fctl_rotation_read(dir, l->name, &c);
-		if (r == -ENOENT)
+		if (r == -ENOENT) {
+			r = 0;
 			continue;
-		if (r < 0)
-			return r;
-		if (fctl_rotation_applies(&l->macsec.key, &c))
+		}
+		if (r == 0 && fctl_rotation_applies(&l->macsec.key, &c))
 			fctl_rotation_secy_set(&l->macsec, c.an, c.version);
 	}
-	return 0;
+	closedir(d);
+	return r;
 }
 
 int fctl_rotation_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
