@@ -29,26 +29,17 @@ operation for every link before the next operation. Writes h1-rot.batch and
 h2-rot.batch, mode 0600. They hold keys in clear: benchmark test data.
 """
 import argparse
-import hashlib
 import os
 import secrets
 import sys
+
+from gen_ports_profile import keyid  # the one copy of libfctl's KEYID derivation
 
 OWN_MAC = {"h1": "52:54:00:fa:01:00", "h2": "52:54:00:fa:02:00"}
 PEER = {"h1": "h2", "h2": "h1"}
 AGENT = {"h1": "10.9.12.1:7443", "h2": "10.9.12.2:7443"}
 MACSEC_PORT = 1
 MTU = 1468  # the VLAN's 1500 minus SecTAG+SCI (16) and ICV (16)
-
-
-def keyid(backend: str, ident: str, version: int = 0) -> str:
-    """KEYID exactly as libfctl derives it (fctl_keyid_from_ref in state.c)."""
-    h = hashlib.sha256()
-    h.update(b"fabricctl-keyid\0")
-    h.update(backend.encode() + b"\0")
-    h.update(ident.encode() + b"\0")
-    h.update(str(version).encode())
-    return h.hexdigest()[:32]
 
 
 def key_id(vid: int) -> str:
