@@ -553,8 +553,7 @@ static int lab_key_one(const char *path, size_t len, const char *cipher, const c
 		cli_err("lab keys: no random bytes from OpenSSL");
 		return -EIO;
 	}
-	for (size_t i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	fctl_format_hex(key, len, hex);
 	hex[2 * len] = '\n';
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {

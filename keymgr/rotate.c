@@ -283,8 +283,7 @@ static void set_current(struct km *k, const struct km_link *l, unsigned an, uint
 	jpath(k, l, "current", path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	ref_keyid(l, version, id);
-	for (size_t i = 0; i < FCTL_KEYID_LEN; i++)
-		snprintf(kid + 2 * i, 3, "%02x", id[i]);
+	fctl_format_hex(id, FCTL_KEYID_LEN, kid);
 	n = snprintf(line, sizeof(line), "an %u version %" PRIu32 " time %ld", an, version,
 		     (long)time(NULL));
 	if (kcv && kcv[0])

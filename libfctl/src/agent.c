@@ -578,12 +578,6 @@ static int spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 
 #define ROTATION_LEASE_S 600 /* a rotation that dies leaves SAs of two keys this long at most */
 
-static void hex_of(const uint8_t *p, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
-}
-
 /* AES-ECB(key, 0^128)[0..2], the key check value of fctl/keys.h */
 static void sak_kcv(const uint8_t *key, size_t len, char out[7])
 {
@@ -597,7 +591,7 @@ static void sak_kcv(const uint8_t *key, size_t len, char out[7])
 				    NULL) == 1 &&
 	    EVP_CIPHER_CTX_set_padding(x, 0) == 1 &&
 	    EVP_EncryptUpdate(x, blk, &n, zero, sizeof(zero)) == 1 && n >= 3)
-		hex_of(blk, 3, out);
+		fctl_format_hex(blk, 3, out);
 	EVP_CIPHER_CTX_free(x);
 	fctl_memzero(blk, sizeof(blk));
 }
@@ -609,7 +603,7 @@ static void sa_audit(struct agent *a, const struct conn *c, const char *action, 
 	const char *ids[1], *kcvs[1];
 
 	if (m->keyid)
-		hex_of(m->keyid, FCTL_KEYID_LEN, keyid);
+		fctl_format_hex(m->keyid, FCTL_KEYID_LEN, keyid);
 	snprintf(line, sizeof(line), "%s an %u%s%s%s%s%s%s: %s", m->ifname, m->an,
 		 kcv ? " kcv " : "", kcv ? kcv : "", keyid[0] ? " keyid " : "", keyid,
 		 (m->present & FCTL_HAS_KEY_VERSION) ? " key-version " : "",
@@ -691,7 +685,7 @@ static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_bu
 
 		if (!s->present)
 			continue;
-		hex_of(s->keyid, FCTL_KEYID_LEN, kid);
+		fctl_format_hex(s->keyid, FCTL_KEYID_LEN, kid);
 		fctl_buf_printf(o, "tx an %u active %d pn %" PRIu64 " keyid %s out_pkts %u\n", an,
 				s->active, s->pn, s->has_keyid ? kid : "-",
 				st->txsa[an].out_pkts_encrypted + st->txsa[an].out_pkts_protected);
@@ -715,7 +709,7 @@ static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_bu
 
 			if (!s->present)
 				continue;
-			hex_of(s->keyid, FCTL_KEYID_LEN, kid);
+			fctl_format_hex(s->keyid, FCTL_KEYID_LEN, kid);
 			fctl_buf_printf(o, "rx sci %016" PRIx64 " an %u active %d pn %" PRIu64
 					" keyid %s ok %u not_valid %u not_using_sa %u unused_sa %u"
 					" invalid %u\n", sc->sci, an, s->active, s->pn,
@@ -804,7 +798,7 @@ static void sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m
 			char kid[2 * FCTL_KEYID_LEN + 1] = "-";
 
 			if (cur.has_keyid)
-				hex_of(cur.keyid, FCTL_KEYID_LEN, kid);
+				fctl_format_hex(cur.keyid, FCTL_KEYID_LEN, kid);
 			fctl_buf_printf(&o, "rotation an %u version %" PRIu32 " busy %" PRIu64
 					" keyid %s\n", cur.an, cur.version, cur.busy_until, kid);
 		}

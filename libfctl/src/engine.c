@@ -390,8 +390,7 @@ static void last_applied_state(struct eng *e, const struct fctl_profile *p,
 	if (p && want) {
 		char sha[65];
 
-		for (int i = 0; i < 32; i++)
-			snprintf(sha + 2 * i, 3, "%02x", p->sha256[i]);
+		fctl_format_hex(p->sha256, 32, sha);
 		if (strcmp(v[n - 1].sha256, sha) == 0) {
 			*prev = want;
 			free(v);
@@ -1079,8 +1078,7 @@ record:
 		size_t n = 0;
 		char sha[65];
 
-		for (int i = 0; i < 32; i++)
-			snprintf(sha + 2 * i, 3, "%02x", p->sha256[i]);
+		fctl_format_hex(p->sha256, 32, sha);
 		/* record a version once per change: re-applying the same bytes adds nothing */
 		history_read(e.dir, &v, &n);
 		if (!n || strcmp(v[n - 1].sha256, sha) != 0) {

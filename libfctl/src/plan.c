@@ -269,8 +269,7 @@ static unsigned link_changes(const struct fctl_link *c, const struct fctl_link *
 
 static void keyid_hex(const struct fctl_sa *sa, char out[2 * FCTL_KEYID_LEN + 1])
 {
-	for (int i = 0; i < FCTL_KEYID_LEN; i++)
-		snprintf(out + 2 * i, 3, "%02x", sa->keyid[i]);
+	fctl_format_hex(sa->keyid, FCTL_KEYID_LEN, out);
 }
 
 /* Compares one SA slot; an SA whose key differs is replaced (keys never change in place). */

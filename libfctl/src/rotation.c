@@ -89,10 +89,10 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 	n = snprintf(buf, sizeof(buf), "an %u\nversion %" PRIu32 "\nbusy %" PRIu64 "\n", c->an,
 		     c->version, c->busy_until);
 	if (c->has_keyid) {
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "keyid ");
-		for (size_t i = 0; i < FCTL_KEYID_LEN; i++)
-			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%02x", c->keyid[i]);
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
+		char kid[2 * FCTL_KEYID_LEN + 1];
+
+		fctl_format_hex(c->keyid, FCTL_KEYID_LEN, kid);
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "keyid %s\n", kid);
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)

@@ -329,6 +329,17 @@ int fctl_parse_hex(const char *s, uint8_t *out, size_t len)
 	return 0;
 }
 
+void fctl_format_hex(const uint8_t *p, size_t len, char *out)
+{
+	static const char digit[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digit[p[i] >> 4];
+		out[2 * i + 1] = digit[p[i] & 0xf];
+	}
+	out[2 * len] = 0;
+}
+
 size_t fctl_edit_distance(const char *a, const char *b, size_t cap)
 {
 	size_t la = strlen(a), lb = strlen(b);

@@ -268,6 +268,22 @@ static void test_parse_hex(void **state)
 	assert_int_equal(fctl_parse_hex(NULL, b, 4), -EINVAL);
 	assert_memory_equal(b, untouched, 4); /* a late bad digit leaves out alone */
 	assert_int_equal(fctl_parse_hex("", b, 0), 0);
+	/* and back: lower case, NUL-terminated, exactly 2 * len digits */
+	{
+		static const uint8_t all[] = { 0x00, 0x09, 0x0a, 0x5f, 0xa0, 0xff };
+		char out[2 * sizeof(all) + 2];
+
+		memset(out, 'x', sizeof(out));
+		fctl_format_hex(all, sizeof(all), out);
+		assert_string_equal(out, "00090a5fa0ff");
+		assert_int_equal(out[sizeof(out) - 1], 'x');
+		fctl_format_hex(want, 4, out);
+		assert_string_equal(out, "deadbeef");
+		assert_int_equal(fctl_parse_hex(out, b, 4), 0);
+		assert_memory_equal(b, want, 4);
+		fctl_format_hex(want, 0, out);
+		assert_string_equal(out, "");
+	}
 }
 
 static const struct {

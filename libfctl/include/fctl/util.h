@@ -58,6 +58,8 @@ int fctl_format_mac(const uint8_t mac[6], char out[18]);
 int fctl_hexval(int c);
 /* hex string (even length, no separators) -> bytes; len must match exactly */
 int fctl_parse_hex(const char *s, uint8_t *out, size_t len);
+/* bytes -> lower-case hex, NUL-terminated: out holds 2 * len + 1 */
+void fctl_format_hex(const uint8_t *p, size_t len, char *out);
 
 /* Levenshtein distance, capped: returns cap+1 when larger. */
 size_t fctl_edit_distance(const char *a, const char *b, size_t cap);
