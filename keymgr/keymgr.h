@@ -96,13 +96,11 @@ struct km {
 int km_links_from_profile(struct km *k, char *err, size_t errlen);
 void km_links_free(struct km *k);
 
-/* Rotates one link make-before-break; finishes an interrupted rotation first.
- * 0: rotated; 1: rolled back (old key in use, error printed); <0 failed.
- * res (may be NULL) gets what it did. */
-int km_rotate(struct km *k, struct km_link *l, struct km_result *res);
-/* Rotates n links together: each through prepare..switch, then one overlap wait for
- * all (until the last switch + the longest overlap), then each link's overlap check
- * and retirement. res[i] for links[i]; returns the worst of the links' results. */
+/* Rotates n links make-before-break, together: each (after finishing an interrupted
+ * rotation of it) through prepare..switch, then one overlap wait for all (until the last
+ * switch + the longest overlap), then each link's overlap check and retirement. res[i]
+ * for links[i]; returns the worst: <0 a failure (journal kept), 1 a rollback (old key
+ * in use), 0 all rotated. */
 int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_result *res,
 		    bool progress);
 const char *km_step_name(enum km_step s);

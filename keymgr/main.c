@@ -221,17 +221,15 @@ static int watch(struct km *k)
 	uint64_t *last = calloc(k->n_links ? k->n_links : 1, sizeof(*last));
 	struct km_link **due = calloc(k->n_links ? k->n_links : 1, sizeof(*due));
 	struct km_result *res = calloc(k->n_links ? k->n_links : 1, sizeof(*res));
-	size_t *due_ix = calloc(k->n_links ? k->n_links : 1, sizeof(*due_ix));
 	unsigned done = 0;
 	int worst = 0;
 
-	if (tfd < 0 || !last || !due || !res || !due_ix) {
+	if (tfd < 0 || !last || !due || !res) {
 		if (tfd >= 0)
 			close(tfd);
 		free(last);
 		free(due);
 		free(res);
-		free(due_ix);
 		return 2;
 	}
 	for (size_t i = 0; i < k->n_links; i++) {
@@ -263,7 +261,6 @@ static int watch(struct km *k)
 				why = "pn-threshold";
 			if (why) {
 				km_audit(k, l, "key-rotation", "triggered", NULL, NULL, "%s", why);
-				due_ix[n_due] = i;
 				due[n_due++] = l;
 			}
 		}
@@ -274,8 +271,8 @@ static int watch(struct km *k)
 			r = km_rotate_batch(k, due, n_due, res, false);
 			if (r != 0 && worst == 0)
 				worst = rc_of(r);
-			for (size_t j = 0; j < n_due; j++)
-				last[due_ix[j]] = t0; /* the cryptoperiod counts from one start to the next */
+			for (size_t j = 0; j < n_due; j++) /* from one start to the next */
+				last[due[j] - k->links] = t0;
 			done += (unsigned)n_due;
 		}
 		km_close_conns(k);
@@ -299,7 +296,6 @@ static int watch(struct km *k)
 	free(last);
 	free(due);
 	free(res);
-	free(due_ix);
 	return worst;
 }
 
@@ -317,9 +313,9 @@ static const char *result_name(int r)
 }
 
 /* The report of a rotation batch: a line per link and a summary, or one JSON object. */
-static void report(const struct km *k, const struct km_result *res, size_t n, double wall_ms,
-		   double wait_ms)
+static void report(const struct km *k, const struct km_result *res, size_t n, double wall_ms)
 {
+	double wait_ms = k->overlap_wait_ms;
 	unsigned ok = 0, rb = 0, bad = 0;
 	double step_sum = 0;
 	uint64_t overlap = 0;
@@ -427,7 +423,7 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 		double t0 = now_ms();
 		int r = km_rotate_batch(k, sel, n, res, n > 1 && isatty(STDERR_FILENO) && !opt_json);
 
-		report(k, res, n, now_ms() - t0, k->overlap_wait_ms);
+		report(k, res, n, now_ms() - t0);
 		rc = r == 0 ? 0 : rc_of(r);
 	}
 	km_close_conns(k);

@@ -925,14 +925,6 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
-int km_rotate(struct km *k, struct km_link *l, struct km_result *res)
-{
-	struct km_link *one[1] = { l };
-	struct km_result tmp;
-
-	return km_rotate_batch(k, one, 1, res ? res : &tmp, false);
-}
-
 int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_result *res,
 		    bool progress)
 {
