@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * The "kmip" key backend: KMIP 1.x over TLS 1.2 with a client certificate, our own
- * TTLV encoding (kmip_ttlv.c) over OpenSSL.
+ * The "kmip" key backend: KMIP 1.0 .. 1.4 and 2.0 over TLS 1.2 with a client
+ * certificate, our own TTLV encoding (kmip_ttlv.c) over OpenSSL.
  *
  * Reference: id "NAME" ([A-Za-z0-9._-], at most 64), version N >= 1: the managed
  * object whose Name attribute is "NAME.vN" (Locate by Name; two answers = refused).
  * Configuration from the environment (docs/kms.md): FCTL_KMIP_SERVER (host:port,
  * default 127.0.0.1:5696), FCTL_KMIP_CA, FCTL_KMIP_CERT, FCTL_KMIP_KEY (the client
  * key must be owner-only), FCTL_KMIP_TIMEOUT_MS (default 5000, each exchange),
- * FCTL_KMIP_VERSION (1.0 .. 1.4, default 1.2).
+ * FCTL_KMIP_VERSION (1.0 .. 1.4 or 2.0, default 1.2).
+ *
+ * The operations are the same in both major versions; what differs is how
+ * attributes travel. KMIP 1.x wraps each one as Attribute{Attribute Name, Attribute
+ * Value} (inside a Template-Attribute for Create) and asks for them by name in Get
+ * Attributes. KMIP 2.0 tags each value with the attribute's own tag inside one
+ * Attributes structure, and asks for them by Attribute Reference (the tag as an
+ * enumeration). attr_begin()/attr_end() and attr_list_of() hide the difference.
  *
  * Key hygiene: the only response holding key bytes (Get) is read into one locked
  * buffer, copied into a struct fctl_key and cleansed; OpenSSL is asked to cleanse
@@ -59,7 +66,7 @@ struct cfg {
 	char port[16];
 	char ca[1024], cert[1024], key[1024];
 	int timeout_ms;
-	int minor;
+	int major, minor;
 };
 
 struct conn {
@@ -124,11 +131,18 @@ static int load_cfg(struct cfg *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	c->timeout_ms = (int)v;
-	if (strlen(ver) != 3 || ver[0] != '1' || ver[1] != '.' || ver[2] < '0' || ver[2] > '4') {
-		snprintf(err, errlen, "FCTL_KMIP_VERSION '%s': this client speaks 1.0 .. 1.4", ver);
+	if (strcmp(ver, "2.0") == 0) {
+		c->major = 2;
+		c->minor = 0;
+	} else if (strlen(ver) == 3 && ver[0] == '1' && ver[1] == '.' && ver[2] >= '0' &&
+		   ver[2] <= '4') {
+		c->major = 1;
+		c->minor = ver[2] - '0';
+	} else {
+		snprintf(err, errlen, "FCTL_KMIP_VERSION '%s': this client speaks 1.0 .. 1.4 and 2.0",
+			 ver);
 		return -EINVAL;
 	}
-	c->minor = ver[2] - '0';
 	return 0;
 }
 
@@ -379,7 +393,7 @@ static void req_begin(struct fctl_ttlv_enc *e, const struct cfg *cfg, uint32_t o
 	fctl_ttlv_begin(e, FCTL_KMIP_TAG_REQUEST_MESSAGE);
 	fctl_ttlv_begin(e, FCTL_KMIP_TAG_REQUEST_HEADER);
 	fctl_ttlv_begin(e, FCTL_KMIP_TAG_PROTOCOL_VERSION);
-	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_PROTOCOL_VERSION_MAJOR, 1);
+	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_PROTOCOL_VERSION_MAJOR, cfg->major);
 	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_PROTOCOL_VERSION_MINOR, cfg->minor);
 	fctl_ttlv_end(e);
 	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_BATCH_COUNT, 1);
@@ -544,15 +558,37 @@ out:
 	return r;
 }
 
-static void put_name_attr(struct fctl_ttlv_enc *e, const char *name)
+static bool v2(const struct cfg *cfg)
 {
+	return cfg->major >= 2;
+}
+
+/* Opens one attribute of a request and returns the tag its value must carry:
+ * KMIP 1.x Attribute{Attribute Name, Attribute Value}, KMIP 2.0 the value alone
+ * under the attribute's own tag. */
+static uint32_t attr_begin(struct fctl_ttlv_enc *e, const struct cfg *cfg, const char *name,
+			   uint32_t tag)
+{
+	if (v2(cfg))
+		return tag;
 	fctl_ttlv_begin(e, FCTL_KMIP_TAG_ATTRIBUTE);
-	fctl_ttlv_put_text(e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, "Name");
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_ATTRIBUTE_VALUE);
+	fctl_ttlv_put_text(e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, name);
+	return FCTL_KMIP_TAG_ATTRIBUTE_VALUE;
+}
+
+static void attr_end(struct fctl_ttlv_enc *e, const struct cfg *cfg)
+{
+	if (!v2(cfg))
+		fctl_ttlv_end(e);
+}
+
+static void put_name_attr(struct fctl_ttlv_enc *e, const struct cfg *cfg, const char *name)
+{
+	fctl_ttlv_begin(e, attr_begin(e, cfg, "Name", FCTL_KMIP_TAG_NAME));
 	fctl_ttlv_put_text(e, FCTL_KMIP_TAG_NAME_VALUE, name);
 	fctl_ttlv_put_enum(e, FCTL_KMIP_TAG_NAME_TYPE, NAME_TYPE_TEXT);
 	fctl_ttlv_end(e);
-	fctl_ttlv_end(e);
+	attr_end(e, cfg);
 }
 
 static int ref_name(const struct fctl_keyref *ref, char *out, size_t outlen, char *err,
@@ -577,7 +613,11 @@ static int locate(struct conn *c, const char *name, char *uid, size_t uidlen, ch
 	int r;
 
 	req_begin(&e, c->cfg, OP_LOCATE);
-	put_name_attr(&e, name);
+	if (v2(c->cfg)) /* 2.0: the match criteria are one Attributes structure */
+		fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTES);
+	put_name_attr(&e, c->cfg, name);
+	if (v2(c->cfg))
+		fctl_ttlv_end(&e);
 	r = exchange(c, &e, OP_LOCATE, &rs, err, errlen);
 	if (r < 0)
 		return r;
@@ -597,28 +637,64 @@ static int locate(struct conn *c, const char *name, char *uid, size_t uidlen, ch
 	return r;
 }
 
+enum attr_kind { ATTR_STATE, ATTR_LENGTH, ATTR_ALGORITHM, ATTR_APP_INFO, ATTR_DATE };
+
+/* What Get Attributes asks for: by name in KMIP 1.x, by tag in 2.0. */
 static const struct {
 	const char *name;
-	int date; /* enum fctl_key_date, or -1 */
-} attr_names[] = {
-	{ "State", -1 },
-	{ "Cryptographic Length", -1 },
-	{ "Cryptographic Algorithm", -1 },
-	{ "Application Specific Information", -1 },
-	{ "Initial Date", FCTL_KEY_DATE_INITIAL },
-	{ "Activation Date", FCTL_KEY_DATE_ACTIVATION },
-	{ "Process Start Date", FCTL_KEY_DATE_PROCESS_START },
-	{ "Protect Stop Date", FCTL_KEY_DATE_PROTECT_STOP },
-	{ "Deactivation Date", FCTL_KEY_DATE_DEACTIVATION },
-	{ "Compromise Date", FCTL_KEY_DATE_COMPROMISE },
-	{ "Destroy Date", FCTL_KEY_DATE_DESTROY },
+	uint32_t tag;
+	enum attr_kind kind;
+	enum fctl_key_date date; /* ATTR_DATE only */
+} attrs[] = {
+	{ "State", FCTL_KMIP_TAG_STATE, ATTR_STATE, 0 },
+	{ "Cryptographic Length", FCTL_KMIP_TAG_CRYPTOGRAPHIC_LENGTH, ATTR_LENGTH, 0 },
+	{ "Cryptographic Algorithm", FCTL_KMIP_TAG_CRYPTOGRAPHIC_ALGORITHM, ATTR_ALGORITHM, 0 },
+	{ "Application Specific Information", FCTL_KMIP_TAG_APPLICATION_SPECIFIC_INFORMATION,
+	  ATTR_APP_INFO, 0 },
+	{ "Initial Date", FCTL_KMIP_TAG_INITIAL_DATE, ATTR_DATE, FCTL_KEY_DATE_INITIAL },
+	{ "Activation Date", FCTL_KMIP_TAG_ACTIVATION_DATE, ATTR_DATE, FCTL_KEY_DATE_ACTIVATION },
+	{ "Process Start Date", FCTL_KMIP_TAG_PROCESS_START_DATE, ATTR_DATE,
+	  FCTL_KEY_DATE_PROCESS_START },
+	{ "Protect Stop Date", FCTL_KMIP_TAG_PROTECT_STOP_DATE, ATTR_DATE,
+	  FCTL_KEY_DATE_PROTECT_STOP },
+	{ "Deactivation Date", FCTL_KMIP_TAG_DEACTIVATION_DATE, ATTR_DATE,
+	  FCTL_KEY_DATE_DEACTIVATION },
+	{ "Compromise Date", FCTL_KMIP_TAG_COMPROMISE_DATE, ATTR_DATE, FCTL_KEY_DATE_COMPROMISE },
+	{ "Destroy Date", FCTL_KMIP_TAG_DESTROY_DATE, ATTR_DATE, FCTL_KEY_DATE_DESTROY },
 };
+
+/* One attribute of a Get Attributes response: its index in attrs[] (-1: not one we
+ * asked for) and its value item. Returns -EBADMSG for a malformed 1.x Attribute. */
+static int attr_of(const struct cfg *cfg, const struct fctl_ttlv_doc *doc,
+		   const struct fctl_ttlv *a, const struct fctl_ttlv **val)
+{
+	char name[64];
+
+	if (v2(cfg)) {
+		*val = a;
+		for (size_t i = 0; i < FCTL_ARRAY_SIZE(attrs); i++)
+			if (attrs[i].tag == a->tag)
+				return (int)i;
+		return -1;
+	}
+	*val = fctl_ttlv_child(doc, a, FCTL_KMIP_TAG_ATTRIBUTE_VALUE, NULL);
+	if (a->tag != FCTL_KMIP_TAG_ATTRIBUTE)
+		return -1;
+	if (fctl_ttlv_get_text(fctl_ttlv_child(doc, a, FCTL_KMIP_TAG_ATTRIBUTE_NAME, NULL), name,
+			       sizeof(name)) < 0 ||
+	    !*val)
+		return -EBADMSG;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(attrs); i++)
+		if (strcmp(attrs[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
 
 static int get_attributes(struct conn *c, const char *uid, struct fctl_key_info *info, char *err,
 			  size_t errlen)
 {
 	struct fctl_key_info rec = { 0 }, tmp = { 0 };
-	const struct fctl_ttlv *a = NULL;
+	const struct fctl_ttlv *list, *a = NULL;
 	struct fctl_ttlv_enc e;
 	bool have_state = false, have_rec = false;
 	uint32_t server_dates = 0;
@@ -627,32 +703,41 @@ static int get_attributes(struct conn *c, const char *uid, struct fctl_key_info 
 
 	req_begin(&e, c->cfg, OP_GET_ATTRIBUTES);
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER, uid);
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(attr_names); i++)
-		fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, attr_names[i].name);
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(attrs); i++)
+		if (v2(c->cfg))
+			fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_ATTRIBUTE_REFERENCE, attrs[i].tag);
+		else
+			fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, attrs[i].name);
 	r = exchange(c, &e, OP_GET_ATTRIBUTES, &rs, err, errlen);
 	if (r < 0)
 		return r;
-	while ((a = fctl_ttlv_child(&rs.doc, rs.payload, FCTL_KMIP_TAG_ATTRIBUTE, a))) {
-		const struct fctl_ttlv *val = fctl_ttlv_child(&rs.doc, a, FCTL_KMIP_TAG_ATTRIBUTE_VALUE,
-							      NULL);
-		char name[64];
+	/* 1.x: Attribute items in the payload; 2.0: one Attributes structure */
+	list = v2(c->cfg) ? fctl_ttlv_child(&rs.doc, rs.payload, FCTL_KMIP_TAG_ATTRIBUTES, NULL)
+			  : rs.payload;
+	while (list && (a = fctl_ttlv_child(&rs.doc, list, 0, a))) {
+		const struct fctl_ttlv *val;
+		int i = attr_of(c->cfg, &rs.doc, a, &val);
 		uint32_t en;
 		int32_t i32;
 		int64_t dt;
 
-		if (fctl_ttlv_get_text(fctl_ttlv_child(&rs.doc, a, FCTL_KMIP_TAG_ATTRIBUTE_NAME, NULL),
-				       name, sizeof(name)) < 0 || !val)
+		if (i == -EBADMSG)
 			goto bad;
-		if (strcmp(name, "State") == 0) {
+		if (i < 0)
+			continue;
+		switch (attrs[i].kind) {
+		case ATTR_STATE:
 			if (fctl_ttlv_get_enum(val, &en) < 0 || en < 1 || en > 6)
 				goto bad;
 			tmp.state = (enum fctl_key_state)en;
 			have_state = true;
-		} else if (strcmp(name, "Cryptographic Length") == 0) {
+			break;
+		case ATTR_LENGTH:
 			if (fctl_ttlv_get_int(val, &i32) < 0 || i32 <= 0 || i32 % 8)
 				goto bad;
 			tmp.len = (size_t)i32 / 8;
-		} else if (strcmp(name, "Cryptographic Algorithm") == 0) {
+			break;
+		case ATTR_ALGORITHM:
 			if (fctl_ttlv_get_enum(val, &en) < 0)
 				goto bad;
 			if (en != ALG_AES) {
@@ -660,7 +745,8 @@ static int get_attributes(struct conn *c, const char *uid, struct fctl_key_info 
 				r = -EINVAL;
 				goto out;
 			}
-		} else if (strcmp(name, "Application Specific Information") == 0) {
+			break;
+		case ATTR_APP_INFO: {
 			char ns[32];
 			const struct fctl_ttlv *d = fctl_ttlv_child(&rs.doc, val,
 								    FCTL_KMIP_TAG_APPLICATION_DATA, NULL);
@@ -674,15 +760,14 @@ static int get_attributes(struct conn *c, const char *uid, struct fctl_key_info 
 			    fctl_keys_info_parse((const char *)d->val, d->len, &rec) < 0)
 				goto bad;
 			have_rec = true;
-		} else {
-			for (size_t i = 0; i < FCTL_ARRAY_SIZE(attr_names); i++) {
-				if (attr_names[i].date < 0 || strcmp(name, attr_names[i].name) != 0)
-					continue;
-				if (fctl_ttlv_get_datetime(val, &dt) < 0)
-					goto bad;
-				tmp.dates[attr_names[i].date] = dt;
-				server_dates |= 1u << attr_names[i].date;
-			}
+			break;
+		}
+		case ATTR_DATE:
+			if (fctl_ttlv_get_datetime(val, &dt) < 0)
+				goto bad;
+			tmp.dates[attrs[i].date] = dt;
+			server_dates |= 1u << attrs[i].date;
+			break;
 		}
 	}
 	if (!have_state) {
@@ -910,28 +995,24 @@ int fctl_kmip_create(const struct fctl_keyref *ref, size_t len, const struct fct
 	fctl_keys_info_format(&rec, recs, sizeof(recs));
 	req_begin(&e, &cfg, OP_CREATE);
 	fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_OBJECT_TYPE, OBJ_SYMMETRIC_KEY);
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_TEMPLATE_ATTRIBUTE);
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTE);
-	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, "Cryptographic Algorithm");
-	fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_ATTRIBUTE_VALUE, ALG_AES);
-	fctl_ttlv_end(&e);
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTE);
-	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, "Cryptographic Length");
-	fctl_ttlv_put_int(&e, FCTL_KMIP_TAG_ATTRIBUTE_VALUE, (int32_t)(len * 8));
-	fctl_ttlv_end(&e);
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTE);
-	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, "Cryptographic Usage Mask");
-	fctl_ttlv_put_int(&e, FCTL_KMIP_TAG_ATTRIBUTE_VALUE, USAGE_ENCRYPT_DECRYPT);
-	fctl_ttlv_end(&e);
-	put_name_attr(&e, name);
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTE);
-	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, "Application Specific Information");
-	fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTE_VALUE);
+	fctl_ttlv_begin(&e, v2(&cfg) ? FCTL_KMIP_TAG_ATTRIBUTES : FCTL_KMIP_TAG_TEMPLATE_ATTRIBUTE);
+	fctl_ttlv_put_enum(&e, attr_begin(&e, &cfg, "Cryptographic Algorithm",
+					  FCTL_KMIP_TAG_CRYPTOGRAPHIC_ALGORITHM), ALG_AES);
+	attr_end(&e, &cfg);
+	fctl_ttlv_put_int(&e, attr_begin(&e, &cfg, "Cryptographic Length",
+					 FCTL_KMIP_TAG_CRYPTOGRAPHIC_LENGTH), (int32_t)(len * 8));
+	attr_end(&e, &cfg);
+	fctl_ttlv_put_int(&e, attr_begin(&e, &cfg, "Cryptographic Usage Mask",
+					 FCTL_KMIP_TAG_CRYPTOGRAPHIC_USAGE_MASK), USAGE_ENCRYPT_DECRYPT);
+	attr_end(&e, &cfg);
+	put_name_attr(&e, &cfg, name);
+	fctl_ttlv_begin(&e, attr_begin(&e, &cfg, "Application Specific Information",
+				       FCTL_KMIP_TAG_APPLICATION_SPECIFIC_INFORMATION));
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_APPLICATION_NAMESPACE, APP_NAMESPACE);
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_APPLICATION_DATA, recs);
 	fctl_ttlv_end(&e);
-	fctl_ttlv_end(&e);
-	fctl_ttlv_end(&e); /* template-attribute */
+	attr_end(&e, &cfg);
+	fctl_ttlv_end(&e); /* template-attribute (1.x) / attributes (2.0) */
 	r = exchange(&c, &e, OP_CREATE, &rs, err, errlen);
 	if (r < 0)
 		goto out;

@@ -347,7 +347,7 @@ const struct fctl_ttlv *fctl_ttlv_child(const struct fctl_ttlv_doc *doc,
 		return NULL;
 	i = after ? after->next : parent->first_child;
 	for (; i >= 0; i = doc->items[i].next)
-		if (doc->items[i].tag == tag)
+		if (!tag || doc->items[i].tag == tag)
 			return &doc->items[i];
 	return NULL;
 }

@@ -239,6 +239,101 @@ stop_pid() {
 	wait "$1" 2>/dev/null
 }
 
+# oracle NAME KCV: PyKMIP's own client (KMIP 1.2) reads the object named NAME, and
+# Python's AES computes its KCV; true when it equals KCV
+oracle() {
+	$PY - "$W/kmip/client.conf" "$1" "$2" >"$W/oracle" 2>&1 <<'EOF'
+import sys
+from kmip.pie.client import ProxyKmipClient
+from kmip.core import enums
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+with ProxyKmipClient(config="client", config_file=sys.argv[1]) as c:
+    uid = c.locate(attributes=[c.attribute_factory.create_attribute(
+        enums.AttributeType.NAME, sys.argv[2])])[0]
+    key = c.get(uid).value
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    kcv = (enc.update(bytes(16)) + enc.finalize())[:3].hex()
+    sys.exit(0 if kcv == sys.argv[3] else 1)
+EOF
+}
+
+# requests in the server's debug log (hex of each request after its 8-byte header)
+# holding the hex string $1
+wire_count() { grep -c "Request encoding: b'[0-9a-f]*$1" "$W/kmip/server.log"; }
+
+# KMIP 2.0: the same life cycle with attributes in 2.0's layout. Objects are shared
+# between versions: a key made with 1.2 is read with 2.0 and the other way round.
+kmip20_tests() {
+	local kcv1=$1 kcv now v2 attrs refs
+	now=$(date +%s)
+	# protocol version 2.0 in a request header: Protocol Version Major = 2
+	v2=$(wire_count '42006a020000000400000002')
+	attrs=$(wire_count '4201250100') # an Attributes structure (2.0 only)
+	refs=$(wire_count '42013b0500')  # an Attribute Reference (2.0 only)
+	[ "$v2" = 0 ] && [ "$attrs" = 0 ] && [ "$refs" = 0 ] &&
+		ok "kmip 2.0: no 2.0 request on the wire before (the 1.2 run used 1.x layout)" ||
+		ko "kmip 2.0: 2.0 requests before the 2.0 run: version $v2 attributes $attrs references $refs"
+	export FCTL_KMIP_VERSION=2.0
+	check "kmip 2.0: create sak20 v1 (256-bit, active)" "$TOOL" create kmip sak20 1 32 --activate
+	kcv=$(field kcv)
+	check "kmip 2.0: info sak20 v1" "$TOOL" info kmip sak20 1
+	[ "$(field state)" = active ] && [ "$(field len)" = 32 ] && [ -n "$(field initial)" ] &&
+		[ -n "$kcv" ] && [ "$(field kcv)" = "$kcv" ] &&
+		ok "kmip 2.0: info says active, 32 bytes, initial date, kcv $kcv" ||
+		ko "kmip 2.0: info sak20 v1: $(tr '\n' ' ' <"$W/out")"
+	check "kmip 2.0: fetch sak20 v1" "$TOOL" fetch kmip sak20 1 32
+	grep -q "kcv=$kcv" "$W/out" && ok "kmip 2.0: fetched key has the created KCV" ||
+		ko "kmip 2.0: KCV differs: $(cat "$W/out")"
+	if oracle sak20.v1 "$kcv"; then
+		ok "kmip 2.0: PyKMIP's own 1.2 client agrees on the KCV of the 2.0-created key"
+	else
+		ko "kmip 2.0: oracle: $(tail -3 "$W/oracle")"
+	fi
+	check "kmip 2.0: fetch sak v1, created with 1.2" "$TOOL" fetch kmip sak 1 32
+	grep -q "kcv=$kcv1" "$W/out" && ok "kmip 2.0: the 1.2-created key reads the same (kcv $kcv1)" ||
+		ko "kmip 2.0: sak v1 over 2.0: $(cat "$W/out")"
+	FCTL_KMIP_VERSION=1.2 check "kmip 1.2: fetch sak20 v1, created with 2.0" "$TOOL" fetch kmip sak20 1 32
+	grep -q "kcv=$kcv" "$W/out" && ok "kmip 1.2: the 2.0-created key reads the same" ||
+		ko "kmip 1.2: sak20 v1: $(cat "$W/out")"
+	refuse "kmip 2.0: wrong length refused" EINVAL "$TOOL" fetch kmip sak20 1 16
+	refuse "kmip 2.0: unknown version fails closed" ENOKEY "$TOOL" fetch kmip sak20 9 32
+	check "kmip 2.0: create sak20 v2 pre-active" "$TOOL" create kmip sak20 2 16
+	refuse "kmip 2.0: pre-active key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 2 16
+	check "kmip 2.0: activate v2" "$TOOL" activate kmip sak20 2
+	check "kmip 2.0: fetch v2 once active" "$TOOL" fetch kmip sak20 2 16
+	check "kmip 2.0: deactivate v2 (Revoke, cessation)" "$TOOL" deactivate kmip sak20 2
+	refuse "kmip 2.0: deactivated key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 2 16
+	check "kmip 2.0: info v2" "$TOOL" info kmip sak20 2
+	[ "$(field state)" = deactivated ] && ok "kmip 2.0: v2 reported deactivated" ||
+		ko "kmip 2.0: info v2: $(tr '\n' ' ' <"$W/out")"
+	check "kmip 2.0: create v3 active" "$TOOL" create kmip sak20 3 32 --activate
+	check "kmip 2.0: compromise v3 (Revoke, key compromise)" "$TOOL" compromise kmip sak20 3
+	refuse "kmip 2.0: compromised key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 3 32
+	check "kmip 2.0: info v3" "$TOOL" info kmip sak20 3
+	[ "$(field state)" = compromised ] && ok "kmip 2.0: v3 reported compromised" ||
+		ko "kmip 2.0: info v3: $(tr '\n' ' ' <"$W/out")"
+	refuse "kmip 2.0: active key cannot be destroyed" EACCES "$TOOL" destroy kmip sak20 1
+	check "kmip 2.0: destroy deactivated v2" "$TOOL" destroy kmip sak20 2
+	refuse "kmip 2.0: destroyed v2 is gone" ENOKEY "$TOOL" info kmip sak20 2
+	check "kmip 2.0: create v4 active, deactivation date passed" \
+		"$TOOL" create kmip sak20 4 32 --activate --deactivation=$((now - 5))
+	refuse "kmip 2.0: key past its deactivation date refused" EKEYREJECTED "$TOOL" fetch kmip sak20 4 32
+	check "kmip 2.0: info v4" "$TOOL" info kmip sak20 4
+	[ "$(field deactivation)" = $((now - 5)) ] &&
+		ok "kmip 2.0: planned deactivation date read back (Application Specific Information)" ||
+		ko "kmip 2.0: info v4: $(tr '\n' ' ' <"$W/out")"
+	FCTL_KMIP_VERSION=2.1 refuse "kmip: protocol version 2.1 refused" EINVAL "$TOOL" fetch kmip sak20 1 32
+	FCTL_KMIP_VERSION=3 refuse "kmip: protocol version 3 refused" EINVAL "$TOOL" fetch kmip sak20 1 32
+	unset FCTL_KMIP_VERSION
+	# the server received 2.0 requests in 2.0's layout
+	v2=$(wire_count '42006a020000000400000002')
+	attrs=$(wire_count '4201250100')
+	refs=$(wire_count '42013b0500')
+	[ "$v2" -ge 20 ] && [ "$attrs" -ge 10 ] && [ "$refs" -ge 5 ] &&
+		ok "kmip 2.0: the server received $v2 requests of version 2.0 ($attrs with Attributes, $refs with Attribute References)" ||
+		ko "kmip 2.0: on the wire: version 2.0 $v2, Attributes $attrs, Attribute References $refs"
+}
+
 kmip_tests() {
 	local port kcv now t0 t1
 
@@ -278,19 +373,7 @@ keyfile=$W/pki/client.key
 ca_certs=$W/pki/ca.pem
 ssl_version=PROTOCOL_TLSv1_2
 EOF
-	if $PY - "$W/kmip/client.conf" "$kcv" >"$W/oracle" 2>&1 <<'EOF'; then
-import sys
-from kmip.pie.client import ProxyKmipClient
-from kmip.core import enums
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-with ProxyKmipClient(config="client", config_file=sys.argv[1]) as c:
-    uid = c.locate(attributes=[c.attribute_factory.create_attribute(
-        enums.AttributeType.NAME, "sak.v1")])[0]
-    key = c.get(uid).value
-    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    kcv = (enc.update(bytes(16)) + enc.finalize())[:3].hex()
-    sys.exit(0 if kcv == sys.argv[2] else 1)
-EOF
+	if oracle sak.v1 "$kcv"; then
 		ok "kmip: PyKMIP's own client and Python's AES agree on the KCV"
 	else
 		ko "kmip: oracle: $(tail -3 "$W/oracle")"
@@ -324,6 +407,8 @@ EOF
 	check "kmip: info v4 carries the planned date" "$TOOL" info kmip sak 4
 	[ "$(field deactivation)" = $((now - 5)) ] && ok "kmip: deactivation date read back" ||
 		ko "kmip: info v4: $(tr '\n' ' ' <"$W/out")"
+
+	kmip20_tests "$kcv"
 
 	# TLS: a client certificate from another CA, a CA that did not sign the server
 	FCTL_KMIP_CERT=$W/pki/other.pem FCTL_KMIP_KEY=$W/pki/other.key \

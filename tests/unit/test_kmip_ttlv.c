@@ -174,6 +174,21 @@ static void test_round_trip(void **state)
 	assert_int_equal(fctl_ttlv_get_text(t2, txt, sizeof(txt)), 0);
 	assert_string_equal(txt, "sak.v2");
 	assert_null(fctl_ttlv_child(&doc, s, FCTL_KMIP_TAG_NAME_VALUE, t2));
+	/* tag 0 walks every child in order (a KMIP 2.0 Attributes structure) */
+	{
+		static const uint32_t order[] = { FCTL_KMIP_TAG_OPERATION, FCTL_KMIP_TAG_NAME_VALUE,
+						  FCTL_KMIP_TAG_NAME_VALUE,
+						  FCTL_KMIP_TAG_RESULT_MESSAGE };
+		const struct fctl_ttlv *c = NULL;
+		size_t n = 0;
+
+		while ((c = fctl_ttlv_child(&doc, s, 0, c))) {
+			assert_true(n < FCTL_ARRAY_SIZE(order));
+			assert_int_equal(c->tag, order[n++]);
+		}
+		assert_int_equal(n, FCTL_ARRAY_SIZE(order));
+		assert_null(fctl_ttlv_child(&doc, t, 0, NULL)); /* not a structure */
+	}
 	assert_int_equal(fctl_ttlv_get_text(t, txt, 6), -ENOSPC); /* "sak.v1" needs 7 */
 	assert_int_equal(
 		fctl_ttlv_get_text(fctl_ttlv_child(&doc, s, FCTL_KMIP_TAG_RESULT_MESSAGE, NULL), txt, 1),

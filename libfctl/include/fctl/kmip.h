@@ -86,6 +86,9 @@ enum fctl_ttlv_type {
 #define FCTL_KMIP_TAG_TEMPLATE_ATTRIBUTE 0x420091
 #define FCTL_KMIP_TAG_TIME_STAMP 0x420092
 #define FCTL_KMIP_TAG_UNIQUE_IDENTIFIER 0x420094
+/* KMIP 2.0 */
+#define FCTL_KMIP_TAG_ATTRIBUTES 0x420125
+#define FCTL_KMIP_TAG_ATTRIBUTE_REFERENCE 0x42013B
 
 /* Encoder: appends items to a buffer; structures are opened and closed, their
  * lengths patched on close. Errors are sticky: check fctl_ttlv_enc_finish(). */
@@ -135,7 +138,8 @@ struct fctl_ttlv_doc {
 int fctl_ttlv_parse(const uint8_t *buf, size_t len, struct fctl_ttlv_doc *doc, const char **why);
 void fctl_ttlv_doc_release(struct fctl_ttlv_doc *doc);
 const struct fctl_ttlv *fctl_ttlv_root(const struct fctl_ttlv_doc *doc);
-/* The first child of parent with tag (after `after` when non-NULL), or NULL. */
+/* The first child of parent with tag, or of any tag when tag is 0 (after `after`
+ * when non-NULL), or NULL. */
 const struct fctl_ttlv *fctl_ttlv_child(const struct fctl_ttlv_doc *doc,
 					const struct fctl_ttlv *parent, uint32_t tag,
 					const struct fctl_ttlv *after);
