@@ -15,7 +15,8 @@
 #     for h2's apply), then a PyKMIP server (KMIP over TLS) on its lab address; each:
 #     the profile pinned at version 1, three rotations under a stream, the last with
 #     --compromised: the KMS's record of the old version says compromised, the audit
-#     KCVs are the KMS's check values
+#     KCVs are the KMS's check values. In phase 4 h1 (kms_tool, keymgr) speaks KMIP
+#     2.0 and h2's apply speaks 1.2, to the same server and the same objects
 #
 # Evidence for any loss (docs/rotation.md, "what a lost packet means"): the receivers
 # report their own socket drops and each gap with the sender's send times; MACsec, link,
@@ -519,6 +520,9 @@ if want 4; then
 		d=$FCTL_LAB_DIR/$h/kmip
 		KENV[$h]="--env FCTL_KMIP_SERVER=10.9.12.1:5696 --env FCTL_KMIP_CA=$d/ca.pem --env FCTL_KMIP_CERT=$d/client.pem --env FCTL_KMIP_KEY=$d/client.key --env FCTL_KMIP_TIMEOUT_MS=10000"
 	done
+	# keys created, rotated and retired over KMIP 2.0; h2 applies v1 over 1.2
+	KENV[h1]+=" --env FCTL_KMIP_VERSION=2.0"
+	KENV[h2]+=" --env FCTL_KMIP_VERSION=1.2"
 	KMIPJOB=$("$LAB" exec-bg h1 -- /usr/bin/pykmip-server -f "$KD/server.conf" -l "$KD/server.log")
 	up=0
 	for _ in $(seq 90); do
