@@ -261,11 +261,45 @@ EOF
 # holding the hex string $1
 wire_count() { grep -c "Request encoding: b'[0-9a-f]*$1" "$W/kmip/server.log"; }
 
+# kmip_life_cycle LABEL NAME: versions 2..4 of NAME through every state, with
+# NAME v1 active already: pre-active refused until activated, deactivated
+# (Revoke, cessation) and compromised (Revoke, key compromise) refused and
+# reported so, an active key not destroyable, a destroyed one gone, and a
+# planned deactivation date that has passed refused and read back (PyKMIP keeps
+# it only in our Application Specific Information)
+kmip_life_cycle() {
+	local l=$1 n=$2 now
+	now=$(date +%s)
+	check "$l: create $n v2 (128-bit) pre-active" "$TOOL" create kmip "$n" 2 16
+	refuse "$l: pre-active key refused (PyKMIP would serve Get)" EKEYREJECTED "$TOOL" fetch kmip "$n" 2 16
+	check "$l: activate v2" "$TOOL" activate kmip "$n" 2
+	check "$l: fetch v2 once active" "$TOOL" fetch kmip "$n" 2 16
+	check "$l: deactivate v2 (Revoke, cessation of operation)" "$TOOL" deactivate kmip "$n" 2
+	refuse "$l: deactivated key refused for a new SA" EKEYREJECTED "$TOOL" fetch kmip "$n" 2 16
+	check "$l: info v2" "$TOOL" info kmip "$n" 2
+	[ "$(field state)" = deactivated ] && ok "$l: v2 reported deactivated" ||
+		ko "$l: info v2: $(tr '\n' ' ' <"$W/out")"
+	check "$l: create v3 active" "$TOOL" create kmip "$n" 3 32 --activate
+	check "$l: compromise v3 (Revoke, key compromise)" "$TOOL" compromise kmip "$n" 3
+	refuse "$l: compromised key refused for a new SA" EKEYREJECTED "$TOOL" fetch kmip "$n" 3 32
+	check "$l: info v3" "$TOOL" info kmip "$n" 3
+	[ "$(field state)" = compromised ] && ok "$l: v3 reported compromised" ||
+		ko "$l: info v3: $(tr '\n' ' ' <"$W/out")"
+	refuse "$l: active key cannot be destroyed" EACCES "$TOOL" destroy kmip "$n" 1
+	check "$l: destroy deactivated v2" "$TOOL" destroy kmip "$n" 2
+	refuse "$l: destroyed v2 is gone" ENOKEY "$TOOL" info kmip "$n" 2
+	check "$l: create v4 active, deactivation date passed" \
+		"$TOOL" create kmip "$n" 4 32 --activate --deactivation=$((now - 5))
+	refuse "$l: active key past its deactivation date refused" EKEYREJECTED "$TOOL" fetch kmip "$n" 4 32
+	check "$l: info v4 carries the planned date" "$TOOL" info kmip "$n" 4
+	[ "$(field deactivation)" = $((now - 5)) ] && ok "$l: deactivation date read back" ||
+		ko "$l: info v4: $(tr '\n' ' ' <"$W/out")"
+}
+
 # KMIP 2.0: the same life cycle with attributes in 2.0's layout. Objects are shared
 # between versions: a key made with 1.2 is read with 2.0 and the other way round.
 kmip20_tests() {
-	local kcv1=$1 kcv now v2 attrs refs
-	now=$(date +%s)
+	local kcv1=$1 kcv v2 attrs refs
 	# protocol version 2.0 in a request header: Protocol Version Major = 2
 	v2=$(wire_count '42006a020000000400000002')
 	attrs=$(wire_count '4201250100') # an Attributes structure (2.0 only)
@@ -297,31 +331,7 @@ kmip20_tests() {
 		ko "kmip 1.2: sak20 v1: $(cat "$W/out")"
 	refuse "kmip 2.0: wrong length refused" EINVAL "$TOOL" fetch kmip sak20 1 16
 	refuse "kmip 2.0: unknown version fails closed" ENOKEY "$TOOL" fetch kmip sak20 9 32
-	check "kmip 2.0: create sak20 v2 pre-active" "$TOOL" create kmip sak20 2 16
-	refuse "kmip 2.0: pre-active key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 2 16
-	check "kmip 2.0: activate v2" "$TOOL" activate kmip sak20 2
-	check "kmip 2.0: fetch v2 once active" "$TOOL" fetch kmip sak20 2 16
-	check "kmip 2.0: deactivate v2 (Revoke, cessation)" "$TOOL" deactivate kmip sak20 2
-	refuse "kmip 2.0: deactivated key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 2 16
-	check "kmip 2.0: info v2" "$TOOL" info kmip sak20 2
-	[ "$(field state)" = deactivated ] && ok "kmip 2.0: v2 reported deactivated" ||
-		ko "kmip 2.0: info v2: $(tr '\n' ' ' <"$W/out")"
-	check "kmip 2.0: create v3 active" "$TOOL" create kmip sak20 3 32 --activate
-	check "kmip 2.0: compromise v3 (Revoke, key compromise)" "$TOOL" compromise kmip sak20 3
-	refuse "kmip 2.0: compromised key refused" EKEYREJECTED "$TOOL" fetch kmip sak20 3 32
-	check "kmip 2.0: info v3" "$TOOL" info kmip sak20 3
-	[ "$(field state)" = compromised ] && ok "kmip 2.0: v3 reported compromised" ||
-		ko "kmip 2.0: info v3: $(tr '\n' ' ' <"$W/out")"
-	refuse "kmip 2.0: active key cannot be destroyed" EACCES "$TOOL" destroy kmip sak20 1
-	check "kmip 2.0: destroy deactivated v2" "$TOOL" destroy kmip sak20 2
-	refuse "kmip 2.0: destroyed v2 is gone" ENOKEY "$TOOL" info kmip sak20 2
-	check "kmip 2.0: create v4 active, deactivation date passed" \
-		"$TOOL" create kmip sak20 4 32 --activate --deactivation=$((now - 5))
-	refuse "kmip 2.0: key past its deactivation date refused" EKEYREJECTED "$TOOL" fetch kmip sak20 4 32
-	check "kmip 2.0: info v4" "$TOOL" info kmip sak20 4
-	[ "$(field deactivation)" = $((now - 5)) ] &&
-		ok "kmip 2.0: planned deactivation date read back (Application Specific Information)" ||
-		ko "kmip 2.0: info v4: $(tr '\n' ' ' <"$W/out")"
+	kmip_life_cycle "kmip 2.0" sak20
 	FCTL_KMIP_VERSION=2.1 refuse "kmip: protocol version 2.1 refused" EINVAL "$TOOL" fetch kmip sak20 1 32
 	FCTL_KMIP_VERSION=3 refuse "kmip: protocol version 3 refused" EINVAL "$TOOL" fetch kmip sak20 1 32
 	unset FCTL_KMIP_VERSION
@@ -385,28 +395,7 @@ EOF
 	refuse "kmip: create over an existing version" EEXIST "$TOOL" create kmip sak 1 32
 	refuse "kmip: malformed name" EINVAL "$TOOL" fetch kmip 'sak;x' 1 32
 
-	now=$(date +%s)
-	check "kmip: create sak v2 (128-bit) pre-active" "$TOOL" create kmip sak 2 16
-	refuse "kmip: pre-active key refused (PyKMIP would serve Get)" EKEYREJECTED "$TOOL" fetch kmip sak 2 16
-	check "kmip: activate v2" "$TOOL" activate kmip sak 2
-	check "kmip: fetch v2 once active" "$TOOL" fetch kmip sak 2 16
-	check "kmip: deactivate v2 (Revoke, cessation of operation)" "$TOOL" deactivate kmip sak 2
-	refuse "kmip: deactivated key refused for a new SA" EKEYREJECTED "$TOOL" fetch kmip sak 2 16
-	check "kmip: info v2" "$TOOL" info kmip sak 2
-	[ "$(field state)" = deactivated ] && ok "kmip: v2 reported deactivated" ||
-		ko "kmip: info v2: $(tr '\n' ' ' <"$W/out")"
-	check "kmip: create v3 active" "$TOOL" create kmip sak 3 32 --activate
-	check "kmip: compromise v3 (Revoke, key compromise)" "$TOOL" compromise kmip sak 3
-	refuse "kmip: compromised key refused for a new SA" EKEYREJECTED "$TOOL" fetch kmip sak 3 32
-	refuse "kmip: active key cannot be destroyed" EACCES "$TOOL" destroy kmip sak 1
-	check "kmip: destroy deactivated v2" "$TOOL" destroy kmip sak 2
-	refuse "kmip: destroyed v2 is gone" ENOKEY "$TOOL" info kmip sak 2
-	check "kmip: create v4 active, deactivation date passed" \
-		"$TOOL" create kmip sak 4 32 --activate --deactivation=$((now - 5))
-	refuse "kmip: active key past its deactivation date refused" EKEYREJECTED "$TOOL" fetch kmip sak 4 32
-	check "kmip: info v4 carries the planned date" "$TOOL" info kmip sak 4
-	[ "$(field deactivation)" = $((now - 5)) ] && ok "kmip: deactivation date read back" ||
-		ko "kmip: info v4: $(tr '\n' ' ' <"$W/out")"
+	kmip_life_cycle kmip sak
 
 	kmip20_tests "$kcv"
 
