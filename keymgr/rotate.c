@@ -562,6 +562,37 @@ static int fetch(struct km *k, const struct km_link *l, uint32_t version, struct
 				       errlen);
 }
 
+/* The next version may wait pre-active in the KMS: a custodian stages it ahead, with
+ * or without an activation date. Once that date has come (or when it has none),
+ * keymgr makes the transition itself, dated by the KMS and audited. Asked only after
+ * a refused fetch, so a rotation in steady state still costs one KMS operation.
+ * 0: activated, fetch again; <0: the refusal stands (not pre-active, not due, or the
+ * KMS refused the transition; the fetch's own error says why). */
+static int activate_due(struct km *k, struct km_link *l, uint32_t version)
+{
+	struct fctl_keyref r = l->ref;
+	struct fctl_key_info info;
+	char why[400];
+	int t;
+
+	r.version = version;
+	k->kms_ops++;
+	if (fctl_key_info(&r, l->base, &info, why, sizeof(why)) < 0 ||
+	    info.state != FCTL_KEY_PRE_ACTIVE)
+		return -EKEYREJECTED;
+	if ((info.dates_set & (1u << FCTL_KEY_DATE_ACTIVATION)) &&
+	    (int64_t)time(NULL) < info.dates[FCTL_KEY_DATE_ACTIVATION])
+		return -EKEYREJECTED;
+	k->kms_ops++;
+	t = fctl_key_transition(&r, FCTL_KEY_DO_ACTIVATE, why, sizeof(why));
+	km_audit(k, l, "key-state", t == 0 ? "applied" : "failed", NULL, t == 0 ? "active" : NULL,
+		 "%s:%s version %" PRIu32 " %s in the KMS%s%s", l->ref.backend, l->ref.id, version,
+		 t == 0 ? "activated (was pre-active, its activation date has come)"
+			: "pre-active and due, but could not be activated",
+		 t == 0 ? "" : ": ", t == 0 ? "" : why);
+	return t;
+}
+
 static int install(struct km *k, struct km_link *l, struct rot *rt, const struct fctl_key *key,
 		   bool rx, char *err, size_t errlen)
 {
@@ -867,6 +898,8 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	    cur_v != rt->old_version || cur_an != rt->old_an || !keyid_eq(cur_keyid, keyid))
 		cur_kcv[0] = 0; /* not the key in use now: fetch that one */
 	r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
+	if (r == -EKEYREJECTED && activate_due(k, l, rt->new_version) == 0)
+		r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
 	if (r == 0 && !cur_kcv[0] && fetch(k, l, rt->old_version, &old, err, sizeof(err)) == 0)
 		fctl_key_kcv_hex(old, cur_kcv);
 	fctl_key_free(old);
