@@ -173,11 +173,22 @@ stream_stop() { # name: checks both directions
 			fail "$name-stream-$1-$2-no-loss-no-reorder" "sent $sent, $r"
 	done
 }
-counters_zero() { # name
-	local js
+# refused-frame counters of the link on both ends (InPktsNotValid + NotUsingSA + UnusedSA
+# over the RX SCs, which live through rotations): their sum
+counters_refused() {
+	on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null |
+		jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' 2>/dev/null
+}
+counters_zero() { # name [baseline]: no frame refused (since the baseline), ends on one key
+	local js base=${2:-0} now
 	js=$(on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null)
-	[ "$(jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' <<<"$js" 2>/dev/null)" = 0 ] &&
-		pass "$1-not-valid-not-using-unused-0" || fail "$1-not-valid-not-using-unused-0" "$js"
+	now=$(jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' <<<"$js" 2>/dev/null)
+	[ "$base" != 0 ] && echo "   refused-frame counters: $base at the baseline, ${now:-unreadable} now"
+	[ -n "$now" ] && [ "$now" = "$base" ] &&
+		pass "$1-not-valid-not-using-unused-0" || {
+		fail "$1-not-valid-not-using-unused-0" "baseline $base: $js"
+		for h in h1 h2; do echo "   $h:"; on "$h" ip -s macsec show 2>&1 | sed 's/^/     /'; done
+	}
 	[ "$(jq '.[0].h1.encoding_sa == .[0].h2.encoding_sa and .[0].h1.version == .[0].h2.version' <<<"$js")" = true ] &&
 		pass "$1-ends-agree-on-key" || fail "$1-ends-agree-on-key" "$js"
 }
@@ -397,8 +408,18 @@ fi
 # name their key by KEYID), or apply would look for version ~30 in the KMS.
 KT=$BUILD/tests/kms/kms_tool
 declare -A KENV # host -> "--env K=V ..." for lab.sh exec
+# kms_tool create options of version v in phases 3 and 4: v1..v3 active; v4 pre-active
+# without a date (keymgr activates it for the third rotation); v5 pre-active until an
+# hour from now (a fourth rotation is refused)
+kms_create_opts() {
+	case $1 in
+	4) ;;
+	5) echo "--activation=$(($(date +%s) + 3600))" ;;
+	*) echo --activate ;;
+	esac
+}
 kms_phase() { # n backend id
-	local n=$1 be=$2 id=$3 o h i extra js bad want got st
+	local n=$1 be=$2 id=$3 o h i extra js bad want got st base
 	sed "s|key: { backend: file, id: keys/rot.key }|key: { backend: $be, id: \"$id\", version: 1 }|" \
 		"$WORK/rot.yaml" >"$WORK/rot-$be.yaml"
 	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
@@ -413,6 +434,11 @@ kms_phase() { # n backend id
 	start_agent h1
 	start_agent h2
 	wait_agent || fail "$n-agents"
+	# the move to this key was one apply per host, one after the other: frames either
+	# end sent in between were refused by the other (different keys on the same AN).
+	# That is apply's window, not a rotation's; the rotations are counted from here
+	base=$(counters_refused)
+	echo "   refused-frame counters after the two applies: ${base:-unreadable}"
 	stream_start
 	sleep 1
 	for i in 1 2 3; do
@@ -421,9 +447,13 @@ kms_phase() { # n backend id
 		o=$("$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "${KM[@]}" rotate --all --overlap 1 $extra "$WORK/rot-$be.yaml" 2>&1) &&
 			pass "$n-$be-rotation-$i$extra" || fail "$n-$be-rotation-$i$extra" "$(tail -3 <<<"$o")"
 	done
+	# v5 is pre-active until an hour from now: refused, rolled back, the ends stay on v4
+	o=$("$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot-$be.yaml" 2>&1)
+	[ $? = 1 ] && grep -q "pre-active" <<<"$o" && pass "$n-$be-not-yet-due-version-refused" ||
+		fail "$n-$be-not-yet-due-version-refused" "$(tail -3 <<<"$o")"
 	sleep 1
 	stream_stop "$n"
-	counters_zero "$n"
+	counters_zero "$n" "${base:-unknown}"
 	js=$(on h1 "${KM[@]}" status --json "$WORK/rot-$be.yaml" 2>/dev/null)
 	[ "$(jq '.[0].h1.version' <<<"$js")" = 4 ] && pass "$n-$be-at-version-4" || fail "$n-$be-at-version-4" "$js"
 	on h1 cat "$KA" >"$WORK/keymgr-audit-$n.jsonl" 2>/dev/null
@@ -444,6 +474,12 @@ kms_phase() { # n backend id
 	done
 	st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" 4 2>&1 | sed -n 's/^state=//p')
 	[ "$st" = active ] && pass "$n-$be-v4-active-in-kms" || fail "$n-$be-v4-active-in-kms" "state $st"
+	[ "$(jq -s --arg be "$be" '[.[] | select(.action == "key-state" and .result == "applied" and
+		.key_state == "active" and (.detail | startswith($be + ":") and contains("version 4 activated")))] | length' \
+		"$WORK/keymgr-audit-$n.jsonl")" = 1 ] &&
+		pass "$n-$be-v4-activated-by-keymgr-audited" || fail "$n-$be-v4-activated-by-keymgr-audited"
+	st=$("$LAB" exec ${KENV[h1]} h1 -- "$KT" info "$be" "$id" 5 2>&1 | sed -n 's/^state=//p')
+	[ "$st" = pre-active ] && pass "$n-$be-v5-still-pre-active" || fail "$n-$be-v5-still-pre-active" "state $st"
 	[ "$(jq -s --arg be "$be" '[.[] | select(.action == "key-state" and .result == "applied" and
 		.key_state == "deactivated" and (.detail | startswith($be + ":")))] | length' "$WORK/keymgr-audit-$n.jsonl")" = 2 ] &&
 		pass "$n-$be-deactivations-audited" || fail "$n-$be-deactivations-audited"
@@ -479,12 +515,13 @@ if want 3; then
 	P11ENV=(SOFTHSM2_CONF="$H1HSM/softhsm2.conf" FCTL_PKCS11_MODULE="$P11MOD" FCTL_PKCS11_PIN_FILE="$H1HSM/pin")
 	env "${P11ENV[@]}" softhsm2-util --init-token --free --label fab-rot --so-pin "$(cat "$H1HSM/pin")" \
 		--pin "$(cat "$H1HSM/pin")" >"$WORK/hsm-init.log" 2>&1 || ok=0
-	for v in 1 2 3 4; do
-		env "${P11ENV[@]}" "$KT" create pkcs11 "token=fab-rot;object=rot" "$v" 16 --activate >"$WORK/hsm-v$v" 2>&1 || ok=0
+	for v in 1 2 3 4 5; do
+		env "${P11ENV[@]}" "$KT" create pkcs11 "token=fab-rot;object=rot" "$v" 16 $(kms_create_opts "$v") \
+			>"$WORK/hsm-v$v" 2>&1 || ok=0
 	done
 	cp -a "$H1HSM/tokens/." "$FCTL_LAB_DIR/h2/hsm/tokens/" && cp -p "$H1HSM/pin" "$FCTL_LAB_DIR/h2/hsm/pin" || ok=0
-	[ "$ok" = 1 ] && pass "3-pkcs11-token-fab-rot-v1-v4" ||
-		fail "3-pkcs11-token-fab-rot-v1-v4" "$(cat "$WORK/hsm-init.log" "$WORK"/hsm-v* | tail -3)"
+	[ "$ok" = 1 ] && pass "3-pkcs11-token-fab-rot-v1-v5" ||
+		fail "3-pkcs11-token-fab-rot-v1-v5" "$(cat "$WORK/hsm-init.log" "$WORK"/hsm-v* | tail -3)"
 	kms_phase 3 pkcs11 "token=fab-rot;object=rot"
 fi
 
@@ -530,11 +567,12 @@ if want 4; then
 		sleep 1
 	done
 	ok=$up
-	for v in 1 2 3 4; do
-		[ "$up" = 1 ] && "$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "$KT" create kmip rot "$v" 16 --activate >"$WORK/kmip-v$v" 2>&1 || ok=0
+	for v in 1 2 3 4 5; do
+		[ "$up" = 1 ] && "$LAB" exec --timeout 120 ${KENV[h1]} h1 -- "$KT" create kmip rot "$v" 16 \
+			$(kms_create_opts "$v") >"$WORK/kmip-v$v" 2>&1 || ok=0
 	done
-	[ "$ok" = 1 ] && pass "4-kmip-server-up-rot-v1-v4" ||
-		fail "4-kmip-server-up-rot-v1-v4" "up $up: $(cat "$WORK"/kmip-v* "$KD/server.log" 2>/dev/null | tail -3)"
+	[ "$ok" = 1 ] && pass "4-kmip-server-up-rot-v1-v5" ||
+		fail "4-kmip-server-up-rot-v1-v5" "up $up: $(cat "$WORK"/kmip-v* "$KD/server.log" 2>/dev/null | tail -3)"
 	[ "$ok" = 1 ] && kms_phase 4 kmip rot
 	"$LAB" kill h1 "$KMIPJOB" >/dev/null 2>&1
 fi
