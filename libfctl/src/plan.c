@@ -272,7 +272,8 @@ static void keyid_hex(const struct fctl_sa *sa, char out[2 * FCTL_KEYID_LEN + 1]
 	fctl_format_hex(sa->keyid, FCTL_KEYID_LEN, out);
 }
 
-/* Compares one SA slot; an SA whose key differs is replaced (keys never change in place). */
+/* Compares one SA slot; an SA whose key (or XPN SSCI) differs is replaced: neither
+ * changes in place. */
 static void diff_sa(struct builder *b, const struct fctl_link *w, bool tx, uint64_t sci,
 		    unsigned an, const struct fctl_sa *cs, const struct fctl_sa *ws, bool sc_active)
 {
@@ -280,6 +281,7 @@ static void diff_sa(struct builder *b, const struct fctl_link *w, bool tx, uint6
 	enum fctl_op_kind del = tx ? FCTL_OP_TXSA_DEL : FCTL_OP_RXSA_DEL;
 	enum fctl_op_kind upd = tx ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
 	char x[33], y[33], d[128];
+	bool replace = false;
 
 	if (!cs->present && !ws->present)
 		return;
@@ -296,6 +298,15 @@ static void diff_sa(struct builder *b, const struct fctl_link *w, bool tx, uint6
 		keyid_hex(ws, y);
 		snprintf(d, sizeof(d), "key id %.8s -> %.8s (replace)", cs->has_keyid ? x : "none",
 			 y);
+		replace = true;
+	} else if (ws->has_salt && cs->ssci != ws->ssci) {
+		/* XPN: the SSCI is fixed at creation (no netlink update changes it) and the
+		 * kernel dumps it; the salt is not dumped and cannot be compared */
+		snprintf(d, sizeof(d), "ssci %" PRIu32 " -> %" PRIu32 " (replace)", cs->ssci,
+			 ws->ssci);
+		replace = true;
+	}
+	if (replace) {
 		add_sa_op(b, del, w, sci, an, cs, sc_active, d);
 		add_sa_op(b, add, w, sci, an, ws, sc_active, d);
 		b->plan->ops[b->plan->n_ops - 1].disruptive = !b->err;

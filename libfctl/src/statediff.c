@@ -13,7 +13,9 @@ static void sa_line(struct fctl_buf *o, const char *prefix, unsigned an, const s
 	fctl_buf_printf(o, "%s an %u %s key-id ", prefix, an, sa->active ? "active" : "inactive");
 	for (int i = 0; i < FCTL_KEYID_LEN; i++)
 		fctl_buf_printf(o, "%02x", sa->keyid[i]);
-	if (sa->has_salt)
+	/* XPN: the SSCI, which the kernel dumps (the salt it does not: has_salt is only
+	 * ever set on a rendered state, so it cannot be what decides this line) */
+	if (sa->ssci)
 		fctl_buf_printf(o, " ssci %" PRIu32, sa->ssci);
 	fctl_buf_putc(o, '\n');
 }

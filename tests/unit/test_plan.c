@@ -588,12 +588,70 @@ static void test_json_output(void **state)
 	fctl_buf_release(&b);
 }
 
+/* A live XPN state as the kernel dumps it: SSCI yes, salt no. Neither drift nor a plan
+ * may come of the missing salt; a wrong SSCI is both (and replaces the SA). */
+static void strip_salt(struct fctl_host_state *hs)
+{
+	for (size_t i = 0; i < hs->n_links; i++) {
+		struct fctl_macsec *m = &hs->links[i].macsec;
+
+		for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+			m->txsa[an].has_salt = false;
+			memset(m->txsa[an].salt, 0, FCTL_SALT_LEN);
+			for (size_t j = 0; j < m->n_rxsc; j++) {
+				m->rxsc[j].sa[an].has_salt = false;
+				memset(m->rxsc[j].sa[an].salt, 0, FCTL_SALT_LEN);
+			}
+		}
+	}
+}
+
+static void test_xpn_live_state(void **state)
+{
+	struct knobs x = base;
+	struct fctl_host_state *want, *live;
+	struct fctl_link *ml;
+	struct fctl_plan *p = NULL;
+	struct fctl_buf b = { 0 };
+	static const struct op_want replace[] = {
+		{ FCTL_OP_TXSA_DEL, "ms100", true },
+		{ FCTL_OP_TXSA_ADD, "ms100", true },
+	};
+
+	(void)state;
+	x.cipher = "gcm-aes-xpn-128";
+	want = render(&x, "h1");
+	live = render(&x, "h1");
+	strip_salt(live);
+	ml = (struct fctl_link *)fctl_host_state_find(live, "ms100");
+	assert_non_null(ml);
+	assert_int_equal(ml->macsec.txsa[0].ssci, 1);
+	assert_int_equal(fctl_state_diff_text(live, want, &b, false), 0);
+	assert_int_equal(fctl_plan_compute(live, want, &p), 0);
+	assert_int_equal(p->n_ops, 0);
+	fctl_plan_free(p);
+	p = NULL;
+	/* the SSCI of the peer's: drift, shown on both sides, and a replacement */
+	ml->macsec.txsa[0].ssci = 2;
+	fctl_buf_reset(&b);
+	assert_int_equal(fctl_state_diff_text(live, want, &b, false), 1);
+	assert_non_null(strstr(b.data, " ssci 2\n"));
+	assert_non_null(strstr(b.data, " ssci 1\n"));
+	assert_int_equal(fctl_plan_compute(live, want, &p), 0);
+	expect_ops(p, replace, FCTL_ARRAY_SIZE(replace));
+	fctl_plan_free(p);
+	fctl_host_state_free(want);
+	fctl_host_state_free(live);
+	fctl_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_plan_from_nothing),
 		cmocka_unit_test(test_plan_same_twice),
+		cmocka_unit_test(test_xpn_live_state),
 		cmocka_unit_test(test_plan_window_in_place),
 		cmocka_unit_test(test_plan_cipher_recreates),
 		cmocka_unit_test(test_plan_vid_drags_macsec),
