@@ -17,12 +17,15 @@
 #     --compromised: the KMS's record of the old version says compromised, the audit
 #     KCVs are the KMS's check values. In phase 4 h1 (kms_tool, keymgr) speaks KMIP
 #     2.0 and h2's apply speaks 1.2, to the same server and the same objects
+#  5. PN use as the trigger, on GCM-AES-XPN-128: an hour's cryptoperiod, a threshold of
+#     2000 packets; `keys watch --count 2` under the stream rotates twice, both times
+#     for PN use, with nothing lost, nothing refused and the kernel still on XPN
 #
 # Evidence for any loss (docs/rotation.md, "what a lost packet means"): the receivers
 # report their own socket drops and each gap with the sender's send times; MACsec, link,
 # ARP and SNMP counters of both hosts are kept before/after phase 1 in $WORK/snap-*,
 # and each gap is printed beside the agents' SA steps around it.
-# ROTATION_PHASES="1 3" runs only those phases (diagnosis; default "1 2 3 4"). FCTL_LAB_DIR picks the lab dir.
+# ROTATION_PHASES="1 3" runs only those phases (diagnosis; default "1 2 3 4 5"). FCTL_LAB_DIR picks the lab dir.
 #
 # Prints PASS/FAIL per check and "rotation: N passed, M failed"; exits non-zero on
 # any failure, including a lab that cannot start (never skips).
@@ -197,7 +200,7 @@ audit_count() { # result
 	on h1 sh -c "grep '\"action\":\"key-rotation\"' $KA | grep -c '\"result\":\"$1\"' || true"
 }
 
-want() { [[ " ${ROTATION_PHASES:-1 2 3 4} " == *" $1 "* ]]; }
+want() { [[ " ${ROTATION_PHASES:-1 2 3 4 5} " == *" $1 "* ]]; }
 
 if want 1; then
 # --- 1. N rotations by the cryptoperiod under a stream --------------------------------
@@ -575,6 +578,60 @@ if want 4; then
 		fail "4-kmip-server-up-rot-v1-v5" "up $up: $(cat "$WORK"/kmip-v* "$KD/server.log" 2>/dev/null | tail -3)"
 	[ "$ok" = 1 ] && kms_phase 4 kmip rot
 	"$LAB" kill h1 "$KMIPJOB" >/dev/null 2>&1
+fi
+
+if want 5; then
+	# PN use as the trigger, on an XPN cipher (64-bit PNs read from the dump): the
+	# cryptoperiod is an hour, the threshold 2000 packets; at 200 packets/s each way the
+	# TX PN of either end crosses it in about 10 s, and watch checks PN use at least
+	# every 10 s. Two rotations under the stream, both triggered by PN use.
+	stamp "5 pn threshold, xpn"
+	sed -e 's/cipher: gcm-aes-128/cipher: gcm-aes-xpn-128/' -e 's/cryptoperiod: 5s/cryptoperiod: 1h/' \
+		-e 's/pn_rekey_threshold: 0xC0000000/pn_rekey_threshold: 2000/' "$WORK/rot.yaml" >"$WORK/rot-xpn.yaml"
+	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
+	for h in h1 h2; do
+		o=$(on "$h" "$F" apply -q --host "$h" "$WORK/rot-xpn.yaml" 2>&1) &&
+			pass "5-apply-xpn-$h" || fail "5-apply-xpn-$h" "$(tail -3 <<<"$o")"
+	done
+	for h in h1 h2; do
+		c=$(on "$h" ip -j macsec show ms100 2>/dev/null | jq -r '.[0].cipher_suite')
+		[ "$c" = GCM-AES-XPN-128 ] && pass "5-$h-kernel-runs-gcm-aes-xpn-128" ||
+			fail "5-$h-kernel-runs-gcm-aes-xpn-128" "cipher_suite '$c'"
+		o=$(on "$h" "$F" diff --host "$h" "$WORK/rot-xpn.yaml" 2>&1) && pass "5-$h-xpn-applied-no-drift" ||
+			fail "5-$h-xpn-applied-no-drift" "$(head -c 1500 <<<"$o")"
+	done
+	start_agent h1
+	start_agent h2
+	wait_agent || fail "5-agents"
+	base=$(counters_refused)
+	echo "   refused-frame counters after the two applies: ${base:-unreadable}"
+	an0=$(on h1 "${KM[@]}" status --json "$WORK/rot-xpn.yaml" 2>/dev/null | jq '.[0].h1.encoding_sa')
+	trig0=$(on h1 sh -c "cat $KA 2>/dev/null | grep -c '\"result\":\"triggered\"'")
+	stream_start
+	o=$("$LAB" exec --timeout 180 h1 -- "${KM[@]}" watch --count 2 "$WORK/rot-xpn.yaml" 2>&1) &&
+		pass "5-watch-two-rotations" || fail "5-watch-two-rotations" "$(tail -3 <<<"$o")"
+	sleep 1
+	stream_stop 5
+	counters_zero 5 "${base:-unknown}"
+	on h1 cat "$KA" >"$WORK/keymgr-audit-5.jsonl" 2>/dev/null
+	why=$(tail -n +$((${trig0:-0} + 1)) <(jq -r 'select(.action == "key-rotation" and .result == "triggered") | .detail' \
+		"$WORK/keymgr-audit-5.jsonl") | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+	[ "$why" = " 2 pn-threshold;" ] && pass "5-both-triggered-by-pn-use" || fail "5-both-triggered-by-pn-use" "triggers:$why"
+	an1=$(on h1 "${KM[@]}" status --json "$WORK/rot-xpn.yaml" 2>/dev/null | jq '.[0].h1.encoding_sa')
+	[ -n "$an0" ] && [ -n "$an1" ] && [ "$an1" = $(((an0 + 2) % 4)) ] &&
+		pass "5-two-ans-on" || fail "5-two-ans-on" "encoding sa $an0 -> $an1"
+	for h in h1 h2; do
+		c=$(on "$h" ip -j macsec show ms100 2>/dev/null | jq -r '.[0].cipher_suite')
+		o=$(on "$h" "$F" diff --host "$h" "$WORK/rot-xpn.yaml" 2>&1) && [ "$c" = GCM-AES-XPN-128 ] &&
+			pass "5-$h-still-xpn-no-drift" || fail "5-$h-still-xpn-no-drift" "cipher_suite '$c'; $(head -c 1500 <<<"$o")"
+		# and apply agrees: the SSCIs it reads back equal the profile's, the missing salt
+		# (the kernel does not dump it) is no change
+		o=$(on "$h" "$F" apply --json --host "$h" "$WORK/rot-xpn.yaml" 2>&1)
+		[ "$(jq -r '"\(.result) \(.netlink_writes) \(.ops_planned)"' <<<"$o" 2>/dev/null)" = "unchanged 0 0" ] &&
+			pass "5-$h-xpn-reapply-zero-writes" || fail "5-$h-xpn-reapply-zero-writes" "$(head -c 600 <<<"$o")"
+	done
+	on h1 ping -c 2 -W 3 10.100.0.2 >/dev/null && pass "5-ping-on-the-new-key" || fail "5-ping-on-the-new-key"
+	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 fi
 
 stamp "end"
