@@ -601,7 +601,7 @@ static int install(struct km *k, struct km_link *l, struct rot *rt, const struct
 
 	ref.version = rt->new_version;
 	fctl_keyid_from_ref(&ref, keyid);
-	fctl_rotation_salt(&ref, salt);
+	fctl_salt_from_ref(&ref, salt);
 	for (int i = 0; i < 2; i++) {
 		struct km_end *e = &l->end[i];
 		struct fctl_msg m = {

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "fctl/profile.h"
 
 /* base: the profile's directory, made absolute once per render (relative file ids) */
@@ -18,19 +16,6 @@ static int copy_keyref(struct fctl_keyref *dst, const struct fctl_keyref *src, c
 	dst->base = fctl_strdup(base);
 	return (src->backend && !dst->backend) || (src->id && !dst->id) ||
 			       (base && !dst->base) ? -ENOMEM : 0;
-}
-
-/* XPN salt: not secret (802.1AEbw), but both ends must agree: derive from the key ref. */
-static void salt_from_ref(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN])
-{
-	struct fctl_keyref r = *ref;
-	uint8_t id[FCTL_KEYID_LEN];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	fctl_keyid_from_ref(&r, id);
-	EVP_Digest(id, sizeof(id), md, &n, EVP_sha256(), NULL);
-	memcpy(salt, md, FCTL_SALT_LEN);
 }
 
 static void end_mac(const struct fctl_profile *p, const struct fctl_link_end *e, uint8_t mac[6])
@@ -100,7 +85,7 @@ static int render_vlan(const struct fctl_profile *p, const char *base, const str
 		if (r < 0)
 			return r;
 		fctl_keyid_from_ref(&pol->key, keyid);
-		salt_from_ref(&pol->key, salt);
+		fctl_salt_from_ref(&pol->key, salt);
 		/* peers use the same policy port; the SCI of the peer is its MAC + that port */
 		peer_sci = fctl_sci_make(peer_mac, pol->port);
 

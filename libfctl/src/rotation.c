@@ -11,8 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "fctl/engine.h"
 #include "fctl/rotation.h"
 
@@ -139,17 +137,6 @@ bool fctl_rotation_busy(const char *dir, char *ifname, size_t len)
 	return busy;
 }
 
-void fctl_rotation_salt(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN])
-{
-	uint8_t id[FCTL_KEYID_LEN];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	fctl_keyid_from_ref(ref, id);
-	EVP_Digest(id, sizeof(id), md, &n, EVP_sha256(), NULL);
-	memcpy(salt, md, FCTL_SALT_LEN);
-}
-
 static void sa_move(struct fctl_sa *sa, uint8_t an, const uint8_t keyid[FCTL_KEYID_LEN],
 		    const uint8_t salt[FCTL_SALT_LEN])
 {
@@ -176,7 +163,7 @@ void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
 		return;
 	m->key.version = version;
 	fctl_keyid_from_ref(&m->key, keyid);
-	fctl_rotation_salt(&m->key, salt);
+	fctl_salt_from_ref(&m->key, salt);
 	sa_move(m->txsa, an, keyid, salt);
 	for (size_t i = 0; i < m->n_rxsc; i++)
 		sa_move(m->rxsc[i].sa, an, keyid, salt);

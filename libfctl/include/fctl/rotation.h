@@ -63,8 +63,6 @@ void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
  * fctl_rotation_applies() to its key reference. */
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
 
-/* XPN salt of a key reference: SHA-256(KEYID)[0..11], as render derives it. */
-void fctl_rotation_salt(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN]);
 
 /* fctl_key_fetch with versions for the file backend, which has none of its own
  * (keys.c ignores a file reference's version): version V > 0 of id X is the file
