@@ -443,6 +443,26 @@ static void names_finish(struct names *nm)
 	nm->n = w;
 }
 
+/* An XPN SA read from the kernel has its SSCI but not its salt (never dumped). On a link
+ * fabricctl made (its KEYID matched a profile's reference) the salt is the one derived
+ * from that SA's KEYID, which is what re-installing it on a rollback needs. */
+static void salt_from_keyids(struct fctl_macsec *m)
+{
+	struct fctl_sa *sa;
+
+	if (!fctl_cipher_is_xpn(m->cipher))
+		return;
+	for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+		for (size_t s = 0; s <= m->n_rxsc; s++) {
+			sa = s < m->n_rxsc ? &m->rxsc[s].sa[an] : &m->txsa[an];
+			if (sa->present && sa->has_keyid && !sa->has_salt) {
+				fctl_salt_from_keyid(sa->keyid, sa->salt);
+				sa->has_salt = true;
+			}
+		}
+	}
+}
+
 /* Gives live MACsec links the key references of the profiles that made them, matched
  * by KEYID (keys are never read back): rollback can then re-install their SAs. */
 static int annotate_keys(struct fctl_host_state *live, const struct fctl_host_state *const *srcs,
@@ -481,6 +501,7 @@ static int annotate_keys(struct fctl_host_state *live, const struct fctl_host_st
 				m->key.version = sm->key.version;
 				if (!m->key.backend || !m->key.id)
 					return -ENOMEM;
+				salt_from_keyids(m);
 				goto next;
 			}
 		}

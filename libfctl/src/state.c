@@ -369,16 +369,22 @@ void fctl_keyid_from_ref(const struct fctl_keyref *ref, uint8_t keyid[FCTL_KEYID
 	memcpy(keyid, md, FCTL_KEYID_LEN);
 }
 
-void fctl_salt_from_ref(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN])
+void fctl_salt_from_keyid(const uint8_t keyid[FCTL_KEYID_LEN], uint8_t salt[FCTL_SALT_LEN])
 {
-	uint8_t id[FCTL_KEYID_LEN];
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
-	fctl_keyid_from_ref(ref, id);
 	memset(md, 0, sizeof(md));
-	EVP_Digest(id, sizeof(id), md, &n, EVP_sha256(), NULL);
+	EVP_Digest(keyid, FCTL_KEYID_LEN, md, &n, EVP_sha256(), NULL);
 	memcpy(salt, md, FCTL_SALT_LEN);
+}
+
+void fctl_salt_from_ref(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN])
+{
+	uint8_t id[FCTL_KEYID_LEN];
+
+	fctl_keyid_from_ref(ref, id);
+	fctl_salt_from_keyid(id, salt);
 }
 
 uint32_t fctl_macsec_overhead(uint8_t icv_len)

@@ -212,6 +212,14 @@ static void test_render(void **state)
 		assert_true(ma->macsec.txsa[0].has_salt);
 		assert_memory_equal(ma->macsec.txsa[0].salt, mb->macsec.rxsc[0].sa[0].salt,
 				    FCTL_SALT_LEN);
+		/* the salt follows from the KEYID alone, which the kernel does dump: what a
+		 * rollback needs to re-install an SA it read back */
+		{
+			uint8_t salt[FCTL_SALT_LEN];
+
+			fctl_salt_from_keyid(ma->macsec.txsa[0].keyid, salt);
+			assert_memory_equal(salt, ma->macsec.txsa[0].salt, FCTL_SALT_LEN);
+		}
 		fctl_host_state_free(a);
 		fctl_host_state_free(b);
 	}

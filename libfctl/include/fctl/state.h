@@ -173,6 +173,7 @@ void fctl_keyid_from_ref(const struct fctl_keyref *ref, uint8_t keyid[FCTL_KEYID
 /* XPN salt of a key reference: SHA-256(KEYID)[0..11]. Not secret (802.1AEbw); derived
  * so both ends agree without exchanging it. Render, rotation and keymgr all use this. */
 void fctl_salt_from_ref(const struct fctl_keyref *ref, uint8_t salt[FCTL_SALT_LEN]);
+void fctl_salt_from_keyid(const uint8_t keyid[FCTL_KEYID_LEN], uint8_t salt[FCTL_SALT_LEN]);
 
 /* MACsec overhead on the wire, for MTU checks: SecTAG with SCI + ICV. */
 uint32_t fctl_macsec_overhead(uint8_t icv_len);
