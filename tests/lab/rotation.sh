@@ -631,6 +631,18 @@ if want 5; then
 			pass "5-$h-xpn-reapply-zero-writes" || fail "5-$h-xpn-reapply-zero-writes" "$(head -c 600 <<<"$o")"
 	done
 	on h1 ping -c 2 -W 3 10.100.0.2 >/dev/null && pass "5-ping-on-the-new-key" || fail "5-ping-on-the-new-key"
+	# all-or-nothing on XPN: a key change fails at its last op; the rollback re-installs
+	# the rotated SAs, whose salt the kernel never dumps (derived again from their KEYID)
+	sed 's|key: { backend: file, id: keys/rot.key }|key: { backend: file, id: keys/rot.key.v60 }|' \
+		"$WORK/rot-xpn.yaml" >"$WORK/rot-xpn-k60.yaml"
+	n=$(on h1 "$F" plan --json --host h1 "$WORK/rot-xpn-k60.yaml" 2>/dev/null | jq '.ops | length')
+	o=$("$LAB" exec --timeout 120 --env "FCTL_TEST_FAIL_AT_OP=$((${n:-1} - 1))" h1 -- \
+		"$F" apply --json --host h1 "$WORK/rot-xpn-k60.yaml" 2>&1)
+	[ "$(jq -r '"\(.result) \(.restored_exactly)"' <<<"$o" 2>/dev/null)" = "rolled-back true" ] &&
+		on h1 "$F" diff --host h1 "$WORK/rot-xpn.yaml" >/dev/null 2>&1 &&
+		pass "5-xpn-key-change-fails-late-rolls-back-exactly" ||
+		fail "5-xpn-key-change-fails-late-rolls-back-exactly" "$n ops: $(jq -c '{result,restored_exactly,failed_op,error}' <<<"$o" 2>/dev/null || head -c 600 <<<"$o")"
+	on h1 ping -c 2 -W 3 10.100.0.2 >/dev/null && pass "5-ping-after-xpn-rollback" || fail "5-ping-after-xpn-rollback"
 	for h in h1 h2; do "$LAB" kill "$h" "${AG[$h]}" >/dev/null 2>&1; done
 fi
 
