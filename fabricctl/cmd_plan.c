@@ -77,8 +77,7 @@ static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_
 	fctl_buf_puts(o, ",\"name\":");
 	fctl_buf_json_str(o, p->name);
 	fctl_buf_printf(o, ",\"version\":%llu,\"sha256\":\"", (unsigned long long)p->version);
-	for (int i = 0; i < 32; i++)
-		fctl_buf_printf(o, "%02x", p->sha256[i]);
+	fctl_buf_put_hex(o, p->sha256, 32);
 	fctl_buf_puts(o, "\"}");
 }
 

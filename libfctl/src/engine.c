@@ -284,8 +284,7 @@ static int history_add(struct eng *e, const struct fctl_profile *p)
 	absdir = realpath(p->dir, NULL);
 	fctl_buf_printf(&line, "%" PRIu64 "\t%" PRIu64 "\t%s\t", seq, p->version,
 			p->name ? p->name : "?");
-	for (int i = 0; i < 32; i++)
-		fctl_buf_printf(&line, "%02x", p->sha256[i]);
+	fctl_buf_put_hex(&line, p->sha256, 32);
 	fctl_buf_printf(&line, "\t%s\t%s\t%s\n", tbuf, copy, absdir ? absdir : p->dir);
 	free(absdir);
 	snprintf(idx, sizeof(idx), "%s/history/index", e->dir);

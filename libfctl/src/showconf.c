@@ -87,8 +87,7 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 				 "    # profile this host applied");
 		if (sa && sa->has_keyid) {
 			fctl_buf_puts(o, " (tx key id ");
-			for (int i = 0; i < FCTL_KEYID_LEN; i++)
-				fctl_buf_printf(o, "%02x", sa->keyid[i]);
+			fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
 			fctl_buf_putc(o, ')');
 		}
 		fctl_buf_puts(o, "\n    key: { backend: file, id: UNKNOWN }\n");

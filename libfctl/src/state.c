@@ -399,8 +399,7 @@ static void json_sa(struct fctl_buf *o, const struct fctl_sa *sa, unsigned an)
 			sa->active ? "true" : "false", sa->pn);
 	if (sa->has_keyid) {
 		fctl_buf_puts(o, ",\"key_id\":\"");
-		for (int i = 0; i < FCTL_KEYID_LEN; i++)
-			fctl_buf_printf(o, "%02x", sa->keyid[i]);
+		fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
 		fctl_buf_putc(o, '"');
 	}
 	if (sa->has_salt)

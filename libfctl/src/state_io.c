@@ -32,22 +32,16 @@ static void put_esc(struct fctl_buf *o, const char *s)
 	}
 }
 
-static void put_hex(struct fctl_buf *o, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fctl_buf_printf(o, "%02x", p[i]);
-}
-
 static void put_sa(struct fctl_buf *o, const struct fctl_sa *sa, unsigned an)
 {
 	fctl_buf_printf(o, " an=%u active=%d pn=%" PRIu64, an, sa->active, sa->pn);
 	if (sa->has_keyid) {
 		fctl_buf_puts(o, " keyid=");
-		put_hex(o, sa->keyid, FCTL_KEYID_LEN);
+		fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
 	}
 	if (sa->has_salt) {
 		fctl_buf_printf(o, " ssci=%" PRIu32 " salt=", sa->ssci);
-		put_hex(o, sa->salt, FCTL_SALT_LEN);
+		fctl_buf_put_hex(o, sa->salt, FCTL_SALT_LEN);
 	}
 	fctl_buf_putc(o, '\n');
 }

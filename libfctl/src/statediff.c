@@ -11,8 +11,7 @@
 static void sa_line(struct fctl_buf *o, const char *prefix, unsigned an, const struct fctl_sa *sa)
 {
 	fctl_buf_printf(o, "%s an %u %s key-id ", prefix, an, sa->active ? "active" : "inactive");
-	for (int i = 0; i < FCTL_KEYID_LEN; i++)
-		fctl_buf_printf(o, "%02x", sa->keyid[i]);
+	fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
 	/* XPN: the SSCI, which the kernel dumps (the salt it does not: has_salt is only
 	 * ever set on a rendered state, so it cannot be what decides this line) */
 	if (sa->ssci)

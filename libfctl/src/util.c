@@ -74,6 +74,19 @@ int fctl_buf_putc(struct fctl_buf *b, char c)
 	return fctl_buf_append(b, &c, 1);
 }
 
+static const char hex_digit[] = "0123456789abcdef";
+
+int fctl_buf_put_hex(struct fctl_buf *b, const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		char two[2] = { hex_digit[p[i] >> 4], hex_digit[p[i] & 0xf] };
+
+		if (fctl_buf_append(b, two, sizeof(two)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int fctl_buf_vprintf(struct fctl_buf *b, const char *fmt, va_list ap)
 {
 	va_list aq;
@@ -331,11 +344,9 @@ int fctl_parse_hex(const char *s, uint8_t *out, size_t len)
 
 void fctl_format_hex(const uint8_t *p, size_t len, char *out)
 {
-	static const char digit[] = "0123456789abcdef";
-
 	for (size_t i = 0; i < len; i++) {
-		out[2 * i] = digit[p[i] >> 4];
-		out[2 * i + 1] = digit[p[i] & 0xf];
+		out[2 * i] = hex_digit[p[i] >> 4];
+		out[2 * i + 1] = hex_digit[p[i] & 0xf];
 	}
 	out[2 * len] = 0;
 }

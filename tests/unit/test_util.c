@@ -284,6 +284,18 @@ static void test_parse_hex(void **state)
 		fctl_format_hex(want, 0, out);
 		assert_string_equal(out, "");
 	}
+	/* the same digits appended to a buffer, after what it holds */
+	{
+		static const uint8_t all[] = { 0x00, 0x09, 0x0a, 0x5f, 0xa0, 0xff };
+		struct fctl_buf o = { 0 };
+
+		fctl_buf_puts(&o, "id ");
+		assert_int_equal(fctl_buf_put_hex(&o, all, sizeof(all)), 0);
+		assert_int_equal(fctl_buf_put_hex(&o, all, 0), 0);
+		assert_string_equal(o.data, "id 00090a5fa0ff");
+		assert_int_equal(o.len, 3 + 2 * sizeof(all));
+		fctl_buf_release(&o);
+	}
 }
 
 static const struct {

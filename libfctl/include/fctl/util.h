@@ -36,6 +36,8 @@ int fctl_buf_append(struct fctl_buf *b, const void *p, size_t n);
 int fctl_buf_puts(struct fctl_buf *b, const char *s);
 int fctl_buf_putc(struct fctl_buf *b, char c);
 int fctl_buf_printf(struct fctl_buf *b, const char *fmt, ...) FCTL_PRINTF(2, 3);
+/* bytes appended as lower-case hex (fctl_format_hex into a buffer) */
+int fctl_buf_put_hex(struct fctl_buf *b, const uint8_t *p, size_t len);
 int fctl_buf_vprintf(struct fctl_buf *b, const char *fmt, va_list ap) FCTL_PRINTF(2, 0);
 /* Transfers ownership of the data to the caller; the buffer is left empty. */
 char *fctl_buf_steal(struct fctl_buf *b);
