@@ -402,7 +402,7 @@ static void json_sa(struct fctl_buf *o, const struct fctl_sa *sa, unsigned an)
 		fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
 		fctl_buf_putc(o, '"');
 	}
-	if (sa->has_salt)
+	if (sa->ssci) /* XPN: dumped by the kernel, unlike the salt */
 		fctl_buf_printf(o, ",\"ssci\":%" PRIu32, sa->ssci);
 	fctl_buf_putc(o, '}');
 }

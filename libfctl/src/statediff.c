@@ -12,8 +12,8 @@ static void sa_line(struct fctl_buf *o, const char *prefix, unsigned an, const s
 {
 	fctl_buf_printf(o, "%s an %u %s key-id ", prefix, an, sa->active ? "active" : "inactive");
 	fctl_buf_put_hex(o, sa->keyid, FCTL_KEYID_LEN);
-	/* XPN: the SSCI, which the kernel dumps (the salt it does not: has_salt is only
-	 * ever set on a rendered state, so it cannot be what decides this line) */
+	/* XPN: the SSCI, which the kernel dumps. Not has_salt: the kernel never dumps the
+	 * salt, so a state read back has one only where the engine derived it */
 	if (sa->ssci)
 		fctl_buf_printf(o, " ssci %" PRIu32, sa->ssci);
 	fctl_buf_putc(o, '\n');

@@ -639,6 +639,11 @@ static void test_xpn_live_state(void **state)
 	assert_int_equal(p->n_ops, 0);
 	fctl_plan_free(p);
 	p = NULL;
+	/* show --json reports the SSCI the kernel dumped, salt or none */
+	assert_int_equal(fctl_host_state_to_json(live, &b), 0);
+	assert_non_null(strstr(b.data, "\"ssci\":1}"));
+	assert_non_null(strstr(b.data, "\"ssci\":2}"));
+	fctl_buf_reset(&b);
 	/* the SSCI of the peer's: drift, shown on both sides, and a replacement */
 	ml->macsec.txsa[0].ssci = 2;
 	fctl_buf_reset(&b);
