@@ -656,22 +656,31 @@ static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, s
 	return r;
 }
 
+/* The SecY ifname alone (the cost of a request must not grow with the host's links):
+ * 0 with *l in *hs (the caller frees *hs), -ENODEV when it is missing or no SecY. */
+static int read_secy(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **hs,
+		     const struct fctl_link **l)
+{
+	int r = fctl_nl_read_link(nl, ifname, hs);
+
+	if (r == -EMEDIUMTYPE)
+		r = -ENODEV;
+	*l = r == 0 ? fctl_host_state_find(*hs, ifname) : NULL;
+	if (r == 0 && (!*l || (*l)->kind != FCTL_LINK_MACSEC))
+		r = -ENODEV;
+	return r;
+}
+
 static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_buf *o, char *err,
 		    size_t errlen, int *rp)
 {
 	struct fctl_host_state *hs = NULL;
 	struct fctl_macsec_stats *st = calloc(1, sizeof(*st));
-	const struct fctl_link *l;
+	const struct fctl_link *l = NULL;
 	char kid[2 * FCTL_KEYID_LEN + 1];
 	int r;
 
-	/* this SecY only: the cost of a request must not grow with the host's links */
-	r = st ? fctl_nl_read_link(nl, m->ifname, &hs) : -ENOMEM;
-	if (r == -EMEDIUMTYPE)
-		r = -ENODEV;
-	l = r == 0 ? fctl_host_state_find(hs, m->ifname) : NULL;
-	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
-		r = -ENODEV;
+	r = st ? read_secy(nl, m->ifname, &hs, &l) : -ENOMEM;
 	if (r == 0)
 		r = fctl_nl_read_macsec_stats(nl, m->ifname, st);
 	if (r < 0) {
@@ -728,13 +737,8 @@ static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec 
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *l;
-	int r = fctl_nl_read_link(nl, ifname, &hs);
+	int r = read_secy(nl, ifname, &hs, &l);
 
-	if (r == -EMEDIUMTYPE)
-		r = -ENODEV;
-	l = r == 0 ? fctl_host_state_find(hs, ifname) : NULL;
-	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
-		r = -ENODEV;
 	if (r == 0) {
 		out->cipher = l->macsec.cipher;
 		out->encoding_sa = l->macsec.encoding_sa;

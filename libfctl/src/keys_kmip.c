@@ -15,7 +15,7 @@
  * Value} (inside a Template-Attribute for Create) and asks for them by name in Get
  * Attributes. KMIP 2.0 tags each value with the attribute's own tag inside one
  * Attributes structure, and asks for them by Attribute Reference (the tag as an
- * enumeration). attr_begin()/attr_end() and attr_list_of() hide the difference.
+ * enumeration). attr_begin()/attr_end() and attr_of() hide the difference.
  *
  * Key hygiene: the only response holding key bytes (Get) is read into one locked
  * buffer, copied into a struct fctl_key and cleansed; OpenSSL is asked to cleanse

@@ -63,7 +63,6 @@ void fctl_rotation_secy_set(struct fctl_macsec *m, uint8_t an, uint32_t version)
  * fctl_rotation_applies() to its key reference. */
 int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir);
 
-
 /* fctl_key_fetch with versions for the file backend, which has none of its own
  * (keys.c ignores a file reference's version): version V > 0 of id X is the file
  * "X.vV", version 0 is X. pkcs11/kmip references pass unchanged (they name
