@@ -177,15 +177,15 @@ stream_stop() { # name: checks both directions
 	done
 }
 # refused-frame counters of the link on both ends (InPktsNotValid + NotUsingSA + UnusedSA
-# over the RX SCs, which live through rotations): their sum
+# over the RX SCs, which live through rotations): their sum, from keymgr status --json
+REFUSED_SUM='[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add'
 counters_refused() {
-	on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null |
-		jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' 2>/dev/null
+	on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null | jq "$REFUSED_SUM" 2>/dev/null
 }
 counters_zero() { # name [baseline]: no frame refused (since the baseline), ends on one key
 	local js base=${2:-0} now
 	js=$(on h1 "${KM[@]}" status --json "$WORK/rot.yaml" 2>/dev/null)
-	now=$(jq '[.[0].h1, .[0].h2 | .not_valid + .not_using_sa + .unused_sa] | add' <<<"$js" 2>/dev/null)
+	now=$(jq "$REFUSED_SUM" <<<"$js" 2>/dev/null)
 	[ "$base" != 0 ] && echo "   refused-frame counters: $base at the baseline, ${now:-unreadable} now"
 	[ -n "$now" ] && [ "$now" = "$base" ] &&
 		pass "$1-not-valid-not-using-unused-0" || {
