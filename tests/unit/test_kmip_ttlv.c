@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "fctl/kmip.h"
+#include "kmip_int.h"
 
 #define T 0x420020 /* the tag the specification's examples use */
 

@@ -39,7 +39,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "fctl/kmip.h"
+#include "kmip_int.h"
 #include "keys_int.h"
 
 enum {

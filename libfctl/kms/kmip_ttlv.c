@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fctl/kmip.h"
+#include "kmip_int.h"
 
 static size_t pad8(size_t n)
 {

@@ -21,7 +21,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/socket.h>
 
-#include "nl_internal.h"
+#include "nl_int.h"
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270

@@ -5,7 +5,7 @@
 
 #include <yaml.h>
 
-#include "yaml_tree.h"
+#include "yaml_tree_int.h"
 
 const char *ynode_type_name(enum ynode_type t)
 {

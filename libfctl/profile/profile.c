@@ -16,7 +16,7 @@
 #include <openssl/evp.h>
 
 #include "fctl/profile.h"
-#include "yaml_tree.h"
+#include "yaml_tree_int.h"
 
 struct ctx {
 	const char *file;

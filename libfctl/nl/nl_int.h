@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared between nl.c, nl_link.c and nl_macsec.c; not installed. */
-#ifndef FCTL_NL_INTERNAL_H
-#define FCTL_NL_INTERNAL_H
+#ifndef FCTL_NL_INT_H
+#define FCTL_NL_INT_H
 
 #include <netlink/attr.h>
 #include <netlink/msg.h>

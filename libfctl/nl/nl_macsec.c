@@ -18,7 +18,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/route/link/macsec.h>
 
-#include "nl_internal.h"
+#include "nl_int.h"
 
 #define DUMP_TRIES 5
 

@@ -27,7 +27,7 @@
 #include <netlink/route/link/macsec.h>
 #include <netlink/route/link/vlan.h>
 
-#include "nl_internal.h"
+#include "nl_int.h"
 
 /* --- builders --- */
 
