@@ -14,7 +14,8 @@
 #   lab.host=h1          host name
 #   lab.share=/path      per-host writable share; mounted at the same path
 #   lab.runner=/path     stage-2 script (path inside the host root)
-#   lab.keep=/path       a host path to keep visible even under a tmpfs
+#   lab.keep=/a[:/b...]  host paths to keep visible even under a tmpfs (the project
+#                        tree first, then what FCTL_LAB_KEEP named on the host)
 #                        (the project tree, when it lives in /tmp or similar)
 #
 # On any failure it prints "lab-init: FATAL: ..." on the console and powers
@@ -94,12 +95,18 @@ done
 chmod 0700 "$R/root" 2>/dev/null
 chmod 0755 "$R/run" "$R/var/lib/fabricctl" 2>/dev/null
 
-# Bring back the project tree if a tmpfs above hid it.
-if [ -n "$KEEP" ] && [ ! -e "$R$KEEP" ] && [ -d "/hostview$KEEP" ]; then
-	if ! mkdir -p "$R$KEEP" || ! mount -o bind "/hostview$KEEP" "$R$KEEP"; then
-		say "warning: could not keep $KEEP visible"
+# Bring back the project tree, and the other kept paths, if a tmpfs above hid them.
+# In order: a path inside an earlier one is already visible and is left alone.
+OLDIFS=$IFS
+IFS=:
+for k in $KEEP; do
+	IFS=$OLDIFS
+	[ -n "$k" ] && [ ! -e "$R$k" ] && [ -d "/hostview$k" ] || continue
+	if ! mkdir -p "$R$k" || ! mount -o bind "/hostview$k" "$R$k"; then
+		say "warning: could not keep $k visible"
 	fi
-fi
+done
+IFS=$OLDIFS
 
 # The per-host writable share, at the same path as on the host.
 mkdir -p "$R$SHARE" 2>/dev/null

@@ -462,6 +462,18 @@ pick_ports() {
 
 # --- state ------------------------------------------------------------------
 
+# The host paths the guests must see although a guest tmpfs covers them (/tmp,
+# /root, ...): the project tree, then FCTL_LAB_KEEP (absolute paths, ':'-separated,
+# e.g. a CI output directory). Printed as the guests' lab.keep= value.
+lab_keep() {
+	local keep=$REPO k
+	local IFS=:
+	for k in ${FCTL_LAB_KEEP:-}; do
+		[[ $k == /* && $k != *[[:space:]]* ]] || die "FCTL_LAB_KEEP: '$k' is not an absolute path without spaces"
+		keep+=:$(realpath -m -- "$k")
+	done
+	printf '%s' "$keep"
+}
 state_file() { echo "$LAB_DIR/lab.state"; }
 host_dir() { echo "$LAB_DIR/$1"; }
 
@@ -596,7 +608,7 @@ start_qemu() {
 		-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$hd/console.log"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-		-append "console=ttyS0 panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$REPO"
+		-append "console=ttyS0 panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$(lab_keep)"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=$hd,mount_tag=labshare,security_model=passthrough,multidevs=remap"
 		"${nicargs[@]}"

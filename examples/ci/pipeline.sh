@@ -12,9 +12,8 @@
 #            [--lab] [--sign KEY]... [--change ID] [--probe-args "ARGS"]
 #   --from OLD        the previous version as a file; default: PROFILE at REV via git show
 #   --git-base REV    default HEAD~1 (the commit before this change)
-#   --out DIR         default ci-out; with --lab it must be a directory the lab guests
-#                     see (not under /tmp, /var/tmp, /run, /root, /dev/shm or
-#                     /var/lib/fabricctl, which are the guests' own tmpfs)
+#   --out DIR         default ci-out; any path (the lab keeps it visible in the guests,
+#                     FCTL_LAB_KEEP, docs/lab.md)
 #   --lab             boot the lab from the profile (fabricctl lab up --profile), apply it
 #                     on every host, probe every link (needs root and qemu; docs/lab.md)
 #   --sign KEY        sign the evidence bundles (repeat for dual control); without it the
@@ -54,16 +53,9 @@ done
 FCTL=$(command -v "$FCTL") && FCTL=$(realpath -- "$FCTL") ||
 	{ echo "pipeline.sh: fabricctl not found (set FABRICCTL)" >&2; exit 2; }
 OUT=$(realpath -m -- "$OUT")
-if [ $LAB = 1 ]; then
-	case $OUT/ in
-	/tmp/* | /var/tmp/* | /run/* | /root/* | /dev/shm/* | /var/lib/fabricctl/*)
-		echo "pipeline.sh: --out $OUT is under a directory that is the lab guests' own tmpfs" \
-			"(/tmp, /var/tmp, /run, /root, /dev/shm, /var/lib/fabricctl): the guests could" \
-			"not read the profile and keys there. Use an --out under the project tree (the" \
-			"default is ./ci-out) or another host directory." >&2
-		exit 2 ;;
-	esac
-fi
+# The guests see the host's files at the same paths, but for their own tmpfs (/tmp,
+# /var/tmp, /run, /root, /dev/shm): the lab keeps OUT visible there too.
+export FCTL_LAB_KEEP=${FCTL_LAB_KEEP:+$FCTL_LAB_KEEP:}$OUT
 mkdir -p "$OUT" || exit 2
 WORK=$OUT/work
 rm -rf "$WORK" "$OUT/audit" "$OUT"/evidence-*.tar

@@ -5,8 +5,7 @@
 # probes over RoCE on the MACsec device, each host's audit log collected, one
 # evidence bundle per host. Then:
 #
-#  refuses      --lab with --out under /tmp: a clear message, exit 2, no lab started
-#  pipeline     exit 0
+#  pipeline     exit 0, with --out under /tmp (a guest tmpfs the lab keeps visible)
 #  junit        junit.xml is well-formed; the expected testcases, no failure, no
 #               skipped step (every step applies here)
 #  evidence     each host's bundle passes the bundled verify.sh (openssl, jq,
@@ -26,11 +25,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
 export FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci
-OUT=$BUILD/ci-pipeline-test # the guests see the host's root, not its /tmp
 CHANGE=CI-TEST-1
 PASS=0
 FAIL=0
-T=$(mktemp -d)
+T=$(mktemp -d /tmp/fctl-ci-pipeline.XXXXXX)
+# OUT under /tmp, a lab guest's own tmpfs: the lab keeps it visible (FCTL_LAB_KEEP)
+OUT=$T/out
 
 pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
 fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
@@ -70,16 +70,6 @@ sed -e 's/^  latency_p99_us:.*/  latency_p99_us: 2000000/' -e 's/^  latency_p999
 sed -e 's/        mtu: 1468/        mtu: 1400/' "$T/p/lab-pair.yaml" >"$T/previous.yaml"
 # and one whose SLO no link can meet, for the failure path
 sed -e 's/^  latency_p99_us:.*/  latency_p99_us: 1/' "$T/p/lab-pair.yaml" >"$T/strict.yaml"
-
-# --- refuses an OUT the guests cannot see ------------------------------------------
-out=$(cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh profiles/lab-pair.yaml --lab \
-	--out "$T/out" --sign "$T/alice/audit.key" 2>&1)
-rc=$?
-if [ $rc = 2 ] && grep -q "guests' own tmpfs" <<<"$out" && ! "$F" lab status >/dev/null 2>&1; then
-	pass "refuses-out-under-tmp"
-else
-	fail "refuses-out-under-tmp" "exit $rc: $out"
-fi
 
 # --- the pipeline --------------------------------------------------------------------
 rm -rf "$OUT"
