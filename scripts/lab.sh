@@ -555,10 +555,32 @@ cmd_watchdog() {
 
 # --- up / down --------------------------------------------------------------
 
+# The lab directory is root's alone: lab.sh runs as root and trusts what it finds
+# there (the lock, nics.tsv, lab.state, each guest's queue of jobs), so a directory
+# that another user made or can write into (a predictable name under /var/tmp) is
+# refused, and so is a symlink. A new one is made 0700.
+secure_lab_dir() {
+	local d=$1 parent owner mode
+	parent=$(dirname -- "$d")
+	if [[ -L $d ]]; then
+		die "lab directory $d is a symbolic link; refusing it (remove it, or use --dir)"
+	fi
+	if [[ ! -e $d ]]; then
+		mkdir -p -- "$parent" || die "cannot create $parent"
+		mkdir -m 0700 -- "$d" || die "cannot create the lab directory $d"
+		return 0
+	fi
+	[[ -d $d ]] || die "lab directory $d exists and is not a directory"
+	read -r owner mode < <(stat -c '%u %a' -- "$d")
+	[[ $owner == 0 ]] || die "lab directory $d belongs to uid $owner, not root; refusing it (remove it, or use --dir)"
+	((8#$mode & 8#022)) && die "lab directory $d is writable by group or others (mode $mode); refusing it"
+	return 0
+}
+
 LOCKFD=
 with_lock() {
 	[[ -n $LOCKFD ]] && return 0
-	mkdir -p "$LAB_DIR"
+	secure_lab_dir "$LAB_DIR"
 	exec {LOCKFD}>"$LAB_DIR/.lock"
 	flock -w 120 "$LOCKFD" || die "another lab.sh holds $LAB_DIR/.lock"
 }
@@ -652,6 +674,7 @@ cmd_up() {
 	need_root
 	check_path_ok "$LAB_DIR"
 	check_path_ok "$SCRIPTS"
+	secure_lab_dir "$LAB_DIR"
 
 	# Refuse to start over a live lab; clean up a dead one.
 	if [[ -f $LAB_DIR/lab.state ]]; then

@@ -76,6 +76,8 @@ if want unit; then
 	suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
 	# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
 	suite kms 600 tests/kms/kms.sh "$ROOT/build"
+	# attack tests: each reproduces a finding of the security review (tests/security/)
+	suite security 900 tests/security/run.sh "$ROOT/build"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
