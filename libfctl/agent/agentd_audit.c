@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+/* The agent's audit log: opened at start, one call site for its events, closed at exit. */
+#include "agentd_int.h"
+
+void fctl_agentd_audit_open(struct agent *a)
+{
+	struct fctl_audit_opts ao = { .log_path = a->cfg.audit_log };
+	char aerr[256];
+
+	if (fctl_audit_open(&ao, &a->audit, aerr, sizeof(aerr)) < 0)
+		fctl_agentd_log("audit log unavailable (events go to this log only): %s", aerr);
+}
+
+void fctl_agentd_audit_close(struct agent *a)
+{
+	fctl_audit_close(a->audit);
+}
+
+/*
+ * The one audit call site of the agent: refused connections and requests, applies,
+ * rollbacks, recoveries, drift and repairs. Without an audit log, the event goes to
+ * the log only.
+ */
+void fctl_agentd_audit_event(struct agent *a, const char *action, const char *result,
+			     const struct conn *c, const char *detail)
+{
+	fctl_agentd_log("%s %s%s%s%s%s", action, result, c ? " by " : "", c ? c->who : "",
+			detail ? ": " : "", detail ? detail : "");
+	if (a->audit) {
+		struct fctl_audit_entry e = {
+			.action = action,
+			.result = result,
+			.actor_cert = c && c->kind == C_TLS ? c->who : NULL,
+			.has_actor_uid = c && c->has_uid,
+			.actor_uid = c ? c->uid : 0,
+			.host = a->host,
+			.detail = detail,
+		};
+
+		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+	}
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+/* The agent's running configuration: applied at start and again on SIGHUP. */
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/timerfd.h>
+
+#include "agentd_int.h"
+
+int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, char *err,
+			     size_t errlen)
+{
+	struct fctl_tls_policy *pol = NULL;
+	SSL_CTX *ctx = NULL;
+	int r = 0;
+
+	if (cfg->listen)
+		r = fctl_tls_ctx_new(true, cfg->cert, cfg->key, cfg->ca, &ctx, err, errlen);
+	if (r == 0 && cfg->policy)
+		r = fctl_tls_policy_load(cfg->policy, &pol, err, errlen);
+	if (r == 0 && cfg->group && *cfg->group) {
+		struct group *g = getgrnam(cfg->group);
+
+		if (!g) {
+			snprintf(err, errlen, "group '%s' does not exist", cfg->group);
+			r = -ENOENT;
+		} else {
+			a->gid = g->gr_gid;
+			a->has_gid = true;
+		}
+	}
+	if (r < 0) {
+		fctl_tls_ctx_free(ctx);
+		fctl_tls_policy_free(pol);
+		return r;
+	}
+	fctl_tls_ctx_free(a->ctx);
+	fctl_tls_policy_free(a->pol);
+	a->ctx = ctx;
+	a->pol = pol;
+	fctl_agent_config_release(&a->cfg);
+	a->cfg = *cfg;
+	memset(cfg, 0, sizeof(*cfg));
+	a->eo.state_dir = a->cfg.state_dir;
+	a->eo.netns = a->cfg.netns;
+	a->eo.host = a->cfg.host;
+	if (fctl_engine_host_name(&a->eo, a->host, sizeof(a->host)) < 0)
+		snprintf(a->host, sizeof(a->host), "unknown");
+	{
+		struct itimerspec its = { 0 };
+
+		its.it_value.tv_sec = its.it_interval.tv_sec = a->cfg.drift_interval_s;
+		timerfd_settime(a->drift_tfd, 0, &its, NULL);
+	}
+	return 0;
+}
+
+void fctl_agentd_reload(struct agent *a)
+{
+	struct fctl_agent_config cfg;
+	char err[512] = "";
+	int r;
+
+	fctl_agent_config_init(&cfg);
+	r = a->ops->load_config(a->ops->ctx, &cfg, err, sizeof(err));
+	if (r == 0)
+		r = fctl_agentd_apply_config(a, &cfg, err, sizeof(err));
+	fctl_agent_config_release(&cfg);
+	if (r < 0)
+		fctl_agentd_log("reload failed, keeping the running configuration: %s", err);
+	else
+		fctl_agentd_log("configuration, certificates and policy reloaded (listen addresses "
+				"change on restart)");
+}

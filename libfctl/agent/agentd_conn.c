@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+/* The agent's connections: accept, TLS handshake, reading frames, writing responses, close. */
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agentd_int.h"
+
+static struct conn *conn_new(struct agent *a, enum conn_kind kind, int fd)
+{
+	struct conn *c = fctl_calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->kind = kind;
+	c->fd = fd;
+	c->fd_out = c->fd_err = -1;
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
+	c->next = a->conns;
+	a->conns = c;
+	a->st.connections++;
+	return c;
+}
+
+void fctl_agentd_conn_free(struct agent *a, struct conn *c)
+{
+	for (struct conn **pp = &a->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	if (c->fd >= 0) {
+		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		if (c->ssl)
+			SSL_shutdown(c->ssl);
+		close(c->fd);
+	}
+	SSL_free(c->ssl);
+	free(c->frame);
+	fctl_buf_release(&c->out);
+	if (c->fd_out >= 0)
+		close(c->fd_out);
+	if (c->fd_err >= 0)
+		close(c->fd_err);
+	if (c->spool[0])
+		unlink(c->spool);
+	a->st.connections--;
+	free(c);
+}
+
+void fctl_agentd_conn_close(struct agent *a, struct conn *c)
+{
+	if (!c->child) {
+		fctl_agentd_conn_free(a, c);
+		return;
+	}
+	c->dead = true;
+	if (c->fd >= 0) {
+		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+ssize_t fctl_agentd_conn_read(struct conn *c, void *p, size_t n)
+{
+	ssize_t k;
+
+	if (c->ssl) {
+		size_t done = 0;
+
+		if (SSL_read_ex(c->ssl, p, n, &done) == 1)
+			return (ssize_t)done;
+		switch (SSL_get_error(c->ssl, 0)) {
+		case SSL_ERROR_WANT_READ:
+		case SSL_ERROR_WANT_WRITE:
+			return -EAGAIN;
+		case SSL_ERROR_ZERO_RETURN:
+			return 0;
+		default:
+			return -ECONNRESET;
+		}
+	}
+	k = recv(c->fd, p, n, 0);
+	if (k < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	return k;
+}
+
+static ssize_t conn_write(struct conn *c, const void *p, size_t n)
+{
+	ssize_t k;
+
+	if (c->ssl) {
+		size_t done = 0;
+
+		if (SSL_write_ex(c->ssl, p, n, &done) == 1)
+			return (ssize_t)done;
+		switch (SSL_get_error(c->ssl, 0)) {
+		case SSL_ERROR_WANT_READ:
+		case SSL_ERROR_WANT_WRITE:
+			return -EAGAIN;
+		default:
+			return -ECONNRESET;
+		}
+	}
+	k = send(c->fd, p, n, MSG_NOSIGNAL);
+	if (k < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	return k;
+}
+
+void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
+			 const void *out, size_t out_len, const char *err, size_t err_len,
+			 const struct fctl_msg *extra)
+{
+	struct fctl_msg m = { .type = FCTL_MSG_RESPONSE, .id = id, .result = result };
+
+	if (extra)
+		m = *extra;
+	m.type = FCTL_MSG_RESPONSE;
+	m.id = id;
+	m.result = result;
+	m.present |= FCTL_HAS_RESULT;
+	if (out_len) {
+		m.present |= FCTL_HAS_OUTPUT;
+		m.output = out;
+		m.output_len = (uint32_t)out_len;
+	}
+	if (err_len) {
+		if (err_len > FCTL_PROTO_MAX_ERROR)
+			err_len = FCTL_PROTO_MAX_ERROR;
+		m.present |= FCTL_HAS_ERROR;
+		m.error = err;
+		m.error_len = (uint32_t)err_len;
+	}
+	fctl_buf_reset(&c->out);
+	c->out_off = 0;
+	if (fctl_proto_encode(&m, &c->out) < 0) {
+		/* output over the frame limit: say so instead */
+		static const char big[] = "fabricctl agent: the response exceeds the frame limit\n";
+		struct fctl_msg e = { .type = FCTL_MSG_RESPONSE, .id = id, .result = 2,
+				      .present = FCTL_HAS_RESULT | FCTL_HAS_ERROR,
+				      .error = big, .error_len = sizeof(big) - 1 };
+
+		fctl_buf_reset(&c->out);
+		fctl_proto_encode(&e, &c->out);
+	}
+	c->writing = true;
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
+	fctl_agentd_conn_flush(a, c);
+}
+
+void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
+			       const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "fabricctl agent: ");
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	strcat(msg, "\n");
+	fctl_agentd_respond(a, c, id, result, NULL, 0, msg, strlen(msg), NULL);
+}
+
+void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t k = conn_write(c, c->out.data + c->out_off, c->out.len - c->out_off);
+
+		if (k == -EAGAIN) {
+			fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c);
+			return;
+		}
+		if (k <= 0) {
+			fctl_agentd_conn_close(a, c);
+			return;
+		}
+		c->out_off += (size_t)k;
+	}
+	c->writing = false;
+	if (c->close_after || c->kind == C_HTTP) {
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
+	/* ready for the next request */
+	free(c->frame);
+	c->frame = NULL;
+	c->hdr_got = c->frame_got = 0;
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
+	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLIN, c);
+	if (c->ssl && SSL_pending(c->ssl) > 0)
+		fctl_agentd_conn_readable(a, c);
+}
+
+static void refuse_frame(struct agent *a, struct conn *c, enum fctl_refusal why, uint32_t id,
+			 const char *text)
+{
+	a->st.refused[why]++;
+	fctl_agentd_audit_event(a, "request", "refused", c, text);
+	c->close_after = true;
+	fctl_agentd_respond_error(a, c, id, 2, "%s", text);
+}
+
+void fctl_agentd_conn_readable(struct agent *a, struct conn *c)
+{
+	for (;;) {
+		struct fctl_msg m;
+		char why[200];
+		ssize_t k;
+		int r;
+
+		if (c->writing || c->child || c->close_after)
+			return;
+		if (c->hdr_got < sizeof(c->hdr)) {
+			k = fctl_agentd_conn_read(c, c->hdr + c->hdr_got,
+						  sizeof(c->hdr) - c->hdr_got);
+		} else {
+			k = fctl_agentd_conn_read(c, c->frame + FCTL_PROTO_HDR_LEN + c->frame_got,
+						  c->h.length - c->frame_got);
+		}
+		if (k == -EAGAIN)
+			return;
+		if (k <= 0) {
+			fctl_agentd_conn_close(a, c);
+			return;
+		}
+		if (c->hdr_got < sizeof(c->hdr)) {
+			c->hdr_got += (size_t)k;
+			if (c->hdr_got < sizeof(c->hdr))
+				continue;
+			r = fctl_proto_hdr_parse(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &c->h);
+			if (r == -EMSGSIZE) {
+				snprintf(why, sizeof(why), "frame of %u bytes exceeds the limit of %u",
+					 (unsigned)(c->hdr[12] << 24 | c->hdr[13] << 16 |
+						    c->hdr[14] << 8 | c->hdr[15]),
+					 a->cfg.max_frame - FCTL_PROTO_HDR_LEN);
+				refuse_frame(a, c, FCTL_REFUSED_OVERSIZED, 0, why);
+				return;
+			}
+			if (r < 0) {
+				fctl_proto_decode(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &m, why,
+						  sizeof(why));
+				refuse_frame(a, c, FCTL_REFUSED_MALFORMED, 0, why);
+				return;
+			}
+			c->frame = malloc(FCTL_PROTO_HDR_LEN + (size_t)c->h.length + 1);
+			if (!c->frame) {
+				fctl_agentd_conn_close(a, c);
+				return;
+			}
+			memcpy(c->frame, c->hdr, sizeof(c->hdr));
+			c->frame_got = 0;
+		} else {
+			c->frame_got += (size_t)k;
+		}
+		if (c->frame_got < c->h.length)
+			continue;
+		r = fctl_proto_decode(c->frame, FCTL_PROTO_HDR_LEN + c->h.length, a->cfg.max_frame,
+				      &m, why, sizeof(why));
+		if (r == 0 && m.type == FCTL_MSG_RESPONSE) {
+			r = -EPROTO;
+			snprintf(why, sizeof(why), "a response is not a request");
+		}
+		if (r < 0) {
+			refuse_frame(a, c, FCTL_REFUSED_MALFORMED, c->h.id, why);
+			return;
+		}
+		fctl_agentd_handle_request(a, c, &m);
+		/* handle_request responded (or started a worker): the frame is consumed */
+	}
+}
+
+void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
+{
+	int r = SSL_do_handshake(c->ssl);
+	char e[256];
+
+	if (r != 1) {
+		int se = SSL_get_error(c->ssl, r);
+
+		if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) {
+			fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd,
+					   se == SSL_ERROR_WANT_READ ? EPOLLIN : EPOLLOUT, c);
+			return;
+		}
+		fctl_tls_error(c->ssl, e, sizeof(e));
+		a->st.refused[FCTL_REFUSED_NO_CERT]++;
+		fctl_agentd_audit_event(a, "connect", "refused", c, e);
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
+	c->handshake = false;
+	if (fctl_tls_peer_role(c->ssl, a->pol, &c->role, c->who, sizeof(c->who)) < 0 ||
+	    c->role == FCTL_ROLE_NONE) {
+		a->st.refused[FCTL_REFUSED_NO_ROLE]++;
+		fctl_agentd_audit_event(a, "connect", "refused", c,
+					"the certificate names no role");
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
+	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLIN, c);
+	fctl_agentd_conn_readable(a, c);
+}
+
+void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct conn *c;
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (a->st.connections >= a->cfg.max_connections) {
+		a->st.refused[FCTL_REFUSED_BUSY]++;
+		close(fd);
+		return;
+	}
+	c = conn_new(a, kind, fd);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	if (kind == C_UNIX) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			fctl_agentd_conn_close(a, c);
+			return;
+		}
+		c->uid = cr.uid;
+		c->has_uid = true;
+		snprintf(c->who, sizeof(c->who), "uid %u (pid %d)", (unsigned)cr.uid, (int)cr.pid);
+		if (cr.uid != 0 && !(a->has_gid && cr.gid == a->gid)) {
+			a->st.refused[FCTL_REFUSED_PEER]++;
+			fctl_agentd_audit_event(a, "connect", "refused", c,
+						"not root and not in the agent's group");
+			fctl_agentd_conn_close(a, c);
+			return;
+		}
+		c->role = FCTL_ROLE_LOCAL;
+	} else if (kind == C_TLS) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char h[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+
+		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+			getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), port, sizeof(port),
+				    NI_NUMERICHOST | NI_NUMERICSERV);
+		snprintf(c->who, sizeof(c->who), "tls peer %s port %s", h, port);
+		c->ssl = SSL_new(a->ctx);
+		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+			fctl_agentd_conn_close(a, c);
+			return;
+		}
+		SSL_set_accept_state(c->ssl);
+		c->handshake = true;
+	}
+	if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, fd, EPOLLIN, c) < 0) {
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
+	if (kind == C_TLS)
+		fctl_agentd_tls_handshake(a, c);
+}

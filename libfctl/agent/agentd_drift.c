@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/* The agent's drift scheduling: debounced and periodic checks, the repair worker. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agentd_int.h"
+#include "fctl/rotation.h"
+
+void fctl_agentd_drift_schedule(struct agent *a, unsigned ms)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000,
+						.tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
+
+	timerfd_settime(a->debounce_tfd, 0, &its, NULL);
+}
+
+static void spawn_repair(struct agent *a, uint64_t version)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		struct fctl_agent_request rq = { .type = FCTL_MSG_ROLLBACK, .to_version = version,
+						 .host = a->cfg.host, .state_dir = a->cfg.state_dir,
+						 .netns = a->cfg.netns, .options = FCTL_OPT_JSON };
+		sigset_t none;
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (null >= 0)
+			dup2(null, 1);
+		_exit(a->ops->run(a->ops->ctx, &rq) & 0xff);
+	}
+	if (pid > 0) {
+		a->repair_child = pid;
+		a->writers++;
+	}
+}
+
+void fctl_agentd_drift_check(struct agent *a, const char *why)
+{
+	struct fctl_drift_report rep;
+	char err[512] = "";
+	bool was;
+
+	if (a->writers) {
+		fctl_agentd_drift_schedule(a, 1000); /* after the apply in progress */
+		return;
+	}
+	{
+		char rdir[PATH_MAX];
+
+		fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+		if (fctl_rotation_busy(rdir, NULL, 0)) {
+			/* SAs of two keys are live: after the rotation */
+			fctl_agentd_drift_schedule(a, 2000);
+			return;
+		}
+	}
+	if (fctl_drift_check(&a->eo, &rep, err, sizeof(err)) < 0) {
+		fctl_agentd_log("drift check (%s) failed: %s", why, err);
+		return;
+	}
+	was = a->st.drift_known && a->st.drift;
+	a->st.drift_checks++;
+	a->st.drift_known = true;
+	a->st.drift = rep.ops > 0;
+	a->st.drift_last_check = fctl_agentd_wall();
+	a->st.applied = rep.applied;
+	a->st.applied_version = rep.version;
+	if (rep.ops) {
+		char d[700];
+
+		a->st.drift_detected++;
+		snprintf(d, sizeof(d), "%s version %" PRIu64 ": %zu operation%s to repair (%s)",
+			 rep.profile, rep.version, rep.ops, rep.ops == 1 ? "" : "s", rep.summary);
+		if (!was || a->cfg.drift_repair)
+			fctl_agentd_audit_event(a, "drift", "detected", NULL, d);
+		if (a->cfg.drift_repair && !a->repair_child)
+			spawn_repair(a, rep.version);
+	} else if (was) {
+		fctl_agentd_audit_event(a, "drift", "cleared", NULL, NULL);
+	}
+}

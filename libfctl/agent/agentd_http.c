@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/* The agent's metrics endpoint: a minimal HTTP/1.0 server for GET /metrics (metrics.c formats). */
+#include <errno.h>
+#include <string.h>
+
+#include "agentd_int.h"
+
+void fctl_agentd_http_readable(struct agent *a, struct conn *c)
+{
+	struct fctl_buf body = { 0 }, resp = { 0 };
+	ssize_t k = fctl_agentd_conn_read(c, c->http + c->http_len,
+					  sizeof(c->http) - 1 - c->http_len);
+
+	if (k == -EAGAIN)
+		return;
+	if (k <= 0) {
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
+	c->http_len += (size_t)k;
+	c->http[c->http_len] = '\0';
+	if (!strstr(c->http, "\r\n\r\n") && !strstr(c->http, "\n\n")) {
+		if (c->http_len < sizeof(c->http) - 1)
+			return;
+		fctl_buf_puts(&resp, "HTTP/1.0 431 Request Header Fields Too Large\r\n\r\n");
+	} else if (strncmp(c->http, "GET /metrics ", 13) == 0 ||
+		   strncmp(c->http, "GET /metrics\r", 13) == 0) {
+		fctl_metrics_render(&a->eo, &a->st, &body);
+		fctl_buf_printf(&resp, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+				       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+				body.len);
+		fctl_buf_append(&resp, body.data, body.len);
+	} else if (strncmp(c->http, "GET ", 4) == 0) {
+		fctl_buf_puts(&resp, "HTTP/1.0 404 Not Found\r\nContent-Length: 10\r\n\r\nnot found\n");
+	} else {
+		fctl_buf_puts(&resp, "HTTP/1.0 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+	}
+	fctl_buf_release(&c->out);
+	c->out = resp;
+	c->out_off = 0;
+	c->writing = true;
+	fctl_buf_release(&body);
+	fctl_agentd_conn_flush(a, c);
+}

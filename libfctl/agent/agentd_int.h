@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the agent daemon's files (agentd_*.c): its state and steps; not installed. */
+#ifndef FCTL_AGENTD_INT_H
+#define FCTL_AGENTD_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <openssl/ssl.h>
+
+#include "fctl/agent.h"
+#include "fctl/audit.h"
+#include "fctl/engine.h"
+#include "fctl/nl.h"
+#include "fctl/proto.h"
+#include "fctl/tls.h"
+#include "fctl/util.h"
+
+/*
+ * The agent's event loop: one thread, epoll over listeners, connections, a
+ * signalfd (TERM/INT/HUP/CHLD), two timerfds (periodic drift check, debounce
+ * after link events) and a NETLINK_ROUTE socket subscribed to link and address
+ * events. Nothing polls: with no traffic and no timer due the process sleeps
+ * in epoll_wait. Requests that touch the engine run in a forked worker (one per
+ * request, killed with the agent: PR_SET_PDEATHSIG) whose stdout and stderr go
+ * to memfds that become the response's OUTPUT and ERROR.
+ */
+
+#define EXIT_REFUSED 13 /* RESULT of a request the role does not allow */
+
+enum conn_kind { C_UNIX, C_TLS, C_HTTP };
+
+struct conn {
+	struct conn *next;
+	enum conn_kind kind;
+	int fd;
+	SSL *ssl;
+	bool handshake;
+	enum fctl_role role;
+	char who[320];      /* "uid 0" or "CN=alice,OU=operator" */
+	uid_t uid;
+	bool has_uid;
+	uint8_t hdr[FCTL_PROTO_HDR_LEN];
+	size_t hdr_got;
+	struct fctl_proto_hdr h;
+	uint8_t *frame;
+	size_t frame_got;
+	char http[2048];
+	size_t http_len;
+	struct fctl_buf out;
+	size_t out_off;
+	bool writing, close_after;
+	pid_t child;
+	int fd_out, fd_err;
+	uint32_t req_id;
+	uint8_t req_type;
+	uint32_t req_options;
+	bool req_writes;
+	char spool[PATH_MAX];
+	uint64_t deadline; /* ms, 0 = none */
+	bool dead;         /* peer gone while a worker runs */
+};
+
+struct agent {
+	const struct fctl_agent_ops *ops;
+	struct fctl_agent_config cfg;
+	struct fctl_engine_opts eo;
+	int ep, sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd;
+	SSL_CTX *ctx;
+	struct fctl_tls_policy *pol;
+	gid_t gid;
+	bool has_gid;
+	struct conn *conns;
+	struct fctl_agent_stats st;
+	unsigned writers;  /* workers that change the host */
+	pid_t repair_child;
+	bool stop;
+	char host[256];
+	struct fctl_nl *sa_nl; /* netlink of the SA requests, kept open between them */
+	struct fctl_audit *audit;
+};
+
+/* --- agentd_loop.c: the loop's clock, log and epoll --- */
+
+/* One line "fabricctl-agent: ..." on stderr. */
+void fctl_agentd_log(const char *fmt, ...) FCTL_PRINTF(1, 2);
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t fctl_agentd_now_ms(void);
+/* CLOCK_REALTIME in seconds. */
+double fctl_agentd_wall(void);
+/* epoll_ctl on the loop's epoll: 0 or a negative errno. */
+int fctl_agentd_ep_set(struct agent *a, int op, int fd, uint32_t events, void *ptr);
+
+/* --- agentd_audit.c: the audit log --- */
+
+/* Opens the audit log named by the configuration; a failure is logged, not fatal. */
+void fctl_agentd_audit_open(struct agent *a);
+/* Closes it (none open is fine). */
+void fctl_agentd_audit_close(struct agent *a);
+/* The one audit call site of the agent: logs the event and appends it to the audit log.
+ * c (may be NULL) is the actor, detail may be NULL. */
+void fctl_agentd_audit_event(struct agent *a, const char *action, const char *result,
+			     const struct conn *c, const char *detail);
+
+/* --- agentd_listen.c: the sockets the loop watches --- */
+
+/* A non-blocking TCP listener on "ADDR:PORT" ("[v6]:PORT"): the fd or a negative errno
+ * with err filled. */
+int fctl_agentd_listen_tcp(const char *addr, char *err, size_t errlen);
+/* The Unix socket of the configuration (0600, 0660 with the agent's group): the fd or a
+ * negative errno with err filled. */
+int fctl_agentd_listen_unix(struct agent *a, char *err, size_t errlen);
+/* NETLINK_ROUTE subscribed to link and address events: the fd or a negative errno. */
+int fctl_agentd_open_netlink(void);
+
+/* --- agentd_conn.c: connections, framing, responses --- */
+
+/* Accepts one connection on lfd: peer credentials (Unix), TLS handshake (TLS). */
+void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind);
+/* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. */
+void fctl_agentd_conn_free(struct agent *a, struct conn *c);
+/* Closes the connection now, or, while its worker runs, once the worker is reaped. */
+void fctl_agentd_conn_close(struct agent *a, struct conn *c);
+/* >0 bytes, 0 end of stream, -EAGAIN, < 0 error */
+ssize_t fctl_agentd_conn_read(struct conn *c, void *p, size_t n);
+/* Writes c->out; then closes c or waits for its next request. May free c. */
+void fctl_agentd_conn_flush(struct agent *a, struct conn *c);
+/* Reads and decodes frames, each handled as a request, until one is in progress. May free c. */
+void fctl_agentd_conn_readable(struct agent *a, struct conn *c);
+/* Continues the TLS handshake; done, maps the certificate to a role. May free c. */
+void fctl_agentd_tls_handshake(struct agent *a, struct conn *c);
+/* Encodes a RESPONSE (extra: other TLVs, may be NULL) into c->out and starts writing it.
+ * May free c. */
+void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
+			 const void *out, size_t out_len, const char *err, size_t err_len,
+			 const struct fctl_msg *extra);
+/* A RESPONSE whose ERROR is "fabricctl agent: <fmt>\n". May free c. */
+void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
+			       const char *fmt, ...) FCTL_PRINTF(5, 6);
+
+/* --- agentd_request.c: what a decoded request does --- */
+
+/* Checks the role, answers HELLO and STATUS itself, sends SA requests to
+ * fctl_agentd_sa_request and starts a worker for the rest. */
+void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
+
+/* --- agentd_worker.c: forked workers --- */
+
+/* Spools the request's profile, forks the worker with its output in memfds: 0 or a
+ * negative errno. */
+int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m);
+/* Reaps the exited workers (and the drift repair) and sends their responses. */
+void fctl_agentd_reap(struct agent *a);
+
+/* --- agentd_sa.c: the SA requests of key rotation --- */
+
+/* Handles one SA request in the loop (key-custodian or local only) and responds. */
+void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
+
+/* --- agentd_http.c: the metrics endpoint --- */
+
+/* Reads an HTTP request on c and answers GET /metrics (404, 405, 431 otherwise). */
+void fctl_agentd_http_readable(struct agent *a, struct conn *c);
+
+/* --- agentd_drift.c: drift checks and repairs --- */
+
+/* A drift check ms milliseconds from now (the debounce timer). */
+void fctl_agentd_drift_schedule(struct agent *a, unsigned ms);
+/* Checks for drift now (why names the trigger in the log), repairs when configured. */
+void fctl_agentd_drift_check(struct agent *a, const char *why);
+
+/* --- agentd_config.c: configuration and reload --- */
+
+/* Makes cfg the running configuration (cfg is emptied): TLS context, policy, group,
+ * host name, drift timer. 0, or a negative errno with err filled and nothing changed. */
+int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, char *err,
+			     size_t errlen);
+/* SIGHUP: loads and applies the configuration again, or keeps the running one. */
+void fctl_agentd_reload(struct agent *a);
+
+#endif

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+/* The agent's event loop (fctl_agent_run): set-up, dispatch of epoll events, timeouts, exit. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentd_int.h"
+
+void fctl_agentd_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fabricctl-agent: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+uint64_t fctl_agentd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+double fctl_agentd_wall(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int fctl_agentd_ep_set(struct agent *a, int op, int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	return epoll_ctl(a->ep, op, fd, &ev) < 0 ? -errno : 0;
+}
+
+static void sweep_timeouts(struct agent *a)
+{
+	uint64_t t = fctl_agentd_now_ms();
+	struct conn *c = a->conns, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		if (c->deadline && c->deadline <= t && !c->child) {
+			a->st.refused[FCTL_REFUSED_TIMEOUT]++;
+			if (c->hdr_got || c->handshake || c->writing)
+				fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
+			fctl_agentd_conn_close(a, c);
+		}
+	}
+}
+
+static int next_timeout(struct agent *a)
+{
+	uint64_t t = fctl_agentd_now_ms(), best = 0;
+
+	for (struct conn *c = a->conns; c; c = c->next)
+		if (c->deadline && !c->child && (!best || c->deadline < best))
+			best = c->deadline;
+	if (!best)
+		return -1;
+	return best <= t ? 0 : (int)(best - t > 60000 ? 60000 : best - t);
+}
+
+/* Blocks the signals the signalfd takes; the epoll, the signalfd and the two timerfds. */
+static int loop_setup(struct agent *a, char *err, size_t errlen)
+{
+	sigset_t mask;
+	int r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	a->ep = epoll_create1(EPOLL_CLOEXEC);
+	a->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	a->drift_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	a->debounce_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (a->ep < 0 || a->sfd < 0 || a->drift_tfd < 0 || a->debounce_tfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* Resumes from the apply journal before serving anyone. */
+static void recover_at_start(struct agent *a)
+{
+	struct fctl_apply_result res;
+	int r;
+
+	r = fctl_engine_recover(&a->eo, &res);
+	if (r == 1)
+		fctl_agentd_audit_event(a, "recover",
+					res.rolled_back && res.restored_exactly ? "rolled-back"
+										: "failed",
+					NULL, "an apply interrupted before the agent started "
+					      "was rolled back");
+	else if (r < 0)
+		fctl_agentd_log("recover at start failed: %s",
+				res.error[0] ? res.error : strerror(-r));
+	fctl_apply_result_release(&res);
+}
+
+/* The Unix socket, the mutual-TLS and the metrics listeners the configuration asks for. */
+static int open_listeners(struct agent *a, char *err, size_t errlen)
+{
+	if (a->cfg.socket_path && *a->cfg.socket_path) {
+		a->unix_fd = fctl_agentd_listen_unix(a, err, errlen);
+		if (a->unix_fd < 0)
+			return a->unix_fd;
+	}
+	if (a->cfg.listen) {
+		a->tcp_fd = fctl_agentd_listen_tcp(a->cfg.listen, err, errlen);
+		if (a->tcp_fd < 0)
+			return a->tcp_fd;
+	}
+	if (a->cfg.metrics) {
+		a->http_fd = fctl_agentd_listen_tcp(a->cfg.metrics, err, errlen);
+		if (a->http_fd < 0)
+			return a->http_fd;
+	}
+	return 0;
+}
+
+/* Link notifications (optional) and every fd of the loop into the epoll. */
+static int watch_fds(struct agent *a, char *err, size_t errlen)
+{
+	int *fds[] = { &a->sfd, &a->drift_tfd, &a->debounce_tfd, &a->nl_fd, &a->unix_fd,
+		       &a->tcp_fd, &a->http_fd };
+	int r;
+
+	a->nl_fd = fctl_agentd_open_netlink();
+	if (a->nl_fd < 0)
+		fctl_agentd_log("no link notifications (periodic drift checks only): %s",
+				strerror(-a->nl_fd));
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0 &&
+		    fctl_agentd_ep_set(a, EPOLL_CTL_ADD, *fds[i], EPOLLIN, fds[i]) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "epoll: %s", strerror(-r));
+			return r;
+		}
+	return 0;
+}
+
+static void on_signals(struct agent *a)
+{
+	struct signalfd_siginfo si;
+
+	while (read(a->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+			a->stop = true;
+		else if (si.ssi_signo == SIGHUP)
+			fctl_agentd_reload(a);
+		else if (si.ssi_signo == SIGCHLD)
+			fctl_agentd_reap(a);
+	}
+}
+
+static void on_conn_event(struct agent *a, struct conn *c, uint32_t events)
+{
+	bool found = false;
+
+	/* the connection may have been freed by an earlier event of this batch */
+	for (struct conn *x = a->conns; x; x = x->next)
+		found |= x == c;
+	if (!found || c->dead)
+		return;
+	if (c->handshake)
+		fctl_agentd_tls_handshake(a, c);
+	else if (c->writing)
+		fctl_agentd_conn_flush(a, c);
+	else if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
+		fctl_agentd_conn_close(a, c);
+	else if (c->kind == C_HTTP)
+		fctl_agentd_http_readable(a, c);
+	else
+		fctl_agentd_conn_readable(a, c);
+}
+
+static void on_event(struct agent *a, const struct epoll_event *ev)
+{
+	void *p = ev->data.ptr;
+	uint64_t ticks;
+
+	if (p == &a->sfd) {
+		on_signals(a);
+	} else if (p == &a->drift_tfd) {
+		if (read(a->drift_tfd, &ticks, sizeof(ticks)) > 0)
+			fctl_agentd_drift_check(a, "timer");
+	} else if (p == &a->debounce_tfd) {
+		if (read(a->debounce_tfd, &ticks, sizeof(ticks)) > 0)
+			fctl_agentd_drift_check(a, "link event");
+	} else if (p == &a->nl_fd) {
+		char buf[8192];
+
+		while (recv(a->nl_fd, buf, sizeof(buf), 0) > 0 || errno == ENOBUFS)
+			;
+		fctl_agentd_drift_schedule(a, a->cfg.drift_debounce_ms);
+	} else if (p == &a->unix_fd) {
+		fctl_agentd_accept(a, a->unix_fd, C_UNIX);
+	} else if (p == &a->tcp_fd) {
+		fctl_agentd_accept(a, a->tcp_fd, C_TLS);
+	} else if (p == &a->http_fd) {
+		fctl_agentd_accept(a, a->http_fd, C_HTTP);
+	} else {
+		on_conn_event(a, p, ev->events);
+	}
+}
+
+/* Serves until SIGTERM or SIGINT: 0, or a negative errno with err filled. */
+static int serve(struct agent *a, char *err, size_t errlen)
+{
+	int r;
+
+	while (!a->stop) {
+		struct epoll_event ev[32];
+		int n = epoll_wait(a->ep, ev, 32, next_timeout(a));
+
+		if (n < 0 && errno != EINTR) {
+			r = -errno;
+			snprintf(err, errlen, "epoll_wait: %s", strerror(-r));
+			return r;
+		}
+		for (int i = 0; i < n; i++)
+			on_event(a, &ev[i]);
+		sweep_timeouts(a);
+	}
+	return 0;
+}
+
+/* Stops the workers and the repair, frees the connections, closes every fd. */
+static void teardown(struct agent *a)
+{
+	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd, a->sfd,
+		      a->ep };
+
+	while (a->conns) {
+		struct conn *c = a->conns;
+
+		if (c->child) {
+			kill(c->child, SIGTERM);
+			waitpid(c->child, NULL, 0);
+			if (c->req_writes)
+				a->writers--;
+			c->child = 0;
+		}
+		fctl_agentd_conn_free(a, c);
+	}
+	if (a->repair_child > 0) {
+		kill(a->repair_child, SIGTERM);
+		waitpid(a->repair_child, NULL, 0);
+	}
+	if (a->unix_fd >= 0) {
+		close(a->unix_fd);
+		unlink(a->cfg.socket_path);
+	}
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fctl_nl_close(a->sa_nl);
+	fctl_agentd_audit_close(a);
+	fctl_tls_ctx_free(a->ctx);
+	fctl_tls_policy_free(a->pol);
+	fctl_agent_config_release(&a->cfg);
+}
+
+int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
+{
+	struct agent a = { .ops = ops, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
+			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1 };
+	struct fctl_agent_config cfg;
+	int r;
+
+	fctl_agent_config_init(&a.cfg);
+	fctl_agent_config_init(&cfg);
+	a.st.start_time = fctl_agentd_wall();
+	r = loop_setup(&a, err, errlen);
+	if (r < 0)
+		goto out;
+	r = ops->load_config(ops->ctx, &cfg, err, errlen);
+	if (r == 0)
+		r = fctl_agentd_apply_config(&a, &cfg, err, errlen);
+	if (r < 0)
+		goto out;
+	fctl_agentd_audit_open(&a);
+	recover_at_start(&a);
+	r = open_listeners(&a, err, errlen);
+	if (r < 0)
+		goto out;
+	r = watch_fds(&a, err, errlen);
+	if (r < 0)
+		goto out;
+	fctl_agentd_log("serving host %s: socket %s, mutual TLS %s, metrics %s, drift every %us%s",
+			a.host, a.unix_fd >= 0 ? a.cfg.socket_path : "off",
+			a.cfg.listen ? a.cfg.listen : "off", a.cfg.metrics ? a.cfg.metrics : "off",
+			a.cfg.drift_interval_s, a.cfg.drift_repair ? " (repair on)" : "");
+	fctl_agentd_drift_check(&a, "start");
+	r = serve(&a, err, errlen);
+	if (r < 0)
+		goto out;
+	fctl_agentd_log("shutting down (SIGTERM)");
+out:
+	teardown(&a);
+	fctl_agent_config_release(&cfg);
+	return r;
+}

@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SA-level requests of key rotation (docs/rotation.md, docs/protocol.md).
+ *
+ * Handled in the loop itself (each is one or two netlink round trips): only a
+ * key-custodian certificate (or root on the Unix socket) may send them. The SAK
+ * arrives in a KEY TLV, goes into one netlink message, and both are wiped at once;
+ * records and logs name it by its key check value.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "agentd_int.h"
+#include "fctl/rotation.h"
+
+#define ROTATION_LEASE_S 600 /* a rotation that dies leaves SAs of two keys this long at most */
+
+/* One SA request on its way: what the steps of sa_request share. */
+struct sa_req {
+	struct agent *a;
+	struct conn *c;
+	const struct fctl_msg *m;
+	const char *tn;                 /* the request's type name */
+	struct fctl_nl *nl;
+	char rdir[PATH_MAX];            /* the rotation records */
+	struct fctl_rotation_cur cur;   /* the SecY's record (or what it would be) */
+	struct fctl_macsec sec;         /* the SecY as it is */
+	struct fctl_op op;
+	char err[600], detail[700];
+};
+
+/* AES-ECB(key, 0^128)[0..2], the key check value of fctl/keys.h */
+static void sak_kcv(const uint8_t *key, size_t len, char out[7])
+{
+	static const uint8_t zero[16];
+	uint8_t blk[32];
+	int n = 0;
+	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+
+	snprintf(out, 7, "000000");
+	if (x && EVP_EncryptInit_ex(x, len == 32 ? EVP_aes_256_ecb() : EVP_aes_128_ecb(), NULL, key,
+				    NULL) == 1 &&
+	    EVP_CIPHER_CTX_set_padding(x, 0) == 1 &&
+	    EVP_EncryptUpdate(x, blk, &n, zero, sizeof(zero)) == 1 && n >= 3)
+		fctl_format_hex(blk, 3, out);
+	EVP_CIPHER_CTX_free(x);
+	fctl_memzero(blk, sizeof(blk));
+}
+
+static void sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
+		     const struct fctl_msg *m, const char *kcv, const char *detail)
+{
+	char keyid[2 * FCTL_KEYID_LEN + 1] = "", line[900];
+	const char *ids[1], *kcvs[1];
+
+	if (m->keyid)
+		fctl_format_hex(m->keyid, FCTL_KEYID_LEN, keyid);
+	snprintf(line, sizeof(line), "%s an %u%s%s%s%s%s%s: %s", m->ifname, m->an,
+		 kcv ? " kcv " : "", kcv ? kcv : "", keyid[0] ? " keyid " : "", keyid,
+		 (m->present & FCTL_HAS_KEY_VERSION) ? " key-version " : "",
+		 (m->present & FCTL_HAS_KEY_VERSION) ? "set" : "", detail);
+	fctl_agentd_log("%s %s by %s: %s", action, ok ? "applied" : "failed", c->who, line);
+	if (a->audit) {
+		char kid[FCTL_AUDIT_KEYID_LEN + 1];
+		struct fctl_audit_entry e = {
+			.action = action,
+			.result = ok ? "applied" : "failed",
+			.actor_cert = c->kind == C_TLS ? c->who : NULL,
+			.has_actor_uid = c->has_uid,
+			.actor_uid = c->uid,
+			.host = a->host,
+			.secy = m->ifname,
+			.detail = detail,
+		};
+
+		if (keyid[0]) {
+			snprintf(kid, sizeof(kid), "%.*s", FCTL_AUDIT_KEYID_LEN, keyid);
+			ids[0] = kid;
+			e.key_ids = ids;
+			e.n_key_ids = 1;
+		}
+		if (kcv) {
+			kcvs[0] = kcv;
+			e.kcvs = kcvs;
+			e.n_kcvs = 1;
+		}
+		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+	}
+}
+
+static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, size_t key_len,
+		   char *err, size_t errlen)
+{
+	struct fctl_nl_err e;
+	int r = fctl_nl_exec(nl, op, key, key_len, &e);
+
+	if (r < 0)
+		snprintf(err, errlen, "%s an %u on %s: %s", fctl_op_kind_name(op->kind), op->an,
+			 op->ifname, e.msg[0] ? e.msg : strerror(-r));
+	return r;
+}
+
+/* The SecY ifname alone (the cost of a request must not grow with the host's links):
+ * 0 with *l in *hs (the caller frees *hs), -ENODEV when it is missing or no SecY. */
+static int read_secy(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **hs,
+		     const struct fctl_link **l)
+{
+	int r = fctl_nl_read_link(nl, ifname, hs);
+
+	if (r == -EMEDIUMTYPE)
+		r = -ENODEV;
+	*l = r == 0 ? fctl_host_state_find(*hs, ifname) : NULL;
+	if (r == 0 && (!*l || (*l)->kind != FCTL_LINK_MACSEC))
+		r = -ENODEV;
+	return r;
+}
+
+static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_buf *o, char *err,
+		    size_t errlen, int *rp)
+{
+	struct fctl_host_state *hs = NULL;
+	struct fctl_macsec_stats *st = calloc(1, sizeof(*st));
+	const struct fctl_link *l = NULL;
+	char kid[2 * FCTL_KEYID_LEN + 1];
+	int r;
+
+	r = st ? read_secy(nl, m->ifname, &hs, &l) : -ENOMEM;
+	if (r == 0)
+		r = fctl_nl_read_macsec_stats(nl, m->ifname, st);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", m->ifname, strerror(-r));
+		goto out;
+	}
+	fctl_buf_printf(o, "secy %s sci %016" PRIx64 " encoding_sa %u cipher %s\n", l->name,
+			l->macsec.sci, l->macsec.encoding_sa, fctl_cipher_name(l->macsec.cipher));
+	for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+		const struct fctl_sa *s = &l->macsec.txsa[an];
+
+		if (!s->present)
+			continue;
+		fctl_format_hex(s->keyid, FCTL_KEYID_LEN, kid);
+		fctl_buf_printf(o, "tx an %u active %d pn %" PRIu64 " keyid %s out_pkts %u\n", an,
+				s->active, s->pn, s->has_keyid ? kid : "-",
+				st->txsa[an].out_pkts_encrypted + st->txsa[an].out_pkts_protected);
+	}
+	for (size_t i = 0; i < l->macsec.n_rxsc; i++) {
+		const struct fctl_rxsc *sc = &l->macsec.rxsc[i];
+		const struct fctl_macsec_rxsc_stats *rs = NULL;
+
+		for (size_t j = 0; j < st->n_rxsc; j++)
+			if (st->rxsc[j].sci == sc->sci)
+				rs = &st->rxsc[j];
+		fctl_buf_printf(o, "rxsc sci %016" PRIx64 " active %d not_valid %" PRIu64
+				" not_using_sa %" PRIu64 " unused_sa %" PRIu64 " invalid %" PRIu64
+				" late %" PRIu64 "\n", sc->sci, sc->active,
+				rs ? rs->in_pkts_not_valid : 0, rs ? rs->in_pkts_not_using_sa : 0,
+				rs ? rs->in_pkts_unused_sa : 0, rs ? rs->in_pkts_invalid : 0,
+				rs ? rs->in_pkts_late : 0);
+		for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+			const struct fctl_sa *s = &sc->sa[an];
+			const struct fctl_macsec_sa_stats *ss = rs ? &rs->sa[an] : NULL;
+
+			if (!s->present)
+				continue;
+			fctl_format_hex(s->keyid, FCTL_KEYID_LEN, kid);
+			fctl_buf_printf(o, "rx sci %016" PRIx64 " an %u active %d pn %" PRIu64
+					" keyid %s ok %u not_valid %u not_using_sa %u unused_sa %u"
+					" invalid %u\n", sc->sci, an, s->active, s->pn,
+					s->has_keyid ? kid : "-", ss ? ss->in_pkts_ok : 0,
+					ss ? ss->in_pkts_not_valid : 0, ss ? ss->in_pkts_not_using_sa : 0,
+					ss ? ss->in_pkts_unused_sa : 0, ss ? ss->in_pkts_invalid : 0);
+		}
+	}
+out:
+	fctl_host_state_free(hs);
+	free(st);
+	*rp = r;
+}
+
+static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec *out)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *l;
+	int r = read_secy(nl, ifname, &hs, &l);
+
+	if (r == 0) {
+		out->cipher = l->macsec.cipher;
+		out->encoding_sa = l->macsec.encoding_sa;
+		out->sci = l->macsec.sci;
+		memcpy(out->txsa, l->macsec.txsa, sizeof(out->txsa));
+	}
+	fctl_host_state_free(hs);
+	return r;
+}
+
+/* The SAK in the request frame: zeroed as soon as it went into the netlink message */
+static void wipe_key(struct conn *c, const struct fctl_msg *m)
+{
+	if (m->key && c->frame)
+		fctl_memzero(c->frame + (m->key - c->frame), m->key_len);
+}
+
+/* Refuses a request from a role other than key-custodian (or local), or one while an
+ * apply runs: true when it may go on, false when it was answered. */
+static bool sa_admitted(struct sa_req *q)
+{
+	struct agent *a = q->a;
+	struct conn *c = q->c;
+	const struct fctl_msg *m = q->m;
+
+	if (c->role != FCTL_ROLE_KEY_CUSTODIAN && c->role != FCTL_ROLE_LOCAL) {
+		char d[128];
+
+		a->st.refused[FCTL_REFUSED_ROLE]++;
+		snprintf(d, sizeof(d), "role %s may not %s (key-custodian only)",
+			 fctl_role_name(c->role), q->tn);
+		fctl_agentd_audit_event(a, q->tn, "refused", c, d);
+		wipe_key(c, m);
+		fctl_agentd_respond_error(a, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
+		return false;
+	}
+	if (a->writers) {
+		wipe_key(c, m);
+		fctl_agentd_respond_error(a, c, m->id, 2,
+					  "an apply is running on this host: try again");
+		return false;
+	}
+	return true;
+}
+
+/* SA_DUMP: the SecY's SAs and counters, then its rotation record when there is one. */
+static int sa_dump_request(struct sa_req *q, bool has_cur, struct fctl_buf *o)
+{
+	int r;
+
+	sa_dump(q->nl, q->m, o, q->err, sizeof(q->err), &r);
+	if (r == 0 && has_cur) {
+		char kid[2 * FCTL_KEYID_LEN + 1] = "-";
+
+		if (q->cur.has_keyid)
+			fctl_format_hex(q->cur.keyid, FCTL_KEYID_LEN, kid);
+		fctl_buf_printf(o, "rotation an %u version %" PRIu32 " busy %" PRIu64 " keyid %s\n",
+				q->cur.an, q->cur.version, q->cur.busy_until, kid);
+	}
+	return r;
+}
+
+/* The record the state render gives before the first rotation. */
+static void sa_first_cur(struct sa_req *q)
+{
+	const struct fctl_macsec *sec = &q->sec;
+
+	q->cur.an = sec->encoding_sa;
+	q->cur.version = 0;
+	/* named by the key on the encoding SA, so it never passes for another key's */
+	q->cur.has_keyid = sec->txsa[sec->encoding_sa].present &&
+			   sec->txsa[sec->encoding_sa].has_keyid;
+	if (q->cur.has_keyid)
+		memcpy(q->cur.keyid, sec->txsa[sec->encoding_sa].keyid, FCTL_KEYID_LEN);
+}
+
+/* RXSA_INSTALL (an active RX SA) or TXSA_STAGE (an inactive TX SA), under a lease. */
+static int sa_install(struct sa_req *q)
+{
+	const struct fctl_msg *m = q->m;
+	struct fctl_op *op = &q->op;
+	int r;
+
+	if (m->key_len != fctl_cipher_key_len(q->sec.cipher) || !m->pn ||
+	    (fctl_cipher_is_xpn(q->sec.cipher) && (!m->salt || !(m->present & FCTL_HAS_SSCI)))) {
+		snprintf(q->err, sizeof(q->err), "%s: a %u-byte key, PN %" PRIu64 "%s for %s",
+			 q->tn, m->key_len, m->pn,
+			 fctl_cipher_is_xpn(q->sec.cipher) ? ", SSCI and salt" : "",
+			 fctl_cipher_name(q->sec.cipher));
+		return -EINVAL;
+	}
+	if (m->an == q->sec.encoding_sa) {
+		snprintf(q->err, sizeof(q->err), "%s: AN %u is the encoding SA in use", q->tn,
+			 m->an);
+		return -EBUSY;
+	}
+	op->kind = m->type == FCTL_MSG_RXSA_INSTALL ? FCTL_OP_RXSA_ADD : FCTL_OP_TXSA_ADD;
+	op->sa.present = true;
+	op->sa.active = m->type == FCTL_MSG_RXSA_INSTALL;
+	op->sa.pn = m->pn;
+	memcpy(op->sa.keyid, m->keyid, FCTL_KEYID_LEN);
+	op->sa.has_keyid = true;
+	if (m->salt) {
+		memcpy(op->sa.salt, m->salt, FCTL_SALT_LEN);
+		op->sa.has_salt = true;
+		op->sa.ssci = m->ssci;
+	}
+	/* a lease first: drift checks and applies keep off two-key SecYs */
+	q->cur.busy_until = (uint64_t)time(NULL) + ROTATION_LEASE_S;
+	r = fctl_rotation_write(q->rdir, m->ifname, &q->cur);
+	if (r < 0) {
+		snprintf(q->err, sizeof(q->err), "cannot write %s/%s: %s", q->rdir, m->ifname,
+			 strerror(-r));
+		return r;
+	}
+	r = sa_exec(q->nl, op, m->key, m->key_len, q->err, sizeof(q->err));
+	snprintf(q->detail, sizeof(q->detail), "tx sa staged inactive, pn %" PRIu64, m->pn);
+	if (m->type == FCTL_MSG_RXSA_INSTALL) {
+		char sci[24];
+
+		fctl_sci_format(m->sci, sci);
+		snprintf(q->detail, sizeof(q->detail), "rx sa active, peer sci %s, pn %" PRIu64,
+			 sci, m->pn);
+	}
+	return r;
+}
+
+/* TXSA_SWITCH, first step: activates the staged TX SA (before the encoding SA moves to it:
+ * the other order stops the SecY). */
+static int sa_activate(struct sa_req *q)
+{
+	const struct fctl_msg *m = q->m;
+	const struct fctl_sa *tx = &q->sec.txsa[m->an];
+
+	/* the staged TX SA must hold the key the record will name */
+	if (m->keyid && (!tx->present || !tx->has_keyid ||
+			 memcmp(tx->keyid, m->keyid, FCTL_KEYID_LEN) != 0)) {
+		snprintf(q->err, sizeof(q->err), "%s: the TX SA on AN %u %s", q->tn, m->an,
+			 tx->present ? "holds another key (keyid differs)"
+				     : "is not there (stage it first)");
+		return -ESTALE;
+	}
+	q->op.kind = FCTL_OP_TXSA_UPD;
+	q->op.sa.present = q->op.sa.active = true;
+	return sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+}
+
+/* ENCODING_SA (a rollback), or TXSA_SWITCH after sa_activate: the SecY encodes with AN
+ * m->an, and the rotation record says so. */
+static int sa_encoding(struct sa_req *q)
+{
+	const struct fctl_msg *m = q->m;
+	struct fctl_op *op = &q->op;
+	int r;
+
+	memset(op, 0, sizeof(*op));
+	op->kind = FCTL_OP_LINK_CHANGE;
+	snprintf(op->ifname, sizeof(op->ifname), "%s", m->ifname);
+	op->link.kind = FCTL_LINK_MACSEC;
+	snprintf(op->link.name, sizeof(op->link.name), "%s", m->ifname);
+	op->link.macsec.encoding_sa = (uint8_t)m->an;
+	op->link.macsec.cipher = q->sec.cipher;
+	op->changes = FCTL_CHG_ENCODING_SA;
+	r = sa_exec(q->nl, op, NULL, 0, q->err, sizeof(q->err));
+	if (r == 0) {
+		q->cur.an = (uint8_t)m->an;
+		q->cur.version = m->key_version;
+		/* the record names the key reference it belongs to (when told) */
+		q->cur.has_keyid = m->keyid != NULL;
+		if (m->keyid)
+			memcpy(q->cur.keyid, m->keyid, FCTL_KEYID_LEN);
+		r = fctl_rotation_write(q->rdir, m->ifname, &q->cur);
+		if (r < 0)
+			snprintf(q->err, sizeof(q->err),
+				 "encoding SA set, but %s/%s not written: %s", q->rdir, m->ifname,
+				 strerror(-r));
+	}
+	snprintf(q->detail, sizeof(q->detail), "%s encoding sa %u, key version %" PRIu32,
+		 m->type == FCTL_MSG_TXSA_SWITCH ? "tx sa activated, then" : "rollback:", m->an,
+		 m->key_version);
+	return r;
+}
+
+/* SA_RETIRE: deactivates and deletes an RX SA (with SCI) or a TX SA; the TX SA ends the
+ * lease. Idempotent. */
+static int sa_retire(struct sa_req *q)
+{
+	const struct fctl_msg *m = q->m;
+	bool rx = m->present & FCTL_HAS_SCI;
+	int r;
+
+	if (m->an == q->sec.encoding_sa && !rx) {
+		snprintf(q->err, sizeof(q->err), "%s: AN %u is the encoding SA in use", q->tn,
+			 m->an);
+		return -EBUSY;
+	}
+	q->op.kind = rx ? FCTL_OP_RXSA_UPD : FCTL_OP_TXSA_UPD;
+	q->op.sa.present = true;
+	q->op.sa.active = false;
+	r = sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+	if (r == -ENODEV || r == -ENOENT || r == -ENXIO)
+		r = 0; /* gone already: retiring is idempotent */
+	else if (r == 0) {
+		q->op.kind = rx ? FCTL_OP_RXSA_DEL : FCTL_OP_TXSA_DEL;
+		r = sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+	}
+	if (r == 0 && !rx && q->cur.busy_until) {
+		/* the TX SA goes last in a retirement: the lease ends */
+		q->cur.busy_until = 0;
+		r = fctl_rotation_write(q->rdir, m->ifname, &q->cur);
+	}
+	if (rx) {
+		char sci[24];
+
+		fctl_sci_format(m->sci, sci);
+		snprintf(q->detail, sizeof(q->detail), "rx sa of %s deactivated and deleted", sci);
+	} else {
+		snprintf(q->detail, sizeof(q->detail), "tx sa deactivated and deleted");
+	}
+	return r;
+}
+
+/* The change a request other than SA_DUMP makes to the SecY in q->sec. */
+static int sa_change(struct sa_req *q)
+{
+	const struct fctl_msg *m = q->m;
+	int r;
+
+	memset(&q->op, 0, sizeof(q->op));
+	snprintf(q->op.ifname, sizeof(q->op.ifname), "%s", m->ifname);
+	q->op.an = (uint8_t)m->an;
+	q->op.sci = m->sci;
+	switch (m->type) {
+	case FCTL_MSG_RXSA_INSTALL:
+	case FCTL_MSG_TXSA_STAGE:
+		return sa_install(q);
+	case FCTL_MSG_TXSA_SWITCH:
+		r = sa_activate(q);
+		/* then set the encoding SA */
+		return r < 0 ? r : sa_encoding(q);
+	case FCTL_MSG_ENCODING_SA:
+		return sa_encoding(q);
+	case FCTL_MSG_SA_RETIRE:
+		return sa_retire(q);
+	default:
+		return -EINVAL;
+	}
+}
+
+void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	struct sa_req q = { .a = a, .c = c, .m = m, .tn = fctl_proto_type_name(m->type) };
+	struct fctl_buf o = { 0 };
+	char kcv[7];
+	bool has_cur;
+	int r;
+
+	if (!sa_admitted(&q))
+		return;
+	if (m->key)
+		sak_kcv(m->key, m->key_len, kcv);
+	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, q.rdir, sizeof(q.rdir));
+	has_cur = fctl_rotation_read(q.rdir, m->ifname, &q.cur) == 0;
+	/* one netlink handle for all SA requests (a rotation of N links sends ~7N): its
+	 * name -> ifindex map is refilled by the read each request starts with */
+	r = a->sa_nl ? 0 : fctl_nl_open(a->cfg.netns, &a->sa_nl);
+	if (r < 0) {
+		snprintf(q.err, sizeof(q.err), "cannot open netlink: %s", strerror(-r));
+		goto done;
+	}
+	q.nl = a->sa_nl;
+	if (m->type == FCTL_MSG_SA_DUMP) {
+		r = sa_dump_request(&q, has_cur, &o);
+		goto done;
+	}
+	r = sa_cipher(q.nl, m->ifname, &q.sec);
+	if (r < 0) {
+		snprintf(q.err, sizeof(q.err), "%s: not a MACsec interface here (%s)", m->ifname,
+			 strerror(-r));
+		goto done;
+	}
+	if (!has_cur)
+		sa_first_cur(&q);
+	r = sa_change(&q);
+	sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err);
+done:
+	wipe_key(c, m);
+	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
+		fctl_nl_close(q.nl);
+		a->sa_nl = NULL;
+	}
+	if (r < 0)
+		fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err[0] ? q.err : strerror(-r));
+	else
+		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+	fctl_buf_release(&o);
+}

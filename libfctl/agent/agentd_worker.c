@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/* The agent's forked workers: one per engine request (apply, plan, ...), output in memfds. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agentd_int.h"
+
+static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	size_t off = 0;
+	int fd, r = 0;
+
+	if (mkdir(a->cfg.profile_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(c->spool, sizeof(c->spool), "%s/.remote-%d-%u.yaml", a->cfg.profile_dir,
+		 (int)getpid(), c->req_id);
+	fd = open(c->spool, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+		c->spool[0] = '\0';
+		return r;
+	}
+	while (off < m->profile_len && r == 0) {
+		ssize_t k = write(fd, m->profile + off, m->profile_len - off);
+
+		if (k < 0 && errno != EINTR)
+			r = -errno;
+		else if (k > 0)
+			off += (size_t)k;
+	}
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	struct fctl_agent_request rq = {
+		.type = m->type,
+		.options = m->options,
+		.host = (m->present & FCTL_HAS_HOST) ? m->host : a->cfg.host,
+		.profile_path = c->spool[0] ? c->spool : NULL,
+		.to_version = m->to_version,
+		.state_dir = a->cfg.state_dir,
+		.netns = a->cfg.netns,
+	};
+	sigset_t none;
+	int code, null;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(c->fd_out, 1);
+	dup2(c->fd_err, 2);
+	code = a->ops->run(a->ops->ctx, &rq);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(code & 0xff);
+}
+
+int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	pid_t pid;
+	int r;
+
+	if (m->present & FCTL_HAS_PROFILE) {
+		r = write_spool(a, c, m);
+		if (r < 0)
+			return r;
+	}
+	c->fd_out = memfd_create("fctl-out", MFD_CLOEXEC);
+	c->fd_err = memfd_create("fctl-err", MFD_CLOEXEC);
+	if (c->fd_out < 0 || c->fd_err < 0)
+		return -errno;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		worker(a, c, m); /* does not return */
+	c->child = pid;
+	c->deadline = 0;
+	if (c->req_writes)
+		a->writers++;
+	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	return 0;
+}
+
+static void read_memfd(int fd, struct fctl_buf *b)
+{
+	char tmp[65536];
+	ssize_t k;
+
+	lseek(fd, 0, SEEK_SET);
+	while ((k = read(fd, tmp, sizeof(tmp))) > 0)
+		fctl_buf_append(b, tmp, (size_t)k);
+}
+
+void fctl_agentd_reap(struct agent *a)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		struct fctl_buf out = { 0 }, err = { 0 };
+		uint32_t code;
+		struct conn *c;
+
+		code = WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : 3;
+		if (pid == a->repair_child) {
+			a->repair_child = 0;
+			a->writers--;
+			if (code == 0)
+				a->st.drift_repairs++;
+			else
+				a->st.drift_repair_failures++;
+			fctl_agentd_audit_event(a, "drift-repair", code == 0 ? "applied" : "failed",
+						NULL, NULL);
+			fctl_agentd_drift_schedule(a, 200);
+			continue;
+		}
+		for (c = a->conns; c && c->child != pid; c = c->next)
+			;
+		if (!c)
+			continue;
+		c->child = 0;
+		if (c->req_writes) {
+			char d[64];
+
+			a->writers--;
+			snprintf(d, sizeof(d), "exit %u", code);
+			fctl_agentd_audit_event(a, fctl_proto_type_name(c->req_type),
+						code == 0 ? "done" : "failed", c, d);
+			fctl_agentd_drift_schedule(a, 200);
+		}
+		a->st.requests[c->req_type][code == 0 || code == 1 ? 0 : 1]++;
+		read_memfd(c->fd_out, &out);
+		read_memfd(c->fd_err, &err);
+		if (WIFSIGNALED(status))
+			fctl_buf_printf(&err, "fabricctl agent: the %s worker was killed by signal %d\n",
+					fctl_proto_type_name(c->req_type), WTERMSIG(status));
+		close(c->fd_out);
+		close(c->fd_err);
+		c->fd_out = c->fd_err = -1;
+		if (c->spool[0]) {
+			unlink(c->spool);
+			c->spool[0] = '\0';
+		}
+		if (c->dead) {
+			fctl_agentd_conn_free(a, c);
+		} else if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
+			fctl_agentd_conn_free(a, c);
+		} else {
+			fctl_agentd_respond(a, c, c->req_id, code, out.data, out.len, err.data,
+					    err.len, NULL);
+		}
+		fctl_buf_release(&out);
+		fctl_buf_release(&err);
+	}
+}
