@@ -353,6 +353,132 @@ static void print_mapping(const struct fctl_profile *p, const struct lab_host *h
 		       "applies unchanged; 'lab status' shows both names\n");
 }
 
+/*
+ * Reads lab up's arguments after "lab" "up": --profile FILE into *file, --dry-run into
+ * *dry_run, everything else (with its value, if it takes one) into pass for lab.sh.
+ * Returns EXIT_OK, or EXIT_USAGE after saying why.
+ */
+static int parse_up_args(int argc, char **argv, const char **file, bool *dry_run,
+			 struct argv_buf *pass)
+{
+	for (int a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "--profile") == 0) {
+			if (a + 1 >= argc) {
+				cli_err("lab up: --profile needs a file");
+				return EXIT_USAGE;
+			}
+			if (*file) {
+				cli_err("lab up: --profile given twice");
+				return EXIT_USAGE;
+			}
+			*file = argv[++a];
+		} else if (strncmp(argv[a], "--profile=", 10) == 0) {
+			if (*file) {
+				cli_err("lab up: --profile given twice");
+				return EXIT_USAGE;
+			}
+			*file = argv[a] + 10;
+		} else if (strcmp(argv[a], "--dry-run") == 0) {
+			*dry_run = true;
+		} else if (in_list(argv[a], profile_owned, FCTL_ARRAY_SIZE(profile_owned), true)) {
+			cli_err("lab up: %s cannot be combined with --profile: the profile decides the "
+				"hosts, wiring, MACs, NIC names, MTUs and host names",
+				argv[a]);
+			return EXIT_USAGE;
+		} else {
+			av_push(pass, strdup(argv[a]));
+			if (in_list(argv[a], with_value, FCTL_ARRAY_SIZE(with_value), false) &&
+			    a + 1 < argc)
+				av_push(pass, strdup(argv[++a]));
+		}
+	}
+	if (!*file || !**file) {
+		cli_err("lab up: --profile needs a file");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/*
+ * Pushes --wiring: every port of every lab host, linked (once) or alone.
+ * Returns EXIT_OK, or EXIT_USAGE after saying why.
+ */
+static int push_wiring(struct argv_buf *args, const struct fctl_profile *p,
+		       const struct lab_host *hosts)
+{
+	char *spec = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&spec, &len);
+
+	if (!f) {
+		cli_err("lab: out of memory");
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		for (size_t k = 0; hosts[i].lab && k < hosts[i].h->n_ports; k++) {
+			const struct lab_port *lp = &hosts[i].ports[k];
+
+			if (lp->peer && lp->end > lp->peer)
+				continue; /* the link is written from its "a" end */
+			fprintf(f, "%sh%zu.eth%zu", ftell(f) ? "," : "", hosts[i].lab, k);
+			if (lp->peer)
+				fprintf(f, "=h%zu.eth%ld", hosts[lp->peer->host_idx].lab,
+					lp->peer->port_idx);
+		}
+	}
+	if (fclose(f) != 0 || !spec) {
+		free(spec);
+		cli_err("lab: out of memory");
+		return EXIT_USAGE;
+	}
+	av_push(args, strdup("--wiring"));
+	av_push(args, spec);
+	return EXIT_OK;
+}
+
+/* Pushes --name, --mac, --ifname and --mtu for what differs from the lab's defaults. */
+static void push_host_options(struct argv_buf *args, const struct fctl_profile *p,
+			      const struct lab_host *hosts)
+{
+	for (size_t i = 0; i < p->n_hosts; i++) {
+		if (!hosts[i].lab)
+			continue;
+		if (!looks_like_lab_id(hosts[i].h->name)) { /* else it is its own id */
+			av_push(args, strdup("--name"));
+			av_pushf(args, "h%zu=%s", hosts[i].lab, hosts[i].h->name);
+		}
+		for (size_t k = 0; k < hosts[i].h->n_ports; k++) {
+			const struct lab_port *lp = &hosts[i].ports[k];
+			char eth[24];
+
+			snprintf(eth, sizeof(eth), "eth%zu", k);
+			if (lp->mac[0]) {
+				av_push(args, strdup("--mac"));
+				av_pushf(args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->mac);
+			}
+			if (strcmp(lp->pt->name, eth) != 0) {
+				av_push(args, strdup("--ifname"));
+				av_pushf(args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->pt->name);
+			}
+			if (lp->pt->mtu != LAB_DEFAULT_MTU) {
+				av_push(args, strdup("--mtu"));
+				av_pushf(args, "h%zu.eth%zu=%" PRIu32, hosts[i].lab, k, lp->pt->mtu);
+			}
+		}
+	}
+}
+
+/* --dry-run: the command line lab.sh would get, quoted for a shell. */
+static void print_would_run(const struct argv_buf *args)
+{
+	printf("lab: would run:");
+	for (size_t i = 0; i < args->n; i++) {
+		putchar(' ');
+		print_shell_word(args->v[i]);
+	}
+	putchar('\n');
+}
+
 static int lab_up_profile(const char *script, int argc, char **argv)
 {
 	const char *file = NULL;
@@ -361,44 +487,12 @@ static int lab_up_profile(const char *script, int argc, char **argv)
 	struct fctl_profile *p = NULL;
 	struct lab_host *hosts = NULL;
 	size_t n_lab = 0;
-	int rc = EXIT_USAGE;
+	int rc;
 
 	/* argv: "lab" "up" ... */
-	for (int a = 2; a < argc; a++) {
-		if (strcmp(argv[a], "--profile") == 0) {
-			if (a + 1 >= argc) {
-				cli_err("lab up: --profile needs a file");
-				goto out;
-			}
-			if (file) {
-				cli_err("lab up: --profile given twice");
-				goto out;
-			}
-			file = argv[++a];
-		} else if (strncmp(argv[a], "--profile=", 10) == 0) {
-			if (file) {
-				cli_err("lab up: --profile given twice");
-				goto out;
-			}
-			file = argv[a] + 10;
-		} else if (strcmp(argv[a], "--dry-run") == 0) {
-			dry_run = true;
-		} else if (in_list(argv[a], profile_owned, FCTL_ARRAY_SIZE(profile_owned), true)) {
-			cli_err("lab up: %s cannot be combined with --profile: the profile decides the "
-				"hosts, wiring, MACs, NIC names, MTUs and host names",
-				argv[a]);
-			goto out;
-		} else {
-			av_push(&pass, strdup(argv[a]));
-			if (in_list(argv[a], with_value, FCTL_ARRAY_SIZE(with_value), false) &&
-			    a + 1 < argc)
-				av_push(&pass, strdup(argv[++a]));
-		}
-	}
-	if (!file || !*file) {
-		cli_err("lab up: --profile needs a file");
+	rc = parse_up_args(argc, argv, &file, &dry_run, &pass);
+	if (rc != EXIT_OK)
 		goto out;
-	}
 	rc = cli_load_valid_profile(file, &p, true);
 	if (rc != EXIT_OK)
 		goto out;
@@ -416,62 +510,9 @@ static int lab_up_profile(const char *script, int argc, char **argv)
 	av_push(&args, strdup("bash"));
 	av_push(&args, strdup(script));
 	av_push(&args, strdup("up"));
-	/* --wiring: every port of every lab host, linked (once) or alone. */
-	{
-		char *spec = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&spec, &len);
-
-		if (!f) {
-			cli_err("lab: out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < p->n_hosts; i++) {
-			for (size_t k = 0; hosts[i].lab && k < hosts[i].h->n_ports; k++) {
-				const struct lab_port *lp = &hosts[i].ports[k];
-
-				if (lp->peer && lp->end > lp->peer)
-					continue; /* the link is written from its "a" end */
-				fprintf(f, "%sh%zu.eth%zu", ftell(f) ? "," : "", hosts[i].lab, k);
-				if (lp->peer)
-					fprintf(f, "=h%zu.eth%ld", hosts[lp->peer->host_idx].lab,
-						lp->peer->port_idx);
-			}
-		}
-		if (fclose(f) != 0 || !spec) {
-			free(spec);
-			cli_err("lab: out of memory");
-			goto out;
-		}
-		av_push(&args, strdup("--wiring"));
-		av_push(&args, spec);
-	}
-	for (size_t i = 0; i < p->n_hosts; i++) {
-		if (!hosts[i].lab)
-			continue;
-		if (!looks_like_lab_id(hosts[i].h->name)) { /* else it is its own id */
-			av_push(&args, strdup("--name"));
-			av_pushf(&args, "h%zu=%s", hosts[i].lab, hosts[i].h->name);
-		}
-		for (size_t k = 0; k < hosts[i].h->n_ports; k++) {
-			const struct lab_port *lp = &hosts[i].ports[k];
-			char eth[24];
-
-			snprintf(eth, sizeof(eth), "eth%zu", k);
-			if (lp->mac[0]) {
-				av_push(&args, strdup("--mac"));
-				av_pushf(&args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->mac);
-			}
-			if (strcmp(lp->pt->name, eth) != 0) {
-				av_push(&args, strdup("--ifname"));
-				av_pushf(&args, "h%zu.eth%zu=%s", hosts[i].lab, k, lp->pt->name);
-			}
-			if (lp->pt->mtu != LAB_DEFAULT_MTU) {
-				av_push(&args, strdup("--mtu"));
-				av_pushf(&args, "h%zu.eth%zu=%" PRIu32, hosts[i].lab, k, lp->pt->mtu);
-			}
-		}
-	}
+	if (push_wiring(&args, p, hosts) != EXIT_OK)
+		goto out;
+	push_host_options(&args, p, hosts);
 	for (size_t i = 0; i < pass.n; i++)
 		av_push(&args, strdup(pass.v[i]));
 	if (args.oom || pass.oom) {
@@ -481,12 +522,7 @@ static int lab_up_profile(const char *script, int argc, char **argv)
 
 	print_mapping(p, hosts, n_lab);
 	if (dry_run) {
-		printf("lab: would run:");
-		for (size_t i = 0; i < args.n; i++) {
-			putchar(' ');
-			print_shell_word(args.v[i]);
-		}
-		putchar('\n');
+		print_would_run(&args);
 		rc = EXIT_OK;
 		goto out;
 	}

@@ -81,6 +81,77 @@ static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_
 	fctl_buf_puts(o, "\"}");
 }
 
+/* What the offline plan printed so far: hosts shown, operations, disruptive operations. */
+struct plan_totals {
+	size_t shown, total, disruptive;
+};
+
+/* The JSON object's opening up to "hosts":[, or the text's first line. */
+static void plan_header(struct fctl_buf *out, bool json, const struct fctl_profile *nw,
+			const struct fctl_profile *old)
+{
+	if (json) {
+		fctl_buf_puts(out, "{");
+		profile_json(out, "profile", nw);
+		fctl_buf_putc(out, ',');
+		profile_json(out, "from", old);
+		fctl_buf_puts(out, ",\"hosts\":[");
+	} else {
+		fctl_buf_printf(out, "plan: profile %s version %llu", nw->name,
+				(unsigned long long)nw->version);
+		if (old)
+			fctl_buf_printf(out, " from version %llu\n", (unsigned long long)old->version);
+		else
+			fctl_buf_puts(out, " from nothing\n");
+	}
+}
+
+/*
+ * Plans one host from OLD (or nothing) to NEW (or nothing), appends the plan to out and
+ * counts it in t. Returns 0 or a negative errno.
+ */
+static int plan_host(struct fctl_buf *out, bool json, const struct fctl_profile *nw,
+		     const struct fctl_profile *old, const char *host, struct plan_totals *t)
+{
+	struct fctl_host_state *a = NULL, *b = NULL;
+	struct fctl_plan *plan = NULL;
+	int r;
+
+	r = render(old, host, &a);
+	if (r == 0)
+		r = render(nw, host, &b);
+	if (r == 0)
+		r = fctl_plan_compute(a, b, &plan);
+	if (r == 0) {
+		if (json) {
+			if (t->shown)
+				fctl_buf_putc(out, ',');
+			fctl_plan_to_json(plan, out);
+		} else {
+			fctl_plan_to_text(plan, out, cli_color(stdout));
+		}
+		t->shown++;
+		t->total += plan->n_ops;
+		t->disruptive += fctl_plan_count_disruptive(plan);
+	}
+	fctl_plan_free(plan);
+	fctl_host_state_free(a);
+	fctl_host_state_free(b);
+	return r;
+}
+
+/* The JSON object's summary and close, or the text's total line. */
+static void plan_summary(struct fctl_buf *out, bool json, const struct plan_totals *t)
+{
+	if (json)
+		fctl_buf_printf(out, "],\"summary\":{\"hosts\":%zu,\"ops\":%zu,\"disruptive\":%zu}}\n",
+				t->shown, t->total, t->disruptive);
+	else
+		fctl_buf_printf(out, "total: %zu operation%s on %zu host%s, %zu disruptive\n",
+				t->total, t->total == 1 ? "" : "s", t->shown,
+				t->shown == 1 ? "" : "s", t->disruptive);
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("plan", argc, argv); /* --fabric, --target */
@@ -98,8 +169,9 @@ int cmd_plan(int argc, char **argv)
 	const char *from = NULL, *hosts[1024];
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
+	struct plan_totals totals = { 0 };
 	bool offline = false, json = false;
-	size_t nh, total = 0, disruptive = 0, shown = 0;
+	size_t nh;
 	int c, rc;
 
 	optind = 1;
@@ -151,59 +223,16 @@ int cmd_plan(int argc, char **argv)
 		goto out;
 
 	nh = host_list(nw, old, hosts, FCTL_ARRAY_SIZE(hosts));
-	if (json) {
-		fctl_buf_puts(&out, "{");
-		profile_json(&out, "profile", nw);
-		fctl_buf_putc(&out, ',');
-		profile_json(&out, "from", old);
-		fctl_buf_puts(&out, ",\"hosts\":[");
-	} else {
-		fctl_buf_printf(&out, "plan: profile %s version %llu", nw->name,
-				(unsigned long long)nw->version);
-		if (old)
-			fctl_buf_printf(&out, " from version %llu\n", (unsigned long long)old->version);
-		else
-			fctl_buf_puts(&out, " from nothing\n");
-	}
+	plan_header(&out, json, nw, old);
 	for (size_t i = 0; i < nh; i++) {
-		struct fctl_host_state *a = NULL, *b = NULL;
-		struct fctl_plan *plan = NULL;
-		int r;
-
 		if (!wanted(&filt, hosts[i]))
 			continue;
-		r = render(old, hosts[i], &a);
-		if (r == 0)
-			r = render(nw, hosts[i], &b);
-		if (r == 0)
-			r = fctl_plan_compute(a, b, &plan);
-		if (r == 0) {
-			if (json) {
-				if (shown)
-					fctl_buf_putc(&out, ',');
-				fctl_plan_to_json(plan, &out);
-			} else {
-				fctl_plan_to_text(plan, &out, cli_color(stdout));
-			}
-			shown++;
-			total += plan->n_ops;
-			disruptive += fctl_plan_count_disruptive(plan);
-		}
-		fctl_plan_free(plan);
-		fctl_host_state_free(a);
-		fctl_host_state_free(b);
-		if (r < 0) {
+		if (plan_host(&out, json, nw, old, hosts[i], &totals) < 0) {
 			rc = EXIT_USAGE;
 			goto out;
 		}
 	}
-	if (json)
-		fctl_buf_printf(&out, "],\"summary\":{\"hosts\":%zu,\"ops\":%zu,\"disruptive\":%zu}}\n",
-				shown, total, disruptive);
-	else
-		fctl_buf_printf(&out, "total: %zu operation%s on %zu host%s, %zu disruptive\n",
-				total, total == 1 ? "" : "s", shown, shown == 1 ? "" : "s",
-				disruptive);
+	plan_summary(&out, json, &totals);
 	if (cli_write(stdout, &out) < 0)
 		rc = EXIT_USAGE;
 out:

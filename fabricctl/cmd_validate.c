@@ -66,6 +66,76 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 	return r;
 }
 
+/*
+ * Collects the files named by argv[first..argc-1]: a directory adds its *.yaml / *.yml
+ * files (sorted; trailing slashes are cut from argv), anything else is added as named.
+ * A directory that cannot be read or holds no profile sets *io_error after saying so.
+ * Returns EXIT_OK, or EXIT_USAGE when out of memory.
+ */
+static int collect_files(struct files *files, int argc, char **argv, int first, bool *io_error)
+{
+	for (int i = first; i < argc; i++) {
+		struct stat st;
+		size_t before = files->n;
+
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			size_t len = strlen(argv[i]);
+			int r;
+
+			while (len > 1 && argv[i][len - 1] == '/')
+				argv[i][--len] = '\0';
+			r = scan_dir(files, argv[i], 0);
+
+			if (r < 0) {
+				cli_err("validate: cannot read directory '%s': %s", argv[i],
+					strerror(-r));
+				*io_error = true;
+			} else if (files->n == before) {
+				cli_err("validate: no *.yaml or *.yml files in '%s'", argv[i]);
+				*io_error = true;
+			}
+			if (files->n - before > 1)
+				qsort(files->v + before, files->n - before, sizeof(*files->v),
+				      cmp_str);
+		} else if (add_file(files, argv[i]) < 0) {
+			cli_err("out of memory");
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* Writes the diagnostics to stdout as JSON, JUnit or text (text ends with a summary line). */
+static void print_report(enum out_format fmt, bool quiet, const struct fctl_diags *d,
+			 const struct files *files, size_t warnings, struct fctl_buf *out)
+{
+	switch (fmt) {
+	case OUT_JSON:
+		fctl_diags_to_json(d, (const char *const *)files->v, files->n, out);
+		cli_write(stdout, out);
+		break;
+	case OUT_JUNIT:
+		fctl_diags_to_junit(d, (const char *const *)files->v, files->n, out);
+		cli_write(stdout, out);
+		break;
+	case OUT_TEXT:
+		if (quiet)
+			break;
+		fctl_diags_to_text(d, out, cli_color(stdout));
+		if (d->n_errors)
+			fctl_buf_printf(out, "%zu file%s checked: %zu error%s, %zu warning%s\n",
+					files->n, files->n == 1 ? "" : "s", d->n_errors,
+					d->n_errors == 1 ? "" : "s", warnings,
+					warnings == 1 ? "" : "s");
+		else
+			fctl_buf_printf(out, "%zu file%s valid (%zu warning%s)\n", files->n,
+					files->n == 1 ? "" : "s", warnings,
+					warnings == 1 ? "" : "s");
+		cli_write(stdout, out);
+		break;
+	}
+}
+
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -107,33 +177,8 @@ int cmd_validate(int argc, char **argv)
 		cli_err("validate: expected at least one FILE or DIR");
 		return EXIT_USAGE;
 	}
-	for (int i = optind; i < argc; i++) {
-		struct stat st;
-		size_t before = files.n;
-
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			size_t len = strlen(argv[i]);
-			int r;
-
-			while (len > 1 && argv[i][len - 1] == '/')
-				argv[i][--len] = '\0';
-			r = scan_dir(&files, argv[i], 0);
-
-			if (r < 0) {
-				cli_err("validate: cannot read directory '%s': %s", argv[i],
-					strerror(-r));
-				io_error = true;
-			} else if (files.n == before) {
-				cli_err("validate: no *.yaml or *.yml files in '%s'", argv[i]);
-				io_error = true;
-			}
-			if (files.n - before > 1)
-				qsort(files.v + before, files.n - before, sizeof(*files.v), cmp_str);
-		} else if (add_file(&files, argv[i]) < 0) {
-			cli_err("out of memory");
-			return EXIT_USAGE;
-		}
-	}
+	if (collect_files(&files, argc, argv, optind, &io_error) != EXIT_OK)
+		return EXIT_USAGE;
 
 	for (size_t i = 0; i < files.n; i++) {
 		struct fctl_profile *p = NULL;
@@ -154,31 +199,7 @@ int cmd_validate(int argc, char **argv)
 				d.n_errors++;
 			}
 
-	switch (fmt) {
-	case OUT_JSON:
-		fctl_diags_to_json(&d, (const char *const *)files.v, files.n, &out);
-		cli_write(stdout, &out);
-		break;
-	case OUT_JUNIT:
-		fctl_diags_to_junit(&d, (const char *const *)files.v, files.n, &out);
-		cli_write(stdout, &out);
-		break;
-	case OUT_TEXT:
-		if (quiet)
-			break;
-		fctl_diags_to_text(&d, &out, cli_color(stdout));
-		if (d.n_errors)
-			fctl_buf_printf(&out, "%zu file%s checked: %zu error%s, %zu warning%s\n",
-					files.n, files.n == 1 ? "" : "s", d.n_errors,
-					d.n_errors == 1 ? "" : "s", warnings,
-					warnings == 1 ? "" : "s");
-		else
-			fctl_buf_printf(&out, "%zu file%s valid (%zu warning%s)\n", files.n,
-					files.n == 1 ? "" : "s", warnings,
-					warnings == 1 ? "" : "s");
-		cli_write(stdout, &out);
-		break;
-	}
+	print_report(fmt, quiet, &d, &files, warnings, &out);
 	rc = io_error ? EXIT_USAGE : d.n_errors ? EXIT_INVALID : EXIT_OK;
 	fctl_buf_release(&out);
 	fctl_diags_release(&d);

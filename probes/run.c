@@ -122,10 +122,92 @@ static int parse_seconds(const char *name, const char *v, uint64_t *ns)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct run_opts *o)
+/* One option that takes a value (v, not NULL); returns 0 or -EINVAL after saying why. */
+static int parse_value_opt(const char *opt, const char *v, struct run_opts *o)
 {
 	uint64_t x;
 
+	if (strcmp(opt, "--peer") == 0) {
+		if (parse_peer(v, o) < 0) {
+			perr("run: --peer takes HOST[:PORT], not '%s'", v);
+			return -EINVAL;
+		}
+	} else if (strcmp(opt, "--dev") == 0) {
+		o->rdma.dev = v;
+	} else if (strcmp(opt, "--test") == 0) {
+		if (parse_tests(v, o) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--size") == 0 || strcmp(opt, "--sweep-max") == 0) {
+		if (fctl_parse_u64(v, &x) < 0 || x == 0 || x > FCTL_RDMA_MAX_SIZE) {
+			perr("run: %s takes 1..%u bytes, not '%s'", opt, FCTL_RDMA_MAX_SIZE, v);
+			return -EINVAL;
+		}
+		*(opt[2] == 's' && opt[3] == 'i' ? &o->size : &o->sweep_max) = (uint32_t)x;
+	} else if (strcmp(opt, "--iters") == 0) {
+		if (fctl_parse_u64(v, &x) < 0 || x < 5 || x > 100000000) {
+			perr("run: --iters takes 5..100000000, not '%s'", v);
+			return -EINVAL;
+		}
+		o->iters = x;
+	} else if (strcmp(opt, "--duration") == 0) {
+		if (parse_seconds(opt, v, &o->duration_ns) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--stall-timeout") == 0) {
+		if (parse_seconds(opt, v, &o->stall_ns) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--connect-timeout") == 0) {
+		uint64_t ns;
+
+		if (parse_seconds(opt, v, &ns) < 0)
+			return -EINVAL;
+		o->connect_ms = (int)(ns / 1000000) + 1;
+	} else if (strcmp(opt, "--cm-timeout") == 0) {
+		uint64_t ns;
+
+		if (parse_seconds(opt, v, &ns) < 0)
+			return -EINVAL;
+		o->cm_ms = (int)(ns / 1000000) + 1;
+	} else if (strcmp(opt, "--profile") == 0) {
+		o->profile = v;
+	} else if (strcmp(opt, "--link") == 0) {
+		o->link = v;
+	} else if (strcmp(opt, "--audit-log") == 0) {
+		o->audit_log = v;
+	} else if (strcmp(opt, "--change") == 0) {
+		o->change = v;
+	} else if (strcmp(opt, "--qp-timeout") == 0) {
+		if (parse_u8_opt(opt, v, 31, &o->rdma.timeout) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--retry-count") == 0) {
+		if (parse_u8_opt(opt, v, 7, &o->rdma.retry_cnt) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--rnr-retry") == 0) {
+		if (parse_u8_opt(opt, v, 7, &o->rdma.rnr_retry) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--ib-port") == 0) {
+		if (parse_u8_opt(opt, v, 255, &o->rdma.ib_port) < 0)
+			return -EINVAL;
+	} else if (strcmp(opt, "--gid-index") == 0) {
+		uint8_t g;
+
+		if (parse_u8_opt(opt, v, 255, &g) < 0)
+			return -EINVAL;
+		o->rdma.gid_index = g;
+	} else if (strcmp(opt, "--depth") == 0) {
+		if (fctl_parse_u64(v, &x) < 0 || x == 0 || x > 4096) {
+			perr("run: --depth takes 1..4096, not '%s'", v);
+			return -EINVAL;
+		}
+		o->rdma.tx_depth = (uint32_t)x;
+	} else {
+		perr("run: unknown option '%s'", opt);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct run_opts *o)
+{
 	for (int a = 1; a < argc; a++) {
 		const char *opt = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
 
@@ -154,82 +236,8 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 			return -EINVAL;
 		}
 		a++;
-		if (strcmp(opt, "--peer") == 0) {
-			if (parse_peer(v, o) < 0) {
-				perr("run: --peer takes HOST[:PORT], not '%s'", v);
-				return -EINVAL;
-			}
-		} else if (strcmp(opt, "--dev") == 0) {
-			o->rdma.dev = v;
-		} else if (strcmp(opt, "--test") == 0) {
-			if (parse_tests(v, o) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--size") == 0 || strcmp(opt, "--sweep-max") == 0) {
-			if (fctl_parse_u64(v, &x) < 0 || x == 0 || x > FCTL_RDMA_MAX_SIZE) {
-				perr("run: %s takes 1..%u bytes, not '%s'", opt, FCTL_RDMA_MAX_SIZE, v);
-				return -EINVAL;
-			}
-			*(opt[2] == 's' && opt[3] == 'i' ? &o->size : &o->sweep_max) = (uint32_t)x;
-		} else if (strcmp(opt, "--iters") == 0) {
-			if (fctl_parse_u64(v, &x) < 0 || x < 5 || x > 100000000) {
-				perr("run: --iters takes 5..100000000, not '%s'", v);
-				return -EINVAL;
-			}
-			o->iters = x;
-		} else if (strcmp(opt, "--duration") == 0) {
-			if (parse_seconds(opt, v, &o->duration_ns) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--stall-timeout") == 0) {
-			if (parse_seconds(opt, v, &o->stall_ns) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--connect-timeout") == 0) {
-			uint64_t ns;
-
-			if (parse_seconds(opt, v, &ns) < 0)
-				return -EINVAL;
-			o->connect_ms = (int)(ns / 1000000) + 1;
-		} else if (strcmp(opt, "--cm-timeout") == 0) {
-			uint64_t ns;
-
-			if (parse_seconds(opt, v, &ns) < 0)
-				return -EINVAL;
-			o->cm_ms = (int)(ns / 1000000) + 1;
-		} else if (strcmp(opt, "--profile") == 0) {
-			o->profile = v;
-		} else if (strcmp(opt, "--link") == 0) {
-			o->link = v;
-		} else if (strcmp(opt, "--audit-log") == 0) {
-			o->audit_log = v;
-		} else if (strcmp(opt, "--change") == 0) {
-			o->change = v;
-		} else if (strcmp(opt, "--qp-timeout") == 0) {
-			if (parse_u8_opt(opt, v, 31, &o->rdma.timeout) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--retry-count") == 0) {
-			if (parse_u8_opt(opt, v, 7, &o->rdma.retry_cnt) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--rnr-retry") == 0) {
-			if (parse_u8_opt(opt, v, 7, &o->rdma.rnr_retry) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--ib-port") == 0) {
-			if (parse_u8_opt(opt, v, 255, &o->rdma.ib_port) < 0)
-				return -EINVAL;
-		} else if (strcmp(opt, "--gid-index") == 0) {
-			uint8_t g;
-
-			if (parse_u8_opt(opt, v, 255, &g) < 0)
-				return -EINVAL;
-			o->rdma.gid_index = g;
-		} else if (strcmp(opt, "--depth") == 0) {
-			if (fctl_parse_u64(v, &x) < 0 || x == 0 || x > 4096) {
-				perr("run: --depth takes 1..4096, not '%s'", v);
-				return -EINVAL;
-			}
-			o->rdma.tx_depth = (uint32_t)x;
-		} else {
-			perr("run: unknown option '%s'", opt);
+		if (parse_value_opt(opt, v, o) < 0)
 			return -EINVAL;
-		}
 	}
 	if (!o->host[0]) {
 		perr("run: --peer HOST[:PORT] is required");
@@ -439,6 +447,107 @@ static int one_run(struct conn *c, const struct run_opts *o, struct probe_result
 	return c->broken && !res->has_peer ? -ECONNRESET : 0;
 }
 
+/*
+ * Connects to the peer and brings the queue pair to RTS: the TCP exchange builds the
+ * endpoint first (a wrong device fails before the peer is asked); rdma_cm finds the device
+ * from the route to the peer. What it opens is stored in c, also on failure, for the
+ * caller to close. Returns 0, or a negative errno after saying why.
+ */
+static int open_session(struct conn *c, const struct run_opts *o,
+			const struct probe_report *rep, uint32_t max_size)
+{
+	char err[200] = "", line[600], info[FCTL_RDMA_QPINFO_LEN];
+	struct fctl_rdma_qpinfo me, peer;
+	int ret;
+
+	if (!o->cm) {
+		ret = fctl_rdma_ep_new(&o->rdma, &c->ep, err, sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			return ret;
+		}
+	}
+	if (fctl_nl_open(NULL, &c->nl) < 0)
+		c->nl = NULL;
+	c->fd = ctl_connect(o->host, o->port, o->connect_ms, err, sizeof(err));
+	if (c->fd < 0) {
+		perr("run: %s (is 'fabricctl probe serve' running there?)", err);
+		return c->fd;
+	}
+	ctl_send(c->fd, "HELLO %d test=%s max_size=%" PRIu32 " depth=%" PRIu32
+		       " timeout=%u retry=%u rnr=%u%s%d",
+		 PROBE_PROTO, rep->res[0].test, max_size, o->rdma.tx_depth, o->rdma.timeout,
+		 o->rdma.retry_cnt, o->rdma.rnr_retry, o->cm ? " cm=1 cm_ms=" : " cm=0 cm_ms=",
+		 o->cm_ms);
+	ret = ctl_recv_line(c->fd, line, sizeof(line), CTL_MS);
+	if (o->cm) {
+		uint64_t cm_port = 0;
+
+		if (ret < 0 || strncmp(line, "CM ", 3) != 0 || !ctl_field_u64(line, "port", &cm_port) ||
+		    !cm_port || cm_port > 65535) {
+			perr("run: the peer %s refused the rdma_cm session: %s", rep->peer,
+			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
+			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
+			return ret < 0 ? ret : -EPROTO;
+		}
+		ret = fctl_rdma_cm_connect(&o->rdma, o->host, (uint16_t)cm_port, o->cm_ms, &c->ep,
+					   err, sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			return ret;
+		}
+	} else {
+		if (ret < 0 || strncmp(line, "OK ", 3) != 0 ||
+		    fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
+			perr("run: the peer %s refused the session: %s", rep->peer,
+			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
+			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
+			return ret < 0 ? ret : -EPROTO;
+		}
+		ret = fctl_rdma_ep_connect(c->ep, &peer, err, sizeof(err));
+		if (ret < 0) {
+			perr("run: %s", err);
+			return ret;
+		}
+		fctl_rdma_ep_info(c->ep, &me);
+		fctl_rdma_qpinfo_format(&me, info);
+		ctl_send(c->fd, "QP %s", info);
+	}
+	ret = ctl_recv_line(c->fd, line, sizeof(line), CTL_MS);
+	if (ret < 0 || strcmp(line, "RTS") != 0) {
+		perr("run: the peer could not connect its queue pair: %s",
+		     ret < 0 ? strerror(-ret) : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
+		return ret < 0 ? ret : -EPROTO;
+	}
+	return 0;
+}
+
+/* Runs every planned run in order (none after a broken one), then says BYE if it can.
+ * Returns whether any run failed for a reason of the environment, not of the fabric. */
+static bool run_all(struct conn *c, const struct run_opts *o, struct probe_report *rep)
+{
+	bool env_error = false;
+
+	for (size_t i = 0; i < rep->n_res; i++) {
+		if (c->broken) {
+			snprintf(rep->res[i].error, sizeof(rep->res[i].error),
+				 "not run: an earlier run failed");
+			snprintf(rep->res[i].end[0].role, 8, "client");
+			continue;
+		}
+		if (one_run(c, o, &rep->res[i]) < 0)
+			env_error = true;
+		if (!rep->res[i].ran && !rep->res[i].wc_status)
+			env_error = true;
+		if (o->out == OUT_TEXT && !rep->res[i].ran)
+			perr("run: %s size %" PRIu32 ": %s", rep->res[i].test, rep->res[i].size,
+			     rep->res[i].error);
+	}
+	if (!c->broken)
+		ctl_send(c->fd, "BYE");
+	return env_error;
+}
+
 int probe_run(int argc, char **argv)
 {
 	struct run_opts o = { .out = OUT_TEXT, .connect_ms = 5000, .cm_ms = 10000,
@@ -446,8 +555,6 @@ int probe_run(int argc, char **argv)
 			      .sweep_max = 65536 };
 	struct probe_report rep = { 0 };
 	struct conn c = { .fd = -1 };
-	char err[200] = "", line[600], info[FCTL_RDMA_QPINFO_LEN];
-	struct fctl_rdma_qpinfo me, peer;
 	struct fctl_buf b = { 0 };
 	struct fctl_audit *audit = NULL;
 	uint32_t max_size = 0;
@@ -484,85 +591,9 @@ int probe_run(int argc, char **argv)
 			max_size = rep.res[i].size;
 	o.rdma.max_size = max_size;
 
-	/* the TCP exchange builds the endpoint first (a wrong device fails before the peer is
-	 * asked); rdma_cm finds the device from the route to the peer */
-	if (!o.cm) {
-		ret = fctl_rdma_ep_new(&o.rdma, &c.ep, err, sizeof(err));
-		if (ret < 0) {
-			perr("run: %s", err);
-			goto out;
-		}
-	}
-	if (fctl_nl_open(NULL, &c.nl) < 0)
-		c.nl = NULL;
-	c.fd = ctl_connect(o.host, o.port, o.connect_ms, err, sizeof(err));
-	if (c.fd < 0) {
-		perr("run: %s (is 'fabricctl probe serve' running there?)", err);
+	if (open_session(&c, &o, &rep, max_size) < 0)
 		goto out;
-	}
-	ctl_send(c.fd, "HELLO %d test=%s max_size=%" PRIu32 " depth=%" PRIu32
-		       " timeout=%u retry=%u rnr=%u%s%d",
-		 PROBE_PROTO, rep.res[0].test, max_size, o.rdma.tx_depth, o.rdma.timeout,
-		 o.rdma.retry_cnt, o.rdma.rnr_retry, o.cm ? " cm=1 cm_ms=" : " cm=0 cm_ms=",
-		 o.cm_ms);
-	ret = ctl_recv_line(c.fd, line, sizeof(line), CTL_MS);
-	if (o.cm) {
-		uint64_t cm_port = 0;
-
-		if (ret < 0 || strncmp(line, "CM ", 3) != 0 || !ctl_field_u64(line, "port", &cm_port) ||
-		    !cm_port || cm_port > 65535) {
-			perr("run: the peer %s refused the rdma_cm session: %s", rep.peer,
-			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
-			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
-			goto out;
-		}
-		ret = fctl_rdma_cm_connect(&o.rdma, o.host, (uint16_t)cm_port, o.cm_ms, &c.ep, err,
-					   sizeof(err));
-		if (ret < 0) {
-			perr("run: %s", err);
-			goto out;
-		}
-	} else {
-		if (ret < 0 || strncmp(line, "OK ", 3) != 0 ||
-		    fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
-			perr("run: the peer %s refused the session: %s", rep.peer,
-			     ret < 0 ? (ret == -ECONNRESET ? "it closed the connection" : strerror(-ret))
-			     : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
-			goto out;
-		}
-		ret = fctl_rdma_ep_connect(c.ep, &peer, err, sizeof(err));
-		if (ret < 0) {
-			perr("run: %s", err);
-			goto out;
-		}
-		fctl_rdma_ep_info(c.ep, &me);
-		fctl_rdma_qpinfo_format(&me, info);
-		ctl_send(c.fd, "QP %s", info);
-	}
-	ret = ctl_recv_line(c.fd, line, sizeof(line), CTL_MS);
-	if (ret < 0 || strcmp(line, "RTS") != 0) {
-		perr("run: the peer could not connect its queue pair: %s",
-		     ret < 0 ? strerror(-ret) : strncmp(line, "ERR ", 4) == 0 ? line + 4 : line);
-		goto out;
-	}
-
-	for (size_t i = 0; i < rep.n_res; i++) {
-		if (c.broken) {
-			snprintf(rep.res[i].error, sizeof(rep.res[i].error),
-				 "not run: an earlier run failed");
-			snprintf(rep.res[i].end[0].role, 8, "client");
-			continue;
-		}
-		if (one_run(&c, &o, &rep.res[i]) < 0)
-			env_error = true;
-		if (!rep.res[i].ran && !rep.res[i].wc_status)
-			env_error = true;
-		if (o.out == OUT_TEXT && !rep.res[i].ran)
-			perr("run: %s size %" PRIu32 ": %s", rep.res[i].test, rep.res[i].size,
-			     rep.res[i].error);
-	}
-	if (!c.broken)
-		ctl_send(c.fd, "BYE");
+	env_error = run_all(&c, &o, &rep);
 
 	probe_report_verdict(&rep);
 	if (o.out == OUT_JSON)

@@ -25,12 +25,103 @@ struct serve_opts {
 	bool once;
 };
 
-static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
+/* Takes the client's QP parameters from its HELLO line where they are in range. */
+static void apply_hello(const char *line, struct fctl_rdma_opts *o)
+{
+	uint64_t v;
+
+	if (ctl_field_u64(line, "max_size", &v) && v && v <= FCTL_RDMA_MAX_SIZE)
+		o->max_size = (uint32_t)v;
+	if (ctl_field_u64(line, "depth", &v) && v && v <= 4096)
+		o->tx_depth = (uint32_t)v;
+	if (ctl_field_u64(line, "timeout", &v) && v <= 31)
+		o->timeout = (uint8_t)v;
+	if (ctl_field_u64(line, "retry", &v) && v <= 7)
+		o->retry_cnt = (uint8_t)v;
+	if (ctl_field_u64(line, "rnr", &v) && v <= 7)
+		o->rnr_retry = (uint8_t)v;
+}
+
+/*
+ * rdma_cm: listen on the control port's number (its own port space), tell the client to
+ * connect, accept; the buffers travel in the private data. hello is the client's HELLO
+ * line. On success *ep is the connected endpoint and RTS is sent; returns 0 or a negative
+ * errno (said to the client and on stderr).
+ */
+static int cm_setup(int fd, const struct serve_opts *so, const char *hello,
+		    const struct fctl_rdma_opts *o, struct fctl_rdma_ep **ep)
+{
+	struct fctl_rdma_cm_listener *l = NULL;
+	uint64_t port = 0, wait_ms = CM_ACCEPT_MS;
+	char err[200] = "";
+	int ret;
+
+	/* a little longer than the client tries, so a failed attempt frees us soon */
+	if (ctl_field_u64(hello, "cm_ms", &wait_ms) && wait_ms <= 600000)
+		wait_ms += 2000;
+	else
+		wait_ms = CM_ACCEPT_MS;
+	fctl_parse_u64(so->port, &port);
+	ret = fctl_rdma_cm_listen((uint16_t)port, &l, err, sizeof(err));
+	if (ret == 0) {
+		ctl_send(fd, "CM port=%" PRIu64, port);
+		ret = fctl_rdma_cm_accept(l, o, (int)wait_ms, ep, err, sizeof(err));
+	}
+	fctl_rdma_cm_listener_free(l);
+	if (ret < 0) {
+		perr("session: %s", err);
+		ctl_send(fd, "ERR %s", err);
+		return ret;
+	}
+	printf("probe: rdma_cm connection on device %s, network device %s\n",
+	       fctl_rdma_ep_dev_name(*ep),
+	       fctl_rdma_ep_netdev(*ep)[0] ? fctl_rdma_ep_netdev(*ep) : "?");
+	fflush(stdout);
+	ctl_send(fd, "RTS");
+	return ret;
+}
+
+/*
+ * The TCP exchange: a new endpoint, OK with our QP, the client's QP, connect, RTS.
+ * *ep is set as soon as the endpoint exists and stays the caller's to free, also on
+ * failure; returns 0 or a negative errno (said to the client and on stderr).
+ */
+static int qp_setup(int fd, const struct fctl_rdma_opts *o, struct fctl_rdma_ep **ep)
 {
 	char line[512], info[FCTL_RDMA_QPINFO_LEN], err[200] = "";
+	struct fctl_rdma_qpinfo me, peer;
+	int ret;
+
+	ret = fctl_rdma_ep_new(o, ep, err, sizeof(err));
+	if (ret < 0) {
+		perr("%s", err);
+		ctl_send(fd, "ERR %s", err);
+		return ret;
+	}
+	fctl_rdma_ep_info(*ep, &me);
+	fctl_rdma_qpinfo_format(&me, info);
+	ctl_send(fd, "OK %s", info);
+	ret = ctl_recv_line(fd, line, sizeof(line), HELLO_MS);
+	if (ret < 0 || strncmp(line, "QP ", 3) != 0 || fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
+		perr("session: bad queue pair parameters from the client");
+		ctl_send(fd, "ERR bad queue pair parameters");
+		return -EPROTO;
+	}
+	ret = fctl_rdma_ep_connect(*ep, &peer, err, sizeof(err));
+	if (ret < 0) {
+		perr("%s", err);
+		ctl_send(fd, "ERR %s", err);
+		return ret;
+	}
+	ctl_send(fd, "RTS");
+	return ret;
+}
+
+static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
+{
+	char line[512];
 	struct fctl_rdma_opts o = so->rdma;
 	struct fctl_rdma_ep *ep = NULL;
-	struct fctl_rdma_qpinfo me, peer;
 	uint64_t v;
 	int ret;
 
@@ -40,70 +131,16 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		ctl_send(fd, "ERR expected 'HELLO %d'", PROBE_PROTO);
 		return -EPROTO;
 	}
-	if (ctl_field_u64(line, "max_size", &v) && v && v <= FCTL_RDMA_MAX_SIZE)
-		o.max_size = (uint32_t)v;
-	if (ctl_field_u64(line, "depth", &v) && v && v <= 4096)
-		o.tx_depth = (uint32_t)v;
-	if (ctl_field_u64(line, "timeout", &v) && v <= 31)
-		o.timeout = (uint8_t)v;
-	if (ctl_field_u64(line, "retry", &v) && v <= 7)
-		o.retry_cnt = (uint8_t)v;
-	if (ctl_field_u64(line, "rnr", &v) && v <= 7)
-		o.rnr_retry = (uint8_t)v;
+	apply_hello(line, &o);
 	if (ctl_field_u64(line, "cm", &v) && v == 1) {
-		/* rdma_cm: listen on the control port's number (its own port space), tell the
-		 * client to connect, accept; the buffers travel in the private data */
-		struct fctl_rdma_cm_listener *l = NULL;
-		uint64_t port = 0, wait_ms = CM_ACCEPT_MS;
-
-		/* a little longer than the client tries, so a failed attempt frees us soon */
-		if (ctl_field_u64(line, "cm_ms", &wait_ms) && wait_ms <= 600000)
-			wait_ms += 2000;
-		else
-			wait_ms = CM_ACCEPT_MS;
-		fctl_parse_u64(so->port, &port);
-		ret = fctl_rdma_cm_listen((uint16_t)port, &l, err, sizeof(err));
-		if (ret == 0) {
-			ctl_send(fd, "CM port=%" PRIu64, port);
-			ret = fctl_rdma_cm_accept(l, &o, (int)wait_ms, &ep, err, sizeof(err));
-		}
-		fctl_rdma_cm_listener_free(l);
-		if (ret < 0) {
-			perr("session: %s", err);
-			ctl_send(fd, "ERR %s", err);
+		ret = cm_setup(fd, so, line, &o, &ep);
+		if (ret < 0)
 			return ret;
-		}
-		printf("probe: rdma_cm connection on device %s, network device %s\n",
-		       fctl_rdma_ep_dev_name(ep),
-		       fctl_rdma_ep_netdev(ep)[0] ? fctl_rdma_ep_netdev(ep) : "?");
-		fflush(stdout);
-		ctl_send(fd, "RTS");
-		goto runs;
+	} else {
+		ret = qp_setup(fd, &o, &ep);
+		if (ret < 0)
+			goto out;
 	}
-	ret = fctl_rdma_ep_new(&o, &ep, err, sizeof(err));
-	if (ret < 0) {
-		perr("%s", err);
-		ctl_send(fd, "ERR %s", err);
-		return ret;
-	}
-	fctl_rdma_ep_info(ep, &me);
-	fctl_rdma_qpinfo_format(&me, info);
-	ctl_send(fd, "OK %s", info);
-	ret = ctl_recv_line(fd, line, sizeof(line), HELLO_MS);
-	if (ret < 0 || strncmp(line, "QP ", 3) != 0 || fctl_rdma_qpinfo_parse(line + 3, &peer) < 0) {
-		perr("session: bad queue pair parameters from the client");
-		ctl_send(fd, "ERR bad queue pair parameters");
-		ret = -EPROTO;
-		goto out;
-	}
-	ret = fctl_rdma_ep_connect(ep, &peer, err, sizeof(err));
-	if (ret < 0) {
-		perr("%s", err);
-		ctl_send(fd, "ERR %s", err);
-		goto out;
-	}
-	ctl_send(fd, "RTS");
-runs:
 	for (;;) {
 		struct fctl_rdma_params p = { .watch_fd = fd };
 		struct fctl_rdma_result r = { 0 };
