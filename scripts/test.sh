@@ -87,6 +87,8 @@ if want asan; then
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
 	suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
+	suite asan-security 900 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		tests/security/run.sh "$ROOT/build-asan"
 fi
 
 # 3. fuzzing (bounded)
