@@ -651,37 +651,32 @@ static int cmp_cp(const void *a, const void *b)
 	return x->size < y->size ? -1 : x->size > y->size;
 }
 
-int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const char *pubkey_path,
-		      struct fctl_audit_report *r)
+/* Loads the checkpoints into *cps (the caller's to free, even on failure) and reports the
+ * missing, unsigned, badly signed and malformed ones; keeps the well-signed ones in v->cp,
+ * sorted by size. */
+static int take_checkpoints(struct vstate *v, const char *checkpoint_path, const char *pubkey_path,
+			    struct fctl_audit_checkpoint **cps, size_t *ncps)
 {
-	struct vstate v = { .r = r, .expected = 1, .prev_in_order = true };
-	struct fctl_audit_checkpoint *cps = NULL;
-	size_t ncps = 0;
-	char **files = NULL, err[512] = "";
-	size_t nfiles = 0;
-	const struct fctl_audit_checkpoint *latest = NULL;
+	struct fctl_audit_report *r = v->r;
+	char err[512] = "";
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	fctl_audit_tree_init(&v.tree);
-	rc = fctl_audit_checkpoints_load(checkpoint_path, pubkey_path, &cps, &ncps, err, sizeof(err));
+	rc = fctl_audit_checkpoints_load(checkpoint_path, pubkey_path, cps, ncps, err, sizeof(err));
 	if (rc == -ENOENT && !strstr(err, "public key"))
 		add(r, FCTL_AUDIT_NO_SIGNATURE, checkpoint_path, 0, 0, 0,
 		    "no checkpoint file %s: the log is not anchored by any signature", checkpoint_path);
 	else if (rc < 0)
 		add(r, FCTL_AUDIT_IO, checkpoint_path, 0, 0, 0, "%s", err);
-	r->checkpoints = ncps;
+	r->checkpoints = *ncps;
 	/* keep good ones for the root check, report the others */
-	v.cp = fctl_calloc(ncps ? ncps : 1, sizeof(*v.cp));
-	if (!v.cp) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < ncps; i++) {
-		const struct fctl_audit_checkpoint *c = &cps[i];
+	v->cp = fctl_calloc(*ncps ? *ncps : 1, sizeof(*v->cp));
+	if (!v->cp)
+		return -ENOMEM;
+	for (size_t i = 0; i < *ncps; i++) {
+		const struct fctl_audit_checkpoint *c = &(*cps)[i];
 
 		if (c->sig == 1)
-			v.cp[v.ncp++] = *c;
+			v->cp[v->ncp++] = *c;
 		else if (c->sig == 0)
 			add(r, FCTL_AUDIT_NO_SIGNATURE, checkpoint_path, c->line, 0, c->size,
 			    "missing signature: checkpoint at %s:%" PRIu64 " (size %" PRIu64
@@ -696,12 +691,131 @@ int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const c
 			    "malformed checkpoint at %s:%" PRIu64 ": %s", checkpoint_path, c->line,
 			    c->why);
 	}
-	if (rc >= 0 && !v.ncp && ncps == 0)
+	if (rc >= 0 && !v->ncp && *ncps == 0)
 		add(r, FCTL_AUDIT_NO_SIGNATURE, checkpoint_path, 0, 0, 0,
 		    "no signed checkpoint in %s: the log is not anchored by any signature",
 		    checkpoint_path);
-	if (v.ncp > 1)
-		qsort(v.cp, v.ncp, sizeof(*v.cp), cmp_cp);
+	if (v->ncp > 1)
+		qsort(v->cp, v->ncp, sizeof(*v->cp), cmp_cp);
+	return 0;
+}
+
+/* Reads one log file: each record into the chain and the tree, checked against the
+ * checkpoints as it goes; a line that is no record waits in v as a fragment, and a last line
+ * without a newline is reported (torn if this is the active file). */
+static void verify_file(struct vstate *v, const char *f, bool last_file, bool only_file,
+			const char *checkpoint_path)
+{
+	struct fctl_audit_report *r = v->r;
+	struct map m;
+	size_t pos = 0;
+	uint64_t lineno = 0;
+	int rc;
+
+	rc = map_file(f, &m);
+	if (rc < 0) {
+		if (!(rc == -ENOENT && last_file && only_file))
+			add(r, FCTL_AUDIT_IO, f, 0, 0, 0, "cannot read %s: %s", f, strerror(-rc));
+		else
+			add(r, FCTL_AUDIT_IO, f, 0, 0, 0, "no audit log at %s", f);
+		return;
+	}
+	r->files++;
+	r->bytes += m.len;
+	while (pos < m.len) {
+		const char *line = m.p + pos, *nl = memchr(line, '\n', m.len - pos);
+		size_t len = nl ? (size_t)(nl - line) : m.len - pos;
+		uint64_t seq;
+		uint8_t prev[32];
+
+		lineno++;
+		if (!nl) {
+			frag_done(v, NULL, 0);
+			if (last_file)
+				add(r, FCTL_AUDIT_TORN, f, lineno, pos, 0,
+				    "torn last line at %s:%" PRIu64 ", byte offset %zu: %zu bytes "
+				    "without a newline (a writer was interrupted mid-append; the "
+				    "record was never confirmed)",
+				    f, lineno, pos, len);
+			else
+				add(r, FCTL_AUDIT_MALFORMED, f, lineno, pos, 0,
+				    "%s:%" PRIu64 ", byte offset %zu: the file ends without a "
+				    "newline but is not the active file",
+				    f, lineno, pos);
+			pos = m.len;
+			break;
+		}
+		if (fctl_audit_parse_head(line, len, &seq, prev) == 0) {
+			frag_done(v, line, len);
+			record(v, f, lineno, pos, line, len, seq, prev);
+			check_checkpoints_at(v, checkpoint_path);
+		} else {
+			frag_done(v, NULL, 0);
+			v->frag = true;
+			snprintf(v->frag_file, sizeof(v->frag_file), "%s", f);
+			v->frag_line = lineno;
+			v->frag_offset = pos;
+			v->frag_len = len;
+		}
+		pos += len + 1;
+	}
+	unmap(&m);
+}
+
+/* Reports the sequence gaps left open: records deleted from the log. */
+static void report_gaps(const struct vstate *v)
+{
+	for (size_t i = 0; i < v->ngaps; i++) {
+		const struct gap *g = &v->gaps[i];
+
+		if (g->from == g->to)
+			add(v->r, FCTL_AUDIT_DELETED, g->file, g->line, g->offset, g->from,
+			    "deleted record: seq %" PRIu64 " is missing before %s:%" PRIu64, g->from,
+			    g->file, g->line);
+		else
+			add(v->r, FCTL_AUDIT_DELETED, g->file, g->line, g->offset, g->from,
+			    "deleted records: seq %" PRIu64 "..%" PRIu64 " are missing before %s:%" PRIu64,
+			    g->from, g->to, g->file, g->line);
+	}
+}
+
+/* Compares the log's record count with the latest signed checkpoint: fewer records is a
+ * cut-off tail, more is a warning that the newest are not yet covered. */
+static void check_latest(struct vstate *v, const struct fctl_audit_checkpoint *latest,
+			 const char *log_path, const char *checkpoint_path)
+{
+	struct fctl_audit_report *r = v->r;
+
+	r->checkpoint_size = latest->size;
+	if (latest->size > v->tree.size)
+		add(r, FCTL_AUDIT_TRUNCATED, checkpoint_path, latest->line, 0, latest->size,
+		    "cut-off tail: the log holds %" PRIu64 " records but the checkpoint at "
+		    "%s:%" PRIu64 " covers %" PRIu64 " (%" PRIu64 " records missing)",
+		    v->tree.size, checkpoint_path, latest->line, latest->size,
+		    latest->size - v->tree.size);
+	else if (latest->size < v->tree.size)
+		add(r, FCTL_AUDIT_WARNING, log_path, 0, 0, latest->size + 1,
+		    "records %" PRIu64 "..%" PRIu64
+		    " are chained but not yet covered by a signed checkpoint",
+		    latest->size + 1, v->tree.size);
+}
+
+int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const char *pubkey_path,
+		      struct fctl_audit_report *r)
+{
+	struct vstate v = { .r = r, .expected = 1, .prev_in_order = true };
+	struct fctl_audit_checkpoint *cps = NULL;
+	size_t ncps = 0;
+	char **files = NULL;
+	size_t nfiles = 0;
+	const struct fctl_audit_checkpoint *latest = NULL;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	fctl_audit_tree_init(&v.tree);
+	rc = take_checkpoints(&v, checkpoint_path, pubkey_path, &cps, &ncps);
+	if (rc < 0)
+		goto out;
 	if (v.ncp)
 		latest = &v.cp[v.ncp - 1];
 
@@ -712,90 +826,13 @@ int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const c
 		goto out;
 	}
 	check_checkpoints_at(&v, checkpoint_path); /* a checkpoint of the empty log */
-	for (size_t i = 0; i < nfiles; i++) {
-		const char *f = files[i];
-		bool last_file = i + 1 == nfiles;
-		struct map m;
-		size_t pos = 0;
-		uint64_t lineno = 0;
-
-		rc = map_file(f, &m);
-		if (rc < 0) {
-			if (!(rc == -ENOENT && last_file && nfiles == 1))
-				add(r, FCTL_AUDIT_IO, f, 0, 0, 0, "cannot read %s: %s", f, strerror(-rc));
-			else
-				add(r, FCTL_AUDIT_IO, f, 0, 0, 0, "no audit log at %s", f);
-			continue;
-		}
-		r->files++;
-		r->bytes += m.len;
-		while (pos < m.len) {
-			const char *line = m.p + pos, *nl = memchr(line, '\n', m.len - pos);
-			size_t len = nl ? (size_t)(nl - line) : m.len - pos;
-			uint64_t seq;
-			uint8_t prev[32];
-
-			lineno++;
-			if (!nl) {
-				frag_done(&v, NULL, 0);
-				if (last_file)
-					add(r, FCTL_AUDIT_TORN, f, lineno, pos, 0,
-					    "torn last line at %s:%" PRIu64 ", byte offset %zu: %zu bytes "
-					    "without a newline (a writer was interrupted mid-append; the "
-					    "record was never confirmed)",
-					    f, lineno, pos, len);
-				else
-					add(r, FCTL_AUDIT_MALFORMED, f, lineno, pos, 0,
-					    "%s:%" PRIu64 ", byte offset %zu: the file ends without a "
-					    "newline but is not the active file",
-					    f, lineno, pos);
-				pos = m.len;
-				break;
-			}
-			if (fctl_audit_parse_head(line, len, &seq, prev) == 0) {
-				frag_done(&v, line, len);
-				record(&v, f, lineno, pos, line, len, seq, prev);
-				check_checkpoints_at(&v, checkpoint_path);
-			} else {
-				frag_done(&v, NULL, 0);
-				v.frag = true;
-				snprintf(v.frag_file, sizeof(v.frag_file), "%s", f);
-				v.frag_line = lineno;
-				v.frag_offset = pos;
-				v.frag_len = len;
-			}
-			pos += len + 1;
-		}
-		unmap(&m);
-	}
+	for (size_t i = 0; i < nfiles; i++)
+		verify_file(&v, files[i], i + 1 == nfiles, nfiles == 1, checkpoint_path);
 	frag_done(&v, NULL, 0);
-	for (size_t i = 0; i < v.ngaps; i++) {
-		const struct gap *g = &v.gaps[i];
-
-		if (g->from == g->to)
-			add(r, FCTL_AUDIT_DELETED, g->file, g->line, g->offset, g->from,
-			    "deleted record: seq %" PRIu64 " is missing before %s:%" PRIu64, g->from,
-			    g->file, g->line);
-		else
-			add(r, FCTL_AUDIT_DELETED, g->file, g->line, g->offset, g->from,
-			    "deleted records: seq %" PRIu64 "..%" PRIu64 " are missing before %s:%" PRIu64,
-			    g->from, g->to, g->file, g->line);
-	}
+	report_gaps(&v);
 	fctl_audit_tree_root(&v.tree, r->root);
-	if (latest) {
-		r->checkpoint_size = latest->size;
-		if (latest->size > v.tree.size)
-			add(r, FCTL_AUDIT_TRUNCATED, checkpoint_path, latest->line, 0, latest->size,
-			    "cut-off tail: the log holds %" PRIu64 " records but the checkpoint at "
-			    "%s:%" PRIu64 " covers %" PRIu64 " (%" PRIu64 " records missing)",
-			    v.tree.size, checkpoint_path, latest->line, latest->size,
-			    latest->size - v.tree.size);
-		else if (latest->size < v.tree.size)
-			add(r, FCTL_AUDIT_WARNING, log_path, 0, 0, latest->size + 1,
-			    "records %" PRIu64 "..%" PRIu64
-			    " are chained but not yet covered by a signed checkpoint",
-			    latest->size + 1, v.tree.size);
-	}
+	if (latest)
+		check_latest(&v, latest, log_path, checkpoint_path);
 	rc = 0;
 out:
 	fctl_audit_files_free(files, nfiles);

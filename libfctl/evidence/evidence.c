@@ -591,67 +591,66 @@ static int cmp_file(const void *a, const void *b)
 static const uint8_t spki_prefix[12] = { 0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
 					 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00 };
 
-int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
-			size_t errlen)
+/* The checkpoint file (cps) and audit public key (pub) paths, defaulted beside the log, and
+ * the time window; both paths are the caller's to free, even on failure. */
+static int paths_and_window(struct ev *e, char **cps, char **pub)
 {
-	struct ev e = { .o = o, .err = err, .errlen = errlen };
-	struct fctl_audit_report rep = { 0 };
-	struct fctl_buf b = { 0 }, m = { 0 }, pae = { 0 };
-	char *cps = NULL, *pub = NULL, cproot[65] = "";
-	char signer_ids[16][65];
-	const char *ids[16];
-	uint64_t cpsize = 0;
-	int r;
+	const struct fctl_evidence_opts *o = e->o;
 
-	if (!o->n_sign_keys || o->n_sign_keys > 16) {
-		r = fail(&e, -EINVAL, "give one to sixteen --sign keys");
-		goto out;
-	}
-	if (asprintf(&cps, "%s.checkpoints", o->log_path) < 0) {
-		cps = NULL;
-		r = fail(&e, -ENOMEM, "out of memory");
-		goto out;
+	if (!o->n_sign_keys || o->n_sign_keys > 16)
+		return fail(e, -EINVAL, "give one to sixteen --sign keys");
+	if (asprintf(cps, "%s.checkpoints", o->log_path) < 0) {
+		*cps = NULL;
+		return fail(e, -ENOMEM, "out of memory");
 	}
 	if (o->pubkey_path) {
-		pub = fctl_strdup(o->pubkey_path);
+		*pub = fctl_strdup(o->pubkey_path);
 	} else {
 		const char *slash = strrchr(o->log_path, '/');
 
-		if (asprintf(&pub, "%.*saudit.pub", slash ? (int)(slash - o->log_path + 1) : 0,
+		if (asprintf(pub, "%.*saudit.pub", slash ? (int)(slash - o->log_path + 1) : 0,
 			     o->log_path) < 0)
-			pub = NULL;
+			*pub = NULL;
 	}
-	if (!pub) {
-		r = fail(&e, -ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((o->since && fctl_audit_parse_time(o->since, e.since) < 0) ||
-	    (o->until && fctl_audit_parse_time(o->until, e.until) < 0)) {
-		r = fail(&e, -EINVAL, "times are 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
-		goto out;
-	}
+	if (!*pub)
+		return fail(e, -ENOMEM, "out of memory");
+	if ((o->since && fctl_audit_parse_time(o->since, e->since) < 0) ||
+	    (o->until && fctl_audit_parse_time(o->until, e->until) < 0))
+		return fail(e, -EINVAL, "times are 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
 	if (o->until && !strchr(o->until, 'T') && o->until[0] != '@')
-		memcpy(e.until + 11, "23:59:59.999999Z", 17);
+		memcpy(e->until + 11, "23:59:59.999999Z", 17);
+	return 0;
+}
 
-	/* 1. the log must verify before anything is said about it */
+/* Step 1: the log must verify before anything is said about it; then its records are read,
+ * and the latest signed checkpoint (its size and root in *cpsize and cproot) and the audit
+ * public key go in. */
+static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint64_t *cpsize,
+			    char cproot[65])
+{
+	const struct fctl_evidence_opts *o = e->o;
+	struct fctl_audit_report rep = { 0 };
+	struct fctl_buf b = { 0 };
+	int r;
+
 	r = fctl_audit_verify(o->log_path, o->checkpoint_path ? o->checkpoint_path : cps, pub, &rep);
 	if (r < 0 || rep.n_errors) {
 		size_t k = 0;
 
 		while (k < rep.n && rep.f[k].kind <= FCTL_AUDIT_WARNING)
 			k++;
-		r = fail(&e, r < 0 ? r : -EBADMSG, "the audit log does not verify: %s",
+		r = fail(e, r < 0 ? r : -EBADMSG, "the audit log does not verify: %s",
 			 r < 0 ? strerror(-r) : k < rep.n ? rep.f[k].msg : "see 'fabricctl audit verify'");
 		goto out;
 	}
-	r = fctl_audit_read(o->log_path, collect, &e);
+	r = fctl_audit_read(o->log_path, collect, e);
 	if (r < 0) {
-		r = fail(&e, r, "cannot read the audit log: %s", strerror(-r));
+		r = fail(e, r, "cannot read the audit log: %s", strerror(-r));
 		goto out;
 	}
-	r = fctl_audit_latest_checkpoint(o->checkpoint_path ? o->checkpoint_path : cps, &b, &cpsize);
+	r = fctl_audit_latest_checkpoint(o->checkpoint_path ? o->checkpoint_path : cps, &b, cpsize);
 	if (r < 0) {
-		r = fail(&e, r, "no signed checkpoint to include");
+		r = fail(e, r, "no signed checkpoint to include");
 		goto out;
 	}
 	{
@@ -660,80 +659,99 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 
 		l3 = l3 ? strchr(l3 + 1, '\n') : NULL;
 		if (l3)
-			snprintf(cproot, sizeof(cproot), "%.*s", (int)strcspn(l3 + 1, "\n"), l3 + 1);
+			snprintf(cproot, 65, "%.*s", (int)strcspn(l3 + 1, "\n"), l3 + 1);
 	}
-	if ((r = add_file(&e, "audit/checkpoint.txt", &b)) < 0)
+	if ((r = add_file(e, "audit/checkpoint.txt", &b)) < 0)
 		goto out;
 	fctl_buf_release(&b);
 	if ((r = read_all(pub, &b)) < 0) {
-		r = fail(&e, r, "cannot read '%s': %s", pub, strerror(-r));
+		r = fail(e, r, "cannot read '%s': %s", pub, strerror(-r));
 		goto out;
 	}
-	if ((r = add_file(&e, "audit/audit.pub", &b)) < 0)
-		goto out;
+	r = add_file(e, "audit/audit.pub", &b);
+out:
+	fctl_audit_report_release(&rep);
 	fctl_buf_release(&b);
+	return r;
+}
 
-	/* 2. the log, the slice, the profiles the slice names */
-	for (size_t i = 0; i < e.nr; i++) {
-		fctl_buf_append(&b, e.r[i].line, e.r[i].len);
+/* Step 2: the whole log and the slice, looking up each profile the slice names once. */
+static int add_log_and_slice(struct ev *e)
+{
+	struct fctl_buf b = { 0 };
+	int r;
+
+	for (size_t i = 0; i < e->nr; i++) {
+		fctl_buf_append(&b, e->r[i].line, e->r[i].len);
 		fctl_buf_putc(&b, '\n');
 	}
-	if ((r = add_file(&e, "audit/log.jsonl", &b)) < 0)
+	if ((r = add_file(e, "audit/log.jsonl", &b)) < 0)
 		goto out;
 	fctl_buf_release(&b);
-	for (size_t i = 0; i < e.nr; i++) {
-		struct rec *rc = &e.r[i];
+	for (size_t i = 0; i < e->nr; i++) {
+		struct rec *rc = &e->r[i];
 
 		if (!rc->in_slice)
 			continue;
 		fctl_buf_append(&b, rc->line, rc->len);
 		fctl_buf_putc(&b, '\n');
-		if (rc->has_profile && rc->psha && !profile_of(&e, rc)) {
-			struct prof *p = fctl_array_grow(&e.p, &e.np, &e.capp, sizeof(*e.p));
+		if (rc->has_profile && rc->psha && !profile_of(e, rc)) {
+			struct prof *p = fctl_array_grow(&e->p, &e->np, &e->capp, sizeof(*e->p));
 
 			if (!p || !(p->sha = fctl_strdup(rc->psha)) ||
 			    !(p->name = fctl_strdup(rc->pname ? rc->pname : "unnamed"))) {
-				r = fail(&e, -ENOMEM, "out of memory");
+				r = fail(e, -ENOMEM, "out of memory");
 				goto out;
 			}
 			p->version = rc->pver;
-			if ((r = find_profile(&e, p)) < 0)
+			if ((r = find_profile(e, p)) < 0)
 				goto out;
 		}
 	}
-	if ((r = add_file(&e, "audit/slice.jsonl", &b)) < 0)
-		goto out;
+	r = add_file(e, "audit/slice.jsonl", &b);
+out:
 	fctl_buf_release(&b);
-	for (size_t i = 0; i < e.np; i++) {
+	return r;
+}
+
+/* The profiles found, a second one of the same file name under its digest's prefix. */
+static int add_profiles(struct ev *e)
+{
+	int r;
+
+	for (size_t i = 0; i < e->np; i++) {
 		bool dup = false;
 
 		for (size_t j = 0; j < i && !dup; j++)
-			dup = e.p[j].file && e.p[i].file && !strcmp(e.p[j].file, e.p[i].file);
+			dup = e->p[j].file && e->p[i].file && !strcmp(e->p[j].file, e->p[i].file);
 		if (dup) { /* same name and version, other bytes: keep both apart */
 			char *f = NULL;
 
-			if (asprintf(&f, "profiles/%.16s-%s", e.p[i].sha, e.p[i].file + 9) < 0) {
-				r = fail(&e, -ENOMEM, "out of memory");
-				goto out;
-			}
-			free(e.p[i].file);
-			e.p[i].file = f;
+			if (asprintf(&f, "profiles/%.16s-%s", e->p[i].sha, e->p[i].file + 9) < 0)
+				return fail(e, -ENOMEM, "out of memory");
+			free(e->p[i].file);
+			e->p[i].file = f;
 		}
-		if (e.p[i].file && (r = add_file(&e, e.p[i].file, &e.p[i].data)) < 0)
-			goto out;
+		if (e->p[i].file && (r = add_file(e, e->p[i].file, &e->p[i].data)) < 0)
+			return r;
 	}
-	if ((r = statements(&e)) < 0 || (r = key_metadata(&e)) < 0)
-		goto out;
-	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
-	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
-		goto out;
+	return 0;
+}
 
-	/* 3. signers' public keys */
+/* Step 3: each signer's public key, its id (the SHA-256 of its DER) in signer_ids and ids;
+ * the same key given twice is refused. */
+static int add_signer_keys(struct ev *e, char (*signer_ids)[65], const char **ids)
+{
+	const struct fctl_evidence_opts *o = e->o;
+	struct fctl_buf b = { 0 };
+	int r = 0;
+
 	for (size_t k = 0; k < o->n_sign_keys; k++) {
 		uint8_t der[44], sig[64];
 		char name[64];
 
-		r = fctl_audit_ed25519_sign(o->sign_keys[k], "", 0, sig, der + 12, err, errlen);
+		r = fctl_audit_ed25519_sign(o->sign_keys[k], "", 0, sig, der + 12, e->err,
+					    e->errlen);
 		if (r < 0)
 			goto out;
 		memcpy(der, spki_prefix, sizeof(spki_prefix));
@@ -741,7 +759,7 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 		ids[k] = signer_ids[k];
 		for (size_t j = 0; j < k; j++) {
 			if (!strcmp(signer_ids[j], signer_ids[k])) {
-				r = fail(&e, -EINVAL, "--sign '%s' is the same key as '%s'",
+				r = fail(e, -EINVAL, "--sign '%s' is the same key as '%s'",
 					 o->sign_keys[k], o->sign_keys[j]);
 				goto out;
 			}
@@ -750,59 +768,113 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 		fctl_audit_b64_encode(der, sizeof(der), &b);
 		fctl_buf_puts(&b, "\n-----END PUBLIC KEY-----\n");
 		snprintf(name, sizeof(name), "keys/signers/signer-%zu.pub", k + 1);
-		if ((r = add_file(&e, name, &b)) < 0)
+		if ((r = add_file(e, name, &b)) < 0)
 			goto out;
 		fctl_buf_release(&b);
 	}
+out:
+	fctl_buf_release(&b);
+	return r;
+}
 
-	/* 4. MANIFEST.json over every file so far, SHA256SUMS, the DSSE envelope */
-	if (e.nf > 1)
-		qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
-	if ((r = manifest(&e, ids, o->n_sign_keys, cpsize, cproot, &m)) < 0)
-		goto out;
+/* The DSSE envelope of manifest m into env, signed by every --sign key. */
+static int dsse_envelope(struct ev *e, const struct fctl_buf *m, char (*signer_ids)[65],
+			 struct fctl_buf *env)
+{
+	const struct fctl_evidence_opts *o = e->o;
+	struct fctl_buf pae = { 0 };
+	int r = 0;
+
 	fctl_buf_printf(&pae, "DSSEv1 %zu %s %zu ", strlen(FCTL_EVIDENCE_PAYLOAD_TYPE),
-			FCTL_EVIDENCE_PAYLOAD_TYPE, m.len);
-	fctl_buf_append(&pae, m.data, m.len);
-	fctl_buf_puts(&b, "{\"payloadType\":\"" FCTL_EVIDENCE_PAYLOAD_TYPE "\",\"payload\":\"");
-	fctl_audit_b64_encode(m.data, m.len, &b);
-	fctl_buf_puts(&b, "\",\"signatures\":[");
+			FCTL_EVIDENCE_PAYLOAD_TYPE, m->len);
+	fctl_buf_append(&pae, m->data, m->len);
+	fctl_buf_puts(env, "{\"payloadType\":\"" FCTL_EVIDENCE_PAYLOAD_TYPE "\",\"payload\":\"");
+	fctl_audit_b64_encode(m->data, m->len, env);
+	fctl_buf_puts(env, "\",\"signatures\":[");
 	for (size_t k = 0; k < o->n_sign_keys; k++) {
 		uint8_t sig[64];
 
-		r = fctl_audit_ed25519_sign(o->sign_keys[k], pae.data, pae.len, sig, NULL, err, errlen);
+		r = fctl_audit_ed25519_sign(o->sign_keys[k], pae.data, pae.len, sig, NULL, e->err,
+					    e->errlen);
 		if (r < 0)
 			goto out;
-		fctl_buf_printf(&b, "%s{\"keyid\":\"%s\",\"sig\":\"", k ? "," : "", signer_ids[k]);
-		fctl_audit_b64_encode(sig, sizeof(sig), &b);
-		fctl_buf_puts(&b, "\"}");
+		fctl_buf_printf(env, "%s{\"keyid\":\"%s\",\"sig\":\"", k ? "," : "", signer_ids[k]);
+		fctl_audit_b64_encode(sig, sizeof(sig), env);
+		fctl_buf_puts(env, "\"}");
 	}
-	fctl_buf_puts(&b, "]}\n");
-	{
-		struct fctl_buf sums = { 0 }, mcopy = { 0 };
+	fctl_buf_puts(env, "]}\n");
+out:
+	fctl_buf_release(&pae);
+	return r;
+}
 
-		fctl_buf_append(&mcopy, m.data, m.len);
-		if ((r = add_file(&e, "MANIFEST.json", &mcopy)) < 0)
-			goto out;
-		qsort(e.f, e.nf, sizeof(*e.f), cmp_file);
-		for (size_t j = 0; j < e.nf; j++) {
-			char hex[65];
+/* MANIFEST.json (a copy of m), then SHA256SUMS over every file so far, MANIFEST.json too. */
+static int add_manifest_and_sums(struct ev *e, const struct fctl_buf *m)
+{
+	struct fctl_buf sums = { 0 }, mcopy = { 0 };
+	int r;
 
-			sha256_hex(e.f[j].data, e.f[j].len, hex);
-			fctl_buf_printf(&sums, "%s  %s\n", hex, e.f[j].name);
-		}
-		if ((r = add_file(&e, "SHA256SUMS", &sums)) < 0)
-			goto out;
+	fctl_buf_append(&mcopy, m->data, m->len);
+	if ((r = add_file(e, "MANIFEST.json", &mcopy)) < 0)
+		return r;
+	qsort(e->f, e->nf, sizeof(*e->f), cmp_file);
+	for (size_t j = 0; j < e->nf; j++) {
+		char hex[65];
+
+		sha256_hex(e->f[j].data, e->f[j].len, hex);
+		fctl_buf_printf(&sums, "%s  %s\n", hex, e->f[j].name);
 	}
-	if ((r = add_file(&e, "MANIFEST.dsse.json", &b)) < 0)
+	return add_file(e, "SHA256SUMS", &sums);
+}
+
+/* Step 4: MANIFEST.json over every file so far, SHA256SUMS, the DSSE envelope. */
+static int add_signed_manifest(struct ev *e, char (*signer_ids)[65],
+			       const char *const *ids, uint64_t cpsize, const char *cproot)
+{
+	struct fctl_buf m = { 0 }, env = { 0 };
+	int r;
+
+	if (e->nf > 1)
+		qsort(e->f, e->nf, sizeof(*e->f), cmp_file);
+	if ((r = manifest(e, ids, e->o->n_sign_keys, cpsize, cproot, &m)) < 0)
+		goto out;
+	if ((r = dsse_envelope(e, &m, signer_ids, &env)) < 0)
+		goto out;
+	if ((r = add_manifest_and_sums(e, &m)) < 0)
+		goto out;
+	r = add_file(e, "MANIFEST.dsse.json", &env);
+out:
+	fctl_buf_release(&m);
+	fctl_buf_release(&env);
+	return r;
+}
+
+int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
+			size_t errlen)
+{
+	struct ev e = { .o = o, .err = err, .errlen = errlen };
+	char *cps = NULL, *pub = NULL, cproot[65] = "";
+	char signer_ids[16][65];
+	const char *ids[16];
+	uint64_t cpsize = 0;
+	int r;
+
+	if ((r = paths_and_window(&e, &cps, &pub)) < 0 ||
+	    (r = add_audit_anchor(&e, cps, pub, &cpsize, cproot)) < 0 ||
+	    (r = add_log_and_slice(&e)) < 0 || (r = add_profiles(&e)) < 0)
+		goto out;
+	if ((r = statements(&e)) < 0 || (r = key_metadata(&e)) < 0)
+		goto out;
+	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
+	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
+		goto out;
+	if ((r = add_signer_keys(&e, signer_ids, ids)) < 0 ||
+	    (r = add_signed_manifest(&e, signer_ids, ids, cpsize, cproot)) < 0)
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);
 	if (r < 0)
 		fail(&e, r, "cannot write the tar: %s", strerror(-r));
 out:
-	fctl_audit_report_release(&rep);
-	fctl_buf_release(&b);
-	fctl_buf_release(&m);
-	fctl_buf_release(&pae);
 	for (size_t i = 0; i < e.nr; i++)
 		rec_release(&e.r[i]);
 	free(e.r);

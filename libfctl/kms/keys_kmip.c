@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The "kmip" key backend: KMIP 1.0 .. 1.4 and 2.0 over TLS 1.2 with a client
- * certificate, our own TTLV encoding (kmip_ttlv.c) over OpenSSL.
+ * certificate, our own TTLV encoding (kmip_ttlv.c) over OpenSSL. This file holds the
+ * operations (Locate, Get Attributes, Get, Create, Activate, Revoke, Destroy);
+ * kmip_conn.c the configuration, the TLS connection and the request exchange.
  *
  * Reference: id "NAME" ([A-Za-z0-9._-], at most 64), version N >= 1: the managed
  * object whose Name attribute is "NAME.vN" (Locate by Name; two answers = refused).
@@ -22,35 +24,15 @@
  * its plaintext record buffer too (SSL_OP_CLEANSE_PLAINTEXT).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
-#include "kmip_int.h"
+#include "kmip_conn_int.h"
 #include "keys_int.h"
-
-enum {
-	OP_CREATE = 0x01,
-	OP_LOCATE = 0x08,
-	OP_GET = 0x0A,
-	OP_GET_ATTRIBUTES = 0x0B,
-	OP_ACTIVATE = 0x12,
-	OP_REVOKE = 0x13,
-	OP_DESTROY = 0x14,
-};
 
 #define OBJ_SYMMETRIC_KEY 2
 #define ALG_AES 3
@@ -61,504 +43,7 @@ enum {
 #define REVOKE_CESSATION 6
 #define APP_NAMESPACE "fabricctl"
 
-struct cfg {
-	char host[256];
-	char port[16];
-	char ca[1024], cert[1024], key[1024];
-	int timeout_ms;
-	int major, minor;
-};
-
-struct conn {
-	const struct cfg *cfg;
-	SSL_CTX *ctx;
-	SSL *ssl;
-	int fd;
-};
-
-/* A parsed response; buf may hold key bytes: locked, cleansed on release. */
-struct resp {
-	uint8_t *buf;
-	size_t len;
-	struct fctl_ttlv_doc doc;
-	const struct fctl_ttlv *payload;
-};
-
-static void resp_release(struct resp *r)
-{
-	fctl_ttlv_doc_release(&r->doc);
-	if (r->buf) {
-		OPENSSL_cleanse(r->buf, r->len);
-		munlock(r->buf, r->len);
-		free(r->buf);
-	}
-	memset(r, 0, sizeof(*r));
-}
-
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : dflt;
-}
-
-static int load_cfg(struct cfg *c, char *err, size_t errlen)
-{
-	const char *srv = env_or("FCTL_KMIP_SERVER", "127.0.0.1:5696");
-	const char *colon = strrchr(srv, ':');
-	const char *ver = env_or("FCTL_KMIP_VERSION", "1.2");
-	uint64_t v;
-
-	memset(c, 0, sizeof(*c));
-	if (!colon || colon == srv || (size_t)(colon - srv) >= sizeof(c->host) ||
-	    fctl_parse_u64(colon + 1, &v) < 0 || v == 0 || v > 65535) {
-		snprintf(err, errlen, "FCTL_KMIP_SERVER '%s' is not host:port", srv);
-		return -EINVAL;
-	}
-	memcpy(c->host, srv, (size_t)(colon - srv));
-	if (c->host[0] == '[' && c->host[strlen(c->host) - 1] == ']') {
-		memmove(c->host, c->host + 1, strlen(c->host));
-		c->host[strlen(c->host) - 1] = '\0';
-	}
-	snprintf(c->port, sizeof(c->port), "%u", (unsigned)v);
-	snprintf(c->ca, sizeof(c->ca), "%s", env_or("FCTL_KMIP_CA", "/etc/fabricctl/kmip/ca.pem"));
-	snprintf(c->cert, sizeof(c->cert), "%s",
-		 env_or("FCTL_KMIP_CERT", "/etc/fabricctl/kmip/client.pem"));
-	snprintf(c->key, sizeof(c->key), "%s",
-		 env_or("FCTL_KMIP_KEY", "/etc/fabricctl/kmip/client.key"));
-	if (fctl_parse_u64(env_or("FCTL_KMIP_TIMEOUT_MS", "5000"), &v) < 0 || v < 1 || v > 600000) {
-		snprintf(err, errlen, "FCTL_KMIP_TIMEOUT_MS must be 1..600000 milliseconds");
-		return -EINVAL;
-	}
-	c->timeout_ms = (int)v;
-	if (strcmp(ver, "2.0") == 0) {
-		c->major = 2;
-		c->minor = 0;
-	} else if (strlen(ver) == 3 && ver[0] == '1' && ver[1] == '.' && ver[2] >= '0' &&
-		   ver[2] <= '4') {
-		c->major = 1;
-		c->minor = ver[2] - '0';
-	} else {
-		snprintf(err, errlen, "FCTL_KMIP_VERSION '%s': this client speaks 1.0 .. 1.4 and 2.0",
-			 ver);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits for fd readiness until deadline (monotonic ms). */
-static int wait_fd(int fd, short ev, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = ev };
-		int64_t left = deadline - now_ms();
-		int n;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		n = poll(&p, 1, (int)left);
-		if (n > 0)
-			return 0;
-		if (n == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
-
-/* The one place OpenSSL's 1/0 + error queue becomes an errno and a message. */
-static int ssl_fail(struct conn *c, int ret, const char *what, char *err, size_t errlen)
-{
-	unsigned long e = ERR_peek_last_error();
-	int se = SSL_get_error(c->ssl, ret);
-	long vr = SSL_get_verify_result(c->ssl);
-	char buf[160] = "";
-	int r = -EPROTO;
-
-	if (e)
-		ERR_error_string_n(e, buf, sizeof(buf));
-	if (vr != X509_V_OK) {
-		snprintf(err, errlen, "kmip %s:%s: %s: server certificate refused: %s", c->cfg->host,
-			 c->cfg->port, what, X509_verify_cert_error_string(vr));
-		r = -EACCES;
-	} else if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
-		   (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
-		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
-		    ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_ACCESS_DENIED ||
-		    ERR_GET_REASON(e) == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED)) {
-		snprintf(err, errlen, "kmip %s:%s: %s: the server refused our client certificate: "
-			 "%s", c->cfg->host, c->cfg->port, what, buf);
-		r = -EACCES;
-	} else if (se == SSL_ERROR_SYSCALL && !e) {
-		snprintf(err, errlen, "kmip %s:%s: %s: connection closed by the server", c->cfg->host,
-			 c->cfg->port, what);
-		r = -ECONNRESET;
-	} else if (se == SSL_ERROR_ZERO_RETURN) {
-		snprintf(err, errlen, "kmip %s:%s: %s: the server closed the session", c->cfg->host,
-			 c->cfg->port, what);
-		r = -ECONNRESET;
-	} else {
-		snprintf(err, errlen, "kmip %s:%s: %s: TLS error %s", c->cfg->host, c->cfg->port,
-			 what, buf[0] ? buf : "(none reported)");
-	}
-	ERR_clear_error();
-	return r;
-}
-
-/* Drives one SSL call to completion with poll() against the deadline. */
-static int ssl_drive(struct conn *c, int (*fn)(SSL *, void *, int), void *buf, int len,
-		     int64_t deadline, const char *what, char *err, size_t errlen)
-{
-	for (;;) {
-		int ret = fn(c->ssl, buf, len), se, r;
-
-		if (ret > 0)
-			return ret;
-		se = SSL_get_error(c->ssl, ret);
-		if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) {
-			r = wait_fd(c->fd, se == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
-			if (r == -ETIMEDOUT) {
-				snprintf(err, errlen, "kmip %s:%s: %s: no answer within %d ms",
-					 c->cfg->host, c->cfg->port, what, c->cfg->timeout_ms);
-				return r;
-			}
-			if (r < 0) {
-				snprintf(err, errlen, "kmip %s:%s: %s: %s", c->cfg->host, c->cfg->port,
-					 what, strerror(-r));
-				return r;
-			}
-			continue;
-		}
-		return ssl_fail(c, ret, what, err, errlen);
-	}
-}
-
-static int do_connect(SSL *s, void *b, int l)
-{
-	(void)b;
-	(void)l;
-	return SSL_connect(s);
-}
-
-static int do_read(SSL *s, void *b, int l)
-{
-	return SSL_read(s, b, l);
-}
-
-static int do_write(SSL *s, void *b, int l)
-{
-	return SSL_write(s, b, l);
-}
-
-static int tcp_connect(const struct cfg *cfg, int64_t deadline, int *fdout, char *err,
-		       size_t errlen)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
-	int r = -EHOSTUNREACH, g;
-
-	g = getaddrinfo(cfg->host, cfg->port, &hints, &res);
-	if (g != 0) {
-		snprintf(err, errlen, "kmip server '%s': %s", cfg->host, gai_strerror(g));
-		return -EHOSTUNREACH;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		int soerr = 0;
-		socklen_t sl = sizeof(soerr);
-
-		if (fd < 0) {
-			r = -errno;
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-			r = -errno;
-			close(fd);
-			continue;
-		}
-		r = wait_fd(fd, POLLOUT, deadline);
-		if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr)
-			r = -soerr;
-		if (r == 0) {
-			*fdout = fd;
-			break;
-		}
-		close(fd);
-	}
-	freeaddrinfo(res);
-	if (r < 0)
-		snprintf(err, errlen, "kmip %s:%s: connect: %s", cfg->host, cfg->port,
-			 r == -ETIMEDOUT ? "timed out" : strerror(-r));
-	return r;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->ssl) {
-		/* best effort, never waits */
-		(void)SSL_shutdown(c->ssl);
-		SSL_free(c->ssl);
-	}
-	SSL_CTX_free(c->ctx);
-	if (c->fd >= 0)
-		close(c->fd);
-	c->ssl = NULL;
-	c->ctx = NULL;
-	c->fd = -1;
-	ERR_clear_error();
-}
-
-static int conn_open(struct conn *c, const struct cfg *cfg, char *err, size_t errlen)
-{
-	int64_t deadline = now_ms() + cfg->timeout_ms;
-	int r;
-
-	memset(c, 0, sizeof(*c));
-	c->cfg = cfg;
-	c->fd = -1;
-	/* the client key: owner-only, as every secret file */
-	r = fctl_keys_check_secret_file(cfg->key, err, errlen);
-	if (r < 0)
-		return r;
-	c->ctx = SSL_CTX_new(TLS_client_method());
-	if (!c->ctx) {
-		snprintf(err, errlen, "kmip: cannot create a TLS context");
-		r = -ENOMEM;
-		goto fail;
-	}
-	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
-	SSL_CTX_set_options(c->ctx, SSL_OP_CLEANSE_PLAINTEXT | SSL_OP_NO_RENEGOTIATION);
-	SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-	if (SSL_CTX_load_verify_locations(c->ctx, cfg->ca, NULL) != 1) {
-		snprintf(err, errlen, "kmip: cannot load the CA file '%s'", cfg->ca);
-		r = -ENOENT;
-		goto fail;
-	}
-	if (SSL_CTX_use_certificate_chain_file(c->ctx, cfg->cert) != 1) {
-		snprintf(err, errlen, "kmip: cannot load the client certificate '%s'", cfg->cert);
-		r = -ENOENT;
-		goto fail;
-	}
-	if (SSL_CTX_use_PrivateKey_file(c->ctx, cfg->key, SSL_FILETYPE_PEM) != 1 ||
-	    SSL_CTX_check_private_key(c->ctx) != 1) {
-		snprintf(err, errlen, "kmip: cannot use the client key '%s' with '%s'", cfg->key,
-			 cfg->cert);
-		r = -EINVAL;
-		goto fail;
-	}
-	r = tcp_connect(cfg, deadline, &c->fd, err, errlen);
-	if (r < 0)
-		goto fail;
-	c->ssl = SSL_new(c->ctx);
-	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
-		snprintf(err, errlen, "kmip: cannot create a TLS session");
-		r = -ENOMEM;
-		goto fail;
-	}
-	{
-		X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
-
-		/* an IP address is checked against the certificate's IP SANs, a name
-		 * against its DNS names (and sent as SNI) */
-		if (X509_VERIFY_PARAM_set1_ip_asc(vp, cfg->host) != 1) {
-			if (SSL_set1_host(c->ssl, cfg->host) != 1 ||
-			    SSL_set_tlsext_host_name(c->ssl, cfg->host) != 1) {
-				snprintf(err, errlen, "kmip: cannot set the expected server name");
-				r = -EINVAL;
-				goto fail;
-			}
-		}
-	}
-	r = ssl_drive(c, do_connect, NULL, 0, deadline, "TLS handshake", err, errlen);
-	if (r < 0)
-		goto fail;
-	return 0;
-fail:
-	conn_close(c);
-	ERR_clear_error();
-	return r;
-}
-
-static void req_begin(struct fctl_ttlv_enc *e, const struct cfg *cfg, uint32_t op)
-{
-	fctl_ttlv_enc_init(e);
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_REQUEST_MESSAGE);
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_REQUEST_HEADER);
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_PROTOCOL_VERSION);
-	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_PROTOCOL_VERSION_MAJOR, cfg->major);
-	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_PROTOCOL_VERSION_MINOR, cfg->minor);
-	fctl_ttlv_end(e);
-	fctl_ttlv_put_int(e, FCTL_KMIP_TAG_BATCH_COUNT, 1);
-	fctl_ttlv_end(e);
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_BATCH_ITEM);
-	fctl_ttlv_put_enum(e, FCTL_KMIP_TAG_OPERATION, op);
-	fctl_ttlv_begin(e, FCTL_KMIP_TAG_REQUEST_PAYLOAD);
-}
-
-static const char *op_name(uint32_t op)
-{
-	switch (op) {
-	case OP_CREATE:
-		return "Create";
-	case OP_LOCATE:
-		return "Locate";
-	case OP_GET:
-		return "Get";
-	case OP_GET_ATTRIBUTES:
-		return "Get Attributes";
-	case OP_ACTIVATE:
-		return "Activate";
-	case OP_REVOKE:
-		return "Revoke";
-	case OP_DESTROY:
-		return "Destroy";
-	}
-	return "?";
-}
-
-/* KMIP Result Reason -> errno (KMIP 1.x section 9.1.3.2.29) */
-static int reason_errno(uint32_t reason)
-{
-	switch (reason) {
-	case 0x01: /* Item Not Found */
-		return -ENOKEY;
-	case 0x03: /* Authentication Not Successful */
-	case 0x0C: /* Permission Denied */
-		return -EACCES;
-	case 0x05: /* Operation Not Supported */
-	case 0x08: /* Feature Not Supported */
-		return -EOPNOTSUPP;
-	case 0x0B: /* Illegal Operation */
-		return -EPERM;
-	case 0x07: /* Invalid Field */
-	case 0x04: /* Invalid Message */
-	case 0x06: /* Missing Data */
-		return -EINVAL;
-	default:
-		return -EPROTO;
-	}
-}
-
-/* Sends the request in e (closing it) and reads, parses and checks the response. */
-static int exchange(struct conn *c, struct fctl_ttlv_enc *e, uint32_t op, struct resp *out,
-		    char *err, size_t errlen)
-{
-	const struct fctl_ttlv *root, *hdr, *item, *t;
-	int64_t deadline = now_ms() + c->cfg->timeout_ms;
-	const uint8_t *req;
-	uint8_t head[8];
-	struct resp rs = { 0 };
-	const char *why = NULL;
-	size_t reqlen, total, got;
-	uint32_t v;
-	int32_t bc;
-	int r;
-
-	fctl_ttlv_end(e); /* payload */
-	fctl_ttlv_end(e); /* batch item */
-	fctl_ttlv_end(e); /* message */
-	r = fctl_ttlv_enc_finish(e, &req, &reqlen);
-	if (r < 0) {
-		snprintf(err, errlen, "kmip %s: cannot encode the request", op_name(op));
-		goto out;
-	}
-	for (size_t off = 0; off < reqlen;) {
-		r = ssl_drive(c, do_write, (void *)(uintptr_t)(req + off), (int)(reqlen - off),
-			      deadline, op_name(op), err, errlen);
-		if (r < 0)
-			goto out;
-		off += (size_t)r;
-	}
-	for (got = 0; got < sizeof(head); got += (size_t)r) {
-		r = ssl_drive(c, do_read, head + got, (int)(sizeof(head) - got), deadline, op_name(op),
-			      err, errlen);
-		if (r < 0)
-			goto out;
-	}
-	if (fctl_ttlv_peek_size(head, &total) < 0) {
-		snprintf(err, errlen, "kmip %s: the response is not a TTLV message", op_name(op));
-		r = -EPROTO;
-		goto out;
-	}
-	rs.buf = malloc(total);
-	if (!rs.buf) {
-		r = -ENOMEM;
-		goto out;
-	}
-	rs.len = total;
-	(void)mlock(rs.buf, total);
-	(void)madvise(rs.buf, total, MADV_DONTDUMP);
-	memcpy(rs.buf, head, sizeof(head));
-	for (got = sizeof(head); got < total; got += (size_t)r) {
-		r = ssl_drive(c, do_read, rs.buf + got, (int)(total - got), deadline, op_name(op), err,
-			      errlen);
-		if (r < 0)
-			goto out;
-	}
-	r = fctl_ttlv_parse(rs.buf, rs.len, &rs.doc, &why);
-	if (r < 0) {
-		snprintf(err, errlen, "kmip %s: malformed response: %s", op_name(op), why);
-		r = -EPROTO;
-		goto out;
-	}
-	root = fctl_ttlv_root(&rs.doc);
-	hdr = fctl_ttlv_child(&rs.doc, root, FCTL_KMIP_TAG_RESPONSE_HEADER, NULL);
-	item = fctl_ttlv_child(&rs.doc, root, FCTL_KMIP_TAG_BATCH_ITEM, NULL);
-	if (root->tag != FCTL_KMIP_TAG_RESPONSE_MESSAGE || !hdr || !item ||
-	    fctl_ttlv_get_int(fctl_ttlv_child(&rs.doc, hdr, FCTL_KMIP_TAG_BATCH_COUNT, NULL), &bc) < 0 ||
-	    bc != 1 || fctl_ttlv_child(&rs.doc, root, FCTL_KMIP_TAG_BATCH_ITEM, item)) {
-		snprintf(err, errlen, "kmip %s: the response is not one KMIP batch item", op_name(op));
-		r = -EPROTO;
-		goto out;
-	}
-	t = fctl_ttlv_child(&rs.doc, item, FCTL_KMIP_TAG_OPERATION, NULL);
-	if (t && (fctl_ttlv_get_enum(t, &v) < 0 || v != op)) {
-		snprintf(err, errlen, "kmip %s: the response answers another operation", op_name(op));
-		r = -EPROTO;
-		goto out;
-	}
-	if (fctl_ttlv_get_enum(fctl_ttlv_child(&rs.doc, item, FCTL_KMIP_TAG_RESULT_STATUS, NULL), &v) <
-	    0) {
-		snprintf(err, errlen, "kmip %s: the response has no result status", op_name(op));
-		r = -EPROTO;
-		goto out;
-	}
-	if (v != 0) {
-		char msg[160] = "";
-		uint32_t reason = 0;
-
-		(void)fctl_ttlv_get_enum(fctl_ttlv_child(&rs.doc, item, FCTL_KMIP_TAG_RESULT_REASON,
-							 NULL), &reason);
-		if (fctl_ttlv_get_text(fctl_ttlv_child(&rs.doc, item, FCTL_KMIP_TAG_RESULT_MESSAGE,
-						       NULL), msg, sizeof(msg)) < 0)
-			msg[0] = '\0';
-		for (char *p = msg; *p; p++) /* the server's words, printable only */
-			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-				*p = '?';
-		snprintf(err, errlen, "kmip %s refused by the server (status %u, reason %u)%s%s",
-			 op_name(op), v, reason, msg[0] ? ": " : "", msg);
-		r = reason_errno(reason);
-		goto out;
-	}
-	rs.payload = fctl_ttlv_child(&rs.doc, item, FCTL_KMIP_TAG_RESPONSE_PAYLOAD, NULL);
-	*out = rs;
-	memset(&rs, 0, sizeof(rs));
-	r = 0;
-out:
-	resp_release(&rs);
-	fctl_ttlv_enc_release(e);
-	return r;
-}
-
-static bool v2(const struct cfg *cfg)
+static bool v2(const struct kmip_cfg *cfg)
 {
 	return cfg->major >= 2;
 }
@@ -566,7 +51,7 @@ static bool v2(const struct cfg *cfg)
 /* Opens one attribute of a request and returns the tag its value must carry:
  * KMIP 1.x Attribute{Attribute Name, Attribute Value}, KMIP 2.0 the value alone
  * under the attribute's own tag. */
-static uint32_t attr_begin(struct fctl_ttlv_enc *e, const struct cfg *cfg, const char *name,
+static uint32_t attr_begin(struct fctl_ttlv_enc *e, const struct kmip_cfg *cfg, const char *name,
 			   uint32_t tag)
 {
 	if (v2(cfg))
@@ -576,13 +61,13 @@ static uint32_t attr_begin(struct fctl_ttlv_enc *e, const struct cfg *cfg, const
 	return FCTL_KMIP_TAG_ATTRIBUTE_VALUE;
 }
 
-static void attr_end(struct fctl_ttlv_enc *e, const struct cfg *cfg)
+static void attr_end(struct fctl_ttlv_enc *e, const struct kmip_cfg *cfg)
 {
 	if (!v2(cfg))
 		fctl_ttlv_end(e);
 }
 
-static void put_name_attr(struct fctl_ttlv_enc *e, const struct cfg *cfg, const char *name)
+static void put_name_attr(struct fctl_ttlv_enc *e, const struct kmip_cfg *cfg, const char *name)
 {
 	fctl_ttlv_begin(e, attr_begin(e, cfg, "Name", FCTL_KMIP_TAG_NAME));
 	fctl_ttlv_put_text(e, FCTL_KMIP_TAG_NAME_VALUE, name);
@@ -604,21 +89,21 @@ static int ref_name(const struct fctl_keyref *ref, char *out, size_t outlen, cha
 }
 
 /* Unique Identifier of the object named name: -ENOKEY none, -ENOTUNIQ several. */
-static int locate(struct conn *c, const char *name, char *uid, size_t uidlen, char *err,
+static int locate(struct kmip_conn *c, const char *name, char *uid, size_t uidlen, char *err,
 		  size_t errlen)
 {
 	struct fctl_ttlv_enc e;
-	struct resp rs;
+	struct kmip_resp rs;
 	const struct fctl_ttlv *t;
 	int r;
 
-	req_begin(&e, c->cfg, OP_LOCATE);
+	fctl_kmip_req_begin(&e, c->cfg, OP_LOCATE);
 	if (v2(c->cfg)) /* 2.0: the match criteria are one Attributes structure */
 		fctl_ttlv_begin(&e, FCTL_KMIP_TAG_ATTRIBUTES);
 	put_name_attr(&e, c->cfg, name);
 	if (v2(c->cfg))
 		fctl_ttlv_end(&e);
-	r = exchange(c, &e, OP_LOCATE, &rs, err, errlen);
+	r = fctl_kmip_exchange(c, &e, OP_LOCATE, &rs, err, errlen);
 	if (r < 0)
 		return r;
 	t = fctl_ttlv_child(&rs.doc, rs.payload, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER, NULL);
@@ -633,7 +118,7 @@ static int locate(struct conn *c, const char *name, char *uid, size_t uidlen, ch
 		snprintf(err, errlen, "kmip Locate: bad unique identifier in the response");
 		r = -EPROTO;
 	}
-	resp_release(&rs);
+	fctl_kmip_resp_release(&rs);
 	return r;
 }
 
@@ -665,7 +150,7 @@ static const struct {
 
 /* One attribute of a Get Attributes response: its index in attrs[] (-1: not one we
  * asked for) and its value item. Returns -EBADMSG for a malformed 1.x Attribute. */
-static int attr_of(const struct cfg *cfg, const struct fctl_ttlv_doc *doc,
+static int attr_of(const struct kmip_cfg *cfg, const struct fctl_ttlv_doc *doc,
 		   const struct fctl_ttlv *a, const struct fctl_ttlv **val)
 {
 	char name[64];
@@ -690,25 +175,25 @@ static int attr_of(const struct cfg *cfg, const struct fctl_ttlv_doc *doc,
 	return -1;
 }
 
-static int get_attributes(struct conn *c, const char *uid, struct fctl_key_info *info, char *err,
-			  size_t errlen)
+static int get_attributes(struct kmip_conn *c, const char *uid, struct fctl_key_info *info,
+			  char *err, size_t errlen)
 {
 	struct fctl_key_info rec = { 0 }, tmp = { 0 };
 	const struct fctl_ttlv *list, *a = NULL;
 	struct fctl_ttlv_enc e;
 	bool have_state = false, have_rec = false;
 	uint32_t server_dates = 0;
-	struct resp rs;
+	struct kmip_resp rs;
 	int r;
 
-	req_begin(&e, c->cfg, OP_GET_ATTRIBUTES);
+	fctl_kmip_req_begin(&e, c->cfg, OP_GET_ATTRIBUTES);
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER, uid);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(attrs); i++)
 		if (v2(c->cfg))
 			fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_ATTRIBUTE_REFERENCE, attrs[i].tag);
 		else
 			fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_ATTRIBUTE_NAME, attrs[i].name);
-	r = exchange(c, &e, OP_GET_ATTRIBUTES, &rs, err, errlen);
+	r = fctl_kmip_exchange(c, &e, OP_GET_ATTRIBUTES, &rs, err, errlen);
 	if (r < 0)
 		return r;
 	/* 1.x: Attribute items in the payload; 2.0: one Attributes structure */
@@ -795,25 +280,25 @@ bad:
 	snprintf(err, errlen, "kmip Get Attributes: malformed attribute in the response");
 	r = -EPROTO;
 out:
-	resp_release(&rs);
+	fctl_kmip_resp_release(&rs);
 	return r;
 }
 
 /* Get: the raw key bytes into a locked struct fctl_key. */
-static int get_key(struct conn *c, const char *uid, size_t want_len, struct fctl_key **out,
+static int get_key(struct kmip_conn *c, const char *uid, size_t want_len, struct fctl_key **out,
 		   char *err, size_t errlen)
 {
 	const struct fctl_ttlv *sk, *kb, *kv, *km;
 	struct fctl_ttlv_enc e;
 	struct fctl_key *k;
-	struct resp rs;
+	struct kmip_resp rs;
 	uint32_t fmt;
 	int r;
 
-	req_begin(&e, c->cfg, OP_GET);
+	fctl_kmip_req_begin(&e, c->cfg, OP_GET);
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER, uid);
 	fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_KEY_FORMAT_TYPE, KEY_FORMAT_RAW);
-	r = exchange(c, &e, OP_GET, &rs, err, errlen);
+	r = fctl_kmip_exchange(c, &e, OP_GET, &rs, err, errlen);
 	if (r < 0)
 		return r;
 	sk = fctl_ttlv_child(&rs.doc, rs.payload, FCTL_KMIP_TAG_SYMMETRIC_KEY, NULL);
@@ -844,18 +329,18 @@ static int get_key(struct conn *c, const char *uid, size_t want_len, struct fctl
 	*out = k;
 	r = 0;
 out:
-	resp_release(&rs); /* cleanses the key bytes of the response */
+	fctl_kmip_resp_release(&rs); /* cleanses the key bytes of the response */
 	return r;
 }
 
-static int simple_op(struct conn *c, uint32_t op, const char *uid, uint32_t revoke_code,
+static int simple_op(struct kmip_conn *c, uint32_t op, const char *uid, uint32_t revoke_code,
 		     char *err, size_t errlen)
 {
 	struct fctl_ttlv_enc e;
-	struct resp rs;
+	struct kmip_resp rs;
 	int r;
 
-	req_begin(&e, c->cfg, op);
+	fctl_kmip_req_begin(&e, c->cfg, op);
 	fctl_ttlv_put_text(&e, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER, uid);
 	if (op == OP_REVOKE) {
 		fctl_ttlv_begin(&e, FCTL_KMIP_TAG_REVOCATION_REASON);
@@ -865,15 +350,15 @@ static int simple_op(struct conn *c, uint32_t op, const char *uid, uint32_t revo
 			fctl_ttlv_put_datetime(&e, FCTL_KMIP_TAG_COMPROMISE_OCCURRENCE_DATE,
 					       (int64_t)time(NULL));
 	}
-	r = exchange(c, &e, op, &rs, err, errlen);
+	r = fctl_kmip_exchange(c, &e, op, &rs, err, errlen);
 	if (r == 0)
-		resp_release(&rs);
+		fctl_kmip_resp_release(&rs);
 	return r;
 }
 
 /* Opens a connection and finds the object of ref. */
-static int start(const struct fctl_keyref *ref, struct cfg *cfg, struct conn *c, char *uid,
-		 size_t uidlen, char *err, size_t errlen)
+static int start(const struct fctl_keyref *ref, struct kmip_cfg *cfg, struct kmip_conn *c,
+		 char *uid, size_t uidlen, char *err, size_t errlen)
 {
 	char name[80];
 	int r;
@@ -881,15 +366,15 @@ static int start(const struct fctl_keyref *ref, struct cfg *cfg, struct conn *c,
 	r = ref_name(ref, name, sizeof(name), err, errlen);
 	if (r < 0)
 		return r;
-	r = load_cfg(cfg, err, errlen);
+	r = fctl_kmip_cfg_load(cfg, err, errlen);
 	if (r < 0)
 		return r;
-	r = conn_open(c, cfg, err, errlen);
+	r = fctl_kmip_conn_open(c, cfg, err, errlen);
 	if (r < 0)
 		return r;
 	r = locate(c, name, uid, uidlen, err, errlen);
 	if (r < 0)
-		conn_close(c);
+		fctl_kmip_conn_close(c);
 	return r;
 }
 
@@ -899,8 +384,8 @@ int fctl_kmip_info(const struct fctl_keyref *ref, struct fctl_key_info *out, cha
 	struct fctl_key_info info = { .version = ref->version };
 	struct fctl_key *k = NULL;
 	char uid[128];
-	struct conn c;
-	struct cfg cfg;
+	struct kmip_conn c;
+	struct kmip_cfg cfg;
 	int r;
 
 	r = start(ref, &cfg, &c, uid, sizeof(uid), err, errlen);
@@ -917,7 +402,7 @@ int fctl_kmip_info(const struct fctl_keyref *ref, struct fctl_key_info *out, cha
 		}
 		fctl_key_free(k);
 	}
-	conn_close(&c);
+	fctl_kmip_conn_close(&c);
 	if (r == 0)
 		*out = info;
 	return r;
@@ -929,8 +414,8 @@ int fctl_kmip_fetch(const struct fctl_keyref *ref, size_t want_len, struct fctl_
 	struct fctl_key_info in = { .version = ref->version };
 	struct fctl_key *k = NULL;
 	char uid[128];
-	struct conn c;
-	struct cfg cfg;
+	struct kmip_conn c;
+	struct kmip_cfg cfg;
 	int r;
 
 	r = start(ref, &cfg, &c, uid, sizeof(uid), err, errlen);
@@ -947,7 +432,7 @@ int fctl_kmip_fetch(const struct fctl_keyref *ref, size_t want_len, struct fctl_
 	}
 	if (r == 0)
 		r = get_key(&c, uid, want_len, &k, err, errlen);
-	conn_close(&c);
+	fctl_kmip_conn_close(&c);
 	if (r < 0)
 		return r;
 	memcpy(in.kcv, k->kcv, sizeof(in.kcv));
@@ -963,18 +448,18 @@ int fctl_kmip_create(const struct fctl_keyref *ref, size_t len, const struct fct
 	struct fctl_key_info rec = { .state = FCTL_KEY_PRE_ACTIVE };
 	struct fctl_ttlv_enc e;
 	char name[80], uid[128], recs[400];
-	struct resp rs;
-	struct conn c;
-	struct cfg cfg;
+	struct kmip_resp rs;
+	struct kmip_conn c;
+	struct kmip_cfg cfg;
 	int r;
 
 	r = ref_name(ref, name, sizeof(name), err, errlen);
 	if (r < 0)
 		return r;
-	r = load_cfg(&cfg, err, errlen);
+	r = fctl_kmip_cfg_load(&cfg, err, errlen);
 	if (r < 0)
 		return r;
-	r = conn_open(&c, &cfg, err, errlen);
+	r = fctl_kmip_conn_open(&c, &cfg, err, errlen);
 	if (r < 0)
 		return r;
 	r = locate(&c, name, uid, sizeof(uid), err, errlen);
@@ -993,7 +478,7 @@ int fctl_kmip_create(const struct fctl_keyref *ref, size_t len, const struct fct
 				rec.dates_set |= 1u << d;
 			}
 	fctl_keys_info_format(&rec, recs, sizeof(recs));
-	req_begin(&e, &cfg, OP_CREATE);
+	fctl_kmip_req_begin(&e, &cfg, OP_CREATE);
 	fctl_ttlv_put_enum(&e, FCTL_KMIP_TAG_OBJECT_TYPE, OBJ_SYMMETRIC_KEY);
 	fctl_ttlv_begin(&e, v2(&cfg) ? FCTL_KMIP_TAG_ATTRIBUTES : FCTL_KMIP_TAG_TEMPLATE_ATTRIBUTE);
 	fctl_ttlv_put_enum(&e, attr_begin(&e, &cfg, "Cryptographic Algorithm",
@@ -1013,12 +498,12 @@ int fctl_kmip_create(const struct fctl_keyref *ref, size_t len, const struct fct
 	fctl_ttlv_end(&e);
 	attr_end(&e, &cfg);
 	fctl_ttlv_end(&e); /* template-attribute (1.x) / attributes (2.0) */
-	r = exchange(&c, &e, OP_CREATE, &rs, err, errlen);
+	r = fctl_kmip_exchange(&c, &e, OP_CREATE, &rs, err, errlen);
 	if (r < 0)
 		goto out;
 	r = fctl_ttlv_get_text(fctl_ttlv_child(&rs.doc, rs.payload, FCTL_KMIP_TAG_UNIQUE_IDENTIFIER,
 					       NULL), uid, sizeof(uid));
-	resp_release(&rs);
+	fctl_kmip_resp_release(&rs);
 	if (r < 0) {
 		snprintf(err, errlen, "kmip Create: no unique identifier in the response");
 		r = -EPROTO;
@@ -1044,7 +529,7 @@ int fctl_kmip_create(const struct fctl_keyref *ref, size_t len, const struct fct
 		fctl_key_free(k);
 	}
 out:
-	conn_close(&c);
+	fctl_kmip_conn_close(&c);
 	return r;
 }
 
@@ -1052,8 +537,8 @@ int fctl_kmip_transition(const struct fctl_keyref *ref, enum fctl_key_transition
 			 size_t errlen)
 {
 	char uid[128];
-	struct conn c;
-	struct cfg cfg;
+	struct kmip_conn c;
+	struct kmip_cfg cfg;
 	int r;
 
 	r = start(ref, &cfg, &c, uid, sizeof(uid), err, errlen);
@@ -1073,6 +558,6 @@ int fctl_kmip_transition(const struct fctl_keyref *ref, enum fctl_key_transition
 		r = simple_op(&c, OP_DESTROY, uid, 0, err, errlen);
 		break;
 	}
-	conn_close(&c);
+	fctl_kmip_conn_close(&c);
 	return r;
 }

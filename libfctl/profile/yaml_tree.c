@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* libyaml events into a position-carrying node tree, refusing what profiles do not allow. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,87 @@ static void parser_error(const char *file, const unsigned char *data, size_t len
 			      (uint32_t)m->column + 1, "syntax", NULL, "%s", what);
 }
 
+/* The anchor of a scalar, sequence-start or mapping-start event, or NULL. */
+static const yaml_char_t *event_anchor(const yaml_event_t *ev)
+{
+	if (ev->type == YAML_SCALAR_EVENT)
+		return ev->data.scalar.anchor;
+	if (ev->type == YAML_SEQUENCE_START_EVENT)
+		return ev->data.sequence_start.anchor;
+	return ev->data.mapping_start.anchor;
+}
+
+/* The node of a scalar event, refusing one over YAML_MAX_SCALAR (-EFBIG). */
+static int scalar_node(const char *file, const yaml_event_t *ev, struct fctl_diags *d,
+		       struct ynode **out)
+{
+	struct ynode *n;
+
+	if (ev->data.scalar.length > YAML_MAX_SCALAR) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)ev->start_mark.line + 1,
+			      (uint32_t)ev->start_mark.column + 1, "too-large", NULL,
+			      "scalar of %zu bytes; the limit is %u", ev->data.scalar.length,
+			      YAML_MAX_SCALAR);
+		return -EFBIG;
+	}
+	n = node_new(YNODE_SCALAR, &ev->start_mark);
+	if (n) {
+		n->len = ev->data.scalar.length;
+		n->str = malloc(n->len + 1);
+		if (n->str) {
+			memcpy(n->str, ev->data.scalar.value, n->len);
+			n->str[n->len] = '\0';
+		}
+		n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+	}
+	if (n && !n->str) {
+		free(n);
+		n = NULL;
+	}
+	if (!n)
+		return -ENOMEM;
+	*out = n;
+	return 0;
+}
+
+/* The node of a scalar, sequence-start or mapping-start event at nesting depth, counted in
+ * *nodes; refuses anchors and the node-count and depth limits with a finding. */
+static int event_node(const char *file, const yaml_event_t *ev, size_t depth, size_t *nodes,
+		      struct fctl_diags *d, struct ynode **out)
+{
+	const yaml_char_t *anchor = event_anchor(ev);
+	struct ynode *n;
+
+	if (anchor) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)ev->start_mark.line + 1,
+			      (uint32_t)ev->start_mark.column + 1, "alias", NULL,
+			      "anchor '&%s' found; profiles do not support anchors and "
+			      "aliases (write the value out)",
+			      (const char *)anchor);
+		return -EINVAL;
+	}
+	if (++*nodes > YAML_MAX_NODES) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)ev->start_mark.line + 1,
+			      (uint32_t)ev->start_mark.column + 1, "too-large", NULL,
+			      "more than %u YAML nodes; profile too large", YAML_MAX_NODES);
+		return -EFBIG;
+	}
+	if (ev->type == YAML_SCALAR_EVENT)
+		return scalar_node(file, ev, d, out);
+	if (depth >= YAML_MAX_DEPTH) {
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, (uint32_t)ev->start_mark.line + 1,
+			      (uint32_t)ev->start_mark.column + 1, "too-deep", NULL,
+			      "nesting deeper than %d levels", YAML_MAX_DEPTH);
+		return -EINVAL;
+	}
+	n = node_new(ev->type == YAML_SEQUENCE_START_EVENT ? YNODE_SEQ : YNODE_MAP,
+		     &ev->start_mark);
+	if (!n)
+		return -ENOMEM;
+	*out = n;
+	return 0;
+}
+
 int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
 		    struct fctl_diags *d, struct ynode **out)
 {
@@ -231,85 +313,16 @@ int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
 		case YAML_SCALAR_EVENT:
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT: {
-			const yaml_char_t *anchor = ev.type == YAML_SCALAR_EVENT
-							    ? ev.data.scalar.anchor
-						    : ev.type == YAML_SEQUENCE_START_EVENT
-							    ? ev.data.sequence_start.anchor
-							    : ev.data.mapping_start.anchor;
+			int e = event_node(file, &ev, depth, &nodes, d, &n);
 
-			if (anchor) {
-				fctl_diag_add(d, FCTL_SEV_ERROR, file,
-					      (uint32_t)ev.start_mark.line + 1,
-					      (uint32_t)ev.start_mark.column + 1, "alias", NULL,
-					      "anchor '&%s' found; profiles do not support anchors and "
-					      "aliases (write the value out)",
-					      (const char *)anchor);
-				r = -EINVAL;
-				done = true;
-				break;
-			}
-			if (++nodes > YAML_MAX_NODES) {
-				fctl_diag_add(d, FCTL_SEV_ERROR, file,
-					      (uint32_t)ev.start_mark.line + 1,
-					      (uint32_t)ev.start_mark.column + 1, "too-large", NULL,
-					      "more than %u YAML nodes; profile too large",
-					      YAML_MAX_NODES);
-				r = -EFBIG;
-				done = true;
-				break;
-			}
-			if (ev.type == YAML_SCALAR_EVENT) {
-				if (ev.data.scalar.length > YAML_MAX_SCALAR) {
-					fctl_diag_add(d, FCTL_SEV_ERROR, file,
-						      (uint32_t)ev.start_mark.line + 1,
-						      (uint32_t)ev.start_mark.column + 1,
-						      "too-large", NULL,
-						      "scalar of %zu bytes; the limit is %u",
-						      ev.data.scalar.length, YAML_MAX_SCALAR);
-					r = -EFBIG;
-					done = true;
-					break;
-				}
-				n = node_new(YNODE_SCALAR, &ev.start_mark);
-				if (n) {
-					n->len = ev.data.scalar.length;
-					n->str = malloc(n->len + 1);
-					if (n->str) {
-						memcpy(n->str, ev.data.scalar.value, n->len);
-						n->str[n->len] = '\0';
-					}
-					n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-				}
-				if (n && !n->str) {
-					free(n);
-					n = NULL;
-				}
-			} else {
-				if (depth >= YAML_MAX_DEPTH) {
-					fctl_diag_add(d, FCTL_SEV_ERROR, file,
-						      (uint32_t)ev.start_mark.line + 1,
-						      (uint32_t)ev.start_mark.column + 1,
-						      "too-deep", NULL,
-						      "nesting deeper than %d levels",
-						      YAML_MAX_DEPTH);
-					r = -EINVAL;
-					done = true;
-					break;
-				}
-				n = node_new(ev.type == YAML_SEQUENCE_START_EVENT ? YNODE_SEQ
-										  : YNODE_MAP,
-					     &ev.start_mark);
-			}
-			if (!n) {
-				r = -ENOMEM;
-				done = true;
-				break;
-			}
-			if (depth == 0) {
+			if (e == 0 && depth == 0) {
 				root = n;
-			} else if (add_kid(stack[depth - 1], n) < 0) {
+			} else if (e == 0 && add_kid(stack[depth - 1], n) < 0) {
 				ynode_free(n);
-				r = -ENOMEM;
+				e = -ENOMEM;
+			}
+			if (e < 0) {
+				r = e;
 				done = true;
 				break;
 			}

@@ -192,6 +192,119 @@ static int set_str(char *dst, const uint8_t *v, uint32_t len)
 	return 0;
 }
 
+/* Checks a known TLV's value length against its kind: exact for numbers, a ceiling for the
+ * rest; refuses with the reason in why. */
+static int tlv_check_len(const struct tlv_desc *d, uint32_t len, char *why, size_t whylen)
+{
+	switch (d->kind) {
+	case K_U16:
+	case K_U32:
+	case K_U64:
+		if (len != d->max)
+			return bad(why, whylen, -EBADMSG, "TLV %s: %u bytes, expected %u",
+				   d->name, len, d->max);
+		break;
+	default:
+		if (len > d->max)
+			return bad(why, whylen, -EMSGSIZE, "TLV %s: %u bytes over the limit %u",
+				   d->name, len, d->max);
+	}
+	return 0;
+}
+
+/* Stores one known, length-checked TLV value in m (pointers into the frame for byte values);
+ * refuses out-of-range values with the reason in why. */
+static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t *v, uint32_t len,
+		     char *why, size_t whylen)
+{
+	int r = 0;
+
+	switch (d->type) {
+	case FCTL_TLV_VERSION_MIN:
+		m->version_min = get16(v);
+		break;
+	case FCTL_TLV_VERSION_MAX:
+		m->version_max = get16(v);
+		break;
+	case FCTL_TLV_HOST:
+		r = len ? set_str(m->host, v, len) : -EPROTO;
+		break;
+	case FCTL_TLV_PROFILE:
+		m->profile = v;
+		m->profile_len = len;
+		break;
+	case FCTL_TLV_PROFILE_NAME:
+		r = set_str(m->profile_name, v, len);
+		break;
+	case FCTL_TLV_OPTIONS:
+		m->options = get32(v);
+		if (m->options & ~(uint32_t)FCTL_OPT_ALL)
+			return bad(why, whylen, -EPROTO, "unknown option bits 0x%x",
+				   m->options & ~(uint32_t)FCTL_OPT_ALL);
+		break;
+	case FCTL_TLV_TO_VERSION:
+		m->to_version = get64(v);
+		break;
+	case FCTL_TLV_RESULT:
+		m->result = get32(v);
+		break;
+	case FCTL_TLV_ERROR:
+		m->error = (const char *)v;
+		m->error_len = len;
+		break;
+	case FCTL_TLV_OUTPUT:
+		m->output = v;
+		m->output_len = len;
+		break;
+	case FCTL_TLV_ROLE:
+		r = set_str(m->role, v, len);
+		break;
+	case FCTL_TLV_AGENT:
+		r = set_str(m->agent, v, len);
+		break;
+	case FCTL_TLV_IFNAME:
+		r = len ? set_str(m->ifname, v, len) : -EPROTO;
+		break;
+	case FCTL_TLV_SCI:
+		m->sci = get64(v);
+		break;
+	case FCTL_TLV_AN:
+		m->an = get32(v);
+		if (m->an > 3)
+			return bad(why, whylen, -EPROTO, "AN %u out of 0..3", m->an);
+		break;
+	case FCTL_TLV_PN:
+		m->pn = get64(v);
+		break;
+	case FCTL_TLV_KEY:
+		if (len != 16 && len != 32)
+			return bad(why, whylen, -EBADMSG, "TLV key: %u bytes, expected 16 or 32",
+				   len);
+		m->key = v;
+		m->key_len = len;
+		break;
+	case FCTL_TLV_KEYID:
+		if (len != 16)
+			return bad(why, whylen, -EBADMSG, "TLV keyid: %u bytes, expected 16", len);
+		m->keyid = v;
+		break;
+	case FCTL_TLV_KEY_VERSION:
+		m->key_version = get32(v);
+		break;
+	case FCTL_TLV_SSCI:
+		m->ssci = get32(v);
+		break;
+	case FCTL_TLV_SALT:
+		if (len != 12)
+			return bad(why, whylen, -EBADMSG, "TLV salt: %u bytes, expected 12", len);
+		m->salt = v;
+		break;
+	}
+	if (r < 0)
+		return bad(why, whylen, r, "TLV %s: empty or contains NUL", d->name);
+	return 0;
+}
+
 int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct fctl_msg *out,
 		      char *why, size_t whylen)
 {
@@ -249,103 +362,12 @@ int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct f
 		if (m.present & d->bit)
 			return bad(why, whylen, -EPROTO, "duplicate TLV %s", d->name);
 		m.present |= d->bit;
-		switch (d->kind) {
-		case K_U16:
-		case K_U32:
-		case K_U64:
-			if (len != d->max)
-				return bad(why, whylen, -EBADMSG, "TLV %s: %u bytes, expected %u",
-					   d->name, len, d->max);
-			break;
-		default:
-			if (len > d->max)
-				return bad(why, whylen, -EMSGSIZE, "TLV %s: %u bytes over the limit %u",
-					   d->name, len, d->max);
-		}
-		r = 0;
-		switch (t) {
-		case FCTL_TLV_VERSION_MIN:
-			m.version_min = get16(v);
-			break;
-		case FCTL_TLV_VERSION_MAX:
-			m.version_max = get16(v);
-			break;
-		case FCTL_TLV_HOST:
-			r = len ? set_str(m.host, v, len) : -EPROTO;
-			break;
-		case FCTL_TLV_PROFILE:
-			m.profile = v;
-			m.profile_len = len;
-			break;
-		case FCTL_TLV_PROFILE_NAME:
-			r = set_str(m.profile_name, v, len);
-			break;
-		case FCTL_TLV_OPTIONS:
-			m.options = get32(v);
-			if (m.options & ~(uint32_t)FCTL_OPT_ALL)
-				return bad(why, whylen, -EPROTO, "unknown option bits 0x%x",
-					   m.options & ~(uint32_t)FCTL_OPT_ALL);
-			break;
-		case FCTL_TLV_TO_VERSION:
-			m.to_version = get64(v);
-			break;
-		case FCTL_TLV_RESULT:
-			m.result = get32(v);
-			break;
-		case FCTL_TLV_ERROR:
-			m.error = (const char *)v;
-			m.error_len = len;
-			break;
-		case FCTL_TLV_OUTPUT:
-			m.output = v;
-			m.output_len = len;
-			break;
-		case FCTL_TLV_ROLE:
-			r = set_str(m.role, v, len);
-			break;
-		case FCTL_TLV_AGENT:
-			r = set_str(m.agent, v, len);
-			break;
-		case FCTL_TLV_IFNAME:
-			r = len ? set_str(m.ifname, v, len) : -EPROTO;
-			break;
-		case FCTL_TLV_SCI:
-			m.sci = get64(v);
-			break;
-		case FCTL_TLV_AN:
-			m.an = get32(v);
-			if (m.an > 3)
-				return bad(why, whylen, -EPROTO, "AN %u out of 0..3", m.an);
-			break;
-		case FCTL_TLV_PN:
-			m.pn = get64(v);
-			break;
-		case FCTL_TLV_KEY:
-			if (len != 16 && len != 32)
-				return bad(why, whylen, -EBADMSG, "TLV key: %u bytes, expected 16 or 32",
-					   len);
-			m.key = v;
-			m.key_len = len;
-			break;
-		case FCTL_TLV_KEYID:
-			if (len != 16)
-				return bad(why, whylen, -EBADMSG, "TLV keyid: %u bytes, expected 16", len);
-			m.keyid = v;
-			break;
-		case FCTL_TLV_KEY_VERSION:
-			m.key_version = get32(v);
-			break;
-		case FCTL_TLV_SSCI:
-			m.ssci = get32(v);
-			break;
-		case FCTL_TLV_SALT:
-			if (len != 12)
-				return bad(why, whylen, -EBADMSG, "TLV salt: %u bytes, expected 12", len);
-			m.salt = v;
-			break;
-		}
+		r = tlv_check_len(d, len, why, whylen);
 		if (r < 0)
-			return bad(why, whylen, r, "TLV %s: empty or contains NUL", d->name);
+			return r;
+		r = tlv_store(&m, d, v, len, why, whylen);
+		if (r < 0)
+			return r;
 	}
 	if ((m.present & td->required) != td->required)
 		return bad(why, whylen, -EPROTO, "%s without a required TLV", td->name);
@@ -368,6 +390,102 @@ static int put_tlv(struct fctl_buf *b, uint16_t t, const void *v, size_t len)
 	return len ? fctl_buf_append(b, v, len) : 0;
 }
 
+/* Points v and len at the wire value of TLV d from m, numbers written big-endian into num
+ * (8 bytes); refuses a value the decoder would refuse. */
+static int tlv_value(const struct fctl_msg *m, const struct tlv_desc *d, uint8_t *num,
+		     const void **v, size_t *len)
+{
+	*v = num;
+	*len = d->max;
+	switch (d->type) {
+	case FCTL_TLV_VERSION_MIN:
+		put16(num, m->version_min);
+		break;
+	case FCTL_TLV_VERSION_MAX:
+		put16(num, m->version_max);
+		break;
+	case FCTL_TLV_OPTIONS:
+		put32(num, m->options);
+		if (m->options & ~(uint32_t)FCTL_OPT_ALL)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_TO_VERSION:
+		put64(num, m->to_version);
+		break;
+	case FCTL_TLV_RESULT:
+		put32(num, m->result);
+		break;
+	case FCTL_TLV_HOST:
+		*v = m->host;
+		*len = strnlen(m->host, sizeof(m->host));
+		if (!*len)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_PROFILE_NAME:
+		*v = m->profile_name;
+		*len = strnlen(m->profile_name, sizeof(m->profile_name));
+		break;
+	case FCTL_TLV_ROLE:
+		*v = m->role;
+		*len = strnlen(m->role, sizeof(m->role));
+		break;
+	case FCTL_TLV_AGENT:
+		*v = m->agent;
+		*len = strnlen(m->agent, sizeof(m->agent));
+		break;
+	case FCTL_TLV_PROFILE:
+		*v = m->profile;
+		*len = m->profile_len;
+		break;
+	case FCTL_TLV_ERROR:
+		*v = m->error;
+		*len = m->error_len;
+		break;
+	case FCTL_TLV_OUTPUT:
+		*v = m->output;
+		*len = m->output_len;
+		break;
+	case FCTL_TLV_IFNAME:
+		*v = m->ifname;
+		*len = strnlen(m->ifname, sizeof(m->ifname));
+		if (!*len)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_SCI:
+		put64(num, m->sci);
+		break;
+	case FCTL_TLV_AN:
+		put32(num, m->an);
+		if (m->an > 3)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_PN:
+		put64(num, m->pn);
+		break;
+	case FCTL_TLV_KEY:
+		*v = m->key;
+		*len = m->key_len;
+		if (*len != 16 && *len != 32)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_KEYID:
+		*v = m->keyid;
+		*len = 16;
+		break;
+	case FCTL_TLV_KEY_VERSION:
+		put32(num, m->key_version);
+		break;
+	case FCTL_TLV_SSCI:
+		put32(num, m->ssci);
+		break;
+	case FCTL_TLV_SALT:
+		*v = m->salt;
+		*len = 12;
+		break;
+	}
+	return 0;
+}
+
 int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 {
 	const struct type_desc *td = type_find(m->type);
@@ -384,97 +502,12 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(tlvs) && r == 0; i++) {
 		const struct tlv_desc *d = &tlvs[i];
 		uint8_t num[8];
-		const void *v = num;
-		size_t len = d->max;
+		const void *v;
+		size_t len;
 
 		if (!(m->present & d->bit))
 			continue;
-		switch (d->type) {
-		case FCTL_TLV_VERSION_MIN:
-			put16(num, m->version_min);
-			break;
-		case FCTL_TLV_VERSION_MAX:
-			put16(num, m->version_max);
-			break;
-		case FCTL_TLV_OPTIONS:
-			put32(num, m->options);
-			if (m->options & ~(uint32_t)FCTL_OPT_ALL)
-				r = -EINVAL;
-			break;
-		case FCTL_TLV_TO_VERSION:
-			put64(num, m->to_version);
-			break;
-		case FCTL_TLV_RESULT:
-			put32(num, m->result);
-			break;
-		case FCTL_TLV_HOST:
-			v = m->host;
-			len = strnlen(m->host, sizeof(m->host));
-			if (!len)
-				r = -EINVAL;
-			break;
-		case FCTL_TLV_PROFILE_NAME:
-			v = m->profile_name;
-			len = strnlen(m->profile_name, sizeof(m->profile_name));
-			break;
-		case FCTL_TLV_ROLE:
-			v = m->role;
-			len = strnlen(m->role, sizeof(m->role));
-			break;
-		case FCTL_TLV_AGENT:
-			v = m->agent;
-			len = strnlen(m->agent, sizeof(m->agent));
-			break;
-		case FCTL_TLV_PROFILE:
-			v = m->profile;
-			len = m->profile_len;
-			break;
-		case FCTL_TLV_ERROR:
-			v = m->error;
-			len = m->error_len;
-			break;
-		case FCTL_TLV_OUTPUT:
-			v = m->output;
-			len = m->output_len;
-			break;
-		case FCTL_TLV_IFNAME:
-			v = m->ifname;
-			len = strnlen(m->ifname, sizeof(m->ifname));
-			if (!len)
-				r = -EINVAL;
-			break;
-		case FCTL_TLV_SCI:
-			put64(num, m->sci);
-			break;
-		case FCTL_TLV_AN:
-			put32(num, m->an);
-			if (m->an > 3)
-				r = -EINVAL;
-			break;
-		case FCTL_TLV_PN:
-			put64(num, m->pn);
-			break;
-		case FCTL_TLV_KEY:
-			v = m->key;
-			len = m->key_len;
-			if (len != 16 && len != 32)
-				r = -EINVAL;
-			break;
-		case FCTL_TLV_KEYID:
-			v = m->keyid;
-			len = 16;
-			break;
-		case FCTL_TLV_KEY_VERSION:
-			put32(num, m->key_version);
-			break;
-		case FCTL_TLV_SSCI:
-			put32(num, m->ssci);
-			break;
-		case FCTL_TLV_SALT:
-			v = m->salt;
-			len = 12;
-			break;
-		}
+		r = tlv_value(m, d, num, &v, &len);
 		if (r == 0 && len > d->max)
 			r = -EINVAL;
 		if (r == 0 && (d->kind == K_STR) && len > FCTL_PROTO_MAX_STR)
