@@ -251,7 +251,7 @@ static int do_verify(struct args *a)
 		for (size_t i = 0; i < rep.n; i++)
 			fctl_buf_printf(&out, "%s: %s\n", fctl_audit_finding_name(rep.f[i].kind),
 					rep.f[i].msg);
-		fctl_audit_hex(rep.root, 32, hex);
+		fctl_format_hex(rep.root, 32, hex);
 		if (rep.n_errors)
 			fctl_buf_printf(&out, "audit log %s FAILS verification: %zu problem%s\n", log,
 					rep.n_errors, rep.n_errors == 1 ? "" : "s");
@@ -525,7 +525,7 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 	if (ev->p) {
 		e.profile_name = ev->p->name ? ev->p->name : "unnamed";
 		e.profile_version = ev->p->version;
-		fctl_audit_hex(ev->p->sha256, 32, sha);
+		fctl_format_hex(ev->p->sha256, 32, sha);
 		e.profile_sha256 = sha;
 	}
 	/* key ids (the first 8 bytes of KEYID, never key bytes) of the SAs the plan installs */
@@ -536,7 +536,7 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 
 		if ((op->kind != FCTL_OP_RXSA_ADD && op->kind != FCTL_OP_TXSA_ADD) || !op->sa.has_keyid)
 			continue;
-		fctl_audit_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
+		fctl_format_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
 		for (size_t k = 0; k < nid && !dup; k++)
 			dup = !strcmp(ids[k], hex);
 		if (dup)

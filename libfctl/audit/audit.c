@@ -53,17 +53,6 @@ void fctl_audit_node_hash(const uint8_t left[32], const uint8_t right[32], uint8
 	sha256_parts(&one, 1, left, 32, right, 32, out);
 }
 
-void fctl_audit_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void fctl_audit_tree_init(struct fctl_audit_tree *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -413,28 +402,13 @@ static int catch_up(struct fctl_audit *a)
 	return scan_fd(a, a->fd, a->end, &a->lines, true);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void format_line(struct fctl_audit *a, struct fctl_buf *out, const char *body,
 			size_t blen)
 {
 	char hex[65];
 	size_t start = out->len;
 
-	fctl_audit_hex(a->last, 32, hex);
+	fctl_format_hex(a->last, 32, hex);
 	fctl_buf_printf(out, "{\"seq\":%" PRIu64 ",\"prev\":\"%s\"", a->seq + 1, hex);
 	fctl_buf_append(out, body, blen);
 	fctl_audit_leaf_hash(out->data + start, out->len - start, a->last);
@@ -491,13 +465,13 @@ static int flush_locked(struct fctl_audit *a)
 		/* test hook: write in two halves with a pause, so a kill lands mid-record */
 		size_t half = out.len / 2;
 
-		r = write_all(a->fd, out.data, half);
+		r = fctl_write_all(a->fd, out.data, half);
 		if (r == 0) {
 			usleep(200000);
-			r = write_all(a->fd, out.data + half, out.len - half);
+			r = fctl_write_all(a->fd, out.data + half, out.len - half);
 		}
 	} else {
-		r = write_all(a->fd, out.data, out.len);
+		r = fctl_write_all(a->fd, out.data, out.len);
 	}
 	if (r == 0 && fdatasync(a->fd) < 0)
 		r = -errno;
@@ -586,7 +560,7 @@ static int checkpoint_locked(struct fctl_audit *a)
 		r = seterr(a, -errno, "cannot open '%s': %s", a->cpath, strerror(errno));
 		goto out;
 	}
-	r = write_all(fd, note.data, note.len);
+	r = fctl_write_all(fd, note.data, note.len);
 	if (r == 0 && fdatasync(fd) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -598,7 +572,7 @@ static int checkpoint_locked(struct fctl_audit *a)
 	if (a->syslog) {
 		char hex[65];
 
-		fctl_audit_hex(root, 32, hex);
+		fctl_format_hex(root, 32, hex);
 		openlog("fabricctl-audit", LOG_PID, LOG_AUTHPRIV);
 		/* the whole note, newlines as " | ", so a remote copy can be checked */
 		for (size_t i = 0; i < note.len; i++)
@@ -661,20 +635,7 @@ static int rotate_locked(struct fctl_audit *a)
 			close(fd);
 		goto out;
 	}
-	/* make the new name and the new file durable */
-	{
-		char *dir = fctl_strdup(a->log), *slash = dir ? strrchr(dir, '/') : NULL;
-		int dfd;
-
-		if (slash)
-			*slash = '\0';
-		dfd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir);
-	}
+	fctl_fsync_parent(a->log); /* make the new name and the new file durable */
 	close(a->fd);
 	a->fd = fd;
 	a->dev = st.st_dev;
@@ -713,27 +674,6 @@ const char *fctl_audit_error(const struct fctl_audit *a)
 	return a->err;
 }
 
-static int mkdir_parents(const char *path)
-{
-	char *p = fctl_strdup(path);
-	int r = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0750) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = '/';
-	}
-	free(p);
-	return r;
-}
-
 int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, char *err,
 		    size_t errlen)
 {
@@ -764,7 +704,7 @@ int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, ch
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	r = mkdir_parents(a->log);
+	r = fctl_mkdir_parents(a->log, 0750);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create the directory of '%s': %s", a->log, strerror(-r));
 		goto fail;

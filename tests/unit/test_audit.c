@@ -48,7 +48,7 @@ static void test_merkle_vectors(void **state)
 	(void)state;
 	fctl_audit_tree_init(&t);
 	fctl_audit_tree_root(&t, root);
-	fctl_audit_hex(root, 32, hex);
+	fctl_format_hex(root, 32, hex);
 	assert_string_equal(hex, roots[0]);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(leaves); i++) {
 		size_t n = strlen(leaves[i].hex) / 2;
@@ -57,7 +57,7 @@ static void test_merkle_vectors(void **state)
 		fctl_audit_leaf_hash(data, n, leaf);
 		fctl_audit_tree_push(&t, leaf);
 		fctl_audit_tree_root(&t, root);
-		fctl_audit_hex(root, 32, hex);
+		fctl_format_hex(root, 32, hex);
 		assert_string_equal(hex, roots[i + 1]);
 	}
 }
@@ -271,7 +271,7 @@ static void test_good_log_verifies(void **state)
 		char *nl = strchr(p, '\n');
 
 		fctl_audit_leaf_hash(p, (size_t)(nl - p), leaf);
-		fctl_audit_hex(leaf, 32, hex);
+		fctl_format_hex(leaf, 32, hex);
 		assert_non_null(strstr(nl + 1, hex));
 		assert_memory_equal(p, "{\"seq\":1,\"prev\":\"0000000000", 27);
 	}
