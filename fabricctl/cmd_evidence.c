@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fctl/audit.h"
 #include "fctl/evidence.h"
 
 enum {
@@ -96,7 +97,7 @@ int cmd_evidence(int argc, char **argv)
 		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY");
 		return EXIT_USAGE;
 	}
-	o.log_path = cli_audit_log_path(log);
+	o.log_path = fctl_audit_log_path(log, true);
 	r = fctl_evidence_build(&o, &tar, err, sizeof(err));
 	if (r < 0) {
 		cli_err("evidence: %s", err[0] ? err : strerror(-r));

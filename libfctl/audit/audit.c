@@ -215,6 +215,9 @@ struct fctl_audit {
 	char *cpath;
 	char *key_path;
 	char *origin;
+	char *actor_cert; /* the default actor (struct fctl_audit_actor) */
+	bool has_actor_uid;
+	uid_t actor_uid;
 	int fd;     /* active file, O_APPEND */
 	int lockfd; /* LOG.lock: flock serializes writers (never renamed) */
 	dev_t dev;
@@ -269,6 +272,16 @@ int fctl_audit_parse_head(const char *line, size_t len, uint64_t *seq, uint8_t p
 		return -EINVAL;
 	*seq = v;
 	return 0;
+}
+
+/* The writer's actor for an entry that names no one. */
+static void default_actor(const struct fctl_audit *a, struct fctl_audit_entry *e)
+{
+	if (e->actor_cert || e->has_actor_uid)
+		return;
+	e->actor_cert = a->actor_cert;
+	e->has_actor_uid = a->has_actor_uid;
+	e->actor_uid = a->actor_uid;
 }
 
 static int seterr(struct fctl_audit *a, int r, const char *fmt, ...) FCTL_PRINTF(3, 4);
@@ -441,6 +454,7 @@ static int flush_locked(struct fctl_audit *a)
 			 " bytes without a newline) was terminated; it was never confirmed",
 			 a->log, a->torn_line, a->torn_offset, a->torn_len);
 		e.detail = detail;
+		default_actor(a, &e);
 		format_body(&body, &e);
 		format_line(a, &out, body.data, body.len);
 		fctl_buf_release(&body);
@@ -527,11 +541,13 @@ int fctl_audit_sync(struct fctl_audit *a)
 
 int fctl_audit_append(struct fctl_audit *a, const struct fctl_audit_entry *e)
 {
+	struct fctl_audit_entry full = *e;
 	int r = fctl_audit_entry_check(e, a->err, sizeof(a->err));
 
 	if (r < 0)
 		return r;
-	format_body(&a->pending, e);
+	default_actor(a, &full);
+	format_body(&a->pending, &full);
 	fctl_buf_putc(&a->pending, '\n');
 	if (a->pending.oom)
 		return seterr(a, -ENOMEM, "out of memory");
@@ -697,7 +713,11 @@ int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, ch
 	a->every = o->checkpoint_every;
 	a->rotate_bytes = o->rotate_bytes;
 	a->syslog = o->syslog;
+	a->actor_cert = fctl_strdup(o->actor.cert);
+	a->has_actor_uid = o->actor.has_uid;
+	a->actor_uid = o->actor.uid;
 	if (!a->log || !a->cpath || !a->origin || (o->key_path && !a->key_path) ||
+	    (o->actor.cert && !a->actor_cert) ||
 	    asprintf(&lockpath, "%s.lock", a->log) < 0) {
 		lockpath = NULL;
 		r = -ENOMEM;
@@ -766,6 +786,7 @@ int fctl_audit_close(struct fctl_audit *a)
 	free(a->cpath);
 	free(a->key_path);
 	free(a->origin);
+	free(a->actor_cert);
 	free(a);
 	return r;
 }
