@@ -605,7 +605,8 @@ out:
 	return r;
 }
 
-int fctl_audit_checkpoint(struct fctl_audit *a)
+/* Under the lock: write what is queued, read what others wrote, then step. */
+static int flushed_locked(struct fctl_audit *a, int (*step)(struct fctl_audit *a))
 {
 	int r = lock(a);
 
@@ -615,9 +616,14 @@ int fctl_audit_checkpoint(struct fctl_audit *a)
 	if (r == 0)
 		r = catch_up(a);
 	if (r == 0)
-		r = checkpoint_locked(a);
+		r = step(a);
 	unlock(a);
 	return r;
+}
+
+int fctl_audit_checkpoint(struct fctl_audit *a)
+{
+	return flushed_locked(a, checkpoint_locked);
 }
 
 static int rotate_locked(struct fctl_audit *a)
@@ -667,17 +673,7 @@ out:
 
 int fctl_audit_rotate(struct fctl_audit *a)
 {
-	int r = lock(a);
-
-	if (r < 0)
-		return r;
-	r = flush_locked(a);
-	if (r == 0)
-		r = catch_up(a);
-	if (r == 0)
-		r = rotate_locked(a);
-	unlock(a);
-	return r;
+	return flushed_locked(a, rotate_locked);
 }
 
 uint64_t fctl_audit_size(const struct fctl_audit *a)
