@@ -52,13 +52,11 @@ int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
 
-/* The audit log (cmd_audit.c): --audit-log, else $FCTL_AUDIT_LOG, else the default. */
+/* The audit log (cmd_audit.c) of state-changing commands: --audit-log, else
+ * $FCTL_AUDIT_LOG, else the default (fctl_audit_open_policy), signed with the key pair
+ * beside it, made on first use. Reports failures loudly. Negative errno. */
 struct fctl_audit;
-const char *cli_audit_log_path(const char *opt);
-/* Opens the log with the key beside it; reports failures loudly. Negative errno. */
 int cli_audit_open(const char *log_opt, struct fctl_audit **out);
-/* The same, creating the checkpoint key pair beside the log on first use. */
-int cli_audit_open_default(const char *log_opt, struct fctl_audit **out);
 /* What a state-changing command records. */
 struct fctl_plan;
 struct cli_audit_event {

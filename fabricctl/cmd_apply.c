@@ -200,7 +200,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	const char *result;
 	int r, rc;
 
-	if (!c->eo.dry_run && cli_audit_open_default(c->audit_log, &audit) < 0) {
+	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
 		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
 			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
 			cmd);
@@ -350,7 +350,7 @@ int cmd_recover(int argc, char **argv)
 		return rc;
 	struct fctl_audit *audit = NULL;
 
-	if (cli_audit_open_default(c.audit_log, &audit) < 0)
+	if (cli_audit_open(c.audit_log, &audit) < 0)
 		cli_err("recover: continuing WITHOUT an audit record: restoring the host comes first");
 	r = fctl_engine_recover(&c.eo, &res);
 	if (audit && r != 0) {
@@ -453,7 +453,7 @@ int cmd_diff_live(int argc, char **argv)
 
 		snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", r,
 			 r == 1 ? "" : "s", r == 1 ? "s" : "");
-		if (cli_audit_open_default(c.audit_log, &audit) == 0)
+		if (cli_audit_open(c.audit_log, &audit) == 0)
 			cli_audit_record(audit, &ev);
 		cli_audit_close(audit);
 	}

@@ -13,26 +13,6 @@
 #include "fctl/audit.h"
 #include "fctl/plan.h"
 
-const char *cli_audit_log_path(const char *opt)
-{
-	const char *env = getenv("FCTL_AUDIT_LOG");
-
-	if (opt && *opt)
-		return opt;
-	return env && *env ? env : FCTL_AUDIT_LOG;
-}
-
-/* DIR/name next to the log */
-static char *beside(const char *log, const char *name)
-{
-	const char *slash = strrchr(log, '/');
-	char *s = NULL;
-
-	if (asprintf(&s, "%.*s%s", slash ? (int)(slash - log + 1) : 0, log, name) < 0)
-		return NULL;
-	return s;
-}
-
 static char *default_checkpoints(const char *log)
 {
 	char *s = NULL;
@@ -40,27 +20,13 @@ static char *default_checkpoints(const char *log)
 	return asprintf(&s, "%s.checkpoints", log) < 0 ? NULL : s;
 }
 
-int cli_audit_open(const char *log_opt, struct fctl_audit **out)
+/* The policy's notice (a key pair made, or none to sign with) on stderr. */
+static void say_notice(int flags, const char *note, const char *hint)
 {
-	struct fctl_audit_opts o = { .log_path = cli_audit_log_path(log_opt), .batch = 64 };
-	char *key = beside(o.log_path, "audit.key"), err[512] = "";
-	const char *every = getenv("FCTL_AUDIT_CHECKPOINT_EVERY");
-	int r;
-
-	if (key && access(key, F_OK) == 0)
-		o.key_path = key;
-	else
-		cli_err("warning: audit: no checkpoint key '%s': records are chained but not "
-			"signed (run 'fabricctl audit keygen --out DIR')",
-			key ? key : "audit.key");
-	if (every)
-		o.checkpoint_every = (unsigned int)strtoul(every, NULL, 10);
-	o.syslog = getenv("FCTL_AUDIT_SYSLOG") && strcmp(getenv("FCTL_AUDIT_SYSLOG"), "1") == 0;
-	r = fctl_audit_open(&o, out, err, sizeof(err));
-	if (r < 0)
-		cli_err("AUDIT LOG UNAVAILABLE: %s", err);
-	free(key);
-	return r;
+	if (flags & FCTL_AUDIT_KEY_CREATED)
+		cli_err("audit: %s", note);
+	else if (flags & FCTL_AUDIT_UNSIGNED)
+		cli_err("warning: audit: %s%s", note, hint);
 }
 
 enum {
@@ -231,9 +197,9 @@ static int do_verify(struct args *a)
 {
 	struct fctl_audit_report rep;
 	struct fctl_buf out = { 0 };
-	const char *log = cli_audit_log_path(a->log);
+	const char *log = fctl_audit_log_path(a->log, true);
 	char *cps = a->cps ? NULL : default_checkpoints(log);
-	char *pub = a->pub ? NULL : beside(log, "audit.pub");
+	char *pub = a->pub ? NULL : fctl_audit_beside(log, "audit.pub");
 	int r, rc;
 
 	r = fctl_audit_verify(log, a->cps ? a->cps : cps, a->pub ? a->pub : pub, &rep);
@@ -251,7 +217,7 @@ static int do_verify(struct args *a)
 		for (size_t i = 0; i < rep.n; i++)
 			fctl_buf_printf(&out, "%s: %s\n", fctl_audit_finding_name(rep.f[i].kind),
 					rep.f[i].msg);
-		fctl_audit_hex(rep.root, 32, hex);
+		fctl_format_hex(rep.root, 32, hex);
 		if (rep.n_errors)
 			fctl_buf_printf(&out, "audit log %s FAILS verification: %zu problem%s\n", log,
 					rep.n_errors, rep.n_errors == 1 ? "" : "s");
@@ -352,7 +318,7 @@ static int show_one(void *ctx, const char *line, size_t len)
 static int do_show(struct args *a)
 {
 	struct show_ctx c = { .a = a };
-	const char *log = cli_audit_log_path(a->log);
+	const char *log = fctl_audit_log_path(a->log, true);
 	int r, rc;
 
 	if ((a->since && fctl_audit_parse_time(a->since, c.since) < 0) ||
@@ -381,10 +347,13 @@ out:
 	return rc;
 }
 
+/* append, checkpoint, rotate: the options say everything (no key is made, the
+ * environment names only the log) */
 static int open_writer(struct args *a, struct fctl_audit **w)
 {
-	struct fctl_audit_opts o = {
-		.log_path = cli_audit_log_path(a->log),
+	struct fctl_audit_policy p = {
+		.log_path = fctl_audit_log_path(a->log, true),
+		.key_path = a->key,
 		.checkpoint_path = a->cps,
 		.origin = a->origin,
 		.batch = (unsigned int)a->batch,
@@ -392,19 +361,13 @@ static int open_writer(struct args *a, struct fctl_audit **w)
 		.rotate_bytes = a->rotate,
 		.syslog = a->syslog,
 	};
-	char *key = a->key ? NULL : beside(o.log_path, "audit.key"), err[512] = "";
-	int r;
+	char err[512] = "";
+	int r = fctl_audit_open_policy(&p, w, err, sizeof(err));
 
-	o.key_path = a->key ? a->key : key;
-	if (!a->key && key && access(key, F_OK) != 0) {
-		cli_err("warning: audit: no checkpoint key '%s': records are chained but not signed",
-			key);
-		o.key_path = NULL;
-	}
-	r = fctl_audit_open(&o, w, err, sizeof(err));
 	if (r < 0)
 		cli_err("audit: %s", err);
-	free(key);
+	else
+		say_notice(r, err, "");
 	return r;
 }
 
@@ -477,27 +440,19 @@ int cmd_audit(int argc, char **argv)
 
 /* --- records of state-changing commands (apply, rollback, recover, drift) --- */
 
-int cli_audit_open_default(const char *log_opt, struct fctl_audit **out)
+int cli_audit_open(const char *log_opt, struct fctl_audit **out)
 {
-	const char *log = cli_audit_log_path(log_opt);
-	char *key = beside(log, "audit.key"), *dir = beside(log, ""), err[512] = "";
+	struct fctl_audit_policy p = {
+		.log_path = log_opt, .env = true, .create_key = true, .batch = 64,
+	};
+	char err[512] = "";
+	int r = fctl_audit_open_policy(&p, out, err, sizeof(err));
 
-	/* first use: make the checkpoint key pair beside the log */
-	if (key && dir && access(key, F_OK) != 0) {
-		char *d = fctl_strdup(dir);
-
-		if (d && strlen(d) > 1)
-			d[strlen(d) - 1] = '\0'; /* no trailing slash */
-		if (d && (mkdir(d, 0750) == 0 || errno == EEXIST) &&
-		    fctl_audit_keygen(*d ? d : ".", err, sizeof(err)) == 0)
-			cli_err("audit: created the checkpoint key pair %saudit.key and audit.pub; keep a "
-				"copy of audit.pub away from this host",
-				dir);
-		free(d);
-	}
-	free(key);
-	free(dir);
-	return cli_audit_open(log_opt, out);
+	if (r < 0)
+		cli_err("AUDIT LOG UNAVAILABLE: %s", err);
+	else
+		say_notice(r, err, " (run 'fabricctl audit keygen --out DIR')");
+	return r < 0 ? r : 0;
 }
 
 int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
@@ -525,7 +480,7 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 	if (ev->p) {
 		e.profile_name = ev->p->name ? ev->p->name : "unnamed";
 		e.profile_version = ev->p->version;
-		fctl_audit_hex(ev->p->sha256, 32, sha);
+		fctl_format_hex(ev->p->sha256, 32, sha);
 		e.profile_sha256 = sha;
 	}
 	/* key ids (the first 8 bytes of KEYID, never key bytes) of the SAs the plan installs */
@@ -536,7 +491,7 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 
 		if ((op->kind != FCTL_OP_RXSA_ADD && op->kind != FCTL_OP_TXSA_ADD) || !op->sa.has_keyid)
 			continue;
-		fctl_audit_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
+		fctl_format_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
 		for (size_t k = 0; k < nid && !dup; k++)
 			dup = !strcmp(ids[k], hex);
 		if (dup)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fctl/audit.h"
 #include "fctl/evidence.h"
 
 enum {
@@ -42,41 +43,6 @@ static const struct option opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
-
-static int write_file(const char *path, const struct fctl_buf *b)
-{
-	char *tmp = NULL;
-	int fd, r = 0;
-
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	for (size_t off = 0; off < b->len;) {
-		ssize_t w = write(fd, b->data + off, b->len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = -errno;
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-out:
-	free(tmp);
-	return r;
-}
 
 int cmd_evidence(int argc, char **argv)
 {
@@ -131,14 +97,14 @@ int cmd_evidence(int argc, char **argv)
 		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY");
 		return EXIT_USAGE;
 	}
-	o.log_path = cli_audit_log_path(log);
+	o.log_path = fctl_audit_log_path(log, true);
 	r = fctl_evidence_build(&o, &tar, err, sizeof(err));
 	if (r < 0) {
 		cli_err("evidence: %s", err[0] ? err : strerror(-r));
 		fctl_buf_release(&tar);
 		return r == -EBADMSG ? EXIT_INVALID : EXIT_USAGE;
 	}
-	r = write_file(out, &tar);
+	r = fctl_file_replace(out, NULL, tar.data, tar.len, 0644, 0);
 	if (r < 0) {
 		cli_err("evidence: cannot write '%s': %s", out, strerror(-r));
 		fctl_buf_release(&tar);

@@ -23,9 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef FCTL_HAVE_AUDIT
 #include "fctl/audit.h"
-#endif
 #include "fctl/rotation.h"
 #include "fctl/tls.h"
 #include "keymgr.h"
@@ -432,6 +430,33 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 	return rc;
 }
 
+/* The CLI's audit policy (fctl_audit_open_policy): --audit-log or the default log,
+ * signed with the key pair beside it, made on first use. Says why it failed. */
+static int open_audit(struct km *k)
+{
+	struct fctl_audit_policy p = { .log_path = opt_audit, .create_key = true };
+	char err[512] = "";
+	int r = fctl_audit_open_policy(&p, &k->audit, err, sizeof(err));
+
+	if (r < 0)
+		fprintf(stderr, "fabricctl-keymgr: audit log: %s\n", err);
+	else if (r & FCTL_AUDIT_KEY_CREATED)
+		fprintf(stderr, "fabricctl-keymgr: audit: %s\n", err);
+	else if (r & FCTL_AUDIT_UNSIGNED)
+		fprintf(stderr, "fabricctl-keymgr: warning: audit: %s\n", err);
+	return r < 0 ? r : 0;
+}
+
+static void close_audit(struct km *k)
+{
+	int r = fctl_audit_close(k->audit);
+
+	if (r < 0)
+		fprintf(stderr, "fabricctl-keymgr: audit: the closing checkpoint was not written: %s\n",
+			strerror(-r));
+	k->audit = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -547,18 +572,11 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-#ifdef FCTL_HAVE_AUDIT
-	if (strcmp(cmd, "status") != 0) {
-		struct fctl_audit_opts ao = { .log_path = opt_audit };
-
-		if (fctl_audit_open(&ao, &k.audit, err, sizeof(err)) < 0) {
-			/* a rotation nobody can account for is refused */
-			fprintf(stderr, "fabricctl-keymgr: audit log: %s\n", err);
-			rc = 2;
-			goto out;
-		}
+	/* a rotation nobody can account for is refused */
+	if (strcmp(cmd, "status") != 0 && open_audit(&k) < 0) {
+		rc = 2;
+		goto out;
 	}
-#endif
 	if (strcmp(cmd, "status") == 0) {
 		rc = status(&k);
 	} else if (strcmp(cmd, "watch") == 0) {
@@ -567,10 +585,7 @@ int main(int argc, char **argv)
 		rc = rotate_or_recover(&k, cmd, argv + optind, argc - 1 - optind);
 	}
 out:
-#ifdef FCTL_HAVE_AUDIT
-	if (k.audit)
-		fctl_audit_close(k.audit);
-#endif
+	close_audit(&k);
 	km_links_free(&k);
 	fctl_profile_free(k.profile);
 	fctl_diags_release(&d);

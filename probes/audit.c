@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fctl/audit.h"
@@ -26,63 +25,30 @@
 
 const char *probe_audit_log_path(const char *opt)
 {
-	const char *env = getenv("FCTL_AUDIT_LOG");
-
-	if (opt && *opt)
-		return opt;
-	return env && *env ? env : FCTL_AUDIT_LOG;
+	return fctl_audit_log_path(opt, true);
 }
 
-/* DIR/name beside the log */
-static char *beside(const char *log, const char *name)
-{
-	const char *slash = strrchr(log, '/');
-	char *s = NULL;
-
-	if (asprintf(&s, "%.*s%s", slash ? (int)(slash - log + 1) : 0, log, name) < 0)
-		return NULL;
-	return s;
-}
-
+/* The CLI's policy (fctl_audit_open_policy): the key pair beside the log, made on
+ * first use, the environment's log, checkpoint interval and syslog. */
 int probe_audit_open(const char *log_opt, struct fctl_audit **out)
 {
-	struct fctl_audit_opts o = { .log_path = probe_audit_log_path(log_opt), .batch = 64 };
-	char *key = beside(o.log_path, "audit.key"), *dir = beside(o.log_path, "");
-	const char *every = getenv("FCTL_AUDIT_CHECKPOINT_EVERY");
+	struct fctl_audit_policy p = {
+		.log_path = log_opt, .env = true, .create_key = true, .batch = 64,
+	};
 	char err[512] = "";
 	int r;
 
 	*out = NULL;
-	if (!key || !dir) {
-		free(key);
-		free(dir);
-		perr("run: out of memory");
-		return -ENOMEM;
-	}
-	/* first use: the checkpoint key pair beside the log, as apply makes it */
-	if (access(key, F_OK) != 0) {
-		if (strlen(dir) > 1)
-			dir[strlen(dir) - 1] = '\0';
-		if ((mkdir(dir, 0750) == 0 || errno == EEXIST) &&
-		    fctl_audit_keygen(*dir ? dir : ".", err, sizeof(err)) == 0)
-			perr("audit: created the checkpoint key pair %s and audit.pub; keep a copy of "
-			     "audit.pub away from this host",
-			     key);
-	}
-	if (access(key, F_OK) == 0)
-		o.key_path = key;
-	else
-		perr("warning: audit: no checkpoint key '%s': records are chained but not signed", key);
-	if (every)
-		o.checkpoint_every = (unsigned int)strtoul(every, NULL, 10);
-	o.syslog = getenv("FCTL_AUDIT_SYSLOG") && strcmp(getenv("FCTL_AUDIT_SYSLOG"), "1") == 0;
-	err[0] = '\0';
-	r = fctl_audit_open(&o, out, err, sizeof(err));
-	if (r < 0)
+	r = fctl_audit_open_policy(&p, out, err, sizeof(err));
+	if (r < 0) {
 		perr("run: AUDIT LOG UNAVAILABLE: %s", err[0] ? err : strerror(-r));
-	free(key);
-	free(dir);
-	return r;
+		return r;
+	}
+	if (r & FCTL_AUDIT_KEY_CREATED)
+		perr("audit: %s", err);
+	else if (r & FCTL_AUDIT_UNSIGNED)
+		perr("warning: audit: %s", err);
+	return 0;
 }
 
 static void fig(struct fctl_buf *b, const char *key, double v)

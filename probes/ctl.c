@@ -20,16 +20,6 @@
 
 #include "probe.h"
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -46,7 +36,7 @@ int ctl_connect(const char *host, const char *port, int timeout_ms, char *err, s
 
 	ret = getaddrinfo(host, port, &hints, &ai);
 	if (ret != 0) {
-		set_err(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		fctl_set_err(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
 		return -EHOSTUNREACH;
 	}
 	ret = -ETIMEDOUT;
@@ -84,10 +74,10 @@ next:
 	}
 	freeaddrinfo(ai);
 	if (ret == -ETIMEDOUT)
-		set_err(err, errlen, "cannot reach '%s' port %s: no answer in %d ms", host, port,
+		fctl_set_err(err, errlen, "cannot reach '%s' port %s: no answer in %d ms", host, port,
 			timeout_ms);
 	else
-		set_err(err, errlen, "cannot connect to '%s' port %s: %s", host, port, strerror(-ret));
+		fctl_set_err(err, errlen, "cannot connect to '%s' port %s: %s", host, port, strerror(-ret));
 	return ret;
 }
 
@@ -105,7 +95,7 @@ int ctl_listen(const char *port, char *err, size_t errlen)
 		ret = getaddrinfo(NULL, port, &hints, &ai);
 	}
 	if (ret != 0) {
-		set_err(err, errlen, "bad port '%s': %s", port, gai_strerror(ret));
+		fctl_set_err(err, errlen, "bad port '%s': %s", port, gai_strerror(ret));
 		return -EINVAL;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -118,7 +108,7 @@ int ctl_listen(const char *port, char *err, size_t errlen)
 	}
 	if (fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create a socket: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "cannot create a socket: %s", strerror(-ret));
 		freeaddrinfo(ai);
 		return ret;
 	}
@@ -127,7 +117,7 @@ int ctl_listen(const char *port, char *err, size_t errlen)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot listen on port %s: %s", port, strerror(-ret));
+		fctl_set_err(err, errlen, "cannot listen on port %s: %s", port, strerror(-ret));
 		close(fd);
 		freeaddrinfo(ai);
 		return ret;

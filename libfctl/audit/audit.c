@@ -53,17 +53,6 @@ void fctl_audit_node_hash(const uint8_t left[32], const uint8_t right[32], uint8
 	sha256_parts(&one, 1, left, 32, right, 32, out);
 }
 
-void fctl_audit_hex(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void fctl_audit_tree_init(struct fctl_audit_tree *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -226,6 +215,9 @@ struct fctl_audit {
 	char *cpath;
 	char *key_path;
 	char *origin;
+	char *actor_cert; /* the default actor (struct fctl_audit_actor) */
+	bool has_actor_uid;
+	uid_t actor_uid;
 	int fd;     /* active file, O_APPEND */
 	int lockfd; /* LOG.lock: flock serializes writers (never renamed) */
 	dev_t dev;
@@ -280,6 +272,16 @@ int fctl_audit_parse_head(const char *line, size_t len, uint64_t *seq, uint8_t p
 		return -EINVAL;
 	*seq = v;
 	return 0;
+}
+
+/* The writer's actor for an entry that names no one. */
+static void default_actor(const struct fctl_audit *a, struct fctl_audit_entry *e)
+{
+	if (e->actor_cert || e->has_actor_uid)
+		return;
+	e->actor_cert = a->actor_cert;
+	e->has_actor_uid = a->has_actor_uid;
+	e->actor_uid = a->actor_uid;
 }
 
 static int seterr(struct fctl_audit *a, int r, const char *fmt, ...) FCTL_PRINTF(3, 4);
@@ -413,28 +415,13 @@ static int catch_up(struct fctl_audit *a)
 	return scan_fd(a, a->fd, a->end, &a->lines, true);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void format_line(struct fctl_audit *a, struct fctl_buf *out, const char *body,
 			size_t blen)
 {
 	char hex[65];
 	size_t start = out->len;
 
-	fctl_audit_hex(a->last, 32, hex);
+	fctl_format_hex(a->last, 32, hex);
 	fctl_buf_printf(out, "{\"seq\":%" PRIu64 ",\"prev\":\"%s\"", a->seq + 1, hex);
 	fctl_buf_append(out, body, blen);
 	fctl_audit_leaf_hash(out->data + start, out->len - start, a->last);
@@ -467,6 +454,7 @@ static int flush_locked(struct fctl_audit *a)
 			 " bytes without a newline) was terminated; it was never confirmed",
 			 a->log, a->torn_line, a->torn_offset, a->torn_len);
 		e.detail = detail;
+		default_actor(a, &e);
 		format_body(&body, &e);
 		format_line(a, &out, body.data, body.len);
 		fctl_buf_release(&body);
@@ -491,13 +479,13 @@ static int flush_locked(struct fctl_audit *a)
 		/* test hook: write in two halves with a pause, so a kill lands mid-record */
 		size_t half = out.len / 2;
 
-		r = write_all(a->fd, out.data, half);
+		r = fctl_write_all(a->fd, out.data, half);
 		if (r == 0) {
 			usleep(200000);
-			r = write_all(a->fd, out.data + half, out.len - half);
+			r = fctl_write_all(a->fd, out.data + half, out.len - half);
 		}
 	} else {
-		r = write_all(a->fd, out.data, out.len);
+		r = fctl_write_all(a->fd, out.data, out.len);
 	}
 	if (r == 0 && fdatasync(a->fd) < 0)
 		r = -errno;
@@ -553,11 +541,13 @@ int fctl_audit_sync(struct fctl_audit *a)
 
 int fctl_audit_append(struct fctl_audit *a, const struct fctl_audit_entry *e)
 {
+	struct fctl_audit_entry full = *e;
 	int r = fctl_audit_entry_check(e, a->err, sizeof(a->err));
 
 	if (r < 0)
 		return r;
-	format_body(&a->pending, e);
+	default_actor(a, &full);
+	format_body(&a->pending, &full);
 	fctl_buf_putc(&a->pending, '\n');
 	if (a->pending.oom)
 		return seterr(a, -ENOMEM, "out of memory");
@@ -586,7 +576,7 @@ static int checkpoint_locked(struct fctl_audit *a)
 		r = seterr(a, -errno, "cannot open '%s': %s", a->cpath, strerror(errno));
 		goto out;
 	}
-	r = write_all(fd, note.data, note.len);
+	r = fctl_write_all(fd, note.data, note.len);
 	if (r == 0 && fdatasync(fd) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -598,7 +588,7 @@ static int checkpoint_locked(struct fctl_audit *a)
 	if (a->syslog) {
 		char hex[65];
 
-		fctl_audit_hex(root, 32, hex);
+		fctl_format_hex(root, 32, hex);
 		openlog("fabricctl-audit", LOG_PID, LOG_AUTHPRIV);
 		/* the whole note, newlines as " | ", so a remote copy can be checked */
 		for (size_t i = 0; i < note.len; i++)
@@ -615,7 +605,8 @@ out:
 	return r;
 }
 
-int fctl_audit_checkpoint(struct fctl_audit *a)
+/* Under the lock: write what is queued, read what others wrote, then step. */
+static int flushed_locked(struct fctl_audit *a, int (*step)(struct fctl_audit *a))
 {
 	int r = lock(a);
 
@@ -625,9 +616,14 @@ int fctl_audit_checkpoint(struct fctl_audit *a)
 	if (r == 0)
 		r = catch_up(a);
 	if (r == 0)
-		r = checkpoint_locked(a);
+		r = step(a);
 	unlock(a);
 	return r;
+}
+
+int fctl_audit_checkpoint(struct fctl_audit *a)
+{
+	return flushed_locked(a, checkpoint_locked);
 }
 
 static int rotate_locked(struct fctl_audit *a)
@@ -661,20 +657,7 @@ static int rotate_locked(struct fctl_audit *a)
 			close(fd);
 		goto out;
 	}
-	/* make the new name and the new file durable */
-	{
-		char *dir = fctl_strdup(a->log), *slash = dir ? strrchr(dir, '/') : NULL;
-		int dfd;
-
-		if (slash)
-			*slash = '\0';
-		dfd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-		free(dir);
-	}
+	fctl_fsync_parent(a->log); /* make the new name and the new file durable */
 	close(a->fd);
 	a->fd = fd;
 	a->dev = st.st_dev;
@@ -690,17 +673,7 @@ out:
 
 int fctl_audit_rotate(struct fctl_audit *a)
 {
-	int r = lock(a);
-
-	if (r < 0)
-		return r;
-	r = flush_locked(a);
-	if (r == 0)
-		r = catch_up(a);
-	if (r == 0)
-		r = rotate_locked(a);
-	unlock(a);
-	return r;
+	return flushed_locked(a, rotate_locked);
 }
 
 uint64_t fctl_audit_size(const struct fctl_audit *a)
@@ -711,27 +684,6 @@ uint64_t fctl_audit_size(const struct fctl_audit *a)
 const char *fctl_audit_error(const struct fctl_audit *a)
 {
 	return a->err;
-}
-
-static int mkdir_parents(const char *path)
-{
-	char *p = fctl_strdup(path);
-	int r = 0;
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0750) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = '/';
-	}
-	free(p);
-	return r;
 }
 
 int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, char *err,
@@ -757,14 +709,18 @@ int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, ch
 	a->every = o->checkpoint_every;
 	a->rotate_bytes = o->rotate_bytes;
 	a->syslog = o->syslog;
+	a->actor_cert = fctl_strdup(o->actor.cert);
+	a->has_actor_uid = o->actor.has_uid;
+	a->actor_uid = o->actor.uid;
 	if (!a->log || !a->cpath || !a->origin || (o->key_path && !a->key_path) ||
+	    (o->actor.cert && !a->actor_cert) ||
 	    asprintf(&lockpath, "%s.lock", a->log) < 0) {
 		lockpath = NULL;
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	r = mkdir_parents(a->log);
+	r = fctl_mkdir_parents(a->log, 0750);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create the directory of '%s': %s", a->log, strerror(-r));
 		goto fail;
@@ -826,6 +782,7 @@ int fctl_audit_close(struct fctl_audit *a)
 	free(a->cpath);
 	free(a->key_path);
 	free(a->origin);
+	free(a->actor_cert);
 	free(a);
 	return r;
 }

@@ -300,22 +300,6 @@ out:
 	return r;
 }
 
-static int read_file(const char *path, struct fctl_buf *b)
-{
-	char chunk[65536];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		fctl_buf_append(b, chunk, (size_t)n);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	return b->oom ? -ENOMEM : 0;
-}
-
 struct lines {
 	char *p;
 	size_t len;
@@ -465,7 +449,7 @@ int fctl_audit_checkpoints_load(const char *path, const char *pubkey_path,
 			return r;
 		have_pub = true;
 	}
-	r = read_file(path, &b);
+	r = fctl_file_read(path, &b);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-r));
 		goto out;
@@ -505,7 +489,7 @@ int fctl_audit_latest_checkpoint(const char *checkpoint_path, struct fctl_buf *o
 	size_t start = 0, best = 0, best_len = 0;
 	uint64_t best_size = 0;
 	bool any = false;
-	int r = read_file(checkpoint_path, &b);
+	int r = fctl_file_read(checkpoint_path, &b);
 
 	if (r < 0)
 		goto out;

@@ -11,21 +11,6 @@ static size_t pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-static void put_be(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-
-static uint64_t get_be(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static bool tag_ok(uint32_t tag)
 {
 	return (tag >> 16) == 0x42 || (tag >> 16) == 0x54;
@@ -59,9 +44,9 @@ static void put_item(struct fctl_ttlv_enc *e, uint32_t tag, uint8_t type, const 
 		e->err = -EINVAL;
 		return;
 	}
-	put_be(hdr, tag, 3);
+	fctl_put_be(hdr, tag, 3);
 	hdr[3] = type;
-	put_be(hdr + 4, len, 4);
+	fctl_put_be(hdr + 4, len, 4);
 	if (fctl_buf_append(&e->buf, hdr, 8) < 0 || (len && fctl_buf_append(&e->buf, val, len) < 0) ||
 	    fctl_buf_append(&e->buf, zero, pad8(len) - len) < 0)
 		e->err = -ENOMEM;
@@ -97,14 +82,14 @@ void fctl_ttlv_end(struct fctl_ttlv_enc *e)
 		e->err = -EINVAL;
 		return;
 	}
-	put_be((uint8_t *)e->buf.data + at + 4, len, 4);
+	fctl_put_be((uint8_t *)e->buf.data + at + 4, len, 4);
 }
 
 void fctl_ttlv_put_int(struct fctl_ttlv_enc *e, uint32_t tag, int32_t v)
 {
 	uint8_t b[4];
 
-	put_be(b, (uint32_t)v, 4);
+	fctl_put_be(b, (uint32_t)v, 4);
 	put_item(e, tag, FCTL_TTLV_INTEGER, b, 4);
 }
 
@@ -112,7 +97,7 @@ void fctl_ttlv_put_long(struct fctl_ttlv_enc *e, uint32_t tag, int64_t v)
 {
 	uint8_t b[8];
 
-	put_be(b, (uint64_t)v, 8);
+	fctl_put_be(b, (uint64_t)v, 8);
 	put_item(e, tag, FCTL_TTLV_LONG, b, 8);
 }
 
@@ -120,7 +105,7 @@ void fctl_ttlv_put_enum(struct fctl_ttlv_enc *e, uint32_t tag, uint32_t v)
 {
 	uint8_t b[4];
 
-	put_be(b, v, 4);
+	fctl_put_be(b, v, 4);
 	put_item(e, tag, FCTL_TTLV_ENUM, b, 4);
 }
 
@@ -128,7 +113,7 @@ void fctl_ttlv_put_bool(struct fctl_ttlv_enc *e, uint32_t tag, bool v)
 {
 	uint8_t b[8];
 
-	put_be(b, v ? 1 : 0, 8);
+	fctl_put_be(b, v ? 1 : 0, 8);
 	put_item(e, tag, FCTL_TTLV_BOOL, b, 8);
 }
 
@@ -155,7 +140,7 @@ void fctl_ttlv_put_datetime(struct fctl_ttlv_enc *e, uint32_t tag, int64_t unix_
 {
 	uint8_t b[8];
 
-	put_be(b, (uint64_t)unix_seconds, 8);
+	fctl_put_be(b, (uint64_t)unix_seconds, 8);
 	put_item(e, tag, FCTL_TTLV_DATETIME, b, 8);
 }
 
@@ -163,7 +148,7 @@ void fctl_ttlv_put_interval(struct fctl_ttlv_enc *e, uint32_t tag, uint32_t seco
 {
 	uint8_t b[4];
 
-	put_be(b, seconds, 4);
+	fctl_put_be(b, seconds, 4);
 	put_item(e, tag, FCTL_TTLV_INTERVAL, b, 4);
 }
 
@@ -227,9 +212,9 @@ static int parse_item(struct dec *d, const uint8_t *p, size_t avail, unsigned de
 		return fail(d, "structures nested too deeply");
 	if (avail < 8)
 		return fail(d, "truncated item header");
-	tag = (uint32_t)get_be(p, 3);
+	tag = (uint32_t)fctl_get_be(p, 3);
 	type = p[3];
-	len = (uint32_t)get_be(p + 4, 4);
+	len = (uint32_t)fctl_get_be(p + 4, 4);
 	if (!tag_ok(tag))
 		return fail(d, "tag outside the KMIP and extension ranges");
 	if (type < FCTL_TTLV_STRUCTURE || type > FCTL_TTLV_DATETIME_EXT)
@@ -246,7 +231,7 @@ static int parse_item(struct dec *d, const uint8_t *p, size_t avail, unsigned de
 	for (size_t i = 8 + len; i < total; i++)
 		if (p[i])
 			return fail(d, "non-zero padding");
-	if (type == FCTL_TTLV_BOOL && get_be(p + 8, 8) > 1)
+	if (type == FCTL_TTLV_BOOL && fctl_get_be(p + 8, 8) > 1)
 		return fail(d, "boolean other than 0 or 1");
 	if (type == FCTL_TTLV_TEXT && memchr(p + 8, 0, len))
 		return fail(d, "text string holds a NUL byte");
@@ -356,7 +341,7 @@ int fctl_ttlv_get_int(const struct fctl_ttlv *t, int32_t *out)
 {
 	if (!t || t->type != FCTL_TTLV_INTEGER)
 		return -EBADMSG;
-	*out = (int32_t)(uint32_t)get_be(t->val, 4);
+	*out = (int32_t)(uint32_t)fctl_get_be(t->val, 4);
 	return 0;
 }
 
@@ -364,7 +349,7 @@ int fctl_ttlv_get_long(const struct fctl_ttlv *t, int64_t *out)
 {
 	if (!t || t->type != FCTL_TTLV_LONG)
 		return -EBADMSG;
-	*out = (int64_t)get_be(t->val, 8);
+	*out = (int64_t)fctl_get_be(t->val, 8);
 	return 0;
 }
 
@@ -372,7 +357,7 @@ int fctl_ttlv_get_enum(const struct fctl_ttlv *t, uint32_t *out)
 {
 	if (!t || t->type != FCTL_TTLV_ENUM)
 		return -EBADMSG;
-	*out = (uint32_t)get_be(t->val, 4);
+	*out = (uint32_t)fctl_get_be(t->val, 4);
 	return 0;
 }
 
@@ -380,7 +365,7 @@ int fctl_ttlv_get_bool(const struct fctl_ttlv *t, bool *out)
 {
 	if (!t || t->type != FCTL_TTLV_BOOL)
 		return -EBADMSG;
-	*out = get_be(t->val, 8) != 0;
+	*out = fctl_get_be(t->val, 8) != 0;
 	return 0;
 }
 
@@ -388,7 +373,7 @@ int fctl_ttlv_get_datetime(const struct fctl_ttlv *t, int64_t *out)
 {
 	if (!t || (t->type != FCTL_TTLV_DATETIME && t->type != FCTL_TTLV_DATETIME_EXT))
 		return -EBADMSG;
-	*out = (int64_t)get_be(t->val, 8);
+	*out = (int64_t)fctl_get_be(t->val, 8);
 	if (t->type == FCTL_TTLV_DATETIME_EXT)
 		*out /= 1000000;
 	return 0;
@@ -407,7 +392,7 @@ int fctl_ttlv_get_text(const struct fctl_ttlv *t, char *out, size_t outlen)
 
 int fctl_ttlv_peek_size(const uint8_t hdr[8], size_t *total)
 {
-	uint32_t tag = (uint32_t)get_be(hdr, 3), len = (uint32_t)get_be(hdr + 4, 4);
+	uint32_t tag = (uint32_t)fctl_get_be(hdr, 3), len = (uint32_t)fctl_get_be(hdr + 4, 4);
 
 	if (!tag_ok(tag) || hdr[3] != FCTL_TTLV_STRUCTURE || len % 8 || len > FCTL_TTLV_MAX_MESSAGE)
 		return -EBADMSG;

@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 
 #include "fctl/rdma.h"
+#include "fctl/util.h"
 #include "rdma_int.h"
 
 static const char *const test_names[FCTL_RDMA_N_TESTS] = {
@@ -72,8 +73,7 @@ int fctl_rdma_qpinfo_format(const struct fctl_rdma_qpinfo *q, char out[FCTL_RDMA
 {
 	char gid[33];
 
-	for (int i = 0; i < 16; i++)
-		snprintf(gid + 2 * i, 3, "%02x", q->gid[i]);
+	fctl_format_hex(q->gid, 16, gid);
 	snprintf(out, FCTL_RDMA_QPINFO_LEN, "%04x:%04x:%06x:%06x:%08x:%016" PRIx64 ":%08x:%s:%u",
 		 q->lid, q->out_reads, q->qpn & 0xffffff, q->psn & 0xffffff, q->rkey, q->vaddr,
 		 q->srqn, gid, q->mtu);
@@ -134,18 +134,6 @@ int fctl_rdma_qpinfo_parse(const char *s, struct fctl_rdma_qpinfo *out)
 	return 0;
 }
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 /* libibverbs: a positive errno return, or 0. */
 static int verbs_err(int ret)
 {
@@ -173,7 +161,7 @@ static int pick_gid(struct fctl_rdma_ep *ep, int want, char *err, size_t errlen)
 	if (want >= 0) {
 		if (want >= ep->port_attr.gid_tbl_len ||
 		    ibv_query_gid_ex(ep->ctx, ep->ib_port, (uint32_t)want, &e, 0) != 0) {
-			set_err(err, errlen, "device '%s' port %u has no GID %d", ep->dev_name,
+			fctl_set_err(err, errlen, "device '%s' port %u has no GID %d", ep->dev_name,
 				ep->ib_port, want);
 			return -ENOENT;
 		}
@@ -194,7 +182,7 @@ static int pick_gid(struct fctl_rdma_ep *ep, int want, char *err, size_t errlen)
 		if (best < 0)
 			best = first_v2;
 		if (best < 0 || ibv_query_gid_ex(ep->ctx, ep->ib_port, (uint32_t)best, &e, 0) != 0) {
-			set_err(err, errlen,
+			fctl_set_err(err, errlen,
 				"device '%s' port %u has no RoCE v2 GID (no IP address on its network "
 				"device?): give --gid-index",
 				ep->dev_name, ep->ib_port);
@@ -214,13 +202,13 @@ struct fctl_rdma_ep *fctl_rdma_ep_alloc(const struct fctl_rdma_opts *o, char *er
 
 	if (o->max_size == 0 || o->max_size > FCTL_RDMA_MAX_SIZE || o->tx_depth == 0 ||
 	    o->tx_depth > 4096 || o->retry_cnt > 7 || o->rnr_retry > 7 || o->timeout > 31) {
-		set_err(err, errlen, "invalid RDMA options");
+		fctl_set_err(err, errlen, "invalid RDMA options");
 		errno = EINVAL;
 		return NULL;
 	}
 	ep = calloc(1, sizeof(*ep));
 	if (!ep) {
-		set_err(err, errlen, "out of memory");
+		fctl_set_err(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -241,12 +229,12 @@ int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen)
 	if (ret == 0)
 		ret = verbs_err(ibv_query_port(ep->ctx, ep->ib_port, &ep->port_attr));
 	if (ret < 0) {
-		set_err(err, errlen, "cannot query RDMA device '%s' port %u: %s", ep->dev_name,
+		fctl_set_err(err, errlen, "cannot query RDMA device '%s' port %u: %s", ep->dev_name,
 			ep->ib_port, strerror(-ret));
 		return ret;
 	}
 	if (ep->port_attr.state != IBV_PORT_ACTIVE) {
-		set_err(err, errlen, "RDMA device '%s' port %u is not active (%s)", ep->dev_name,
+		fctl_set_err(err, errlen, "RDMA device '%s' port %u is not active (%s)", ep->dev_name,
 			ep->ib_port, ibv_port_state_str(ep->port_attr.state));
 		return -ENETDOWN;
 	}
@@ -264,27 +252,27 @@ int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen)
 	ep->buf = mmap(NULL, ep->buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ep->buf == MAP_FAILED) {
 		ret = -errno;
-		set_err(err, errlen, "cannot allocate %zu bytes: %s", ep->buf_len, strerror(-ret));
+		fctl_set_err(err, errlen, "cannot allocate %zu bytes: %s", ep->buf_len, strerror(-ret));
 		return ret;
 	}
 	ep->pd = ibv_alloc_pd(ep->ctx);
 	if (!ep->pd) {
 		ret = verbs_errno();
-		set_err(err, errlen, "cannot allocate a protection domain: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "cannot allocate a protection domain: %s", strerror(-ret));
 		return ret;
 	}
 	ep->mr = ibv_reg_mr(ep->pd, ep->buf, ep->buf_len,
 			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!ep->mr) {
 		ret = verbs_errno();
-		set_err(err, errlen, "cannot register %zu bytes of memory: %s", ep->buf_len,
+		fctl_set_err(err, errlen, "cannot register %zu bytes of memory: %s", ep->buf_len,
 			strerror(-ret));
 		return ret;
 	}
 	ep->cq = ibv_create_cq(ep->ctx, (int)(2 * ep->depth + 2), NULL, NULL, 0);
 	if (!ep->cq) {
 		ret = verbs_errno();
-		set_err(err, errlen, "cannot create a completion queue: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "cannot create a completion queue: %s", strerror(-ret));
 		return ret;
 	}
 	{
@@ -317,7 +305,7 @@ int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen)
 		}
 		if (!ep->qp) {
 			ret = verbs_errno();
-			set_err(err, errlen, "cannot create an RC queue pair: %s", strerror(-ret));
+			fctl_set_err(err, errlen, "cannot create an RC queue pair: %s", strerror(-ret));
 			return ret;
 		}
 		ep->max_inline = ia.cap.max_inline_data;
@@ -340,7 +328,7 @@ int fctl_rdma_ep_new(const struct fctl_rdma_opts *o, struct fctl_rdma_ep **out, 
 		return -errno;
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
-		set_err(err, errlen,
+		fctl_set_err(err, errlen,
 			"no RDMA device (load rdma_rxe and run 'rdma link add rxe0 type rxe netdev "
 			"DEV', or check the driver)");
 		ret = -ENODEV;
@@ -356,7 +344,7 @@ int fctl_rdma_ep_new(const struct fctl_rdma_opts *o, struct fctl_rdma_ep **out, 
 			dev = list[i];
 	}
 	if (!dev) {
-		set_err(err, errlen, "no RDMA device '%s' (devices: %s)", o->dev, names);
+		fctl_set_err(err, errlen, "no RDMA device '%s' (devices: %s)", o->dev, names);
 		ret = -ENODEV;
 		goto fail;
 	}
@@ -364,7 +352,7 @@ int fctl_rdma_ep_new(const struct fctl_rdma_opts *o, struct fctl_rdma_ep **out, 
 	ep->ctx = ibv_open_device(dev);
 	if (!ep->ctx) {
 		ret = verbs_errno();
-		set_err(err, errlen, "cannot open RDMA device '%s': %s", ep->dev_name, strerror(-ret));
+		fctl_set_err(err, errlen, "cannot open RDMA device '%s': %s", ep->dev_name, strerror(-ret));
 		goto fail;
 	}
 	ret = fctl_rdma_ep_setup(ep, err, errlen);
@@ -453,7 +441,7 @@ int fctl_rdma_ep_connect(struct fctl_rdma_ep *ep, const struct fctl_rdma_qpinfo 
 				      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					      IBV_QP_ACCESS_FLAGS));
 	if (ret < 0) {
-		set_err(err, errlen, "queue pair to INIT: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "queue pair to INIT: %s", strerror(-ret));
 		return ret;
 	}
 
@@ -477,7 +465,7 @@ int fctl_rdma_ep_connect(struct fctl_rdma_ep *ep, const struct fctl_rdma_qpinfo 
 					      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 					      IBV_QP_MIN_RNR_TIMER));
 	if (ret < 0) {
-		set_err(err, errlen, "queue pair to RTR (ready to receive): %s", strerror(-ret));
+		fctl_set_err(err, errlen, "queue pair to RTR (ready to receive): %s", strerror(-ret));
 		return ret;
 	}
 
@@ -493,7 +481,7 @@ int fctl_rdma_ep_connect(struct fctl_rdma_ep *ep, const struct fctl_rdma_qpinfo 
 					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					      IBV_QP_MAX_QP_RD_ATOMIC));
 	if (ret < 0) {
-		set_err(err, errlen, "queue pair to RTS (ready to send): %s", strerror(-ret));
+		fctl_set_err(err, errlen, "queue pair to RTS (ready to send): %s", strerror(-ret));
 		return ret;
 	}
 	ep->remote = *rem;

@@ -16,46 +16,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "fctl/util.h"
 #include "rdma_int.h"
 
 #define PDATA_MAGIC "FCM1"
-
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
-static void put_be(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-
-static uint64_t get_be(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
 void fctl_rdma_cm_pdata_encode(const struct fctl_rdma_cm_pdata *d,
 			       uint8_t out[FCTL_RDMA_CM_PDATA_LEN])
 {
 	memset(out, 0, FCTL_RDMA_CM_PDATA_LEN);
 	memcpy(out, PDATA_MAGIC, 4);
-	put_be(out + 4, d->rkey, 4);
-	put_be(out + 8, d->vaddr, 8);
-	put_be(out + 16, d->size, 4);
-	put_be(out + 20, d->out_reads, 2);
+	fctl_put_be(out + 4, d->rkey, 4);
+	fctl_put_be(out + 8, d->vaddr, 8);
+	fctl_put_be(out + 16, d->size, 4);
+	fctl_put_be(out + 20, d->out_reads, 2);
 }
 
 int fctl_rdma_cm_pdata_decode(const void *buf, size_t len, struct fctl_rdma_cm_pdata *out)
@@ -66,10 +40,10 @@ int fctl_rdma_cm_pdata_decode(const void *buf, size_t len, struct fctl_rdma_cm_p
 	if (!buf || len < FCTL_RDMA_CM_PDATA_LEN || memcmp(p, PDATA_MAGIC, 4) != 0 ||
 	    p[22] || p[23])
 		return -EINVAL;
-	d.rkey = (uint32_t)get_be(p + 4, 4);
-	d.vaddr = get_be(p + 8, 8);
-	d.size = (uint32_t)get_be(p + 16, 4);
-	d.out_reads = (uint16_t)get_be(p + 20, 2);
+	d.rkey = (uint32_t)fctl_get_be(p + 4, 4);
+	d.vaddr = fctl_get_be(p + 8, 8);
+	d.size = (uint32_t)fctl_get_be(p + 16, 4);
+	d.out_reads = (uint16_t)fctl_get_be(p + 20, 2);
 	if (d.size < 2 || d.size > 2 * (uint64_t)FCTL_RDMA_MAX_SIZE || d.out_reads == 0)
 		return -EINVAL;
 	*out = d;
@@ -89,13 +63,13 @@ static struct rdma_event_channel *channel_new(char *err, size_t errlen)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
 	if (!ch) {
-		set_err(err, errlen,
+		fctl_set_err(err, errlen,
 			"rdma_cm: cannot create an event channel: %s (is rdma_ucm loaded?)",
 			strerror(errno));
 		return NULL;
 	}
 	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) < 0) {
-		set_err(err, errlen, "rdma_cm: %s", strerror(errno));
+		fctl_set_err(err, errlen, "rdma_cm: %s", strerror(errno));
 		rdma_destroy_event_channel(ch);
 		return NULL;
 	}
@@ -185,13 +159,13 @@ static int ep_on_id(const struct fctl_rdma_opts *o, struct rdma_cm_id *id,
 	int ret;
 
 	if (!id->verbs) {
-		set_err(err, errlen, "rdma_cm: the address is on no RDMA device");
+		fctl_set_err(err, errlen, "rdma_cm: the address is on no RDMA device");
 		rdma_destroy_id(id);
 		return -ENODEV;
 	}
 	name = ibv_get_device_name(id->verbs->device);
 	if (o->dev && strcmp(o->dev, name) != 0) {
-		set_err(err, errlen, "rdma_cm: the address is on RDMA device '%s', not '%s'", name,
+		fctl_set_err(err, errlen, "rdma_cm: the address is on RDMA device '%s', not '%s'", name,
 			o->dev);
 		rdma_destroy_id(id);
 		return -ENODEV;
@@ -249,7 +223,7 @@ int fctl_rdma_cm_connect(const struct fctl_rdma_opts *o, const char *host, uint1
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	ret = getaddrinfo(host, portstr, &hints, &ai);
 	if (ret != 0) {
-		set_err(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		fctl_set_err(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
 		return -EHOSTUNREACH;
 	}
 	ch = channel_new(err, errlen);
@@ -259,34 +233,34 @@ int fctl_rdma_cm_connect(const struct fctl_rdma_opts *o, const char *host, uint1
 	}
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: cannot create an id: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "rdma_cm: cannot create an id: %s", strerror(-ret));
 		goto fail;
 	}
 	/* step 1: address -> RDMA device and port */
 	if (rdma_resolve_addr(id, NULL, ai->ai_addr, timeout_ms) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: cannot resolve the address %s: %s", host,
+		fctl_set_err(err, errlen, "rdma_cm: cannot resolve the address %s: %s", host,
 			strerror(-ret));
 		goto fail;
 	}
 	ret = wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, NULL, NULL, NULL, what,
 			 sizeof(what));
 	if (ret < 0) {
-		set_err(err, errlen, "rdma_cm: address resolution of %s failed: %s", host,
+		fctl_set_err(err, errlen, "rdma_cm: address resolution of %s failed: %s", host,
 			ret == -ETIMEDOUT ? "timed out" : what);
 		goto fail;
 	}
 	/* step 2: route */
 	if (rdma_resolve_route(id, timeout_ms) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: cannot resolve the route to %s: %s", host,
+		fctl_set_err(err, errlen, "rdma_cm: cannot resolve the route to %s: %s", host,
 			strerror(-ret));
 		goto fail;
 	}
 	ret = wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, NULL, NULL, NULL, what,
 			 sizeof(what));
 	if (ret < 0) {
-		set_err(err, errlen, "rdma_cm: route resolution to %s failed: %s", host,
+		fctl_set_err(err, errlen, "rdma_cm: route resolution to %s failed: %s", host,
 			ret == -ETIMEDOUT ? "timed out" : what);
 		goto fail;
 	}
@@ -300,29 +274,29 @@ int fctl_rdma_cm_connect(const struct fctl_rdma_opts *o, const char *host, uint1
 	conn_param(ep, pd, &cp);
 	if (rdma_connect(ep->cm_id, &cp) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: connect to %s port %u failed: %s", host, port,
+		fctl_set_err(err, errlen, "rdma_cm: connect to %s port %u failed: %s", host, port,
 			strerror(-ret));
 		goto fail;
 	}
 	ret = wait_event(ep->cm_ch, RDMA_CM_EVENT_ESTABLISHED, deadline, &peer, &pdata_ok, NULL,
 			 what, sizeof(what));
 	if (ret == -ETIMEDOUT) {
-		set_err(err, errlen, "rdma_cm: no connection to %s port %u within %.1f s %s", host,
+		fctl_set_err(err, errlen, "rdma_cm: no connection to %s port %u within %.1f s %s", host,
 			port, timeout_ms / 1000.0, timeout_hint());
 		goto fail;
 	}
 	if (ret < 0) {
-		set_err(err, errlen, "rdma_cm: connect to %s port %u failed: %s%s", host, port, what,
+		fctl_set_err(err, errlen, "rdma_cm: connect to %s port %u failed: %s%s", host, port, what,
 			strstr(what, "REJECTED") ? " (no probe listening with --cm there?)" : "");
 		goto fail;
 	}
 	if (!pdata_ok) {
-		set_err(err, errlen, "rdma_cm: the peer's private data is not a probe's");
+		fctl_set_err(err, errlen, "rdma_cm: the peer's private data is not a probe's");
 		ret = -EPROTO;
 		goto fail;
 	}
 	if (peer.size < ep->buf_len) {
-		set_err(err, errlen, "rdma_cm: the peer's buffer (%u bytes) is smaller than ours",
+		fctl_set_err(err, errlen, "rdma_cm: the peer's buffer (%u bytes) is smaller than ours",
 			peer.size);
 		ret = -EPROTO;
 		goto fail;
@@ -366,7 +340,7 @@ int fctl_rdma_cm_listen(uint16_t port, struct fctl_rdma_cm_listener **out, char 
 	int ret;
 
 	if (!l) {
-		set_err(err, errlen, "out of memory");
+		fctl_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	l->port = port;
@@ -377,7 +351,7 @@ int fctl_rdma_cm_listen(uint16_t port, struct fctl_rdma_cm_listener **out, char 
 	}
 	if (rdma_create_id(l->ch, &l->id, NULL, RDMA_PS_TCP) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: cannot create an id: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "rdma_cm: cannot create an id: %s", strerror(-ret));
 		goto fail;
 	}
 	/* :: with IPv6-only off also takes IPv4 requests */
@@ -388,7 +362,7 @@ int fctl_rdma_cm_listen(uint16_t port, struct fctl_rdma_cm_listener **out, char 
 	}
 	if (rdma_bind_addr(l->id, (struct sockaddr *)&any) != 0 || rdma_listen(l->id, 1) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: cannot listen on port %u: %s", port, strerror(-ret));
+		fctl_set_err(err, errlen, "rdma_cm: cannot listen on port %u: %s", port, strerror(-ret));
 		goto fail;
 	}
 	*out = l;
@@ -414,14 +388,14 @@ int fctl_rdma_cm_accept(struct fctl_rdma_cm_listener *l, const struct fctl_rdma_
 	ret = wait_event(l->ch, RDMA_CM_EVENT_CONNECT_REQUEST, deadline, &peer, &pdata_ok, &id,
 			 what, sizeof(what));
 	if (ret < 0) {
-		set_err(err, errlen, "rdma_cm: no connection request on port %u %s", l->port,
+		fctl_set_err(err, errlen, "rdma_cm: no connection request on port %u %s", l->port,
 			ret == -ETIMEDOUT ? "in time" : what);
 		return ret;
 	}
 	if (!pdata_ok) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
-		set_err(err, errlen, "rdma_cm: a connection request without a probe's private data");
+		fctl_set_err(err, errlen, "rdma_cm: a connection request without a probe's private data");
 		return -EPROTO;
 	}
 	/* the new id reports on the listener's channel: give it its own */
@@ -431,12 +405,12 @@ int fctl_rdma_cm_accept(struct fctl_rdma_cm_listener *l, const struct fctl_rdma_
 	ep->cm_ch = channel_new(err, errlen);
 	if (!ep->cm_ch || rdma_migrate_id(ep->cm_id, ep->cm_ch) != 0) {
 		if (ep->cm_ch)
-			set_err(err, errlen, "rdma_cm: %s", strerror(errno));
+			fctl_set_err(err, errlen, "rdma_cm: %s", strerror(errno));
 		ret = -EIO;
 		goto fail;
 	}
 	if (peer.size < ep->buf_len) {
-		set_err(err, errlen, "rdma_cm: the client's buffer (%u bytes) is smaller than ours",
+		fctl_set_err(err, errlen, "rdma_cm: the client's buffer (%u bytes) is smaller than ours",
 			peer.size);
 		ret = -EPROTO;
 		goto fail;
@@ -444,13 +418,13 @@ int fctl_rdma_cm_accept(struct fctl_rdma_cm_listener *l, const struct fctl_rdma_
 	conn_param(ep, pd, &cp);
 	if (rdma_accept(ep->cm_id, &cp) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "rdma_cm: accept failed: %s", strerror(-ret));
+		fctl_set_err(err, errlen, "rdma_cm: accept failed: %s", strerror(-ret));
 		goto fail;
 	}
 	ret = wait_event(ep->cm_ch, RDMA_CM_EVENT_ESTABLISHED, deadline, NULL, NULL, NULL, what,
 			 sizeof(what));
 	if (ret < 0) {
-		set_err(err, errlen, "rdma_cm: the connection was not established: %s",
+		fctl_set_err(err, errlen, "rdma_cm: the connection was not established: %s",
 			ret == -ETIMEDOUT ? "timed out" : what);
 		goto fail;
 	}

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
+/* Dependency-free utilities: buffers, escaping, parsing, byte order and whole-file I/O. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fctl/util.h"
 
@@ -427,4 +431,143 @@ void *fctl_array_grow(void *arr_ptr, size_t *n, size_t *cap, size_t size)
 	}
 	memset(*arr + *n * size, 0, size);
 	return *arr + (*n)++ * size;
+}
+
+void fctl_set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+void fctl_put_be(uint8_t *p, uint64_t v, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+uint64_t fctl_get_be(const uint8_t *p, unsigned int n)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* --- files --- */
+
+int fctl_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int fctl_file_read(const char *path, struct fctl_buf *b)
+{
+	char chunk[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int r = -errno;
+
+			close(fd);
+			return r;
+		}
+		fctl_buf_append(b, chunk, (size_t)n);
+	}
+	close(fd);
+	return b->oom ? -ENOMEM : 0;
+}
+
+int fctl_fsync_parent(const char *path)
+{
+	char *dir = fctl_strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+	int fd, r = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	if (slash)
+		*slash = '\0';
+	fd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return r;
+}
+
+int fctl_file_replace(const char *path, const char *tmp, const void *data, size_t len,
+		      mode_t mode, unsigned int flags)
+{
+	char *own = NULL;
+	int fd, r;
+
+	if (!tmp) {
+		if (asprintf(&own, "%s.tmp.%d", path, (int)getpid()) < 0)
+			return -ENOMEM;
+		tmp = own;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = fctl_write_all(fd, data, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	else if (flags & FCTL_FILE_SYNC_DIR)
+		fctl_fsync_parent(path); /* the rename is durable; a failure here loses nothing */
+out:
+	free(own);
+	return r;
+}
+
+int fctl_mkdir_parents(const char *path, mode_t mode)
+{
+	char *p = fctl_strdup(path);
+	int r = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*s = '/';
+	}
+	free(p);
+	return r;
 }

@@ -48,7 +48,7 @@ static void test_merkle_vectors(void **state)
 	(void)state;
 	fctl_audit_tree_init(&t);
 	fctl_audit_tree_root(&t, root);
-	fctl_audit_hex(root, 32, hex);
+	fctl_format_hex(root, 32, hex);
 	assert_string_equal(hex, roots[0]);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(leaves); i++) {
 		size_t n = strlen(leaves[i].hex) / 2;
@@ -57,7 +57,7 @@ static void test_merkle_vectors(void **state)
 		fctl_audit_leaf_hash(data, n, leaf);
 		fctl_audit_tree_push(&t, leaf);
 		fctl_audit_tree_root(&t, root);
-		fctl_audit_hex(root, 32, hex);
+		fctl_format_hex(root, 32, hex);
 		assert_string_equal(hex, roots[i + 1]);
 	}
 }
@@ -271,7 +271,7 @@ static void test_good_log_verifies(void **state)
 		char *nl = strchr(p, '\n');
 
 		fctl_audit_leaf_hash(p, (size_t)(nl - p), leaf);
-		fctl_audit_hex(leaf, 32, hex);
+		fctl_format_hex(leaf, 32, hex);
 		assert_non_null(strstr(nl + 1, hex));
 		assert_memory_equal(p, "{\"seq\":1,\"prev\":\"0000000000", 27);
 	}
@@ -640,6 +640,89 @@ static void test_parse_time(void **state)
 	assert_int_equal(fctl_audit_parse_time("yesterday", t), -EINVAL);
 }
 
+/* --- the open policy --- */
+
+static void test_policy_makes_the_key_and_signs(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_policy p = { .create_key = true };
+	struct fctl_audit_report r;
+	struct fctl_audit *a = NULL;
+	struct fctl_audit_entry e = { .action = "key-rotation", .result = "committed" };
+	char log[192], key[192], pub[192], cps[192], err[512];
+	struct stat st;
+
+	snprintf(log, sizeof(log), "%s/state/sub/km.log", f->dir);
+	snprintf(key, sizeof(key), "%s/state/sub/audit.key", f->dir);
+	snprintf(pub, sizeof(pub), "%s/state/sub/audit.pub", f->dir);
+	snprintf(cps, sizeof(cps), "%s.checkpoints", log);
+	p.log_path = log;
+	assert_int_equal(fctl_audit_open_policy(&p, &a, err, sizeof(err)), FCTL_AUDIT_KEY_CREATED);
+	assert_non_null(strstr(err, key));
+	assert_int_equal(stat(key, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(fctl_audit_append(a, &e), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+	assert_int_equal(fctl_audit_verify(log, cps, pub, &r), 0);
+	assert_int_equal(r.n_errors, 0);
+	assert_int_equal(r.checkpoint_size, 1);
+	fctl_audit_report_release(&r);
+	/* the next writer finds it: no notice */
+	assert_int_equal(fctl_audit_open_policy(&p, &a, err, sizeof(err)), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+}
+
+static void test_policy_without_a_key(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_policy p = { 0 };
+	struct fctl_audit *a = NULL;
+	char log[192], file[192], err[512];
+
+	/* no key, none to be made: chained, not signed, said */
+	snprintf(log, sizeof(log), "%s/nokey/audit.log", f->dir);
+	p.log_path = log;
+	assert_int_equal(fctl_audit_open_policy(&p, &a, err, sizeof(err)), FCTL_AUDIT_UNSIGNED);
+	assert_non_null(strstr(err, "no checkpoint key"));
+	assert_int_equal(fctl_audit_close(a), 0);
+	/* a key that cannot be made is no failure; a log that cannot be written is */
+	snprintf(file, sizeof(file), "%s/plain", f->dir);
+	spit(file, "x", 1);
+	snprintf(log, sizeof(log), "%s/plain/audit.log", f->dir);
+	p.create_key = true;
+	err[0] = '\0';
+	assert_int_equal(fctl_audit_open_policy(&p, &a, err, sizeof(err)), -ENOTDIR);
+	assert_non_null(strstr(err, "plain"));
+}
+
+static void test_policy_path_and_actor(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_policy p = { .env = true, .actor = { .cert = "CN=agent-h1" } };
+	struct fctl_audit *a = NULL;
+	struct fctl_audit_entry e = { .action = "drift", .result = "detected" };
+	struct fctl_audit_entry u = { .action = "connect", .result = "refused",
+				      .has_actor_uid = true, .actor_uid = 4242 };
+	char *text;
+	size_t len;
+	char err[512];
+
+	assert_string_equal(fctl_audit_log_path(NULL, false), FCTL_AUDIT_LOG);
+	assert_string_equal(fctl_audit_log_path("/x/y.log", true), "/x/y.log");
+	setenv("FCTL_AUDIT_LOG", f->log, 1);
+	assert_string_equal(fctl_audit_log_path("", true), f->log);
+	assert_string_equal(fctl_audit_log_path(NULL, false), FCTL_AUDIT_LOG);
+	assert_int_equal(fctl_audit_open_policy(&p, &a, err, sizeof(err)), 0); /* f->key beside */
+	unsetenv("FCTL_AUDIT_LOG");
+	assert_int_equal(fctl_audit_append(a, &e), 0);
+	assert_int_equal(fctl_audit_append(a, &u), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+	text = slurp(f->log, &len);
+	assert_non_null(strstr(text, "\"actor\":{\"cert\":\"CN=agent-h1\"},\"action\":\"drift\""));
+	assert_non_null(strstr(text, "\"uid\":4242},\"action\":\"connect\""));
+	free(text);
+}
+
 #define FX(t) cmocka_unit_test_setup_teardown(t, fx_setup, fx_teardown)
 
 int main(void)
@@ -663,6 +746,9 @@ int main(void)
 		FX(test_missing_checkpoints),
 		FX(test_torn_last_line_and_repair),
 		FX(test_rotation_keeps_the_chain),
+		FX(test_policy_makes_the_key_and_signs),
+		FX(test_policy_without_a_key),
+		FX(test_policy_path_and_actor),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

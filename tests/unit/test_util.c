@@ -5,8 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -411,6 +414,63 @@ static void test_alloc_helpers(void **state)
 	free(s);
 }
 
+static void test_be_and_err(void **state)
+{
+	static const struct {
+		uint64_t v;
+		unsigned int n;
+		uint8_t bytes[8];
+	} cases[] = {
+		{ 0x42, 1, { 0x42 } },
+		{ 0x0102, 2, { 0x01, 0x02 } },
+		{ 0x420001, 3, { 0x42, 0x00, 0x01 } },
+		{ 0xdeadbeef, 4, { 0xde, 0xad, 0xbe, 0xef } },
+		{ 0x0102030405060708ull, 8, { 1, 2, 3, 4, 5, 6, 7, 8 } },
+	};
+	char err[8] = "x";
+
+	(void)state;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(cases); i++) {
+		uint8_t b[8] = { 0 };
+
+		fctl_put_be(b, cases[i].v, cases[i].n);
+		assert_memory_equal(b, cases[i].bytes, cases[i].n);
+		assert_true(fctl_get_be(b, cases[i].n) == cases[i].v);
+	}
+	fctl_set_err(NULL, 0, "ignored %d", 1);
+	fctl_set_err(err, 0, "ignored");
+	assert_string_equal(err, "x");
+	fctl_set_err(err, sizeof(err), "cannot %s", "open the file");
+	assert_string_equal(err, "cannot ");
+}
+
+static void test_files(void **state)
+{
+	char dir[] = "/tmp/fctl-util-test.XXXXXX", path[96], cmd[128];
+	struct fctl_buf b = { 0 };
+	struct stat st;
+	mode_t mask = umask(0);
+
+	(void)state;
+	umask(mask);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a/b/file", dir);
+	assert_int_equal(fctl_mkdir_parents(path, 0750), 0);
+	assert_int_equal(fctl_file_replace(path, NULL, "one", 3, 0640, 0), 0);
+	assert_int_equal(fctl_file_replace(path, NULL, "second", 6, 0640, FCTL_FILE_SYNC_DIR), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640 & ~mask);
+	assert_int_equal(fctl_file_read(path, &b), 0);
+	assert_int_equal(b.len, 6);
+	assert_string_equal(b.data, "second");
+	fctl_buf_release(&b);
+	assert_int_equal(fctl_file_read("/nonexistent/file", &b), -ENOENT);
+	snprintf(path, sizeof(path), "%s/missing/file", dir);
+	assert_int_equal(fctl_file_replace(path, NULL, "x", 1, 0600, 0), -ENOENT);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_parse_mac),      cmocka_unit_test(test_parse_hex),
 		cmocka_unit_test(test_edit_distance),  cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_secrets),	       cmocka_unit_test(test_alloc_helpers),
+		cmocka_unit_test(test_be_and_err),     cmocka_unit_test(test_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,7 +40,11 @@
 void fctl_audit_leaf_hash(const void *rec, size_t len, uint8_t out[32]);
 /* SHA-256(0x01 || left || right) */
 void fctl_audit_node_hash(const uint8_t left[32], const uint8_t right[32], uint8_t out[32]);
-void fctl_audit_hex(const uint8_t *p, size_t n, char *out); /* out: 2n+1 bytes */
+/* out: 2n+1 bytes; the same as fctl_format_hex, which new code calls */
+static inline void fctl_audit_hex(const uint8_t *p, size_t n, char *out)
+{
+	fctl_format_hex(p, n, out);
+}
 
 /* The compact range of a growing tree: one hash per set bit of size. */
 struct fctl_audit_tree {
@@ -91,6 +95,13 @@ int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t e
 
 /* --- the writer --- */
 
+/* Who a record names when its entry names no one (no actor_cert, no has_actor_uid). */
+struct fctl_audit_actor {
+	const char *cert; /* a client certificate subject; NULL: a local user */
+	bool has_uid;     /* that user's uid; else getuid() */
+	uid_t uid;
+};
+
 struct fctl_audit_opts {
 	const char *log_path;        /* NULL: FCTL_AUDIT_LOG */
 	const char *checkpoint_path; /* NULL: LOG.checkpoints */
@@ -100,6 +111,7 @@ struct fctl_audit_opts {
 	unsigned int batch;          /* records per group commit (auto sync); 0: 256 */
 	uint64_t rotate_bytes;       /* start a new file beyond this size; 0: never */
 	bool syslog;                 /* send each checkpoint to syslog (LOG_AUTHPRIV) */
+	struct fctl_audit_actor actor; /* unset: getuid() */
 };
 
 struct fctl_audit;
@@ -121,6 +133,45 @@ const char *fctl_audit_error(const struct fctl_audit *a); /* last error text */
 /* Syncs, writes a checkpoint if records were added, closes. Accepts NULL. Returns the
  * first error of the sync or checkpoint (the object is freed in every case). */
 int fctl_audit_close(struct fctl_audit *a);
+
+/* --- the open policy: how every program opens the log --- */
+
+/* The log a program writes: opt when given, else $FCTL_AUDIT_LOG when env, else
+ * FCTL_AUDIT_LOG. Not copied: the result is opt, the environment's or a constant. */
+const char *fctl_audit_log_path(const char *opt, bool env);
+/* DIR/name in the directory of the log (name alone for a log without a '/'); malloc'd,
+ * NULL when out of memory. The key pair is audit.key and audit.pub beside the log. */
+char *fctl_audit_beside(const char *log, const char *name);
+
+struct fctl_audit_policy {
+	const char *log_path;   /* the program's option; NULL or "": see fctl_audit_log_path */
+	bool env;               /* also $FCTL_AUDIT_LOG, $FCTL_AUDIT_CHECKPOINT_EVERY (when
+				 * checkpoint_every is 0) and $FCTL_AUDIT_SYSLOG=1 */
+	const char *key_path;   /* the checkpoint key, used as given; NULL: audit.key beside
+				 * the log, when it exists */
+	bool create_key;        /* NULL key_path: on first use make the pair beside the log
+				 * (fctl_audit_keygen; the log's directories mode 0750) */
+	const char *checkpoint_path; /* as in fctl_audit_opts */
+	const char *origin;
+	unsigned int checkpoint_every;
+	unsigned int batch;
+	uint64_t rotate_bytes;
+	bool syslog;
+	struct fctl_audit_actor actor; /* who the records name when an entry names no one */
+};
+
+#define FCTL_AUDIT_KEY_CREATED 0x1 /* the key pair beside the log was made now */
+#define FCTL_AUDIT_UNSIGNED 0x2    /* no checkpoint key: records chained but not signed */
+
+/*
+ * Opens the log the policy names, with the checkpoint key it names. A key that cannot
+ * be made (no directory, no permission) is no failure: the writer then chains records
+ * without signing (FCTL_AUDIT_UNSIGNED). A log that cannot be opened for writing is:
+ * negative errno and the reason in err. On success returns the FCTL_AUDIT_* flags
+ * (>= 0) and, when they are not 0, a notice for the user in err (paths, never keys).
+ */
+int fctl_audit_open_policy(const struct fctl_audit_policy *p, struct fctl_audit **out,
+			   char *err, size_t errlen);
 
 /* The uid of a unix socket's peer. */
 int fctl_audit_peer_uid(int fd, uid_t *uid);
