@@ -434,7 +434,8 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
  * signed with the key pair beside it, made on first use. Says why it failed. */
 static int open_audit(struct km *k)
 {
-	struct fctl_audit_policy p = { .log_path = opt_audit, .create_key = true };
+	/* signed after every flush: `keys watch` runs for days */
+	struct fctl_audit_policy p = { .log_path = opt_audit, .create_key = true, .checkpoint_every = 1 };
 	char err[512] = "";
 	int r = fctl_audit_open_policy(&p, &k->audit, err, sizeof(err));
 

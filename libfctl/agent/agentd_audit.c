@@ -2,18 +2,35 @@
 /* The agent's audit log: opened at start, one call site for its events, closed at exit. */
 #include "agentd_int.h"
 
+/*
+ * The audit-open policy of every writer (fctl_audit_open_policy): the configured log,
+ * its checkpoint key beside it (made on first use), and, the agent being long-lived,
+ * a signed checkpoint after every flush, so no event waits for the agent to stop
+ * before a signature covers it.
+ */
 void fctl_agentd_audit_open(struct agent *a)
 {
-	struct fctl_audit_opts ao = { .log_path = a->cfg.audit_log };
-	char aerr[256];
+	struct fctl_audit_policy ap = {
+		.log_path = a->cfg.audit_log,
+		.create_key = true,
+		.checkpoint_every = 1,
+	};
+	char aerr[512];
+	int ar = fctl_audit_open_policy(&ap, &a->audit, aerr, sizeof(aerr));
 
-	if (fctl_audit_open(&ao, &a->audit, aerr, sizeof(aerr)) < 0)
+	if (ar < 0)
 		fctl_agentd_log("audit log unavailable (events go to this log only): %s", aerr);
+	else if (ar & FCTL_AUDIT_KEY_CREATED)
+		fctl_agentd_log("audit: %s", aerr);
+	else if (ar & FCTL_AUDIT_UNSIGNED)
+		fctl_agentd_log("warning: audit: %s", aerr);
 }
 
 void fctl_agentd_audit_close(struct agent *a)
 {
-	fctl_audit_close(a->audit);
+	if (a->audit && fctl_audit_close(a->audit) < 0)
+		fctl_agentd_log("audit: the closing checkpoint was not written");
+	a->audit = NULL;
 }
 
 /*
