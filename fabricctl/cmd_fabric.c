@@ -271,8 +271,8 @@ static int print_hosts(struct remote *rm, const struct fctl_fabric_result *v, si
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			if (!rm->quiet || v[i].exit)
-				printf("== %s (%s): exit %d\n", v[i].host->name, v[i].host->endpoint,
-				       v[i].exit);
+				printf("== %s (%s): exit %d\n", v[i].host->name,
+				       v[i].host->endpoint, v[i].exit);
 			if (!rm->quiet)
 				emit(stdout, v[i].output);
 			fflush(stdout);
@@ -407,7 +407,8 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 		goto out;
 	}
 	if (rm->cert || rm->key || rm->ca) {
-		r = fctl_tls_ctx_new(false, rm->cert, rm->key, rm->ca, &rm->o.tls, err, sizeof(err));
+		r = fctl_tls_ctx_new(false, rm->cert, rm->key, rm->ca, &rm->o.tls, err,
+				     sizeof(err));
 		if (r < 0) {
 			cli_err("%s: %s", rm->cmd, err);
 			rc = EXIT_USAGE;
