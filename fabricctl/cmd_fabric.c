@@ -2,14 +2,13 @@
 /*
  * The remote side of apply | plan | show | diff | rollback | history | status:
  * --target HOST (one agent) or --fabric (every host of the inventory), over
- * mutual TLS or a Unix socket. Fabric apply is two-phase: plan everywhere, apply
- * only when every plan succeeded, and roll back the hosts already changed when
- * one fails (unless --partial).
+ * mutual TLS or a Unix socket. Parses the options and prints (text or --json);
+ * the fan-out and the two-phase fabric apply with its rollback are libfctl's
+ * fctl_fabric (fctl/fabric.h).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,179 +16,65 @@
 
 #include "cli.h"
 #include "fctl/agent.h"
+#include "fctl/fabric.h"
 #include "fctl/inventory.h"
 #include "fctl/tls.h"
 
 struct remote {
 	const char *cmd;
 	uint8_t type;
-	bool fabric, json, quiet, partial;
-	uint32_t options;
+	bool fabric, json, quiet;
 	const char *target, *inventory, *profile_file, *cert, *key, *ca;
-	uint64_t to;
-	unsigned parallel, timeout;
+	struct fctl_fabric_opts o;
 	struct fctl_profile *profile;
 	unsigned char *bytes;
-	size_t n_bytes;
-	struct ssl_ctx_st *ctx;
 	struct fctl_inventory inv;
-	pthread_mutex_t lock;
-	size_t next, done, total;
-	const char *phase;
 };
 
-struct hres {
-	const struct fctl_inventory_host *h;
-	uint8_t type;      /* request of this phase */
-	uint32_t options;
-	uint64_t to;
-	int rc;            /* exit code of the host's command, 2 on a transport error */
-	char *out, *err;
-	bool has_prev;     /* the version applied before this run */
-	uint64_t prev;
-	bool changed;
-};
-
-static char *dupn(const void *p, size_t n)
+static const char *outcome_text(int rc)
 {
-	char *s = malloc(n + 1);
-
-	if (s) {
-		if (n)
-			memcpy(s, p, n);
-		s[n] = '\0';
-	}
-	return s;
+	return rc == 0	  ? "ok"
+	       : rc == 1  ? "differences or invalid"
+	       : rc == 13 ? "permission denied"
+	       : rc == 3  ? "failed, rolled back on the host"
+			  : "error";
 }
 
-static void hres_reset(struct hres *r)
+/* Progress on stderr while the phases run; a changed host that cannot be rolled
+ * back is said whatever --quiet. */
+static void progress(void *ctx, const struct fctl_fabric_progress *ev)
 {
-	free(r->out);
-	free(r->err);
-	r->out = r->err = NULL;
-	r->rc = 0;
-}
+	const struct remote *rm = ctx;
 
-/* One request to one host, on its own connection. */
-static void call_host(struct remote *rm, struct hres *hr)
-{
-	struct fctl_agent_conn *c = NULL;
-	struct fctl_buf frame = { 0 };
-	struct fctl_msg req = { .type = hr->type }, resp;
-	char err[768] = "";
-	int r;
-
-	hres_reset(hr);
-	if (!hr->h->endpoint[0]) {
-		snprintf(err, sizeof(err), "fabricctl: host '%s' has no agent endpoint "
-					   "(hosts[].agent or --inventory)\n", hr->h->name);
-		hr->rc = EXIT_USAGE;
-		hr->err = dupn(err, strlen(err));
+	if (ev->event == FCTL_FABRIC_NOT_ROLLED_BACK) {
+		cli_err("apply: %s had no profile applied before: it cannot be rolled back "
+			"through its history; it keeps the new profile",
+			ev->r->host->name);
 		return;
 	}
-	r = fctl_agent_connect(hr->h->endpoint, rm->ctx, rm->timeout, &c, err, sizeof(err));
-	if (r == 0) {
-		req.options = hr->options;
-		req.present = FCTL_HAS_OPTIONS;
-		if (strcmp(hr->h->name, hr->h->endpoint) != 0) {
-			/* an inventory host: the agent acts as that profile host */
-			req.present |= FCTL_HAS_HOST;
-			snprintf(req.host, sizeof(req.host), "%s", hr->h->name);
-		}
-		if (hr->type == FCTL_MSG_PLAN || hr->type == FCTL_MSG_APPLY ||
-		    hr->type == FCTL_MSG_DIFF) {
-			req.present |= FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME;
-			req.profile = rm->bytes;
-			req.profile_len = (uint32_t)rm->n_bytes;
-			snprintf(req.profile_name, sizeof(req.profile_name), "%s", rm->profile_file);
-		}
-		if (hr->type == FCTL_MSG_ROLLBACK) {
-			req.present |= FCTL_HAS_TO_VERSION;
-			req.to_version = hr->to;
-		}
-		r = fctl_agent_call(c, &req, &resp, &frame, err, sizeof(err));
-	}
-	if (r < 0) {
-		size_t k = strlen(err);
+	if (!rm->quiet)
+		fprintf(stderr, "%s [%zu/%zu] %s: %s\n", fctl_proto_type_name(ev->phase), ev->done,
+			ev->total, ev->r->host->name, outcome_text(ev->r->exit));
+}
 
-		char line[1024];
+/* What a host's stderr shows: the agent's, or why there was no answer. */
+static char *host_error(const struct fctl_fabric_result *r, char *buf, size_t len)
+{
+	const struct fctl_inventory_host *h = r->host;
 
-		(void)k;
-		snprintf(line, sizeof(line), "fabricctl: %s (%s): %s%s\n", hr->h->name,
-			 hr->h->endpoint, err,
-			 r == -ECONNRESET || strstr(err, "closed")
+	if (r->status == 0)
+		return r->error;
+	if (r->status == -EDESTADDRREQ)
+		snprintf(buf, len, "fabricctl: host '%s' has no agent endpoint "
+				   "(hosts[].agent or --inventory)\n", h->name);
+	else
+		snprintf(buf, len, "fabricctl: %s (%s): %s%s\n", h->name, h->endpoint,
+			 r->error ? r->error : "",
+			 r->status == -ECONNRESET || (r->error && strstr(r->error, "closed"))
 				 ? " (refused? the agent needs a certificate of the fabric CA that "
 				   "names a role)"
 				 : "");
-		hr->rc = EXIT_USAGE;
-		hr->err = dupn(line, strlen(line));
-	} else {
-		hr->rc = (int)resp.result;
-		hr->out = dupn(resp.output, resp.output_len);
-		hr->err = dupn(resp.error, resp.error_len);
-	}
-	fctl_buf_release(&frame);
-	fctl_agent_conn_free(c);
-}
-
-struct pool {
-	struct remote *rm;
-	struct hres *v;
-	size_t n;
-};
-
-static void *pool_worker(void *arg)
-{
-	struct pool *p = arg;
-	struct remote *rm = p->rm;
-
-	for (;;) {
-		size_t i;
-
-		pthread_mutex_lock(&rm->lock);
-		i = rm->next++;
-		pthread_mutex_unlock(&rm->lock);
-		if (i >= p->n)
-			break;
-		if (!p->v[i].type)
-			continue;
-		call_host(rm, &p->v[i]);
-		pthread_mutex_lock(&rm->lock);
-		rm->done++;
-		if (!rm->quiet)
-			fprintf(stderr, "%s [%zu/%zu] %s: %s\n", rm->phase, rm->done, rm->total,
-				p->v[i].h->name,
-				p->v[i].rc == 0 ? "ok" : p->v[i].rc == 1 ? "differences or invalid"
-				: p->v[i].rc == 13			     ? "permission denied"
-				: p->v[i].rc == 3 ? "failed, rolled back on the host"
-						  : "error");
-		pthread_mutex_unlock(&rm->lock);
-	}
-	return NULL;
-}
-
-/* Runs the requests set in v[] (type != 0) with at most rm->parallel at once. */
-static void run_phase(struct remote *rm, const char *phase, struct hres *v, size_t n)
-{
-	pthread_t th[64];
-	struct pool p = { rm, v, n };
-	size_t nt = rm->parallel, started = 0;
-
-	rm->next = rm->done = rm->total = 0;
-	for (size_t i = 0; i < n; i++)
-		rm->total += v[i].type != 0;
-	rm->phase = phase;
-	if (nt > rm->total)
-		nt = rm->total;
-	if (nt > FCTL_ARRAY_SIZE(th))
-		nt = FCTL_ARRAY_SIZE(th);
-	for (size_t i = 0; i < nt; i++)
-		if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
-			started++;
-	if (!started)
-		pool_worker(&p);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	return buf;
 }
 
 static const char *env_or(const char *v, const char *env)
@@ -238,33 +123,33 @@ static int parse(struct remote *rm, int argc, char **argv)
 			break;
 		case 'j':
 			rm->json = true;
-			rm->options |= FCTL_OPT_JSON;
+			rm->o.options |= FCTL_OPT_JSON;
 			break;
 		case 'd':
-			rm->options |= FCTL_OPT_DRY_RUN;
+			rm->o.options |= FCTL_OPT_DRY_RUN;
 			break;
 		case 't':
-			if (fctl_parse_u64(optarg, &rm->to) < 0 || !rm->to) {
+			if (fctl_parse_u64(optarg, &rm->o.to_version) < 0 || !rm->o.to_version) {
 				cli_err("%s: --to expects a profile version", rm->cmd);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'p':
-			rm->partial = true;
+			rm->o.partial = true;
 			break;
 		case 'n':
 			if (fctl_parse_u64(optarg, &n) < 0 || !n || n > 64) {
 				cli_err("%s: --parallel expects 1..64", rm->cmd);
 				return EXIT_USAGE;
 			}
-			rm->parallel = (unsigned)n;
+			rm->o.parallel = (unsigned)n;
 			break;
 		case 'o':
 			if (fctl_parse_duration(optarg, &n) < 0 || !n || n > 3600) {
 				cli_err("%s: --timeout expects 1s..1h", rm->cmd);
 				return EXIT_USAGE;
 			}
-			rm->timeout = (unsigned)n;
+			rm->o.timeout_s = (unsigned)n;
 			break;
 		case 'q':
 			rm->quiet = true;
@@ -294,7 +179,7 @@ static int parse(struct remote *rm, int argc, char **argv)
 		cli_err("%s: expected a PROFILE", rm->cmd);
 		return EXIT_USAGE;
 	}
-	if (rm->type == FCTL_MSG_ROLLBACK && !rm->to) {
+	if (rm->type == FCTL_MSG_ROLLBACK && !rm->o.to_version) {
 		cli_err("rollback: expected --to VERSION");
 		return EXIT_USAGE;
 	}
@@ -338,48 +223,39 @@ static void emit(FILE *f, const char *s)
 		fputs(s, f);
 }
 
-/* "...\"applied_version\":N..." of a status --json output */
-static bool parse_prev(const char *s, uint64_t *v)
+static void json_host(struct fctl_buf *o, const struct fctl_fabric_result *r, const char *phase,
+		      bool raw_json)
 {
-	const char *p = s ? strstr(s, "\"applied_version\":") : NULL;
-
-	if (!p)
-		return false;
-	p += strlen("\"applied_version\":");
-	if (*p < '0' || *p > '9')
-		return false;
-	*v = strtoull(p, NULL, 10);
-	return true;
-}
-
-static void json_host(struct fctl_buf *o, const struct hres *r, const char *phase, bool raw_json)
-{
+	char buf[1024];
+	const char *err = host_error(r, buf, sizeof(buf));
 	size_t len;
 
 	fctl_buf_puts(o, "{\"host\":");
-	fctl_buf_json_str(o, r->h->name);
+	fctl_buf_json_str(o, r->host->name);
 	fctl_buf_puts(o, ",\"endpoint\":");
-	fctl_buf_json_str(o, r->h->endpoint);
-	fctl_buf_printf(o, ",\"phase\":\"%s\",\"exit\":%d", phase, r->rc);
+	fctl_buf_json_str(o, r->host->endpoint);
+	fctl_buf_printf(o, ",\"phase\":\"%s\",\"exit\":%d", phase, r->exit);
 	if (r->has_prev)
 		fctl_buf_printf(o, ",\"previous_version\":%" PRIu64, r->prev);
 	fctl_buf_puts(o, ",\"output\":");
-	len = r->out ? strlen(r->out) : 0;
-	while (len && r->out[len - 1] == '\n')
+	len = r->output ? strlen(r->output) : 0;
+	while (len && r->output[len - 1] == '\n')
 		len--;
-	if (raw_json && len && (r->out[0] == '{' || r->out[0] == '['))
-		fctl_buf_append(o, r->out, len);
+	if (raw_json && len && (r->output[0] == '{' || r->output[0] == '['))
+		fctl_buf_append(o, r->output, len);
 	else
-		fctl_buf_json_str(o, r->out);
+		fctl_buf_json_str(o, r->output);
 	fctl_buf_puts(o, ",\"error\":");
-	fctl_buf_json_str(o, r->err && *r->err ? r->err : NULL);
+	fctl_buf_json_str(o, err && *err ? err : NULL);
 	fctl_buf_puts(o, "}");
 }
 
-static int print_hosts(struct remote *rm, struct hres *v, size_t n, const char *phase,
-		       const char *result, int rc)
+/* phase: what a host that took no part in the last phase is reported under */
+static int print_hosts(struct remote *rm, const struct fctl_fabric_result *v, size_t n,
+		       const char *phase, const char *result, int rc)
 {
 	struct fctl_buf o = { 0 };
+	char buf[1024];
 
 	if (rm->json) {
 		fctl_buf_printf(&o, "{\"command\":\"%s\",\"result\":\"%s\",\"exit\":%d,\"hosts\":[",
@@ -387,18 +263,20 @@ static int print_hosts(struct remote *rm, struct hres *v, size_t n, const char *
 		for (size_t i = 0; i < n; i++) {
 			if (i)
 				fctl_buf_putc(&o, ',');
-			json_host(&o, &v[i], v[i].type ? fctl_proto_type_name(v[i].type) : phase, true);
+			json_host(&o, &v[i], v[i].type ? fctl_proto_type_name(v[i].type) : phase,
+				  true);
 		}
 		fctl_buf_puts(&o, "]}\n");
 		cli_write(stdout, &o);
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			if (!rm->quiet || v[i].rc)
-				printf("== %s (%s): exit %d\n", v[i].h->name, v[i].h->endpoint, v[i].rc);
+			if (!rm->quiet || v[i].exit)
+				printf("== %s (%s): exit %d\n", v[i].host->name,
+				       v[i].host->endpoint, v[i].exit);
 			if (!rm->quiet)
-				emit(stdout, v[i].out);
+				emit(stdout, v[i].output);
 			fflush(stdout);
-			emit(stderr, v[i].err);
+			emit(stderr, host_error(&v[i], buf, sizeof(buf)));
 		}
 		if (!rm->quiet)
 			printf("fabric %s: %s\n", rm->cmd, result);
@@ -407,132 +285,120 @@ static int print_hosts(struct remote *rm, struct hres *v, size_t n, const char *
 	return rc;
 }
 
-static int fabric_apply(struct remote *rm, struct hres *v, size_t n)
+/* The verdict of a fabric apply as the command says it, and its exit code. */
+static int print_apply(struct remote *rm, const struct fctl_fabric_result *v, size_t n,
+		       const struct fctl_fabric_outcome *oc)
 {
-	bool ok = true, failed = false, rb_ok = true;
-	size_t changed = 0;
-	int worst = 0;
+	const char *result = fctl_fabric_verdict_name(oc->verdict);
 
-	/* phase 1: the version each host has now, then a plan everywhere */
-	for (size_t i = 0; i < n; i++) {
-		v[i].type = FCTL_MSG_STATUS;
-		v[i].options = FCTL_OPT_JSON;
-	}
-	run_phase(rm, "status", v, n);
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].rc) {
-			ok = false;
-			worst = worst > v[i].rc ? worst : v[i].rc;
-		}
-		v[i].has_prev = parse_prev(v[i].out, &v[i].prev);
-		v[i].type = FCTL_MSG_PLAN;
-		v[i].options = FCTL_OPT_JSON;
-	}
-	if (ok) {
-		run_phase(rm, "plan", v, n);
-		for (size_t i = 0; i < n; i++)
-			if (v[i].rc) {
-				ok = false;
-				worst = worst > v[i].rc ? worst : v[i].rc;
-			}
-	}
-	if (!ok || (rm->options & FCTL_OPT_DRY_RUN)) {
-		if (!ok)
-			cli_err("apply: a plan failed; nothing was applied on any host");
-		return print_hosts(rm, v, n, "plan", ok ? "planned" : "plan-failed",
-				   ok ? EXIT_OK : (worst == 13 ? EXIT_USAGE : worst));
-	}
-	/* phase 2: apply everywhere */
-	for (size_t i = 0; i < n; i++) {
-		v[i].type = FCTL_MSG_APPLY;
-		v[i].options = FCTL_OPT_JSON;
-	}
-	run_phase(rm, "apply", v, n);
-	for (size_t i = 0; i < n; i++) {
-		v[i].changed = v[i].rc == 0 && v[i].out && strstr(v[i].out, "\"result\":\"applied\"");
-		changed += v[i].changed;
-		failed |= v[i].rc != 0;
-	}
-	if (!failed)
-		return print_hosts(rm, v, n, "apply", "applied", EXIT_OK);
-	if (rm->partial) {
+	switch (oc->verdict) {
+	case FCTL_FABRIC_PLAN_FAILED:
+		cli_err("apply: a plan failed; nothing was applied on any host");
+		return print_hosts(rm, v, n, "plan", result,
+				   oc->worst == 13 ? EXIT_USAGE : oc->worst);
+	case FCTL_FABRIC_PLANNED:
+		return print_hosts(rm, v, n, "plan", result, EXIT_OK);
+	case FCTL_FABRIC_APPLIED:
+		return print_hosts(rm, v, n, "apply", result, EXIT_OK);
+	case FCTL_FABRIC_PARTIAL:
 		cli_err("apply: failed on some hosts; --partial: the others keep the new profile");
-		return print_hosts(rm, v, n, "apply", "partial", EXIT_FAILED);
+		return print_hosts(rm, v, n, "apply", result, EXIT_FAILED);
+	case FCTL_FABRIC_ROLLED_BACK:
+		cli_err("apply: failed on at least one host; every host changed was rolled back");
+		return print_hosts(rm, v, n, "apply", result, EXIT_FAILED);
+	default:
+		cli_err("apply: failed on at least one host; ROLLBACK INCOMPLETE: see per-host "
+			"results");
+		return print_hosts(rm, v, n, "apply", result, EXIT_USAGE);
 	}
-	/* phase 3: put the hosts already changed back to the version they had */
-	for (size_t i = 0; i < n; i++) {
-		v[i].type = 0;
-		if (!v[i].changed)
-			continue;
-		if (!v[i].has_prev) {
-			cli_err("apply: %s had no profile applied before: it cannot be rolled back "
-				"through its history; it keeps the new profile",
-				v[i].h->name);
-			rb_ok = false;
-			continue;
-		}
-		v[i].type = FCTL_MSG_ROLLBACK;
-		v[i].to = v[i].prev;
-		v[i].options = FCTL_OPT_JSON;
-	}
-	if (changed) {
-		struct hres *keep = calloc(n, sizeof(*keep));
+}
 
-		/* keep the apply results to report them; the rollback results replace them
-		 * only for the hosts rolled back */
-		for (size_t i = 0; keep && i < n; i++) {
-			keep[i] = v[i];
-			v[i].out = v[i].err = NULL;
-			if (!v[i].type) {
-				v[i].out = keep[i].out;
-				v[i].err = keep[i].err;
-				keep[i].out = keep[i].err = NULL;
-			}
+/* --target: exactly what the command prints on that host, and its exit code. */
+static int run_target(struct remote *rm)
+{
+	static struct fctl_inventory_host direct;
+	const struct fctl_inventory_host *h = fctl_inventory_find(&rm->inv, rm->target);
+	struct fctl_fabric_result r = { 0 };
+	char buf[1024];
+	int rc;
+
+	if (!h) {
+		if (!strchr(rm->target, ':') && rm->target[0] != '/') {
+			cli_err("%s: host '%s' is not in the inventory (give --inventory, a "
+				"profile naming it, or an endpoint HOST:PORT / unix:PATH)",
+				rm->cmd, rm->target);
+			return EXIT_USAGE;
 		}
-		run_phase(rm, "rollback", v, n);
-		for (size_t i = 0; i < n; i++) {
-			if (v[i].type == FCTL_MSG_ROLLBACK && v[i].rc)
-				rb_ok = false;
-			if (keep && v[i].type == FCTL_MSG_ROLLBACK) {
-				free(keep[i].out);
-				free(keep[i].err);
-			}
-			if (!v[i].type)
-				v[i].type = keep ? keep[i].type : FCTL_MSG_APPLY;
-		}
-		free(keep);
+		snprintf(direct.name, sizeof(direct.name), "%s", rm->target);
+		snprintf(direct.endpoint, sizeof(direct.endpoint), "%s", rm->target);
+		h = &direct;
 	}
-	cli_err("apply: failed on at least one host; %s", rb_ok ? "every host changed was rolled back"
-								   : "ROLLBACK INCOMPLETE: see per-host results");
-	return print_hosts(rm, v, n, "apply", rb_ok ? "rolled-back" : "rollback-incomplete",
-			   rb_ok ? EXIT_FAILED : EXIT_USAGE);
+	r.host = h;
+	if (fctl_fabric_call(&rm->o, rm->type, &r) < 0)
+		return EXIT_USAGE;
+	emit(stdout, r.output);
+	fflush(stdout);
+	emit(stderr, host_error(&r, buf, sizeof(buf)));
+	rc = r.exit == 13 ? EXIT_USAGE : r.exit;
+	fctl_fabric_results_release(&r, 1);
+	return rc;
+}
+
+/* --fabric: every host of the inventory; apply in two phases. */
+static int run_fabric(struct remote *rm)
+{
+	struct fctl_fabric_outcome oc;
+	struct fctl_fabric_result *v;
+	size_t n = rm->inv.n;
+	int rc, r;
+
+	if (!n) {
+		cli_err("%s: --fabric needs hosts: a PROFILE, --profile FILE or --inventory FILE",
+			rm->cmd);
+		return EXIT_USAGE;
+	}
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return EXIT_USAGE;
+	for (size_t i = 0; i < n; i++)
+		v[i].host = &rm->inv.v[i];
+	if (rm->type == FCTL_MSG_APPLY) {
+		r = fctl_fabric_apply(&rm->o, v, n, &oc);
+		rc = r < 0 ? EXIT_USAGE : print_apply(rm, v, n, &oc);
+	} else {
+		r = fctl_fabric_run(&rm->o, rm->type, v, n, &oc);
+		rc = r < 0 ? EXIT_USAGE
+			   : print_hosts(rm, v, n, rm->cmd, fctl_fabric_verdict_name(oc.verdict),
+					 oc.worst == 13 ? EXIT_USAGE : oc.worst);
+	}
+	fctl_fabric_results_release(v, n);
+	free(v);
+	return rc;
 }
 
 static int remote_main(struct remote *rm, int argc, char **argv)
 {
-	struct hres *v = NULL;
 	char err[768] = "";
-	size_t n = 0;
+	size_t n_bytes = 0;
 	int rc = parse(rm, argc, argv), r;
 
 	if (rc >= 0)
 		return rc;
 	signal(SIGPIPE, SIG_IGN); /* a refused peer closes mid-write: an error, not a death */
-	if (!rm->parallel)
-		rm->parallel = 8;
-	if (!rm->timeout)
-		rm->timeout = 120;
 	if (rm->profile_file) {
 		/* findings name the file here, before anything is sent */
 		rc = cli_load_valid_profile(rm->profile_file, &rm->profile, true);
 		if (rc != EXIT_OK)
 			return rc;
-		r = read_bytes(rm->profile_file, &rm->bytes, &rm->n_bytes);
+		r = read_bytes(rm->profile_file, &rm->bytes, &n_bytes);
 		if (r < 0) {
 			cli_err("%s: '%s': %s", rm->cmd, rm->profile_file, strerror(-r));
 			rc = EXIT_USAGE;
 			goto out;
 		}
+		rm->o.profile = rm->bytes;
+		rm->o.profile_len = n_bytes;
+		rm->o.profile_name = rm->profile_file;
 	}
 	r = fctl_inventory_load(&rm->inv, rm->profile, rm->inventory, err, sizeof(err));
 	if (r < 0) {
@@ -541,85 +407,20 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 		goto out;
 	}
 	if (rm->cert || rm->key || rm->ca) {
-		r = fctl_tls_ctx_new(false, rm->cert, rm->key, rm->ca, &rm->ctx, err, sizeof(err));
+		r = fctl_tls_ctx_new(false, rm->cert, rm->key, rm->ca, &rm->o.tls, err,
+				     sizeof(err));
 		if (r < 0) {
 			cli_err("%s: %s", rm->cmd, err);
 			rc = EXIT_USAGE;
 			goto out;
 		}
 	}
-	if (rm->target) {
-		const struct fctl_inventory_host *h = fctl_inventory_find(&rm->inv, rm->target);
-		static struct fctl_inventory_host direct;
-
-		if (!h) {
-			if (!strchr(rm->target, ':') && rm->target[0] != '/') {
-				cli_err("%s: host '%s' is not in the inventory (give --inventory, a "
-					"profile naming it, or an endpoint HOST:PORT / unix:PATH)",
-					rm->cmd, rm->target);
-				rc = EXIT_USAGE;
-				goto out;
-			}
-			snprintf(direct.name, sizeof(direct.name), "%s", rm->target);
-			snprintf(direct.endpoint, sizeof(direct.endpoint), "%s", rm->target);
-			h = &direct;
-		}
-		v = calloc(1, sizeof(*v));
-		if (!v) {
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		n = 1;
-		v[0].h = h;
-		v[0].type = rm->type;
-		v[0].options = rm->options;
-		v[0].to = rm->to;
-		call_host(rm, &v[0]);
-		/* exactly what the command prints on that host */
-		emit(stdout, v[0].out);
-		fflush(stdout);
-		emit(stderr, v[0].err);
-		if (v[0].rc == 13)
-			v[0].rc = EXIT_USAGE;
-		rc = v[0].rc;
-		goto out;
-	}
-	if (!rm->inv.n) {
-		cli_err("%s: --fabric needs hosts: a PROFILE, --profile FILE or --inventory FILE",
-			rm->cmd);
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	n = rm->inv.n;
-	v = calloc(n, sizeof(*v));
-	if (!v) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		v[i].h = &rm->inv.v[i];
-		v[i].type = rm->type;
-		v[i].options = rm->options;
-		v[i].to = rm->to;
-	}
-	if (rm->type == FCTL_MSG_APPLY) {
-		rc = fabric_apply(rm, v, n);
-	} else {
-		int worst = 0;
-
-		run_phase(rm, rm->cmd, v, n);
-		for (size_t i = 0; i < n; i++)
-			worst = v[i].rc > worst ? v[i].rc : worst;
-		if (worst == 13)
-			worst = EXIT_USAGE;
-		rc = print_hosts(rm, v, n, rm->cmd, worst ? "failed" : "ok", worst);
-	}
+	rm->o.progress = progress;
+	rm->o.progress_ctx = rm;
+	rc = rm->target ? run_target(rm) : run_fabric(rm);
 out:
-	for (size_t i = 0; i < n; i++)
-		hres_reset(&v[i]);
-	free(v);
 	fctl_inventory_release(&rm->inv);
-	fctl_tls_ctx_free(rm->ctx);
+	fctl_tls_ctx_free(rm->o.tls);
 	fctl_profile_free(rm->profile);
 	free(rm->bytes);
 	return rc;
@@ -647,7 +448,6 @@ int cmd_fabric_dispatch(const char *cmd, int argc, char **argv)
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(types); i++)
 		if (strcmp(types[i].cmd, cmd) == 0)
 			rm.type = types[i].type;
-	pthread_mutex_init(&rm.lock, NULL);
 	return remote_main(&rm, argc, argv);
 }
 
