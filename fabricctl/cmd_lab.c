@@ -122,11 +122,6 @@ struct lab_host {
 	struct lab_port *ports;
 };
 
-static void fmt_mac(char out[18], const uint8_t m[6])
-{
-	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
-
 /* Host names the guest can take and that lab.sh accepts as --name. */
 static bool hostname_ok(const char *s)
 {
@@ -267,7 +262,7 @@ static int map_profile(const struct fctl_profile *p, struct lab_host *hosts, siz
 		for (size_t k = 0; k < h->n_ports; k++) {
 			hosts[i].ports[k].pt = &h->ports[k];
 			if (h->ports[k].has_mac)
-				fmt_mac(hosts[i].ports[k].mac, h->ports[k].mac);
+				fctl_format_mac(h->ports[k].mac, hosts[i].ports[k].mac);
 		}
 	}
 	for (size_t l = 0; l < p->n_links; l++) {
@@ -279,7 +274,7 @@ static int map_profile(const struct fctl_profile *p, struct lab_host *hosts, siz
 			lp->peer = &p->links[l].end[!e];
 			/* The end's mac stands in for the port's (docs/profile.md). */
 			if (!lp->mac[0] && end->has_peer_mac)
-				fmt_mac(lp->mac, end->peer_mac);
+				fctl_format_mac(end->peer_mac, lp->mac);
 		}
 	}
 	*n_lab = n;
@@ -540,28 +535,6 @@ out:
 
 /* --- lab keys: throwaway keys for a lab run ------------------------------- */
 
-/* mkdir -p of path's parent directories, mode 0700 */
-static int mkparents(const char *path)
-{
-	char *d = fctl_strdup(path);
-	int r = 0;
-
-	if (!d)
-		return -ENOMEM;
-	for (char *s = d + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			r = -errno;
-		*s = '/';
-		if (r < 0)
-			break;
-	}
-	free(d);
-	return r;
-}
-
 /* 1 written, 0 kept (exists with the right length), < 0 error (said) */
 static int lab_key_one(const char *path, size_t len, const char *cipher, const char *policy)
 {
@@ -581,7 +554,7 @@ static int lab_key_one(const char *path, size_t len, const char *cipher, const c
 		printf("lab keys: %s exists (policy %s, %s): kept\n", path, policy, cipher);
 		return 0;
 	}
-	if (mkparents(path) < 0) {
+	if (fctl_mkdir_parents(path, 0700) < 0) {
 		cli_err("lab keys: cannot create the directory of '%s': %s", path, strerror(errno));
 		return -EIO;
 	}

@@ -291,7 +291,7 @@ static int load_slo(struct run_opts *o, struct probe_report *rep)
 	snprintf(rep->profile, sizeof(rep->profile), "%s", o->profile);
 	snprintf(rep->profile_name, sizeof(rep->profile_name), "%s", p->name);
 	rep->profile_version = p->version;
-	fctl_audit_hex(p->sha256, 32, o->profile_sha256);
+	fctl_format_hex(p->sha256, 32, o->profile_sha256);
 	rep->slo.present = p->slo.present;
 	rep->slo.has_p99 = p->slo.has_latency_p99;
 	rep->slo.p99_us = p->slo.latency_p99_us;

@@ -463,7 +463,7 @@ int fctl_audit_report_json(const struct fctl_audit_report *r, struct fctl_buf *o
 {
 	char hex[65];
 
-	fctl_audit_hex(r->root, 32, hex);
+	fctl_format_hex(r->root, 32, hex);
 	fctl_buf_printf(out,
 			"{\"ok\":%s,\"records\":%" PRIu64 ",\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
 			",\"checkpoints\":%" PRIu64 ",\"checkpoint_size\":%" PRIu64

@@ -71,7 +71,7 @@ static void sha256_hex(const void *p, size_t n, char out[65])
 
 	if (EVP_Digest(p, n, h, &hl, EVP_sha256(), NULL) != 1)
 		abort();
-	fctl_audit_hex(h, 32, out);
+	fctl_format_hex(h, 32, out);
 }
 
 /* takes ownership of data */
@@ -95,20 +95,6 @@ static int add_text(struct ev *e, const char *name, const char *text)
 
 	fctl_buf_puts(&b, text);
 	return add_file(e, name, &b);
-}
-
-static int read_all(const char *path, struct fctl_buf *b)
-{
-	char chunk[65536];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		fctl_buf_append(b, chunk, (size_t)n);
-	close(fd);
-	return n < 0 ? -EIO : b->oom ? -ENOMEM : 0;
 }
 
 /* ["aa","bb"] of hex strings */
@@ -252,7 +238,7 @@ static int find_profile(struct ev *e, struct prof *p)
 		struct fctl_buf b = { 0 };
 		char hex[65];
 
-		if (read_all(cands[i], &b) < 0) {
+		if (fctl_file_read(cands[i], &b) < 0) {
 			fctl_buf_release(&b);
 			continue;
 		}
@@ -664,7 +650,7 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 	if ((r = add_file(e, "audit/checkpoint.txt", &b)) < 0)
 		goto out;
 	fctl_buf_release(&b);
-	if ((r = read_all(pub, &b)) < 0) {
+	if ((r = fctl_file_read(pub, &b)) < 0) {
 		r = fail(e, r, "cannot read '%s': %s", pub, strerror(-r));
 		goto out;
 	}

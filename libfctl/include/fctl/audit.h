@@ -40,12 +40,6 @@
 void fctl_audit_leaf_hash(const void *rec, size_t len, uint8_t out[32]);
 /* SHA-256(0x01 || left || right) */
 void fctl_audit_node_hash(const uint8_t left[32], const uint8_t right[32], uint8_t out[32]);
-/* out: 2n+1 bytes; the same as fctl_format_hex, which new code calls */
-static inline void fctl_audit_hex(const uint8_t *p, size_t n, char *out)
-{
-	fctl_format_hex(p, n, out);
-}
-
 /* The compact range of a growing tree: one hash per set bit of size. */
 struct fctl_audit_tree {
 	uint64_t size;

@@ -22,31 +22,6 @@
 #define FCTL_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define FCTL_PRINTF(f, a)
-/* An error text into err[len] (nothing when err is NULL or len 0). */
-void fctl_set_err(char *err, size_t len, const char *fmt, ...) FCTL_PRINTF(3, 4);
-
-/* Big-endian fields of n bytes (n <= 8) of wire formats. */
-void fctl_put_be(uint8_t *p, uint64_t v, unsigned int n);
-uint64_t fctl_get_be(const uint8_t *p, unsigned int n);
-
-/* --- files --- */
-
-/* write() until all n bytes are written (EINTR retried). Negative errno. */
-int fctl_write_all(int fd, const void *p, size_t n);
-/* Appends the whole file to b. Negative errno (-ENOMEM when b ran out of memory). */
-int fctl_file_read(const char *path, struct fctl_buf *b);
-/* fsync()s the directory that holds path (so a rename or a new name in it is durable). */
-int fctl_fsync_parent(const char *path);
-
-#define FCTL_FILE_SYNC_DIR 0x1 /* fctl_file_replace: also fsync the directory */
-/* Replaces path with data, all or nothing: writes tmp (NULL: PATH.tmp.PID; created with
- * mode, never through a symlink), fsyncs it and renames it over path; tmp is removed on
- * failure. With FCTL_FILE_SYNC_DIR the directory is fsynced after the rename. */
-int fctl_file_replace(const char *path, const char *tmp, const void *data, size_t len,
-		      mode_t mode, unsigned int flags);
-/* Creates every missing directory above the last component of path, with mode. */
-int fctl_mkdir_parents(const char *path, mode_t mode);
-
 #endif
 
 /* A growable, always NUL-terminated byte buffer. Zero-initialise to use. */
