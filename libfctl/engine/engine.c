@@ -26,7 +26,8 @@ struct eng {
 	char dir[PATH_MAX];
 	char host[64];
 	int lock_fd;
-	struct fctl_nl *nl;
+	const struct fctl_engine_ops *ops;
+	void *nl; /* the ops' session */
 };
 
 void fctl_apply_result_release(struct fctl_apply_result *r)
@@ -87,6 +88,7 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 
 	memset(e, 0, sizeof(*e));
 	e->o = o;
+	e->ops = o->ops ? o->ops : &fctl_engine_nl_ops;
 	e->lock_fd = -1;
 	if (o->state_dir)
 		snprintf(e->dir, sizeof(e->dir), "%s", o->state_dir);
@@ -126,7 +128,7 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 		}
 	}
 	if (need_nl) {
-		r = fctl_nl_open(o->netns, &e->nl);
+		r = e->ops->open(o->ops_ctx, o->netns, &e->nl);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot open netlink%s%s: %s",
 				 o->netns ? " in netns " : "", o->netns ? o->netns : "",
@@ -142,7 +144,8 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 
 static void eng_close(struct eng *e)
 {
-	fctl_nl_close(e->nl);
+	if (e->nl)
+		e->ops->close(e->nl);
 	e->nl = NULL;
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
@@ -529,7 +532,7 @@ static int read_live(struct eng *e, const struct fctl_host_state *want,
 		*out = fctl_host_state_new(e->host);
 		return *out ? 0 : -ENOMEM;
 	}
-	r = fctl_nl_read_state(e->nl, e->host, nm.n ? nm.v : NULL, nm.n, out);
+	r = e->ops->read_state(e->nl, e->host, nm.n ? nm.v : NULL, nm.n, out);
 	free(nm.v);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
@@ -544,16 +547,17 @@ static int read_live(struct eng *e, const struct fctl_host_state *want,
 }
 
 /* Links whose names the plan compares but that the profile does not manage must not
- * be touched: keep only live links named in want or prev, plus their VLAN parents. */
+ * be touched: keep only live links named in want, prev or extra. */
 static void restrict_live(struct fctl_host_state *live, const struct fctl_host_state *want,
-			  const struct fctl_host_state *prev)
+			  const struct fctl_host_state *prev, const struct fctl_host_state *extra)
 {
 	size_t w = 0;
 
 	for (size_t i = 0; i < live->n_links; i++) {
 		const char *nm = live->links[i].name;
 
-		if (fctl_host_state_find(want, nm) || fctl_host_state_find(prev, nm)) {
+		if (fctl_host_state_find(want, nm) || fctl_host_state_find(prev, nm) ||
+		    fctl_host_state_find(extra, nm)) {
 			if (w != i)
 				live->links[w] = live->links[i];
 			w++;
@@ -671,11 +675,11 @@ static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_ke
 
 		off.kind = op->kind == FCTL_OP_TXSA_DEL ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
 		off.sa.active = false;
-		r = fctl_nl_exec(e->nl, &off, NULL, 0, nerr);
+		r = e->ops->exec(e->nl, &off, NULL, 0, nerr);
 		if (r < 0 && r != -ENOENT && r != -ENODEV)
 			return r;
 	}
-	return fctl_nl_exec(e->nl, op, key ? key->bytes : NULL, key ? key->len : 0, nerr);
+	return e->ops->exec(e->nl, op, key ? key->bytes : NULL, key ? key->len : 0, nerr);
 }
 
 static void op_words(const struct fctl_op *op, char *out, size_t len)
@@ -765,6 +769,10 @@ static int journal_begin(struct eng *e, const struct fctl_profile *p,
 	fctl_buf_printf(&b, "%s\nhost %s\nprofile %s\nversion %" PRIu64 "\nops %zu\n",
 			JOURNAL_MAGIC, e->host, p && p->name ? p->name : "-",
 			p ? p->version : 0, plan->n_ops);
+	/* the links the plan touches: recovery looks at these too, the new ones included */
+	for (size_t i = 0; i < plan->n_ops; i++)
+		if (i == 0 || strcmp(plan->ops[i].ifname, plan->ops[i - 1].ifname) != 0)
+			fctl_buf_printf(&b, "link %s\n", plan->ops[i].ifname);
 	r = fctl_host_state_save(before, &b);
 	if (r < 0)
 		goto out;
@@ -810,8 +818,35 @@ static int journal_end(struct eng *e)
 	return 0;
 }
 
-/* Reads the prior state of an interrupted apply, or *before = NULL if none. */
-static int journal_read(struct eng *e, struct fctl_host_state **before, char *err, size_t errlen)
+/* The "link NAME" lines of a journal (before its state) as links of a state: names only. */
+static int journal_links(const char *text, const char *end, const char *host,
+			 struct fctl_host_state **out)
+{
+	struct fctl_host_state *hs = fctl_host_state_new(host);
+
+	if (!hs)
+		return -ENOMEM;
+	for (const char *l = strstr(text, "\nlink "); l && l < end; l = strstr(l + 1, "\nlink ")) {
+		char name[FCTL_IFNAMSIZ];
+		size_t n = strcspn(l + 6, "\n");
+
+		if (n == 0 || n >= sizeof(name))
+			continue;
+		memcpy(name, l + 6, n);
+		name[n] = '\0';
+		if (!fctl_host_state_add_link(hs, FCTL_LINK_VLAN, name)) {
+			fctl_host_state_free(hs);
+			return -ENOMEM;
+		}
+	}
+	*out = hs;
+	return 0;
+}
+
+/* Reads the prior state of an interrupted apply, or *before = NULL if none, and the
+ * links its plan touched (*touched, names only; empty for a journal without them). */
+static int journal_read(struct eng *e, struct fctl_host_state **before,
+			struct fctl_host_state **touched, char *err, size_t errlen)
 {
 	struct fctl_buf b = { 0 };
 	char path[PATH_MAX + 16];
@@ -820,6 +855,7 @@ static int journal_read(struct eng *e, struct fctl_host_state **before, char *er
 	int r;
 
 	*before = NULL;
+	*touched = NULL;
 	journal_path(e, path, sizeof(path));
 	r = read_file(path, &b);
 	if (r == -ENOENT)
@@ -838,13 +874,22 @@ static int journal_read(struct eng *e, struct fctl_host_state **before, char *er
 	r = fctl_host_state_load(st + 1, &used, before);
 	if (r < 0)
 		snprintf(err, errlen, "journal '%s' is damaged (prior state unreadable)", path);
+	if (r == 0) {
+		r = journal_links(b.data, st + 1, e->host, touched);
+		if (r < 0) {
+			fctl_host_state_free(*before);
+			*before = NULL;
+		}
+	}
 	fctl_buf_release(&b);
 	return r;
 }
 
-/* Brings the host back to `before`: plan live -> before, execute, compare. */
+/* Brings the host back to `before`: plan live -> before, execute, compare. The live
+ * links looked at are those of before, want and extra (the links a plan touched). */
 static int restore(struct eng *e, const struct fctl_host_state *before,
-		   const struct fctl_host_state *want, struct fctl_apply_result *res)
+		   const struct fctl_host_state *want, const struct fctl_host_state *extra,
+		   struct fctl_apply_result *res)
 {
 	struct fctl_host_state *live = NULL, *after = NULL;
 	struct fctl_plan *undo = NULL, *check = NULL;
@@ -854,9 +899,9 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 	long failed;
 	int r;
 
-	r = read_live(e, before, want, NULL, &live, err, sizeof(err));
+	r = read_live(e, before, want, extra, &live, err, sizeof(err));
 	if (r == 0) {
-		restrict_live(live, before, want);
+		restrict_live(live, before, want, extra);
 		r = fctl_plan_compute(live, before, &undo);
 	}
 	if (r == 0)
@@ -864,9 +909,9 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 	if (r == 0)
 		r = run_plan(e, undo, keys, "rollback", false, &done, &failed, err, sizeof(err));
 	if (r == 0)
-		r = read_live(e, before, want, NULL, &after, err, sizeof(err));
+		r = read_live(e, before, want, extra, &after, err, sizeof(err));
 	if (r == 0) {
-		restrict_live(after, before, want);
+		restrict_live(after, before, want, extra);
 		r = fctl_plan_compute(after, before, &check);
 	}
 	if (r == 0) {
@@ -893,9 +938,9 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 static int recover_locked(struct eng *e, const struct fctl_host_state *want,
 			  struct fctl_apply_result *res)
 {
-	struct fctl_host_state *before = NULL;
+	struct fctl_host_state *before = NULL, *touched = NULL;
 	char err[512] = "";
-	int r = journal_read(e, &before, err, sizeof(err));
+	int r = journal_read(e, &before, &touched, err, sizeof(err));
 
 	if (r < 0) {
 		snprintf(res->error, sizeof(res->error), "%s", err);
@@ -903,8 +948,9 @@ static int recover_locked(struct eng *e, const struct fctl_host_state *want,
 	}
 	if (!before)
 		return 0;
-	r = restore(e, before, want, res);
+	r = restore(e, before, want, touched, res);
 	fctl_host_state_free(before);
+	fctl_host_state_free(touched);
 	if (r == 0 && res->restored_exactly) {
 		res->recovered = true;
 		journal_end(e);
@@ -952,7 +998,7 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 		r = read_live(&e, want, prev, NULL, &live, err, errlen);
 	}
 	if (r == 0) {
-		restrict_live(live, want, prev);
+		restrict_live(live, want, prev, NULL);
 		r = fctl_plan_compute(live, want, plan);
 	}
 	if (r == 0 && live_out) {
@@ -987,9 +1033,9 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 	if (want || prev) {
 		r = read_live(&e, want, prev, NULL, live, err, errlen);
 		if (r == 0)
-			restrict_live(*live, want, prev);
+			restrict_live(*live, want, prev, NULL);
 	} else {
-		r = fctl_nl_read_state(e.nl, e.host, NULL, 0, live);
+		r = e.ops->read_state(e.nl, e.host, NULL, 0, live);
 		if (r < 0)
 			snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
 	}
@@ -1035,7 +1081,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 	r = read_live(&e, want, prev, NULL, &live, res->error, sizeof(res->error));
 	if (r < 0)
 		goto out;
-	restrict_live(live, want, prev);
+	restrict_live(live, want, prev, NULL);
 	r = fctl_plan_compute(live, want, &res->plan);
 	if (r < 0)
 		goto out;
@@ -1073,7 +1119,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		/* verify from a fresh dump: the kernel holds exactly what the profile says */
 		r = read_live(&e, want, prev, NULL, &after, res->error, sizeof(res->error));
 		if (r == 0) {
-			restrict_live(after, want, prev);
+			restrict_live(after, want, prev, NULL);
 			r = fctl_plan_compute(after, want, &check);
 		}
 		if (r == 0 && check->n_ops) {
@@ -1087,7 +1133,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 	}
 	if (r < 0) {
 		res->failed = true;
-		if (restore(&e, live, want, res) == 0 && res->restored_exactly)
+		if (restore(&e, live, want, NULL, res) == 0 && res->restored_exactly)
 			journal_end(&e);
 		goto out;
 	}
@@ -1113,7 +1159,7 @@ record:
 	}
 out:
 	if (e.nl) {
-		fctl_nl_get_stats(e.nl, &st);
+		e.ops->get_stats(e.nl, &st);
 		res->writes = st.writes;
 		res->round_trips = st.round_trips;
 	}
