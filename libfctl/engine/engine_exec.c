@@ -13,6 +13,8 @@
 
 #include "engine_int.h"
 
+#ifdef FCTL_TEST_HOOKS
+/* The test hooks (docs/apply.md) exist only in builds configured with FCTL_TEST_HOOKS. */
 static int env_int(const char *name)
 {
 	const char *v = getenv(name);
@@ -22,6 +24,7 @@ static int env_int(const char *name)
 		return -1;
 	return (int)u;
 }
+#endif
 
 static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
 		   struct fctl_nl_err *nerr)
@@ -76,8 +79,10 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
 		       size_t errlen)
 {
+#ifdef FCTL_TEST_HOOKS
 	int fail_at = hooks ? env_int("FCTL_TEST_FAIL_AT_OP") : -1;
 	int crash_after = hooks ? env_int("FCTL_TEST_CRASH_AFTER_OP") : -1;
+#endif
 
 	*done = 0;
 	*failed = -1;
@@ -90,12 +95,14 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 		if (e->o->progress)
 			e->o->progress(e->o->progress_ctx, phase, i, plan->n_ops, op);
 		op_words(op, words, sizeof(words));
+#ifdef FCTL_TEST_HOOKS
 		if ((int)i == fail_at) {
 			snprintf(err, errlen, "op %zu (%s): injected failure (FCTL_TEST_FAIL_AT_OP)",
 				 i + 1, words);
 			*failed = (long)i;
 			return -EIO;
 		}
+#endif
 		r = exec_op(e, op, keys ? keys[i] : NULL, &nerr);
 		if (r < 0) {
 			snprintf(err, errlen, "op %zu (%s): %s", i + 1, words,
@@ -104,8 +111,10 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 			return r;
 		}
 		*done = i + 1;
+#ifdef FCTL_TEST_HOOKS
 		if ((int)i == crash_after)
 			raise(SIGKILL);
+#endif
 	}
 	return 0;
 }

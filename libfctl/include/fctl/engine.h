@@ -15,9 +15,9 @@
  *   6. verify: a fresh dump must plan to zero operations against the profile;
  *   7. record the applied profile in the history (for rollback --to), commit.
  *
- * Test hooks (documented in docs/apply.md): FCTL_TEST_FAIL_AT_OP=N fails op N
- * (0-based) before it is sent; FCTL_TEST_CRASH_AFTER_OP=N kills the process
- * with SIGKILL after op N.
+ * Test hooks (documented in docs/apply.md), only in builds configured with
+ * -DFCTL_TEST_HOOKS=ON: FCTL_TEST_FAIL_AT_OP=N fails op N (0-based) before it is
+ * sent; FCTL_TEST_CRASH_AFTER_OP=N kills the process with SIGKILL after op N.
  */
 #ifndef FCTL_ENGINE_H
 #define FCTL_ENGINE_H
