@@ -2,6 +2,8 @@
 # Installs what is missing, builds, and runs every test of fabricctl:
 #   1. build with -Werror, unit tests + CLI tests (ctest)
 #   2. ASan+UBSan build, the same tests under the sanitizers
+#      (both builds with -DFCTL_TEST_HOOKS=ON: the lab tests inject faults)
+#   release-hooks: a Release build without that option carries no test hook
 #   3. libFuzzer over the profile parser, bounded time (clang)
 #   4. the real-kernel lab: qemu VMs with Debian's stock kernel
 #        smoke (the lab itself), nl_live (netlink layer), apply (apply engine)
@@ -9,14 +11,14 @@
 # is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
 # on any failure.
 #
-# Environment: FCTL_FUZZ_SECONDS (default 60), FCTL_TEST_ONLY="unit asan fuzz lab"
+# Environment: FCTL_FUZZ_SECONDS (default 60), FCTL_TEST_ONLY="unit asan release fuzz lab"
 # to run a subset while developing (CI runs everything), FCTL_JOBS (default nproc).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=${FCTL_JOBS:-$(nproc)}
-ONLY=${FCTL_TEST_ONLY:-unit asan fuzz lab}
+ONLY=${FCTL_TEST_ONLY:-unit asan release fuzz lab}
 PASSED=()
 FAILED=()
 T0=$(date +%s)
@@ -66,11 +68,31 @@ build() { # dir, extra cmake args...
 	cmake -S "$ROOT" -B "$ROOT/$dir" -DFCTL_WERROR=ON "$@" >/dev/null &&
 		cmake --build "$ROOT/$dir" -j "$JOBS"
 }
-export -f build
+# fails when a binary of build directory $1 is missing or names a test hook
+release_hooks_check() { # dir
+	local dir=$1 bin s rc=0
+	for bin in fabricctl/fabricctl keymgr/fabricctl-keymgr probes/fabricctl-probe; do
+		if [ ! -f "$ROOT/$dir/$bin" ]; then
+			echo "release-hooks: $dir/$bin is missing: cannot check it" >&2
+			rc=1
+			continue
+		fi
+		for s in FCTL_TEST_FAIL_AT_OP FCTL_TEST_CRASH_AFTER_OP FCTL_AUDIT_TEST_TEAR \
+			FCTL_KEYMGR_TEST_HOOK; do
+			if grep -qa "$s" "$ROOT/$dir/$bin"; then
+				echo "release-hooks: $dir/$bin contains the test hook $s" >&2
+				rc=1
+			fi
+		done
+	done
+	[ $rc -eq 0 ] && echo "release-hooks: no test hook in $dir"
+	return $rc
+}
+export -f build release_hooks_check
 export ROOT JOBS
 
 # 1. the build CI and the lab use, with -Werror
-suite build 1200 bash -c 'build build'
+suite build 1200 bash -c 'build build -DFCTL_TEST_HOOKS=ON'
 if want unit; then
 	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
 	suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
@@ -82,13 +104,27 @@ fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
 if want asan; then
-	suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug'
+	suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DFCTL_TEST_HOOKS=ON'
 	suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
 	suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
 	suite asan-security 900 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		tests/security/run.sh "$ROOT/build-asan"
+fi
+
+# the release configuration: the default options (-U drops a value an earlier
+# configure left in the cache), the shipped programs (the unit tests are the other
+# builds' business), and none of the test hooks in them
+release_build() {
+	cmake -S "$ROOT" -B "$ROOT/build-release" -DFCTL_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
+		-UFCTL_TEST_HOOKS >/dev/null &&
+		cmake --build "$ROOT/build-release" -j "$JOBS" \
+			--target fabricctl fabricctl-keymgr fabricctl-probe
+}
+export -f release_build
+if want release; then
+	suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
 fi
 
 # 3. fuzzing (bounded)

@@ -475,6 +475,7 @@ static int flush_locked(struct fctl_audit *a)
 	}
 	if (!out.len)
 		goto out;
+#ifdef FCTL_TEST_HOOKS
 	if (getenv("FCTL_AUDIT_TEST_TEAR") && out.len > 1) {
 		/* test hook: write in two halves with a pause, so a kill lands mid-record */
 		size_t half = out.len / 2;
@@ -487,6 +488,9 @@ static int flush_locked(struct fctl_audit *a)
 	} else {
 		r = fctl_write_all(a->fd, out.data, out.len);
 	}
+#else
+	r = write_all(a->fd, out.data, out.len);
+#endif
 	if (r == 0 && fdatasync(a->fd) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -15,9 +15,9 @@
  *   6. verify: a fresh dump must plan to zero operations against the profile;
  *   7. record the applied profile in the history (for rollback --to), commit.
  *
- * Test hooks (documented in docs/apply.md): FCTL_TEST_FAIL_AT_OP=N fails op N
- * (0-based) before it is sent; FCTL_TEST_CRASH_AFTER_OP=N kills the process
- * with SIGKILL after op N.
+ * Test hooks (documented in docs/apply.md), only in builds configured with
+ * -DFCTL_TEST_HOOKS=ON: FCTL_TEST_FAIL_AT_OP=N fails op N (0-based) before it is
+ * sent; FCTL_TEST_CRASH_AFTER_OP=N kills the process with SIGKILL after op N.
  */
 #ifndef FCTL_ENGINE_H
 #define FCTL_ENGINE_H
@@ -31,6 +31,33 @@
 #define FCTL_STATE_DIR "/var/lib/fabricctl"
 #define FCTL_APPLY_MAX_KCVS 64
 
+struct fctl_nl_err;
+struct fctl_nl_stats;
+
+/*
+ * The kernel under the engine: exactly the netlink calls it makes, as a table.
+ * fctl_engine_nl_ops is the real one, built on fctl_nl (fctl/nl.h); a test puts
+ * an in-memory kernel behind a table of its own. Each entry keeps the contract
+ * of the fctl_nl function it stands for (int >= 0 or a negative errno, outputs
+ * written only on success); sess is what open returned.
+ */
+struct fctl_engine_ops {
+	/* fctl_nl_open: a session in netns (NULL: the current one); ctx is opts->ops_ctx */
+	int (*open)(void *ctx, const char *netns, void **sess);
+	/* fctl_nl_close; never called with NULL */
+	void (*close)(void *sess);
+	/* fctl_nl_read_state: the live VLAN/MACsec links (names: only those and their uppers) */
+	int (*read_state)(void *sess, const char *host, const char *const *names, size_t n_names,
+			  struct fctl_host_state **out);
+	/* fctl_nl_exec: one plan op; key/key_len for TXSA_ADD and RXSA_ADD, else NULL/0 */
+	int (*exec)(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
+		    struct fctl_nl_err *err);
+	/* fctl_nl_get_stats: requests since open */
+	void (*get_stats)(const void *sess, struct fctl_nl_stats *out);
+};
+
+extern const struct fctl_engine_ops fctl_engine_nl_ops;
+
 struct fctl_engine_opts {
 	const char *netns;     /* NULL: current network namespace */
 	const char *state_dir; /* NULL: FCTL_STATE_DIR (+ "/netns/NAME" with a netns) */
@@ -40,6 +67,8 @@ struct fctl_engine_opts {
 	void (*progress)(void *ctx, const char *phase, size_t done, size_t total,
 			 const struct fctl_op *op);
 	void *progress_ctx;
+	const struct fctl_engine_ops *ops; /* NULL: fctl_engine_nl_ops */
+	void *ops_ctx;                     /* passed to ops->open */
 };
 
 struct fctl_apply_result {

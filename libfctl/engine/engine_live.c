@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/* Live state as the engine reads it: the managed links, with their key references. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+struct names {
+	const char **v;
+	size_t n, cap;
+};
+
+static void names_add_state(struct names *nm, const struct fctl_host_state *hs)
+{
+	for (size_t i = 0; hs && i < hs->n_links; i++) {
+		const char **slot = fctl_array_grow(&nm->v, &nm->n, &nm->cap, sizeof(*slot));
+
+		if (slot)
+			*slot = hs->links[i].name;
+	}
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts the names and drops duplicates: one sort, not a scan of all names per name. */
+static void names_finish(struct names *nm)
+{
+	size_t w = 0;
+
+	if (nm->n > 1)
+		qsort(nm->v, nm->n, sizeof(*nm->v), cmp_name);
+	for (size_t i = 0; i < nm->n; i++)
+		if (!w || strcmp(nm->v[w - 1], nm->v[i]) != 0)
+			nm->v[w++] = nm->v[i];
+	nm->n = w;
+}
+
+/* An XPN SA read from the kernel has its SSCI but not its salt (never dumped). On a link
+ * fabricctl made (its KEYID matched a profile's reference) the salt is the one derived
+ * from that SA's KEYID, which is what re-installing it on a rollback needs. */
+static void salt_from_keyids(struct fctl_macsec *m)
+{
+	struct fctl_sa *sa;
+
+	if (!fctl_cipher_is_xpn(m->cipher))
+		return;
+	for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+		for (size_t s = 0; s <= m->n_rxsc; s++) {
+			sa = s < m->n_rxsc ? &m->rxsc[s].sa[an] : &m->txsa[an];
+			if (sa->present && sa->has_keyid && !sa->has_salt) {
+				fctl_salt_from_keyid(sa->keyid, sa->salt);
+				sa->has_salt = true;
+			}
+		}
+	}
+}
+
+/* Gives live MACsec links the key references of the profiles that made them, matched
+ * by KEYID (keys are never read back): rollback can then re-install their SAs. */
+static int annotate_keys(struct fctl_host_state *live, const struct fctl_host_state *const *srcs,
+			 size_t nsrc)
+{
+	for (size_t i = 0; i < live->n_links; i++) {
+		struct fctl_macsec *m = &live->links[i].macsec;
+		const struct fctl_sa *sa = NULL;
+
+		if (live->links[i].kind != FCTL_LINK_MACSEC || m->key.backend)
+			continue;
+		for (unsigned an = 0; an < FCTL_MAX_AN && !sa; an++)
+			if (m->txsa[an].present && m->txsa[an].has_keyid)
+				sa = &m->txsa[an];
+		for (size_t s = 0; s < m->n_rxsc && !sa; s++)
+			for (unsigned an = 0; an < FCTL_MAX_AN && !sa; an++)
+				if (m->rxsc[s].sa[an].present && m->rxsc[s].sa[an].has_keyid)
+					sa = &m->rxsc[s].sa[an];
+		if (!sa)
+			continue;
+		for (size_t k = 0; k < nsrc; k++) {
+			const struct fctl_host_state *src = srcs[k];
+
+			for (size_t j = 0; src && j < src->n_links; j++) {
+				const struct fctl_macsec *sm = &src->links[j].macsec;
+				uint8_t id[FCTL_KEYID_LEN];
+
+				if (src->links[j].kind != FCTL_LINK_MACSEC || !sm->key.backend)
+					continue;
+				fctl_keyid_from_ref(&sm->key, id);
+				if (memcmp(id, sa->keyid, sizeof(id)) != 0)
+					continue;
+				m->key.backend = fctl_strdup(sm->key.backend);
+				m->key.id = fctl_strdup(sm->key.id);
+				m->key.base = fctl_strdup(sm->key.base);
+				m->key.version = sm->key.version;
+				if (!m->key.backend || !m->key.id)
+					return -ENOMEM;
+				salt_from_keyids(m);
+				goto next;
+			}
+		}
+next:;
+	}
+	return 0;
+}
+
+int fctl_engi_read_live(struct eng *e, const struct fctl_host_state *want,
+			const struct fctl_host_state *prev, const struct fctl_host_state *extra,
+			struct fctl_host_state **out, char *err, size_t errlen)
+{
+	struct names nm = { 0 };
+	const struct fctl_host_state *srcs[] = { want, prev, extra };
+	int r;
+
+	names_add_state(&nm, want);
+	if (prev != want)
+		names_add_state(&nm, prev);
+	if (extra != want && extra != prev)
+		names_add_state(&nm, extra);
+	names_finish(&nm);
+	if (!nm.n && (want || prev || extra)) {
+		/* nothing managed: an empty state, without asking the kernel for everything */
+		free(nm.v);
+		*out = fctl_host_state_new(e->host);
+		return *out ? 0 : -ENOMEM;
+	}
+	r = e->ops->read_state(e->nl, e->host, nm.n ? nm.v : NULL, nm.n, out);
+	free(nm.v);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
+		return r;
+	}
+	r = annotate_keys(*out, srcs, FCTL_ARRAY_SIZE(srcs));
+	if (r < 0) {
+		fctl_host_state_free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+/* Links whose names the plan compares but that the profile does not manage must not
+ * be touched: keep only live links named in want, prev or extra. */
+void fctl_engi_restrict_live(struct fctl_host_state *live, const struct fctl_host_state *want,
+			     const struct fctl_host_state *prev, const struct fctl_host_state *extra)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < live->n_links; i++) {
+		const char *nm = live->links[i].name;
+
+		if (fctl_host_state_find(want, nm) || fctl_host_state_find(prev, nm) ||
+		    fctl_host_state_find(extra, nm)) {
+			if (w != i)
+				live->links[w] = live->links[i];
+			w++;
+		} else {
+			fctl_link_release(&live->links[i]);
+		}
+	}
+	live->n_links = w;
+}

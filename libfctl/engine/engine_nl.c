@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/* The engine's real kernel: its operations table on fctl_nl. See struct fctl_engine_ops. */
+#include "fctl/engine.h"
+#include "fctl/nl.h"
+
+static int nl_open(void *ctx, const char *netns, void **sess)
+{
+	struct fctl_nl *nl;
+	int r = fctl_nl_open(netns, &nl);
+
+	if (r < 0)
+		return r;
+	*sess = nl;
+	return r;
+}
+
+static void nl_close(void *sess)
+{
+	fctl_nl_close(sess);
+}
+
+static int nl_read_state(void *sess, const char *host, const char *const *names, size_t n_names,
+			 struct fctl_host_state **out)
+{
+	return fctl_nl_read_state(sess, host, names, n_names, out);
+}
+
+static int nl_exec(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
+		   struct fctl_nl_err *err)
+{
+	return fctl_nl_exec(sess, op, key, key_len, err);
+}
+
+static void nl_get_stats(const void *sess, struct fctl_nl_stats *out)
+{
+	fctl_nl_get_stats(sess, out);
+}
+
+const struct fctl_engine_ops fctl_engine_nl_ops = {
+	.open = nl_open,
+	.close = nl_close,
+	.read_state = nl_read_state,
+	.exec = nl_exec,
+	.get_stats = nl_get_stats,
+};

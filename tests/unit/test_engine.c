@@ -1,0 +1,948 @@
+// SPDX-License-Identifier: MIT
+/* The apply engine against an in-memory kernel: all or nothing, rollback, recovery, order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fctl/engine.h"
+#include "fctl/nl.h"
+
+/* --- the fake kernel --- */
+
+#define LOG_MAX 256
+
+struct logent {
+	enum fctl_op_kind kind;
+	char ifname[FCTL_IFNAMSIZ];
+	bool protect;    /* the op's link payload (LINK_ADD) */
+	enum fctl_validate validate;
+};
+
+struct fkey {
+	uint8_t keyid[FCTL_KEYID_LEN];
+	uint8_t bytes[32];
+	size_t len;
+};
+
+struct fake {
+	struct fctl_host_state *hs; /* the kernel's VLAN and MACsec links; eth0 is implicit */
+	long calls;                 /* exec calls so far */
+	long fail_at;               /* the exec call that fails, once (-1: none) */
+	long crash_at;              /* the process dies at this exec call, or at the read after
+				     * that many calls when no such call comes (-1: never) */
+	char crash_file[512];       /* where the dying process leaves the kernel's state */
+	struct logent log[LOG_MAX];
+	size_t n_log;
+	struct fkey keys[4]; /* what each KEYID's SAK must be */
+	size_t n_keys;
+	char violation[512]; /* the first fail-secure rule broken, "" when none */
+	uint64_t writes, round_trips;
+};
+
+static char tmp[] = "/tmp/fctl-test-engine-XXXXXX";
+static int n_state_dirs;
+
+static void violate(struct fake *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->violation[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(f->violation, sizeof(f->violation), fmt, ap);
+	va_end(ap);
+}
+
+static char *state_text(struct fctl_host_state *hs)
+{
+	struct fctl_buf b = { 0 };
+
+	fctl_host_state_sort(hs);
+	if (fctl_host_state_save(hs, &b) < 0)
+		return NULL;
+	return b.data;
+}
+
+static struct fctl_host_state *state_from_text(const char *text)
+{
+	struct fctl_host_state *hs = NULL;
+	size_t used;
+
+	return fctl_host_state_load(text, &used, &hs) == 0 ? hs : NULL;
+}
+
+static struct fctl_host_state *state_copy(struct fctl_host_state *hs)
+{
+	char *t = state_text(hs);
+	struct fctl_host_state *c = t ? state_from_text(t) : NULL;
+
+	free(t);
+	return c;
+}
+
+static void fake_init(struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->hs = fctl_host_state_new("h1");
+	f->fail_at = f->crash_at = -1;
+	assert_non_null(f->hs);
+}
+
+static void fake_release(struct fake *f)
+{
+	fctl_host_state_free(f->hs);
+	f->hs = NULL;
+}
+
+static void fake_add_key(struct fake *f, const char *id, uint32_t version, const char *hex)
+{
+	struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "file", .id = (char *)(uintptr_t)id,
+				   .version = version };
+	struct fkey *k = &f->keys[f->n_keys++];
+
+	fctl_keyid_from_ref(&ref, k->keyid);
+	k->len = strlen(hex) / 2;
+	for (size_t i = 0; i < k->len; i++)
+		sscanf(hex + 2 * i, "%2hhx", &k->bytes[i]);
+}
+
+/* The kernel dies here: what it holds survives, the process does not. */
+static void die(struct fake *f)
+{
+	char *t = state_text(f->hs);
+	int fd = open(f->crash_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (t && fd >= 0 && write(fd, t, strlen(t)) == (ssize_t)strlen(t) &&
+	    (!f->violation[0] || write(fd, f->violation, strlen(f->violation)) >= 0))
+		fsync(fd);
+	raise(SIGKILL);
+}
+
+static bool listed(const char *name, const char *const *names, size_t n)
+{
+	for (size_t i = 0; name[0] && i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* As fctl_nl_read_state: the named links and the links under them, no key references,
+ * no salts, the window only while replay protection is on. */
+static int fake_read_state(void *sess, const char *host, const char *const *names, size_t n_names,
+			   struct fctl_host_state **out)
+{
+	struct fake *f = sess;
+	struct fctl_host_state *hs;
+	size_t w = 0;
+
+	if (f->crash_at >= 0 && f->calls > 0 && f->calls == f->crash_at)
+		die(f);
+	f->round_trips++;
+	hs = state_copy(f->hs);
+	if (!hs)
+		return -ENOMEM;
+	for (size_t i = 0; i < hs->n_links; i++) {
+		struct fctl_link *l = &hs->links[i];
+		const struct fctl_link *p = fctl_host_state_find(f->hs, l->parent);
+
+		if (names && !listed(l->name, names, n_names) && !listed(l->parent, names, n_names) &&
+		    !(p && listed(p->parent, names, n_names))) {
+			fctl_link_release(l);
+			continue;
+		}
+		if (!l->macsec.replay_protect)
+			l->macsec.window = 0;
+		hs->links[w++] = *l;
+	}
+	hs->n_links = w;
+	hs->sorted = false;
+	fctl_host_state_sort(hs);
+	*out = hs;
+	return 0;
+}
+
+static bool secy_safe(const struct fctl_link *l)
+{
+	return l->macsec.protect && l->macsec.validate != FCTL_VALIDATE_DISABLED;
+}
+
+static bool has_active_rxsa(const struct fctl_rxsc *sc)
+{
+	for (unsigned an = 0; an < FCTL_MAX_AN; an++)
+		if (sc->sa[an].present && sc->sa[an].active)
+			return true;
+	return false;
+}
+
+/* Rules that must hold after every op, rollbacks and recoveries included. */
+static void check_state(struct fake *f, const struct fctl_op *op)
+{
+	for (size_t i = 0; i < f->hs->n_links; i++) {
+		const struct fctl_link *l = &f->hs->links[i];
+		const struct fctl_link *p = fctl_host_state_find(f->hs, l->parent);
+
+		if (l->kind != FCTL_LINK_MACSEC)
+			continue;
+		if ((l->up || l->n_addrs) && !secy_safe(l))
+			violate(f, "after %s %s: %s carries traffic unprotected",
+				fctl_op_kind_name(op->kind), op->ifname, l->name);
+		if (p && p->n_addrs)
+			violate(f, "after %s %s: %s, the VLAN under %s, has an address",
+				fctl_op_kind_name(op->kind), op->ifname, p->name, l->name);
+	}
+}
+
+/* Rules of the op itself, against the state it meets. */
+static void check_op(struct fake *f, const struct fctl_op *op, const struct fctl_link *l,
+		     const uint8_t *key, size_t key_len)
+{
+	const struct fctl_macsec *m = &l->macsec;
+	const struct fkey *k = NULL;
+
+	switch (op->kind) {
+	case FCTL_OP_TXSA_ADD:
+	case FCTL_OP_TXSA_UPD:
+		if (!op->sa.active)
+			break;
+		if (!m->n_rxsc)
+			violate(f, "%s on %s: a TX SA goes live before any RX SC",
+				fctl_op_kind_name(op->kind), l->name);
+		for (size_t s = 0; s < m->n_rxsc; s++)
+			if (m->rxsc[s].active && !has_active_rxsa(&m->rxsc[s]))
+				violate(f, "%s on %s: a TX SA goes live before the RX SAs",
+					fctl_op_kind_name(op->kind), l->name);
+		break;
+	case FCTL_OP_ADDR_ADD:
+		if (l->kind == FCTL_LINK_MACSEC &&
+		    (!m->txsa[m->encoding_sa].present || !m->txsa[m->encoding_sa].active))
+			violate(f, "address %s on %s before its TX SA", op->addr, l->name);
+		break;
+	default:
+		break;
+	}
+	if (op->kind != FCTL_OP_TXSA_ADD && op->kind != FCTL_OP_RXSA_ADD)
+		return;
+	if (!secy_safe(l))
+		violate(f, "%s on %s while protect/validation is off", fctl_op_kind_name(op->kind),
+			l->name);
+	for (size_t i = 0; i < f->n_keys && !k; i++)
+		if (memcmp(f->keys[i].keyid, op->sa.keyid, FCTL_KEYID_LEN) == 0)
+			k = &f->keys[i];
+	if (!k || !key || key_len != k->len || memcmp(key, k->bytes, k->len) != 0)
+		violate(f, "%s on %s: not the SAK of its KEYID", fctl_op_kind_name(op->kind),
+			l->name);
+}
+
+static int link_add(struct fake *f, const struct fctl_op *op)
+{
+	struct fctl_link *l;
+
+	if (fctl_host_state_find(f->hs, op->ifname))
+		return -EEXIST;
+	if (strcmp(op->link.parent, "eth0") != 0 && !fctl_host_state_find(f->hs, op->link.parent))
+		return -ENODEV;
+	l = fctl_host_state_add_link(f->hs, op->link.kind, op->ifname);
+	if (!l)
+		return -ENOMEM;
+	*l = op->link;
+	l->up = false;
+	if (!l->has_mtu) {
+		l->mtu = 1500;
+		l->has_mtu = true;
+	}
+	memset(l->macsec.txsa, 0, sizeof(l->macsec.txsa));
+	l->macsec.port = (uint16_t)(l->macsec.sci & 0xffff);
+	l->macsec.has_port = l->kind == FCTL_LINK_MACSEC;
+	return 0;
+}
+
+static void link_change(struct fctl_link *l, const struct fctl_op *op)
+{
+	struct fctl_macsec *m = &l->macsec;
+	const struct fctl_macsec *w = &op->link.macsec;
+	unsigned c = op->changes;
+
+	if (c & FCTL_CHG_MTU)
+		l->mtu = op->link.mtu;
+	if (c & FCTL_CHG_WINDOW)
+		m->window = w->window;
+	if (c & FCTL_CHG_REPLAY)
+		m->replay_protect = w->replay_protect;
+	if (c & FCTL_CHG_VALIDATE)
+		m->validate = w->validate;
+	if (c & FCTL_CHG_ENCRYPT)
+		m->encrypt = w->encrypt;
+	if (c & FCTL_CHG_PROTECT)
+		m->protect = w->protect;
+	if (c & FCTL_CHG_SEND_SCI)
+		m->send_sci = w->send_sci;
+	if (c & FCTL_CHG_END_STATION)
+		m->end_station = w->end_station;
+	if (c & FCTL_CHG_SCB)
+		m->scb = w->scb;
+	if (c & FCTL_CHG_ENCODING_SA)
+		m->encoding_sa = w->encoding_sa;
+	if (c & FCTL_CHG_OFFLOAD)
+		m->offload = w->offload;
+}
+
+/* Deleting a VLAN takes its MACsec uppers with it, as the kernel does. */
+static void link_del(struct fake *f, const char *name)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < f->hs->n_links; i++) {
+		struct fctl_link *l = &f->hs->links[i];
+
+		if (strcmp(l->name, name) == 0 || strcmp(l->parent, name) == 0) {
+			fctl_link_release(l);
+			continue;
+		}
+		f->hs->links[w++] = *l;
+	}
+	f->hs->n_links = w;
+	f->hs->sorted = false;
+}
+
+static struct fctl_sa *sa_slot(struct fctl_link *l, const struct fctl_op *op, bool tx)
+{
+	struct fctl_rxsc *sc;
+
+	if (l->kind != FCTL_LINK_MACSEC || op->an >= FCTL_MAX_AN)
+		return NULL;
+	if (tx)
+		return &l->macsec.txsa[op->an];
+	sc = fctl_macsec_find_rxsc(&l->macsec, op->sci);
+	return sc ? &sc->sa[op->an] : NULL;
+}
+
+static int sa_op(struct fctl_link *l, const struct fctl_op *op, bool tx, int what)
+{
+	struct fctl_sa *sa = sa_slot(l, op, tx);
+
+	if (!sa)
+		return -ENODEV;
+	if (what == 0) { /* add */
+		if (sa->present)
+			return -EEXIST;
+		*sa = op->sa;
+		sa->present = true;
+		sa->has_salt = false;
+		memset(sa->salt, 0, sizeof(sa->salt));
+		return 0;
+	}
+	if (!sa->present)
+		return -ENOENT;
+	if (what == 1) { /* update */
+		sa->active = op->sa.active;
+		return 0;
+	}
+	if (sa->active)
+		return -EBUSY; /* the kernel refuses to delete an active SA */
+	memset(sa, 0, sizeof(*sa));
+	return 0;
+}
+
+static int rxsc_op(struct fctl_link *l, const struct fctl_op *op)
+{
+	struct fctl_macsec *m = &l->macsec;
+	struct fctl_rxsc *sc;
+
+	if (l->kind != FCTL_LINK_MACSEC)
+		return -EINVAL;
+	sc = fctl_macsec_find_rxsc(m, op->sci);
+	if (op->kind == FCTL_OP_RXSC_ADD) {
+		if (sc)
+			return -EEXIST;
+		sc = fctl_macsec_add_rxsc(m, op->sci);
+		if (!sc)
+			return -ENOMEM;
+		sc->active = op->rxsc_active;
+		return 0;
+	}
+	if (!sc)
+		return -ENODEV;
+	if (op->kind == FCTL_OP_RXSC_UPD) {
+		sc->active = op->rxsc_active;
+		return 0;
+	}
+	m->rxsc[sc - m->rxsc] = m->rxsc[--m->n_rxsc];
+	return 0;
+}
+
+static int addr_op(struct fctl_link *l, const struct fctl_op *op)
+{
+	for (size_t i = 0; i < l->n_addrs; i++) {
+		if (strcmp(l->addrs[i], op->addr) != 0)
+			continue;
+		if (op->kind == FCTL_OP_ADDR_ADD)
+			return -EEXIST;
+		free(l->addrs[i]);
+		l->addrs[i] = l->addrs[--l->n_addrs];
+		return 0;
+	}
+	return op->kind == FCTL_OP_ADDR_ADD ? fctl_link_add_addr(l, op->addr) : -EADDRNOTAVAIL;
+}
+
+static int apply_op(struct fake *f, const struct fctl_op *op, const uint8_t *key, size_t key_len)
+{
+	struct fctl_link *l;
+
+	if (op->kind == FCTL_OP_LINK_ADD)
+		return link_add(f, op);
+	l = fctl_host_state_find(f->hs, op->ifname);
+	if (!l)
+		return -ENODEV;
+	check_op(f, op, l, key, key_len);
+	switch (op->kind) {
+	case FCTL_OP_LINK_DEL:
+		link_del(f, op->ifname);
+		return 0;
+	case FCTL_OP_LINK_CHANGE:
+		link_change(l, op);
+		return 0;
+	case FCTL_OP_LINK_UP:
+	case FCTL_OP_LINK_DOWN:
+		l->up = op->kind == FCTL_OP_LINK_UP;
+		return 0;
+	case FCTL_OP_RXSC_ADD:
+	case FCTL_OP_RXSC_UPD:
+	case FCTL_OP_RXSC_DEL:
+		return rxsc_op(l, op);
+	case FCTL_OP_TXSA_ADD:
+	case FCTL_OP_RXSA_ADD:
+		return sa_op(l, op, op->kind == FCTL_OP_TXSA_ADD, 0);
+	case FCTL_OP_TXSA_UPD:
+	case FCTL_OP_RXSA_UPD:
+		return sa_op(l, op, op->kind == FCTL_OP_TXSA_UPD, 1);
+	case FCTL_OP_TXSA_DEL:
+	case FCTL_OP_RXSA_DEL:
+		return sa_op(l, op, op->kind == FCTL_OP_TXSA_DEL, 2);
+	case FCTL_OP_ADDR_ADD:
+	case FCTL_OP_ADDR_DEL:
+		return addr_op(l, op);
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int fake_exec(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
+		     struct fctl_nl_err *err)
+{
+	struct fake *f = sess;
+	long call = f->calls++;
+	int r;
+
+	if (call == f->crash_at)
+		die(f);
+	f->round_trips++;
+	if (call == f->fail_at) {
+		r = -EIO;
+	} else {
+		if (f->n_log < LOG_MAX) {
+			struct logent *e = &f->log[f->n_log++];
+
+			e->kind = op->kind;
+			snprintf(e->ifname, sizeof(e->ifname), "%s", op->ifname);
+			e->protect = op->link.macsec.protect;
+			e->validate = op->link.macsec.validate;
+		}
+		r = apply_op(f, op, key, key_len);
+		fctl_host_state_sort(f->hs);
+		if (r == 0) {
+			f->writes++;
+			check_state(f, op);
+		}
+	}
+	if (r < 0 && err) {
+		err->err = r;
+		snprintf(err->msg, sizeof(err->msg), "fake kernel: %s", strerror(-r));
+	}
+	return r;
+}
+
+static int fake_open(void *ctx, const char *netns, void **sess)
+{
+	*sess = ctx;
+	return 0;
+}
+
+static void fake_close(void *sess)
+{
+}
+
+static void fake_get_stats(const void *sess, struct fctl_nl_stats *out)
+{
+	const struct fake *f = sess;
+
+	out->writes = f->writes;
+	out->round_trips = f->round_trips;
+}
+
+static const struct fctl_engine_ops fake_ops = {
+	.open = fake_open,
+	.close = fake_close,
+	.read_state = fake_read_state,
+	.exec = fake_exec,
+	.get_stats = fake_get_stats,
+};
+
+/* --- profiles, keys, state directories --- */
+
+#define KEY_V0 "00112233445566778899aabbccddeeff"
+#define KEY_V1 "ffeeddccbbaa99887766554433221100"
+
+static const char profile_head[] = "schema: 1\n"
+				   "profile: { name: engine-test, version: %d }\n"
+				   "macsec:\n"
+				   "  pol:\n"
+				   "    cipher: gcm-aes-128\n"
+				   "    icv_len: 16\n"
+				   "    encrypt: true\n"
+				   "    replay_protect: true\n"
+				   "    replay_window: %d\n"
+				   "    validate: strict\n"
+				   "    send_sci: true\n"
+				   "    port: 1\n"
+				   "    key: { backend: file, id: keys/k%s }\n"
+				   "hosts:\n"
+				   "  - name: h1\n"
+				   "    ports: [{ name: eth0, mac: \"52:54:00:fa:01:00\", mtu: 1500 }]\n"
+				   "  - name: h2\n"
+				   "    ports: [{ name: eth0, mac: \"52:54:00:fa:02:00\", mtu: 1500 }]\n"
+				   "links:\n"
+				   "  - name: h1-h2\n"
+				   "    a: h1:eth0\n"
+				   "    b: h2:eth0\n"
+				   "    vlans:\n"
+				   "      - id: 100\n"
+				   "        mtu: 1468\n"
+				   "        macsec: pol\n"
+				   "        addresses: { h1: %s, h2: 10.100.0.2/24 }\n"
+				   "      - id: 200\n"
+				   "        addresses: { h1: 10.200.0.1/24, h2: 10.200.0.2/24 }\n";
+
+/* v2: the key's next version (every SA replaced), a replay window, VLAN 100's
+ * address moved, and a new protected VLAN 300 */
+static const char profile_v2_tail[] = "      - id: 300\n"
+				      "        mtu: 1468\n"
+				      "        macsec: pol\n"
+				      "        addresses: { h1: 10.30.0.1/24, h2: 10.30.0.2/24 }\n";
+
+static struct fctl_profile *v1, *v2;
+
+static void write_file(const char *name, const char *text, mode_t mode)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static struct fctl_profile *load(const char *name)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	assert_int_equal(fctl_profile_load(path, &d, &p), 0);
+	fctl_profile_validate(p, &d);
+	for (size_t i = 0; i < d.n; i++)
+		fprintf(stderr, "%s\n", d.v[i].msg);
+	assert_int_equal(d.n_errors, 0);
+	fctl_diags_release(&d);
+	return p;
+}
+
+static int setup(void **st)
+{
+	char text[4096];
+
+	(void)st;
+	if (!mkdtemp(tmp))
+		return -1;
+	snprintf(text, sizeof(text), "%s/keys", tmp);
+	mkdir(text, 0700);
+	write_file("keys/k", KEY_V0 "\n", 0600);
+	write_file("keys/k.v1", KEY_V1 "\n", 0600);
+	snprintf(text, sizeof(text), profile_head, 1, 0, "", "10.100.0.1/24");
+	write_file("v1.yaml", text, 0644);
+	snprintf(text, sizeof(text), profile_head, 2, 64, ", version: 1", "10.100.1.1/24");
+	strcat(text, profile_v2_tail);
+	write_file("v2.yaml", text, 0644);
+	v1 = load("v1.yaml");
+	v2 = load("v2.yaml");
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	fctl_profile_free(v1);
+	fctl_profile_free(v2);
+	return nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+struct run {
+	struct fake f;
+	struct fctl_engine_opts o;
+	char dir[512];
+};
+
+/* A fresh host: an empty kernel and an empty state directory. */
+static void run_init(struct run *r)
+{
+	fake_init(&r->f);
+	fake_add_key(&r->f, "keys/k", 0, KEY_V0);
+	fake_add_key(&r->f, "keys/k", 1, KEY_V1);
+	snprintf(r->dir, sizeof(r->dir), "%s/state-%d", tmp, n_state_dirs++);
+	snprintf(r->f.crash_file, sizeof(r->f.crash_file), "%s.crash", r->dir);
+	memset(&r->o, 0, sizeof(r->o));
+	r->o.state_dir = r->dir;
+	r->o.host = "h1";
+	r->o.ops = &fake_ops;
+	r->o.ops_ctx = &r->f;
+}
+
+static int apply(struct run *r, const struct fctl_profile *p, struct fctl_apply_result *res)
+{
+	return fctl_engine_apply(p, &r->o, res);
+}
+
+static bool journal_exists(const struct run *r)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/journal", r->dir);
+	return access(path, F_OK) == 0;
+}
+
+/* The host is in p's state: a fresh plan against p is empty. */
+static void assert_converged(struct run *r, const struct fctl_profile *p)
+{
+	struct fctl_plan *plan = NULL;
+	char err[512];
+
+	assert_int_equal(fctl_engine_plan(p, &r->o, &plan, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(plan->n_ops, 0);
+	fctl_plan_free(plan);
+}
+
+static void assert_no_violation(const struct fake *f)
+{
+	if (f->violation[0])
+		fail_msg("fail-secure rule broken: %s", f->violation);
+}
+
+/* Exec calls the forward pass of an apply of `to` makes (from `from`, or an empty host). */
+static long forward_calls(const struct fctl_profile *from, const struct fctl_profile *to,
+			  size_t *n_ops)
+{
+	struct fctl_apply_result res;
+	struct run r;
+	long calls;
+
+	run_init(&r);
+	if (from) {
+		assert_int_equal(apply(&r, from, &res), 0);
+		fctl_apply_result_release(&res);
+	}
+	r.f.calls = 0;
+	assert_int_equal(apply(&r, to, &res), 0);
+	calls = r.f.calls;
+	*n_ops = res.plan->n_ops;
+	fctl_apply_result_release(&res);
+	fake_release(&r.f);
+	return calls;
+}
+
+/* --- tests --- */
+
+static void test_apply_then_reapply(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_false(res.failed);
+	/* two VLANs, a SecY, its RX SC and RX SA, its TX SA, three links up, two addresses */
+	assert_int_equal(res.plan->n_ops, 11);
+	assert_int_equal(r.f.calls, 11);
+	assert_int_equal(res.writes, 11);
+	assert_int_equal(res.n_kcvs, 1);
+	assert_false(journal_exists(&r));
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	/* the same profile again: nothing to do, nothing sent */
+	r.f.calls = 0;
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.plan->n_ops, 0);
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+	/* and on to v2 */
+	assert_int_equal(apply(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v2);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+static long first(const struct fake *f, enum fctl_op_kind k, const char *ifname)
+{
+	for (size_t i = 0; i < f->n_log; i++)
+		if (f->log[i].kind == k && strcmp(f->log[i].ifname, ifname) == 0)
+			return (long)i;
+	return -1;
+}
+
+static long last(const struct fake *f, enum fctl_op_kind k, const char *ifname)
+{
+	for (size_t i = f->n_log; i-- > 0;)
+		if (f->log[i].kind == k && strcmp(f->log[i].ifname, ifname) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* The order a protected VLAN is built in: SecY with protect and strict validation, RX SC,
+ * RX SAs, then the TX SA, then up, then addresses; the fake checked every op's state too. */
+static void assert_secy_order(const struct fake *f, const char *ms)
+{
+	long add = first(f, FCTL_OP_LINK_ADD, ms);
+	long rxsc = first(f, FCTL_OP_RXSC_ADD, ms);
+	long rxsa_first = first(f, FCTL_OP_RXSA_ADD, ms), rxsa_last = last(f, FCTL_OP_RXSA_ADD, ms);
+	long txsa_first = first(f, FCTL_OP_TXSA_ADD, ms), txsa_last = last(f, FCTL_OP_TXSA_ADD, ms);
+	long up = first(f, FCTL_OP_LINK_UP, ms), addr = first(f, FCTL_OP_ADDR_ADD, ms);
+
+	assert_true(add >= 0 && rxsc > add && rxsa_first > rxsc);
+	assert_true(f->log[add].protect);
+	assert_int_equal(f->log[add].validate, FCTL_VALIDATE_STRICT);
+	assert_true(txsa_first > rxsa_last);
+	assert_true(up > txsa_last);
+	assert_true(addr > up);
+}
+
+static void test_fail_secure_order(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_secy_order(&r.f, "ms100");
+	/* the cleartext VLAN under the SecY never had an address */
+	assert_int_equal(first(&r.f, FCTL_OP_ADDR_ADD, "eth0.100"), -1);
+	assert_no_violation(&r.f);
+
+	/* v2: every SA replaced under a live SecY, a new SecY built */
+	r.f.n_log = 0;
+	assert_int_equal(apply(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_secy_order(&r.f, "ms300");
+	assert_true(first(&r.f, FCTL_OP_TXSA_ADD, "ms100") > last(&r.f, FCTL_OP_RXSA_ADD, "ms100"));
+	assert_true(first(&r.f, FCTL_OP_RXSA_ADD, "ms100") > last(&r.f, FCTL_OP_TXSA_DEL, "ms100"));
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* A key that cannot be fetched refuses the apply before anything is sent. */
+static void test_missing_key_refuses(void **st)
+{
+	struct fctl_apply_result res;
+	char path[600];
+	struct run r;
+	char *before;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	before = state_text(r.f.hs);
+	snprintf(path, sizeof(path), "%s/keys/k.v1", tmp);
+	assert_int_equal(chmod(path, 0644), 0); /* the file backend refuses readable keys */
+	r.f.calls = 0;
+	assert_true(apply(&r, v2, &res) < 0);
+	assert_true(res.refused);
+	assert_int_equal(r.f.calls, 0);
+	assert_false(journal_exists(&r));
+	fctl_apply_result_release(&res);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_string_equal(state_text(r.f.hs), before);
+	free(before);
+	fake_release(&r.f);
+}
+
+/* Fails exec call k of the apply of `to` (after `from`), for every k: the host must be
+ * back in the state before, exactly, every time. */
+static void rollback_every_op(const struct fctl_profile *from, const struct fctl_profile *to)
+{
+	size_t n_ops;
+	long n = forward_calls(from, to, &n_ops);
+
+	assert_true(n >= (long)n_ops && n_ops > 5);
+	for (long k = 0; k < n; k++) {
+		struct fctl_apply_result res;
+		struct run r;
+		char *before, *after;
+
+		run_init(&r);
+		if (from) {
+			assert_int_equal(apply(&r, from, &res), 0);
+			fctl_apply_result_release(&res);
+		}
+		before = state_text(r.f.hs);
+		r.f.calls = 0;
+		r.f.fail_at = k;
+		assert_true(apply(&r, to, &res) < 0);
+		assert_true(res.failed);
+		assert_true(res.failed_op >= 0 && res.failed_op <= k);
+		assert_true(res.rolled_back);
+		assert_true(res.restored_exactly);
+		assert_false(journal_exists(&r));
+		fctl_apply_result_release(&res);
+		after = state_text(r.f.hs);
+		if (strcmp(before, after) != 0)
+			fail_msg("failure at exec %ld: state before\n%s\nstate after\n%s", k, before,
+				 after);
+		assert_no_violation(&r.f);
+		free(before);
+		free(after);
+		fake_release(&r.f);
+	}
+}
+
+static void test_rollback_every_op_first_apply(void **st)
+{
+	(void)st;
+	rollback_every_op(NULL, v1);
+}
+
+static void test_rollback_every_op_change(void **st)
+{
+	(void)st;
+	rollback_every_op(v1, v2);
+}
+
+/* The apply of `to` dies (SIGKILL) at crash point k, for every k from before the first
+ * op to after the last one; recovery from the journal must restore the state before. */
+static void crash_every_point(const struct fctl_profile *from, const struct fctl_profile *to)
+{
+	size_t n_ops;
+	long n = forward_calls(from, to, &n_ops);
+
+	for (long k = 0; k <= n; k++) {
+		struct fctl_apply_result res;
+		struct fctl_buf text = { 0 };
+		struct run r;
+		char *before, *after;
+		int status, fd;
+		pid_t pid;
+		ssize_t got;
+		char chunk[4096];
+
+		run_init(&r);
+		if (from) {
+			assert_int_equal(apply(&r, from, &res), 0);
+			fctl_apply_result_release(&res);
+		}
+		before = state_text(r.f.hs);
+		r.f.calls = 0;
+		r.f.crash_at = k;
+		fflush(NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			apply(&r, to, &res);
+			_exit(3); /* not reached: the fake kills the process */
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		assert_true(journal_exists(&r));
+		/* the kernel as the crash left it */
+		fd = open(r.f.crash_file, O_RDONLY);
+		assert_true(fd >= 0);
+		while ((got = read(fd, chunk, sizeof(chunk))) > 0)
+			fctl_buf_append(&text, chunk, (size_t)got);
+		close(fd);
+		fake_release(&r.f);
+		fctl_buf_putc(&text, '\0');
+		r.f.hs = state_from_text(text.data);
+		assert_non_null(r.f.hs);
+		if (strstr(text.data, "state-end\n")[10])
+			fail_msg("crash at %ld: %s", k, strstr(text.data, "state-end\n") + 10);
+		fctl_buf_release(&text);
+		r.f.crash_at = -1;
+
+		assert_int_equal(fctl_engine_recover(&r.o, &res), 1);
+		assert_true(res.recovered && res.rolled_back && res.restored_exactly);
+		assert_false(journal_exists(&r));
+		after = state_text(r.f.hs);
+		if (strcmp(before, after) != 0)
+			fail_msg("crash at %ld: state before\n%s\nstate after recovery\n%s", k,
+				 before, after);
+		assert_no_violation(&r.f);
+		/* nothing left to recover; the apply then goes through */
+		assert_int_equal(fctl_engine_recover(&r.o, &res), 0);
+		assert_int_equal(apply(&r, to, &res), 0);
+		fctl_apply_result_release(&res);
+		assert_converged(&r, to);
+		free(before);
+		free(after);
+		fake_release(&r.f);
+	}
+}
+
+static void test_crash_every_point_first_apply(void **st)
+{
+	(void)st;
+	crash_every_point(NULL, v1);
+}
+
+static void test_crash_every_point_change(void **st)
+{
+	(void)st;
+	crash_every_point(v1, v2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_apply_then_reapply),
+		cmocka_unit_test(test_fail_secure_order),
+		cmocka_unit_test(test_missing_key_refuses),
+		cmocka_unit_test(test_rollback_every_op_first_apply),
+		cmocka_unit_test(test_rollback_every_op_change),
+		cmocka_unit_test(test_crash_every_point_first_apply),
+		cmocka_unit_test(test_crash_every_point_change),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
