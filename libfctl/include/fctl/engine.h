@@ -28,7 +28,6 @@
 #include "fctl/plan.h"
 #include "fctl/profile.h"
 
-#define FCTL_STATE_DIR "/var/lib/fabricctl"
 #define FCTL_APPLY_MAX_KCVS 64
 
 struct fctl_engine_opts {
