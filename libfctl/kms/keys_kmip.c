@@ -40,7 +40,7 @@
 #include <openssl/x509v3.h>
 
 #include "kmip_int.h"
-#include "keys_int.h"
+#include "kms_int.h"
 
 enum {
 	OP_CREATE = 0x01,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fctl/keys.h"
+#include "fctl/kms.h"
 
 static int fail(int r, const char *err)
 {
@@ -45,6 +46,11 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int r;
 
+	r = fctl_kms_register();
+	if (r < 0) {
+		fprintf(stderr, "kms_tool: cannot register the KMS backends: %s\n", strerror(-r));
+		return 2;
+	}
 	if (argc < 5 || fctl_parse_u64(argv[4], &v) < 0 || v > UINT32_MAX) {
 		fprintf(stderr, "usage: kms_tool create|info|fetch|activate|deactivate|compromise|"
 				"destroy BACKEND ID VERSION [LEN] [--activate] [--DATE=UNIX]\n");
