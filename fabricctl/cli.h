@@ -48,6 +48,9 @@ int cmd_status(int argc, char **argv);
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_rotate(int argc, char **argv);
+/* fabricctl-keymgr (cmd_rotate.c): $FCTL_KEYMGR_BIN, else this build's, else the
+ * installed one, the first that is executable; NULL when none is. */
+const char *cli_keymgr_path(void);
 int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_evidence(int argc, char **argv);

@@ -176,6 +176,7 @@ int cmd_agent(int argc, char **argv)
 	ops.load_config = load_config;
 	ops.run = run_request;
 	ops.ctx = &aa;
+	ops.keymgr_path = cli_keymgr_path(); /* the apply worker finds it itself (cmd_apply) */
 	r = fctl_agent_run(&ops, err, sizeof(err));
 	if (r < 0) {
 		cli_err("agent: %s", err[0] ? err : strerror(-r));

@@ -56,6 +56,8 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 	int ch;
 
 	memset(c, 0, sizeof(*c));
+	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
+	c->eo.keymgr_path = cli_keymgr_path();
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "qh", common_opts, NULL)) != -1) {
 		switch (ch) {

@@ -4,7 +4,8 @@
  * (keymgr/), so that the fabricctl binary never talks to a KMS. `rotate ARGS` is
  * `fabricctl-keymgr rotate ARGS`; `keys CMD ARGS` is `fabricctl-keymgr CMD ARGS`
  * (watch, recover, status). The program is looked for in $FCTL_KEYMGR_BIN, next to
- * this build's binaries, then where it is installed.
+ * this build's binaries, then where it is installed; apply finds it the same way to
+ * get the keys of KMS references from it (fctl/keysrc.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,7 +16,7 @@
 
 #include "cli.h"
 
-static const char *find_keymgr(void)
+const char *cli_keymgr_path(void)
 {
 	static char build[] = FCTL_KEYMGR_BUILD_PATH, inst[] = FCTL_KEYMGR_INSTALL_PATH;
 	const char *candidates[] = { getenv("FCTL_KEYMGR_BIN"), build, inst };
@@ -28,7 +29,7 @@ static const char *find_keymgr(void)
 
 static int run_keymgr(const char *verb, int argc, char **argv)
 {
-	const char *bin = find_keymgr();
+	const char *bin = cli_keymgr_path();
 	char **args;
 	int n = 0;
 

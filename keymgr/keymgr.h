@@ -115,6 +115,11 @@ uint32_t km_end_version(const struct km_link *l, const struct km_dump *d);
  * last rotation time in *when. */
 int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
 	       uint64_t *when);
+/* agents.c: one request to the agent of end e (its connection opened on first use and
+ * shared; never resent). 0, or negative errno with err naming the host; out (may be
+ * NULL) receives the response's output, NUL-terminated. */
+int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_buf *out, char *err,
+	    size_t errlen);
 /* Closes every agent connection (idle ones time out at the agent anyway). */
 void km_close_conns(struct km *k);
 void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,

@@ -8,6 +8,9 @@
  *   fabricctl-keymgr watch   [--count N]                          OPTIONS PROFILE
  *   fabricctl-keymgr recover                                      OPTIONS PROFILE
  *   fabricctl-keymgr status  [--json]                             OPTIONS PROFILE
+ *
+ * and, internal, `fabricctl-keymgr fetch-sak --fd N`: one SAK for fabricctl's apply
+ * engine over the socketpair it inherited on fd N (fctl/keysrc.h, docs/kms.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +27,8 @@
 #include <unistd.h>
 
 #include "fctl/audit.h"
+#include "fctl/keysrc.h"
+#include "fctl/kms.h"
 #include "fctl/rotation.h"
 #include "fctl/tls.h"
 #include "keymgr.h"
@@ -64,6 +69,27 @@ static void harden(void)
 	setrlimit(RLIMIT_CORE, &no);
 	prctl(PR_SET_DUMPABLE, 0);
 	(void)mlockall(MCL_CURRENT | MCL_FUTURE);
+}
+
+/* fetch-sak --fd N: the apply engine's request on the channel it made (fctl/keysrc.h).
+ * Answers once and exits: 0 answered (the answer may be an error), 2 no channel. */
+static int fetch_sak(int argc, char **argv)
+{
+	char err[600] = "";
+	uint64_t fd;
+
+	if (argc != 3 || strcmp(argv[1], "--fd") != 0 || fctl_parse_u64(argv[2], &fd) < 0 ||
+	    fd > 1024) {
+		fprintf(stderr, "fabricctl-keymgr: fetch-sak is internal (fabricctl apply runs it "
+			"with --fd N)\n");
+		return 2;
+	}
+	harden();
+	if (fctl_keymgr_serve((int)fd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fabricctl-keymgr: fetch-sak: %s\n", err);
+		return 2;
+	}
+	return 0;
 }
 
 static volatile sig_atomic_t stop;
@@ -458,6 +484,43 @@ static void close_audit(struct km *k)
 	k->audit = NULL;
 }
 
+/* The profile, the identity for the agents, the links and (but for status) the audit
+ * log; released by main. 0, or the exit code 2 with the reason on stderr. */
+static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char *profile)
+{
+	char err[600] = "";
+	int r;
+
+	r = fctl_profile_load(profile, d, &k->profile);
+	if (r == 0)
+		fctl_profile_validate(k->profile, d);
+	if (r < 0 || d->n_errors) {
+		fprintf(stderr, "fabricctl-keymgr: '%s' does not load or validate (run fabricctl "
+			"validate)\n", profile);
+		return 2;
+	}
+	k->state_dir = opt_state_dir;
+	k->timeout_s = opt_timeout;
+	k->compromised = opt_compromised;
+	if ((!opt_cert || !opt_key || !opt_ca) && !(opt_cert == NULL && opt_key == NULL)) {
+		fprintf(stderr, "fabricctl-keymgr: --cert, --key and --ca go together\n");
+		return 2;
+	}
+	if (opt_cert && fctl_tls_ctx_new(false, opt_cert, opt_key, opt_ca, &k->tls, err,
+					 sizeof(err)) < 0) {
+		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		return 2;
+	}
+	if (km_links_from_profile(k, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		return 2;
+	}
+	/* a rotation nobody can account for is refused */
+	if (strcmp(cmd, "status") != 0 && open_audit(k) < 0)
+		return 2;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -482,9 +545,16 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_term };
 	const char *cmd = NULL, *profile;
 	int cmd_at = 0;
-	char err[600] = "";
 	int c, rc = 0, r;
 
+	r = fctl_kms_register();
+	if (r < 0) {
+		fprintf(stderr, "fabricctl-keymgr: cannot register the KMS backends: %s\n",
+			strerror(-r));
+		return 2;
+	}
+	if (argc > 1 && strcmp(argv[1], "fetch-sak") == 0)
+		return fetch_sak(argc - 1, argv + 1);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
@@ -545,39 +615,9 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	r = fctl_profile_load(profile, &d, &k.profile);
-	if (r == 0)
-		fctl_profile_validate(k.profile, &d);
-	if (r < 0 || d.n_errors) {
-		fprintf(stderr, "fabricctl-keymgr: '%s' does not load or validate (run fabricctl "
-			"validate)\n", profile);
-		rc = 2;
+	rc = setup(&k, &d, cmd, profile);
+	if (rc)
 		goto out;
-	}
-	k.state_dir = opt_state_dir;
-	k.timeout_s = opt_timeout;
-	k.compromised = opt_compromised;
-	if ((!opt_cert || !opt_key || !opt_ca) && !(opt_cert == NULL && opt_key == NULL)) {
-		fprintf(stderr, "fabricctl-keymgr: --cert, --key and --ca go together\n");
-		rc = 2;
-		goto out;
-	}
-	if (opt_cert && fctl_tls_ctx_new(false, opt_cert, opt_key, opt_ca, &k.tls, err,
-					 sizeof(err)) < 0) {
-		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
-		rc = 2;
-		goto out;
-	}
-	if (km_links_from_profile(&k, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
-		rc = 2;
-		goto out;
-	}
-	/* a rotation nobody can account for is refused */
-	if (strcmp(cmd, "status") != 0 && open_audit(&k) < 0) {
-		rc = 2;
-		goto out;
-	}
 	if (strcmp(cmd, "status") == 0) {
 		rc = status(&k);
 	} else if (strcmp(cmd, "watch") == 0) {

@@ -45,6 +45,7 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	a->eo.state_dir = a->cfg.state_dir;
 	a->eo.netns = a->cfg.netns;
 	a->eo.host = a->cfg.host;
+	a->eo.keymgr_path = a->ops->keymgr_path;
 	if (fctl_engine_host_name(&a->eo, a->host, sizeof(a->host)) < 0)
 		snprintf(a->host, sizeof(a->host), "unknown");
 	{

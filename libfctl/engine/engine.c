@@ -13,6 +13,7 @@
 
 #include "fctl/rotation.h"
 #include "fctl/keys.h"
+#include "fctl/keysrc.h"
 #include "fctl/nl.h"
 
 #include "engine_int.h"
@@ -182,9 +183,10 @@ static void free_keys(struct fctl_key **keys, size_t n)
 }
 
 /* Fetches every key the plan needs, before anything is written. keys[i] for op i. */
-static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char *err,
-		      size_t errlen)
+static int fetch_keys(const struct fctl_engine_opts *o, const struct fctl_plan *plan,
+		      struct fctl_key ***out, char *err, size_t errlen)
 {
+	const struct fctl_key_source src = { .keymgr_path = o->keymgr_path };
 	struct fctl_key **keys = calloc(plan->n_ops ? plan->n_ops : 1, sizeof(*keys));
 	size_t last = SIZE_MAX; /* the op that fetched the last key: most SAs share it */
 	int r = 0;
@@ -224,8 +226,8 @@ static int fetch_keys(const struct fctl_plan *plan, struct fctl_key ***out, char
 			r = -ENOKEY;
 			break;
 		}
-		r = fctl_rotation_key_fetch(&op->key, op->key.base, sa_key_len(op), &keys[i], why,
-					    sizeof(why));
+		r = fctl_key_source_fetch(&src, &op->key, op->key.base, sa_key_len(op), &keys[i],
+					  why, sizeof(why));
 		if (r < 0)
 			snprintf(err, errlen, "%s an %u on %s: %s", fctl_op_kind_name(op->kind),
 				 op->an, op->ifname, why);
@@ -258,7 +260,7 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 		r = fctl_plan_compute(live, before, &undo);
 	}
 	if (r == 0)
-		r = fetch_keys(undo, &keys, err, sizeof(err));
+		r = fetch_keys(e->o, undo, &keys, err, sizeof(err));
 	if (r == 0)
 		r = fctl_engi_run_plan(e, undo, keys, "rollback", false, &done, &failed, err, sizeof(err));
 	if (r == 0)
@@ -465,7 +467,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		goto record;
 
 	/* every key first: a missing or bad key refuses the apply before any write */
-	r = fetch_keys(res->plan, &keys, res->error, sizeof(res->error));
+	r = fetch_keys(o, res->plan, &keys, res->error, sizeof(res->error));
 	if (r < 0) {
 		res->refused = true;
 		goto out;

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
+/* Key objects in locked memory, key metadata, and the backend registry that
+ * fctl_key_fetch() and friends dispatch through (fctl/key_backend.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -56,95 +55,6 @@ void fctl_key_kcv_hex(const struct fctl_key *k, char out[7])
 	snprintf(out, 7, "%02x%02x%02x", k->kcv[0], k->kcv[1], k->kcv[2]);
 }
 
-/* Opens an owner-only regular file without blocking on a FIFO; what names it in errors. */
-static int open_owner_only(const char *what, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s '%s': %s", what, path, strerror(-r));
-		return r;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s '%s' is not a regular file", what, path);
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, "%s '%s' is accessible by group or others (mode %04o); "
-			 "refusing it, expected 0600", what, path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
-static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
-		      struct fctl_key **out, char *err, size_t errlen)
-{
-	char path[4096], buf[130];
-	struct fctl_key *k = NULL;
-	size_t n = 0;
-	ssize_t got;
-	int fd, r = 0;
-
-	if (ref->id[0] == '/' || !base_dir)
-		snprintf(path, sizeof(path), "%s", ref->id);
-	else
-		snprintf(path, sizeof(path), "%s/%s", base_dir, ref->id);
-	fd = open_owner_only("key file", path, err, errlen);
-	if (fd < 0)
-		return fd;
-	while (n < sizeof(buf) && (got = read(fd, buf + n, sizeof(buf) - n)) != 0) {
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		n += (size_t)got;
-	}
-	close(fd);
-	if (r < 0) {
-		snprintf(err, errlen, "key file '%s': %s", path, strerror(-r));
-		goto out;
-	}
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-		n--;
-	if (n != want_len * 2) {
-		snprintf(err, errlen, "key file '%s' holds %zu hex digits; the cipher needs %zu",
-			 path, n, want_len * 2);
-		r = -EINVAL;
-		goto out;
-	}
-	k = fctl_keys_alloc();
-	if (!k) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < want_len; i++) {
-		int hi = fctl_hexval(buf[2 * i]), lo = fctl_hexval(buf[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			snprintf(err, errlen, "key file '%s' holds a non-hex character", path);
-			r = -EINVAL;
-			goto out;
-		}
-		k->bytes[i] = (uint8_t)(hi << 4 | lo);
-	}
-	k->len = want_len;
-	fctl_keys_kcv(k);
-	*out = k;
-	k = NULL;
-out:
-	fctl_memzero(buf, sizeof(buf));
-	fctl_key_free(k);
-	return r;
-}
-
 /* --- shared helpers of the backends --- */
 
 int fctl_keys_id_field(const char *id, const char *name, char *out, size_t outlen)
@@ -184,52 +94,6 @@ bool fctl_keys_name_ok(const char *s, size_t max)
 			return false;
 	}
 	return true;
-}
-
-int fctl_keys_check_secret_file(const char *path, char *err, size_t errlen)
-{
-	int fd = open_owner_only("secret file", path, err, errlen);
-
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
-}
-
-int fctl_keys_read_secret_file(const char *path, char *out, size_t outlen, char *err,
-			       size_t errlen)
-{
-	size_t n = 0;
-	ssize_t got;
-	int fd, r = 0;
-
-	fd = open_owner_only("secret file", path, err, errlen);
-	if (fd < 0)
-		return fd;
-	while (n + 1 < outlen && (got = read(fd, out + n, outlen - 1 - n)) != 0) {
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		n += (size_t)got;
-	}
-	close(fd);
-	if (r < 0 || n + 1 >= outlen) {
-		fctl_memzero(out, outlen);
-		snprintf(err, errlen, "secret file '%s': %s", path,
-			 r < 0 ? strerror(-r) : "too long");
-		return r < 0 ? r : -EINVAL;
-	}
-	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-		n--;
-	out[n] = '\0';
-	if (n == 0) {
-		snprintf(err, errlen, "secret file '%s' is empty", path);
-		return -EINVAL;
-	}
-	return 0;
 }
 
 static const char *const state_names[] = {
@@ -369,57 +233,73 @@ int fctl_key_check_usable(const struct fctl_key_info *info, int64_t now, char *e
 	return 0;
 }
 
-/* --- the file backend's metadata: always active, no dates --- */
+/* --- the registry and the dispatch --- */
 
-static int info_file(const struct fctl_keyref *ref, const char *base_dir, struct fctl_key_info *out,
-		     char *err, size_t errlen)
+#define MAX_BACKENDS 8
+
+/* the file backend is always there; the KMS backends come when a program registers them */
+static const struct fctl_key_backend *backends[MAX_BACKENDS] = { &fctl_keys_file_backend };
+static size_t n_backends = 1;
+
+int fctl_key_backend_register(const struct fctl_key_backend *b)
 {
-	struct fctl_key *k = NULL;
-	int r = fetch_file(ref, base_dir, 32, &k, err, errlen);
+	const struct fctl_key_backend *have;
 
-	if (r == -EINVAL)
-		r = fetch_file(ref, base_dir, 16, &k, err, errlen);
-	if (r < 0)
-		return r;
-	memset(out, 0, sizeof(*out));
-	out->state = FCTL_KEY_ACTIVE;
-	out->version = ref->version;
-	out->len = k->len;
-	out->has_kcv = true;
-	memcpy(out->kcv, k->kcv, sizeof(out->kcv));
-	snprintf(out->object, sizeof(out->object), "%s", ref->id);
-	fctl_key_free(k);
+	if (!b || !b->name || !b->fetch || !b->info)
+		return -EINVAL;
+	have = fctl_key_backend_find(b->name);
+	if (have)
+		return have == b ? 0 : -EEXIST;
+	if (n_backends >= MAX_BACKENDS)
+		return -ENOSPC;
+	backends[n_backends++] = b;
 	return 0;
 }
 
-/* --- dispatch --- */
-
-enum backend { B_FILE, B_PKCS11, B_KMIP };
-
-static int pick_backend(const struct fctl_keyref *ref, enum backend *b, char *err, size_t errlen)
+const struct fctl_key_backend *fctl_key_backend_find(const char *name)
 {
+	for (size_t i = 0; name && i < n_backends; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}
+
+static const struct fctl_key_backend *pick_backend(const struct fctl_keyref *ref, char *err,
+						   size_t errlen)
+{
+	const struct fctl_key_backend *b;
+
 	if (!ref || !ref->backend || !ref->id) {
 		snprintf(err, errlen, "no key reference");
-		return -EINVAL;
+		return NULL;
 	}
-	if (strcmp(ref->backend, "file") == 0) {
-		*b = B_FILE;
-		return 0;
-	}
-	if (strcmp(ref->backend, "pkcs11") == 0)
-		*b = B_PKCS11;
-	else if (strcmp(ref->backend, "kmip") == 0)
-		*b = B_KMIP;
-	else {
+	b = fctl_key_backend_find(ref->backend);
+	if (!b) {
 		snprintf(err, errlen, "key backend '%s' is not available in this build", ref->backend);
-		return -EOPNOTSUPP;
+		return NULL;
 	}
-	if (ref->version == 0) {
+	return b;
+}
+
+/* The backend of ref, or NULL with *r set: no reference, no such backend, or a backend
+ * that needs a version and a reference without one (fails closed before any KMS). */
+static const struct fctl_key_backend *backend_of(const struct fctl_keyref *ref, int *r, char *err,
+						 size_t errlen)
+{
+	const struct fctl_key_backend *b = pick_backend(ref, err, errlen);
+
+	if (!b) {
+		*r = ref && ref->backend && ref->id ? -EOPNOTSUPP : -EINVAL;
+		return NULL;
+	}
+	if (b->needs_version && ref->version == 0) {
 		snprintf(err, errlen, "key '%s' of backend '%s' names no version; a %s key needs an "
 			 "explicit version (>= 1)", ref->id, ref->backend, ref->backend);
-		return -ENOKEY;
+		*r = -ENOKEY;
+		return NULL;
 	}
-	return 0;
+	*r = 0;
+	return b;
 }
 
 int fctl_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
@@ -427,26 +307,17 @@ int fctl_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t w
 {
 	struct fctl_key_info info;
 	struct fctl_key *k = NULL;
-	enum backend b;
+	const struct fctl_key_backend *b;
 	int r;
 
-	r = pick_backend(ref, &b, err, errlen);
-	if (r < 0)
+	b = backend_of(ref, &r, err, errlen);
+	if (!b)
 		return r;
 	if (want_len != 16 && want_len != 32) {
 		snprintf(err, errlen, "unsupported key length %zu", want_len);
 		return -EINVAL;
 	}
-	switch (b) {
-	case B_FILE:
-		return fetch_file(ref, base_dir, want_len, out, err, errlen);
-	case B_PKCS11:
-		r = fctl_pkcs11_fetch(ref, want_len, &k, &info, err, errlen);
-		break;
-	case B_KMIP:
-		r = fctl_kmip_fetch(ref, want_len, &k, &info, err, errlen);
-		break;
-	}
+	r = b->fetch(ref, base_dir, want_len, &k, &info, err, errlen);
 	if (r < 0)
 		return r;
 	/* the backends checked already; a second look costs nothing and fails closed */
@@ -467,46 +338,32 @@ int fctl_key_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t w
 int fctl_key_info(const struct fctl_keyref *ref, const char *base_dir, struct fctl_key_info *out,
 		  char *err, size_t errlen)
 {
-	enum backend b;
-	int r = pick_backend(ref, &b, err, errlen);
+	int r;
+	const struct fctl_key_backend *b = backend_of(ref, &r, err, errlen);
 
-	if (r < 0)
+	if (!b)
 		return r;
-	switch (b) {
-	case B_FILE:
-		return info_file(ref, base_dir, out, err, errlen);
-	case B_PKCS11:
-		return fctl_pkcs11_info(ref, out, err, errlen);
-	case B_KMIP:
-		return fctl_kmip_info(ref, out, err, errlen);
-	}
-	return -EINVAL;
+	return b->info(ref, base_dir, out, err, errlen);
 }
 
 int fctl_key_create(const struct fctl_keyref *ref, size_t len, const struct fctl_key_info *plan,
 		    bool activate, struct fctl_key_info *out, char *err, size_t errlen)
 {
 	struct fctl_key_info tmp;
-	enum backend b;
-	int r = pick_backend(ref, &b, err, errlen);
+	int r;
+	const struct fctl_key_backend *b = backend_of(ref, &r, err, errlen);
 
-	if (r < 0)
+	if (!b)
 		return r;
 	if (len != 16 && len != 32) {
 		snprintf(err, errlen, "unsupported key length %zu", len);
 		return -EINVAL;
 	}
-	switch (b) {
-	case B_FILE:
-		snprintf(err, errlen, "the file backend does not create keys (write the file)");
+	if (!b->create) {
+		snprintf(err, errlen, "key backend '%s' does not create keys", b->name);
 		return -EOPNOTSUPP;
-	case B_PKCS11:
-		r = fctl_pkcs11_create(ref, len, plan, activate, &tmp, err, errlen);
-		break;
-	case B_KMIP:
-		r = fctl_kmip_create(ref, len, plan, activate, &tmp, err, errlen);
-		break;
 	}
+	r = b->create(ref, len, plan, activate, &tmp, err, errlen);
 	if (r >= 0 && out)
 		*out = tmp;
 	return r;
@@ -515,19 +372,14 @@ int fctl_key_create(const struct fctl_keyref *ref, size_t len, const struct fctl
 int fctl_key_transition(const struct fctl_keyref *ref, enum fctl_key_transition t, char *err,
 			size_t errlen)
 {
-	enum backend b;
-	int r = pick_backend(ref, &b, err, errlen);
+	int r;
+	const struct fctl_key_backend *b = backend_of(ref, &r, err, errlen);
 
-	if (r < 0)
+	if (!b)
 		return r;
-	switch (b) {
-	case B_FILE:
-		snprintf(err, errlen, "the file backend keeps no key states");
+	if (!b->transition) {
+		snprintf(err, errlen, "key backend '%s' keeps no key states", b->name);
 		return -EOPNOTSUPP;
-	case B_PKCS11:
-		return fctl_pkcs11_transition(ref, t, err, errlen);
-	case B_KMIP:
-		return fctl_kmip_transition(ref, t, err, errlen);
 	}
-	return -EINVAL;
+	return b->transition(ref, t, err, errlen);
 }

@@ -11,17 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fctl/engine.h"
 #include "fctl/rotation.h"
 
 void fctl_rotation_dir(const char *state_dir, const char *netns, char *out, size_t len)
 {
-	if (state_dir)
-		snprintf(out, len, "%s/rotation", state_dir);
-	else if (netns)
-		snprintf(out, len, "%s/netns/%s/rotation", FCTL_STATE_DIR, netns);
-	else
-		snprintf(out, len, "%s/rotation", FCTL_STATE_DIR);
+	char dir[4096];
+
+	fctl_state_dir_path(state_dir, netns, dir, sizeof(dir));
+	snprintf(out, len, "%s/rotation", dir);
 }
 
 static bool ifname_ok(const char *s)

@@ -32,7 +32,7 @@
 #include <openssl/crypto.h>
 
 #include "kmip_conn_int.h"
-#include "keys_int.h"
+#include "kms_int.h"
 
 #define OBJ_SYMMETRIC_KEY 2
 #define ALG_AES 3

@@ -39,7 +39,7 @@
 
 #include <p11-kit/pkcs11.h>
 
-#include "keys_int.h"
+#include "kms_int.h"
 
 #define DEFAULT_MODULE "/usr/lib/softhsm/libsofthsm2.so"
 #define DEFAULT_PIN_FILE "/etc/fabricctl/pkcs11.pin"

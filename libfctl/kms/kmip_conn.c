@@ -25,7 +25,7 @@
 #include <openssl/x509v3.h>
 
 #include "kmip_conn_int.h"
-#include "keys_int.h"
+#include "kms_int.h"
 
 void fctl_kmip_resp_release(struct kmip_resp *r)
 {

@@ -480,3 +480,13 @@ int fctl_host_state_to_json(const struct fctl_host_state *hs, struct fctl_buf *o
 	fctl_buf_puts(o, "]}");
 	return o->oom ? -ENOMEM : 0;
 }
+
+void fctl_state_dir_path(const char *state_dir, const char *netns, char *out, size_t len)
+{
+	if (state_dir)
+		snprintf(out, len, "%s", state_dir);
+	else if (netns)
+		snprintf(out, len, "%s/netns/%s", FCTL_STATE_DIR, netns);
+	else
+		snprintf(out, len, "%s", FCTL_STATE_DIR);
+}

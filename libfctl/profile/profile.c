@@ -772,3 +772,36 @@ void fctl_profile_free(struct fctl_profile *p)
 	free(p->dir);
 	free(p);
 }
+
+/* --- lookups in the model (validate and render share them) --- */
+
+const struct fctl_host *fctl_profile_find_host(const struct fctl_profile *p, const char *name)
+{
+	for (size_t i = 0; name && i < p->n_hosts; i++)
+		if (p->hosts[i].name && strcmp(p->hosts[i].name, name) == 0)
+			return &p->hosts[i];
+	return NULL;
+}
+
+const struct fctl_macsec_policy *fctl_profile_find_policy(const struct fctl_profile *p,
+							  const char *name)
+{
+	for (size_t i = 0; name && i < p->n_policies; i++)
+		if (p->policies[i].name && strcmp(p->policies[i].name, name) == 0)
+			return &p->policies[i];
+	return NULL;
+}
+
+void fctl_vlan_ifnames(const struct fctl_vlan *v, const char *port, char vlan_if[FCTL_IFNAMSIZ + 8],
+		       char macsec_if[FCTL_IFNAMSIZ + 8])
+{
+	/* names may come out too long here; validation reports that */
+	if (v->vlan_ifname)
+		snprintf(vlan_if, FCTL_IFNAMSIZ + 8, "%s", v->vlan_ifname);
+	else
+		snprintf(vlan_if, FCTL_IFNAMSIZ + 8, "%.15s.%u", port ? port : "?", v->id);
+	if (v->macsec_ifname)
+		snprintf(macsec_if, FCTL_IFNAMSIZ + 8, "%s", v->macsec_ifname);
+	else
+		snprintf(macsec_if, FCTL_IFNAMSIZ + 8, "ms%u", v->id);
+}

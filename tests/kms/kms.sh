@@ -9,6 +9,8 @@ set -u
 
 BUILD=${1:-build}
 TOOL=$(cd "$BUILD" 2>/dev/null && pwd)/tests/kms/kms_tool
+# apply-fetch: the key as fabricctl's apply gets it, from keymgr fetch-sak (docs/kms.md)
+export KMS_TOOL_KEYMGR=$(cd "$BUILD" 2>/dev/null && pwd)/keymgr/fabricctl-keymgr
 MODULE=${FCTL_PKCS11_MODULE:-/usr/lib/softhsm/libsofthsm2.so}
 PY=/usr/bin/python3 # PyKMIP is Debian's, for Debian's python
 pass=0
@@ -67,8 +69,16 @@ pre_active_to_deactivated() {
 	refuse "$l: pre-active key refused for a new SA" EKEYREJECTED "$TOOL" fetch "$be" "$ref" 2 16
 	check "$l: activate v2" "$TOOL" activate "$be" "$ref" 2
 	check "$l: fetch v2 once active" "$TOOL" fetch "$be" "$ref" 2 16
+	local direct
+	direct=$(sed -n 's/^fetched //p' "$W/out")
+	check "$l: apply's fetch of v2 through keymgr fetch-sak" "$TOOL" apply-fetch "$be" "$ref" 2 16
+	[ -n "$direct" ] && [ "$(sed -n 's/^fetched //p' "$W/out")" = "$direct" ] &&
+		ok "$l: through keymgr the same key ($direct)" ||
+		ko "$l: through keymgr: $(cat "$W/out") vs $direct"
 	check "$l: deactivate v2" "$TOOL" deactivate "$be" "$ref" 2
 	refuse "$l: deactivated key refused for a new SA" EKEYREJECTED "$TOOL" fetch "$be" "$ref" 2 16
+	refuse "$l: deactivated key refused through keymgr too" EKEYREJECTED \
+		"$TOOL" apply-fetch "$be" "$ref" 2 16
 }
 
 # ---------------------------------------------------------------- PKCS#11: SoftHSM2
@@ -108,6 +118,11 @@ pkcs11_tests() {
 	check "pkcs11: fetch v1 (wrapped export)" "$TOOL" fetch pkcs11 "$tok" 1 32
 	grep -q "kcv=$kcv" "$W/out" && ok "pkcs11: exported key's KCV equals the token's CKA_CHECK_VALUE" ||
 		ko "pkcs11: KCV after export: $(cat "$W/out") vs $kcv"
+	check "pkcs11: apply's fetch of v1 through keymgr fetch-sak" "$TOOL" apply-fetch pkcs11 "$tok" 1 32
+	grep -q "kcv=$kcv" "$W/out" && ok "pkcs11: the key through keymgr has the token's KCV" ||
+		ko "pkcs11: KCV through keymgr: $(cat "$W/out") vs $kcv"
+	refuse "pkcs11: through keymgr, unknown version 9 fails closed with keymgr's reason" ENOKEY \
+		"$TOOL" apply-fetch pkcs11 "$tok" 9 32
 	# the key never leaves in clear: CKA_SENSITIVE and CKA_EXTRACTABLE as documented
 	if command -v pkcs11-tool >/dev/null; then
 		pkcs11-tool --module "$MODULE" --token-label fab-kms --login \

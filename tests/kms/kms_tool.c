@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "fctl/keys.h"
+#include "fctl/keysrc.h"
+#include "fctl/kms.h"
 
 static int fail(int r, const char *err)
 {
@@ -45,9 +47,14 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int r;
 
+	r = fctl_kms_register();
+	if (r < 0) {
+		fprintf(stderr, "kms_tool: cannot register the KMS backends: %s\n", strerror(-r));
+		return 2;
+	}
 	if (argc < 5 || fctl_parse_u64(argv[4], &v) < 0 || v > UINT32_MAX) {
 		fprintf(stderr, "usage: kms_tool create|info|fetch|activate|deactivate|compromise|"
-				"destroy BACKEND ID VERSION [LEN] [--activate] [--DATE=UNIX]\n");
+				"destroy|apply-fetch BACKEND ID VERSION [LEN] [--activate] [--DATE=UNIX]\n");
 		return 2;
 	}
 	ref.backend = argv[2];
@@ -60,7 +67,8 @@ int main(int argc, char **argv)
 		print_info(&info);
 		return 0;
 	}
-	if (strcmp(argv[1], "create") == 0 || strcmp(argv[1], "fetch") == 0) {
+	if (strcmp(argv[1], "create") == 0 || strcmp(argv[1], "fetch") == 0 ||
+	    strcmp(argv[1], "apply-fetch") == 0) {
 		struct fctl_key_info plan = { 0 };
 		bool activate = false;
 		struct fctl_key *k = NULL;
@@ -102,7 +110,14 @@ int main(int argc, char **argv)
 			print_info(&info);
 			return 0;
 		}
-		r = fctl_key_fetch(&ref, NULL, (size_t)len, &k, err, sizeof(err));
+		/* apply-fetch: as fabricctl's apply engine gets it, from $KMS_TOOL_KEYMGR
+		 * fetch-sak over a socketpair */
+		if (argv[1][0] == 'a')
+			r = fctl_keymgr_fetch(getenv("KMS_TOOL_KEYMGR") ? getenv("KMS_TOOL_KEYMGR")
+									: "fabricctl-keymgr",
+					      &ref, NULL, (size_t)len, &k, err, sizeof(err));
+		else
+			r = fctl_key_fetch(&ref, NULL, (size_t)len, &k, err, sizeof(err));
 		if (r < 0)
 			return fail(r, err);
 		{

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "fctl/key_backend.h"
 #include "fctl/keys.h"
 
 static char dir[] = "/tmp/fctl-test-keys-XXXXXX";
@@ -88,6 +89,28 @@ static void test_cases(void **state)
 	}
 }
 
+/* A KMS stand-in: the version check must refuse before it is asked. */
+static int stub_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
+		      struct fctl_key **out, struct fctl_key_info *info, char *err, size_t errlen)
+{
+	fail_msg("the backend was asked for a reference without a version");
+	return -EIO;
+}
+
+static int stub_info(const struct fctl_keyref *ref, const char *base_dir,
+		     struct fctl_key_info *out, char *err, size_t errlen)
+{
+	fail_msg("the backend was asked for a reference without a version");
+	return -EIO;
+}
+
+static const struct fctl_key_backend stub = {
+	.name = "pkcs11", .needs_version = true, .fetch = stub_fetch, .info = stub_info,
+};
+static const struct fctl_key_backend stub_file = {
+	.name = "file", .fetch = stub_fetch, .info = stub_info,
+};
+
 static void test_missing_and_backend(void **state)
 {
 	struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "vault",
@@ -103,9 +126,27 @@ static void test_missing_and_backend(void **state)
 	/* a backend this build does not have */
 	assert_int_equal(fctl_key_fetch(&ref, dir, 16, &k, err, sizeof(err)), -EOPNOTSUPP);
 	assert_null(k);
+	/* the key module alone reaches no KMS: its backends are not registered here */
+	assert_int_equal(fctl_key_fetch(&nover, dir, 16, &k, err, sizeof(err)), -EOPNOTSUPP);
+	assert_non_null(strstr(err, "not available"));
+	assert_null(fctl_key_backend_find("pkcs11"));
+	assert_non_null(fctl_key_backend_find("file"));
+	/* registered: once is enough, a second table of a name is refused */
+	assert_int_equal(fctl_key_backend_register(&stub), 0);
+	assert_int_equal(fctl_key_backend_register(&stub), 0);
+	assert_int_equal(fctl_key_backend_register(&stub_file), -EEXIST);
+	assert_ptr_equal(fctl_key_backend_find("pkcs11"), &stub);
 	/* a KMS reference without a version fails closed before any KMS is contacted */
 	assert_int_equal(fctl_key_fetch(&nover, dir, 16, &k, err, sizeof(err)), -ENOKEY);
+	assert_non_null(strstr(err, "names no version"));
 	assert_null(k);
+	/* the file backend creates no keys and keeps no states */
+	ref.backend = (char *)(uintptr_t) "file";
+	assert_int_equal(fctl_key_create(&ref, 16, NULL, false, NULL, err, sizeof(err)),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(err, "does not create keys"));
+	assert_int_equal(fctl_key_transition(&ref, FCTL_KEY_DO_ACTIVATE, err, sizeof(err)),
+			 -EOPNOTSUPP);
 }
 
 /* Key check value = AES-ECB(key, 0^128)[0..2]: FIPS-197 appendix C.1 key gives

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fctl/key_backend.h"
 #include "fctl/proto.h"
 #include "fctl/rotation.h"
 
@@ -204,6 +205,29 @@ static void test_record_applies_to_its_key_only(void **st)
 	rmdir(dir);
 }
 
+/* A KMS stand-in for the pass-through check: records what reached it, hands out nothing. */
+static char stub_id[64];
+static uint32_t stub_version;
+
+static int stub_fetch(const struct fctl_keyref *ref, const char *base_dir, size_t want_len,
+		      struct fctl_key **out, struct fctl_key_info *info, char *err, size_t errlen)
+{
+	snprintf(stub_id, sizeof(stub_id), "%s", ref->id);
+	stub_version = ref->version;
+	snprintf(err, errlen, "stub: no such key");
+	return -ENOKEY;
+}
+
+static int stub_info(const struct fctl_keyref *ref, const char *base_dir,
+		     struct fctl_key_info *out, char *err, size_t errlen)
+{
+	return -ENOKEY;
+}
+
+static const struct fctl_key_backend stub_kmip = {
+	.name = "kmip", .needs_version = true, .fetch = stub_fetch, .info = stub_info,
+};
+
 /* The file backend has no versions (keys.c ignores them): version V of X is the file
  * X.vV, version 0 is X itself; a wrong or missing version fails, never falls back. */
 static void test_key_fetch_file_versions(void **st)
@@ -241,13 +265,24 @@ static void test_key_fetch_file_versions(void **st)
 	assert_null(k);
 	ref.version = 1;
 	assert_true(fctl_rotation_key_fetch(&ref, dir, 32, &k, err, sizeof(err)) < 0);
-	/* a KMS reference goes through unchanged: version 0 fails closed */
+	/* a KMS reference goes through unchanged: version 0 fails closed; without its backend
+	 * in this process (only keymgr registers the KMS ones) it is not available at all */
 	{
 		char kb[] = "kmip", kid[] = "name";
 		struct fctl_keyref kr = { .backend = kb, .id = kid, .version = 0 };
 
 		assert_int_equal(fctl_rotation_key_fetch(&kr, dir, 16, &k, err, sizeof(err)),
+				 -EOPNOTSUPP);
+		assert_int_equal(fctl_key_backend_register(&stub_kmip), 0);
+		assert_int_equal(fctl_rotation_key_fetch(&kr, dir, 16, &k, err, sizeof(err)),
 				 -ENOKEY);
+		assert_string_equal(stub_id, ""); /* refused before the backend was asked */
+		kr.version = 3;
+		assert_int_equal(fctl_rotation_key_fetch(&kr, dir, 16, &k, err, sizeof(err)),
+				 -ENOKEY);
+		assert_string_equal(stub_id, "name"); /* not "name.v3": the KMS names versions */
+		assert_int_equal(stub_version, 3);
+		assert_null(k);
 	}
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);

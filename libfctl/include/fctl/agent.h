@@ -69,6 +69,9 @@ struct fctl_agent_ops {
 	/* Runs in the worker, stdout/stderr captured; returns the exit code. */
 	int (*run)(void *ctx, const struct fctl_agent_request *rq);
 	void *ctx;
+	/* fabricctl-keymgr, for the keys of KMS references when the agent itself rolls back
+	 * an interrupted apply (fctl_engine_opts.keymgr_path); NULL: none */
+	const char *keymgr_path;
 };
 
 /* Runs until SIGTERM/SIGINT. Returns 0 on a clean shutdown, negative errno when it

@@ -28,7 +28,6 @@
 #include "fctl/plan.h"
 #include "fctl/profile.h"
 
-#define FCTL_STATE_DIR "/var/lib/fabricctl"
 #define FCTL_APPLY_MAX_KCVS 64
 
 struct fctl_nl_err;
@@ -63,6 +62,9 @@ struct fctl_engine_opts {
 	const char *state_dir; /* NULL: FCTL_STATE_DIR (+ "/netns/NAME" with a netns) */
 	const char *host;      /* profile host to apply; NULL: this machine's hostname */
 	bool dry_run;          /* plan only */
+	/* fabricctl-keymgr: the engine asks it for the keys of KMS references (pkcs11,
+	 * kmip), never a KMS itself (fctl/keysrc.h); NULL: such references fail */
+	const char *keymgr_path;
 	/* called before each op is sent (done = ops finished so far) */
 	void (*progress)(void *ctx, const char *phase, size_t done, size_t total,
 			 const struct fctl_op *op);

@@ -153,12 +153,16 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 		       struct fctl_diags *d, struct fctl_profile **out);
 void fctl_profile_free(struct fctl_profile *p);
 
-/* Semantic checks (kernel rules, references, uniqueness, MTU). Adds findings to d. */
-void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d);
-
+/* Lookups in the profile model (profile.c): NULL when there is no such name. */
 const struct fctl_host *fctl_profile_find_host(const struct fctl_profile *p, const char *name);
 const struct fctl_macsec_policy *fctl_profile_find_policy(const struct fctl_profile *p,
 							  const char *name);
+/* Interface names a VLAN gets on one end (names may be too long: validation says so). */
+void fctl_vlan_ifnames(const struct fctl_vlan *v, const char *port, char vlan_if[FCTL_IFNAMSIZ + 8],
+		       char macsec_if[FCTL_IFNAMSIZ + 8]);
+
+/* Semantic checks (kernel rules, references, uniqueness, MTU). Adds findings to d. */
+void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d);
 
 /* The desired state of one host. The profile must have validated without errors. */
 int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
@@ -168,8 +172,5 @@ int fctl_profile_render_host(const struct fctl_profile *p, const char *host,
  * the `fabricctl show` format. Peers are named after the MAC in their SCI. */
 int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *out);
 
-/* Interface names a VLAN gets on one end. */
-void fctl_vlan_ifnames(const struct fctl_vlan *v, const char *port, char vlan_if[FCTL_IFNAMSIZ + 8],
-		       char macsec_if[FCTL_IFNAMSIZ + 8]);
 
 #endif

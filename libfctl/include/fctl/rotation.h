@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Key rotation state shared by the agent, the apply engine and keymgr
- * (docs/rotation.md).
+ * (docs/rotation.md). It sits in the key module and needs the model, never the engine.
  *
  * Per MACsec interface the agent keeps STATE_DIR/rotation/IFNAME, written
  * atomically (temporary file, fsync, rename) only by the agent, on the SA
@@ -40,7 +40,7 @@ struct fctl_rotation_cur {
 	uint8_t keyid[FCTL_KEYID_LEN]; /* KEYID of {backend, id, version} */
 };
 
-/* STATE_DIR/rotation for an engine state dir (NULL: the engine's default, per netns). */
+/* STATE_DIR/rotation of fctl_state_dir_path(state_dir, netns) (fctl/state.h). */
 void fctl_rotation_dir(const char *state_dir, const char *netns, char *out, size_t len);
 /* -ENOENT when the interface was never rotated. */
 int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation_cur *out);

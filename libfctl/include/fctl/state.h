@@ -187,4 +187,10 @@ int fctl_host_state_save(const struct fctl_host_state *hs, struct fctl_buf *out)
 /* Parses lines until "state-end" or the end of text; *consumed = bytes read. */
 int fctl_host_state_load(const char *text, size_t *consumed, struct fctl_host_state **out);
 
+/* Where a host's state lives (apply journal, history, lock, rotation records). */
+#define FCTL_STATE_DIR "/var/lib/fabricctl"
+/* The state directory of one host or netns: state_dir when given, else FCTL_STATE_DIR,
+ * with "/netns/NAME" for a netns. The apply engine and the rotation records share it. */
+void fctl_state_dir_path(const char *state_dir, const char *netns, char *out, size_t len);
+
 #endif
