@@ -272,7 +272,7 @@ static void set_current(struct km *k, const struct km_link *l, unsigned an, uint
 {
 	char path[4200], tmp[4300], line[200], kid[2 * FCTL_KEYID_LEN + 1];
 	uint8_t id[FCTL_KEYID_LEN];
-	int fd, n;
+	int n;
 
 	jpath(k, l, "current", path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -283,16 +283,8 @@ static void set_current(struct km *k, const struct km_link *l, unsigned an, uint
 	if (kcv && kcv[0])
 		n += snprintf(line + n, sizeof(line) - (size_t)n, " kcv %s keyid %s", kcv, kid);
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, (size_t)n) == n && fsync(fd) == 0) {
-		close(fd);
-		rename(tmp, path);
-		return;
-	}
-	close(fd);
-	unlink(tmp);
+	/* best effort: the journal, not this summary, is what recovery trusts */
+	(void)fctl_file_replace(path, tmp, line, (size_t)n, 0600, 0);
 }
 
 static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN])

@@ -50,24 +50,6 @@ int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t le
 	return 0;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, bool need_nl,
 		    char *err, size_t errlen)
 {
@@ -78,22 +60,17 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 	e->o = o;
 	e->ops = o->ops ? o->ops : &fctl_engine_nl_ops;
 	e->lock_fd = -1;
-	if (o->state_dir)
-		snprintf(e->dir, sizeof(e->dir), "%s", o->state_dir);
-	else if (o->netns)
-		snprintf(e->dir, sizeof(e->dir), "%s/netns/%s", FCTL_STATE_DIR, o->netns);
-	else
-		snprintf(e->dir, sizeof(e->dir), "%s", FCTL_STATE_DIR);
+	fctl_state_dir_path(o->state_dir, o->netns, e->dir, sizeof(e->dir));
 	r = fctl_engine_host_name(o, e->host, sizeof(e->host));
 	if (r < 0) {
 		snprintf(err, errlen, "cannot determine the host name: %s", strerror(-r));
 		return r;
 	}
 	if (lock) {
-		r = mkdir_p(e->dir);
+		r = fctl_mkdir_all(e->dir, 0700);
 		if (r == 0) {
 			snprintf(path, sizeof(path), "%s/history", e->dir);
-			r = mkdir_p(path);
+			r = fctl_mkdir_all(path, 0700);
 		}
 		if (r < 0) {
 			snprintf(err, errlen, "cannot create state directory '%s': %s", e->dir,

@@ -71,7 +71,7 @@ static int history_add(struct eng *e, const struct fctl_profile *p)
 	if (n)
 		seq = v[n - 1].seq + 1;
 	free(v);
-	r = fctl_engi_read_file(p->file, &src);
+	r = fctl_file_read(p->file, &src);
 	if (r < 0)
 		goto out;
 	snprintf(copy, sizeof(copy), "%s/history/%06" PRIu64 "-v%" PRIu64 ".yaml", e->dir, seq,
@@ -81,7 +81,7 @@ static int history_add(struct eng *e, const struct fctl_profile *p)
 		r = -errno;
 		goto out;
 	}
-	r = fctl_engi_write_all(fd, src.data, src.len);
+	r = fctl_write_all(fd, src.data, src.len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
@@ -101,7 +101,7 @@ static int history_add(struct eng *e, const struct fctl_profile *p)
 		r = -errno;
 		goto out;
 	}
-	r = fctl_engi_write_all(fd, line.data, line.len);
+	r = fctl_write_all(fd, line.data, line.len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);

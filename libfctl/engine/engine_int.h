@@ -62,9 +62,6 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 
 /* --- engine_journal.c --- */
 
-int fctl_engi_write_all(int fd, const void *p, size_t n);
-/* Appends the whole file to b. */
-int fctl_engi_read_file(const char *path, struct fctl_buf *b);
 /* Writes STATE_DIR/journal (the prior state, the plan's size and the links it touches)
  * durably before the first op. */
 int fctl_engi_journal_begin(struct eng *e, const struct fctl_profile *p,

@@ -11,46 +11,6 @@
 
 #define JOURNAL_MAGIC "fabricctl-journal 1"
 
-int fctl_engi_write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int fctl_engi_read_file(const char *path, struct fctl_buf *b)
-{
-	char chunk[8192];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int r = -errno;
-
-			close(fd);
-			return r;
-		}
-		fctl_buf_append(b, chunk, (size_t)n);
-	}
-	close(fd);
-	return b->oom ? -ENOMEM : 0;
-}
-
 static void journal_path(const struct eng *e, char *out, size_t len)
 {
 	snprintf(out, len, "%s/journal", e->dir);
@@ -61,7 +21,7 @@ int fctl_engi_journal_begin(struct eng *e, const struct fctl_profile *p,
 {
 	struct fctl_buf b = { 0 };
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 24];
-	int fd, r;
+	int r;
 
 	fctl_buf_printf(&b, "%s\nhost %s\nprofile %s\nversion %" PRIu64 "\nops %zu\n",
 			JOURNAL_MAGIC, e->host, p && p->name ? p->name : "-",
@@ -75,25 +35,7 @@ int fctl_engi_journal_begin(struct eng *e, const struct fctl_profile *p,
 		goto out;
 	journal_path(e, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = fctl_engi_write_all(fd, b.data, b.len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r == 0) {
-		/* make the rename durable */
-		fd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
-	}
+	r = fctl_file_replace(path, tmp, b.data, b.len, 0600, FCTL_FILE_SYNC_DIR);
 out:
 	fctl_buf_release(&b);
 	return r;
@@ -102,16 +44,11 @@ out:
 int fctl_engi_journal_end(struct eng *e)
 {
 	char path[PATH_MAX + 16];
-	int fd;
 
 	journal_path(e, path, sizeof(path));
 	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
-	fd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
+	fctl_fsync_parent(path); /* the removal is durable */
 	return 0;
 }
 
@@ -154,7 +91,7 @@ int fctl_engi_journal_read(struct eng *e, struct fctl_host_state **before,
 	*before = NULL;
 	*touched = NULL;
 	journal_path(e, path, sizeof(path));
-	r = fctl_engi_read_file(path, &b);
+	r = fctl_file_read(path, &b);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {

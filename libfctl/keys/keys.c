@@ -52,7 +52,7 @@ void fctl_key_free(struct fctl_key *k)
 
 void fctl_key_kcv_hex(const struct fctl_key *k, char out[7])
 {
-	snprintf(out, 7, "%02x%02x%02x", k->kcv[0], k->kcv[1], k->kcv[2]);
+	fctl_format_hex(k->kcv, 3, out);
 }
 
 /* --- shared helpers of the backends --- */

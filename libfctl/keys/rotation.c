@@ -73,7 +73,7 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_rotation_cur *c)
 {
 	char path[4096], tmp[4200], buf[192];
-	int fd, n, r = 0;
+	int n;
 
 	if (!ifname_ok(ifname) || c->an >= FCTL_MAX_AN)
 		return -EINVAL;
@@ -89,25 +89,7 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 		fctl_format_hex(c->keyid, FCTL_KEYID_LEN, kid);
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "keyid %s\n", kid);
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return 0;
+	return fctl_file_replace(path, tmp, buf, (size_t)n, 0600, FCTL_FILE_SYNC_DIR);
 }
 
 bool fctl_rotation_busy(const char *dir, char *ifname, size_t len)

@@ -571,3 +571,14 @@ int fctl_mkdir_parents(const char *path, mode_t mode)
 	free(p);
 	return r;
 }
+
+int fctl_mkdir_all(const char *path, mode_t mode)
+{
+	int r = fctl_mkdir_parents(path, mode);
+
+	if (r < 0)
+		return r;
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}

@@ -99,5 +99,7 @@ int fctl_file_replace(const char *path, const char *tmp, const void *data, size_
 		      mode_t mode, unsigned int flags);
 /* Creates every missing directory above the last component of path, with mode. */
 int fctl_mkdir_parents(const char *path, mode_t mode);
+/* mkdir -p: fctl_mkdir_parents, then path itself (an existing directory is success). */
+int fctl_mkdir_all(const char *path, mode_t mode);
 
 #endif
