@@ -84,10 +84,8 @@ void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 		close(c->fd);
 		c->fd = -1;
 	}
-	/* what it held is released now, not at the end of the batch */
-	free(c->frame);
-	c->frame = NULL;
-	fctl_buf_release(&c->out);
+	/* the frame stays (a request being handled may still point into it) until
+	 * fctl_agentd_conn_collect, at the end of this batch; it no longer counts */
 	fctl_agentd_conn_hold(a, c, 0);
 }
 
