@@ -133,6 +133,8 @@ int cmd_agent(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 1 },
 		{ "timeout", required_argument, NULL, 1 },
 		{ "max-frame", required_argument, NULL, 1 },
+		{ "max-buffered", required_argument, NULL, 1 },
+		{ "max-workers", required_argument, NULL, 1 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -17,7 +17,9 @@ void fctl_agent_config_init(struct fctl_agent_config *c)
 	c->drift_debounce_ms = 500;
 	c->max_connections = 64;
 	c->timeout_s = 30;
-	c->max_frame = FCTL_PROTO_MAX_FRAME;
+	c->max_frame = FCTL_AGENT_MAX_FRAME;
+	c->max_buffered = FCTL_AGENT_MAX_BUFFERED;
+	c->max_workers = FCTL_AGENT_MAX_WORKERS;
 }
 
 static int set_str(char **dst, const char *v)
@@ -82,6 +84,12 @@ int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const ch
 		c->max_frame = mf;
 		return 0;
 	}
+	if (strcmp(key, "max_buffered") == 0)
+		return set_uint(&c->max_buffered, v, 1u << 30, false) < 0 ||
+			       c->max_buffered < 65536 ? -EINVAL : 0;
+	if (strcmp(key, "max_workers") == 0)
+		return set_uint(&c->max_workers, v, 64, false) < 0 || !c->max_workers ? -EINVAL
+											: 0;
 	if (strcmp(key, "drift_repair") == 0) {
 		if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
 			return -EINVAL;

@@ -3,19 +3,66 @@
 #include <errno.h>
 #include <grp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "agentd_int.h"
+
+/* A reload without `listen` while the TLS listener is open (it stays open until a
+ * restart): the listener keeps its endpoint and its TLS material, so cfg takes
+ * them over from the running configuration. */
+static int keep_listener(struct agent *a, struct fctl_agent_config *cfg)
+{
+	char **mine[] = { &a->cfg.listen, &a->cfg.cert, &a->cfg.key, &a->cfg.ca };
+	char **theirs[] = { &cfg->listen, &cfg->cert, &cfg->key, &cfg->ca };
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(mine); i++) {
+		char *v = *mine[i] ? fctl_strdup(*mine[i]) : NULL;
+
+		if (*mine[i] && !v)
+			return -ENOMEM;
+		free(*theirs[i]);
+		*theirs[i] = v;
+	}
+	fctl_agentd_log("reload: 'listen' removed, but the TLS listener on %s stays open until "
+			"a restart, with its certificates", a->cfg.listen);
+	return 0;
+}
+
+/* The Unix socket's mode and group follow `group` on a reload. */
+static void socket_mode(const struct agent *a)
+{
+	if (a->unix_fd < 0 || !a->cfg.socket_path || !*a->cfg.socket_path)
+		return;
+	if (chown(a->cfg.socket_path, 0, a->has_gid ? a->gid : 0) < 0 ||
+	    chmod(a->cfg.socket_path, a->has_gid ? 0660 : 0600) < 0)
+		fctl_agentd_log("cannot set the mode of '%s': %s", a->cfg.socket_path,
+				strerror(errno));
+}
 
 int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, char *err,
 			     size_t errlen)
 {
 	struct fctl_tls_policy *pol = NULL;
 	SSL_CTX *ctx = NULL;
+	bool has_gid = false;
+	gid_t gid = 0;
 	int r = 0;
 
-	if (cfg->listen)
+	if (!cfg->listen && a->tcp_fd >= 0) {
+		r = keep_listener(a, cfg);
+		if (r < 0)
+			snprintf(err, errlen, "out of memory");
+	}
+	if (r == 0 && cfg->max_buffered < cfg->max_frame) {
+		snprintf(err, errlen, "max_buffered (%u) is below max_frame (%u)",
+			 cfg->max_buffered, (unsigned)cfg->max_frame);
+		r = -EINVAL;
+	}
+	if (r == 0 && cfg->listen)
 		r = fctl_tls_ctx_new(true, cfg->cert, cfg->key, cfg->ca, &ctx, err, errlen);
 	if (r == 0 && cfg->policy)
 		r = fctl_tls_policy_load(cfg->policy, &pol, err, errlen);
@@ -26,8 +73,8 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			snprintf(err, errlen, "group '%s' does not exist", cfg->group);
 			r = -ENOENT;
 		} else {
-			a->gid = g->gr_gid;
-			a->has_gid = true;
+			gid = g->gr_gid;
+			has_gid = true;
 		}
 	}
 	if (r < 0) {
@@ -35,6 +82,9 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 		fctl_tls_policy_free(pol);
 		return r;
 	}
+	/* every field from the new configuration, a removed group included */
+	a->gid = gid;
+	a->has_gid = has_gid;
 	fctl_tls_ctx_free(a->ctx);
 	fctl_tls_policy_free(a->pol);
 	a->ctx = ctx;
@@ -42,6 +92,7 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	fctl_agent_config_release(&a->cfg);
 	a->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
+	socket_mode(a);
 	a->eo.state_dir = a->cfg.state_dir;
 	a->eo.netns = a->cfg.netns;
 	a->eo.host = a->cfg.host;

@@ -28,6 +28,21 @@ static struct conn *conn_new(struct agent *a, enum conn_kind kind, int fd)
 	return c;
 }
 
+void fctl_agentd_conn_hold(struct agent *a, struct conn *c, size_t bytes)
+{
+	a->buffered -= c->held;
+	c->held = bytes;
+	a->buffered += bytes;
+}
+
+/* The frame buffer of the request being read: counted, then freed. */
+static void frame_release(struct agent *a, struct conn *c)
+{
+	free(c->frame);
+	c->frame = NULL;
+	fctl_agentd_conn_hold(a, c, c->out.len);
+}
+
 void fctl_agentd_conn_free(struct agent *a, struct conn *c)
 {
 	for (struct conn **pp = &a->conns; *pp; pp = &(*pp)->next) {
@@ -45,6 +60,7 @@ void fctl_agentd_conn_free(struct agent *a, struct conn *c)
 	SSL_free(c->ssl);
 	free(c->frame);
 	fctl_buf_release(&c->out);
+	fctl_agentd_conn_hold(a, c, 0);
 	if (c->fd_out >= 0)
 		close(c->fd_out);
 	if (c->fd_err >= 0)
@@ -57,15 +73,30 @@ void fctl_agentd_conn_free(struct agent *a, struct conn *c)
 
 void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 {
-	if (!c->child) {
-		fctl_agentd_conn_free(a, c);
+	if (c->closing)
 		return;
-	}
-	c->dead = true;
+	c->closing = true;
+	c->writing = false;
 	if (c->fd >= 0) {
 		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		if (c->ssl && !c->child)
+			SSL_shutdown(c->ssl);
 		close(c->fd);
 		c->fd = -1;
+	}
+	/* the frame stays (a request being handled may still point into it) until
+	 * fctl_agentd_conn_collect, at the end of this batch; it no longer counts */
+	fctl_agentd_conn_hold(a, c, 0);
+}
+
+void fctl_agentd_conn_collect(struct agent *a)
+{
+	struct conn *c = a->conns, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		if (c->closing && !c->child)
+			fctl_agentd_conn_free(a, c);
 	}
 }
 
@@ -123,6 +154,8 @@ void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t 
 {
 	struct fctl_msg m = { .type = FCTL_MSG_RESPONSE, .id = id, .result = result };
 
+	if (c->closing)
+		return;
 	if (extra)
 		m = *extra;
 	m.type = FCTL_MSG_RESPONSE;
@@ -153,6 +186,7 @@ void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t 
 		fctl_buf_reset(&c->out);
 		fctl_proto_encode(&e, &c->out);
 	}
+	fctl_agentd_conn_hold(a, c, c->out.len + (c->frame ? FCTL_PROTO_HDR_LEN + c->h.length : 0));
 	c->writing = true;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
 	fctl_agentd_conn_flush(a, c);
@@ -175,6 +209,8 @@ void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uin
 
 void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
 {
+	if (c->closing)
+		return;
 	while (c->out_off < c->out.len) {
 		ssize_t k = conn_write(c, c->out.data + c->out_off, c->out.len - c->out_off);
 
@@ -194,12 +230,15 @@ void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
 		return;
 	}
 	/* ready for the next request */
-	free(c->frame);
-	c->frame = NULL;
+	fctl_buf_release(&c->out);
+	c->out_off = 0;
+	frame_release(a, c);
 	c->hdr_got = c->frame_got = 0;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
 	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLIN, c);
-	if (c->ssl && SSL_pending(c->ssl) > 0)
+	/* bytes TLS already decrypted raise no epoll event: read them now, unless the
+	 * reading loop is below us on the stack (it reads them itself, no recursion) */
+	if (c->ssl && !c->in_readable && SSL_pending(c->ssl) > 0)
 		fctl_agentd_conn_readable(a, c);
 }
 
@@ -212,59 +251,87 @@ static void refuse_frame(struct agent *a, struct conn *c, enum fctl_refusal why,
 	fctl_agentd_respond_error(a, c, id, 2, "%s", text);
 }
 
-void fctl_agentd_conn_readable(struct agent *a, struct conn *c)
+/* The header is in: checks it against the limits and allocates the frame. false:
+ * refused (and responded) or closed. */
+static bool start_frame(struct agent *a, struct conn *c)
+{
+	struct fctl_msg m;
+	char why[200];
+	size_t need;
+	int r;
+
+	r = fctl_proto_hdr_parse(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &c->h);
+	if (r == -EMSGSIZE) {
+		snprintf(why, sizeof(why), "frame of %u bytes exceeds the limit of %u",
+			 (unsigned)(c->hdr[12] << 24 | c->hdr[13] << 16 | c->hdr[14] << 8 |
+				    c->hdr[15]),
+			 a->cfg.max_frame - FCTL_PROTO_HDR_LEN);
+		refuse_frame(a, c, FCTL_REFUSED_OVERSIZED, 0, why);
+		return false;
+	}
+	if (r < 0) {
+		fctl_proto_decode(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &m, why, sizeof(why));
+		refuse_frame(a, c, FCTL_REFUSED_MALFORMED, 0, why);
+		return false;
+	}
+	need = FCTL_PROTO_HDR_LEN + (size_t)c->h.length + 1;
+	if (a->buffered - c->held + need > a->cfg.max_buffered) {
+		snprintf(why, sizeof(why), "busy: the agent holds %zu bytes of requests and "
+			 "responses (max_buffered %u): try again", a->buffered,
+			 a->cfg.max_buffered);
+		refuse_frame(a, c, FCTL_REFUSED_BUFFERED, c->h.id, why);
+		return false;
+	}
+	c->frame = malloc(need);
+	if (!c->frame) {
+		fctl_agentd_conn_close(a, c);
+		return false;
+	}
+	fctl_agentd_conn_hold(a, c, need);
+	memcpy(c->frame, c->hdr, sizeof(c->hdr));
+	c->frame_got = 0;
+	return true;
+}
+
+/* Reads what there is: false when nothing more can be read now (or c closed). */
+static bool read_some(struct agent *a, struct conn *c)
+{
+	ssize_t k;
+
+	if (c->hdr_got < sizeof(c->hdr)) {
+		k = fctl_agentd_conn_read(c, c->hdr + c->hdr_got, sizeof(c->hdr) - c->hdr_got);
+	} else {
+		k = fctl_agentd_conn_read(c, c->frame + FCTL_PROTO_HDR_LEN + c->frame_got,
+					  c->h.length - c->frame_got);
+	}
+	if (k == -EAGAIN)
+		return false;
+	if (k <= 0) {
+		fctl_agentd_conn_close(a, c);
+		return false;
+	}
+	if (c->hdr_got < sizeof(c->hdr)) {
+		c->hdr_got += (size_t)k;
+		if (c->hdr_got == sizeof(c->hdr))
+			return start_frame(a, c);
+		return true;
+	}
+	c->frame_got += (size_t)k;
+	return true;
+}
+
+static void readable(struct agent *a, struct conn *c)
 {
 	for (;;) {
 		struct fctl_msg m;
 		char why[200];
-		ssize_t k;
 		int r;
 
-		if (c->writing || c->child || c->close_after)
+		if (c->closing || c->writing || c->child || c->close_after)
 			return;
-		if (c->hdr_got < sizeof(c->hdr)) {
-			k = fctl_agentd_conn_read(c, c->hdr + c->hdr_got,
-						  sizeof(c->hdr) - c->hdr_got);
-		} else {
-			k = fctl_agentd_conn_read(c, c->frame + FCTL_PROTO_HDR_LEN + c->frame_got,
-						  c->h.length - c->frame_got);
-		}
-		if (k == -EAGAIN)
+		if (!read_some(a, c))
 			return;
-		if (k <= 0) {
-			fctl_agentd_conn_close(a, c);
-			return;
-		}
-		if (c->hdr_got < sizeof(c->hdr)) {
-			c->hdr_got += (size_t)k;
-			if (c->hdr_got < sizeof(c->hdr))
-				continue;
-			r = fctl_proto_hdr_parse(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &c->h);
-			if (r == -EMSGSIZE) {
-				snprintf(why, sizeof(why), "frame of %u bytes exceeds the limit of %u",
-					 (unsigned)(c->hdr[12] << 24 | c->hdr[13] << 16 |
-						    c->hdr[14] << 8 | c->hdr[15]),
-					 a->cfg.max_frame - FCTL_PROTO_HDR_LEN);
-				refuse_frame(a, c, FCTL_REFUSED_OVERSIZED, 0, why);
-				return;
-			}
-			if (r < 0) {
-				fctl_proto_decode(c->hdr, sizeof(c->hdr), a->cfg.max_frame, &m, why,
-						  sizeof(why));
-				refuse_frame(a, c, FCTL_REFUSED_MALFORMED, 0, why);
-				return;
-			}
-			c->frame = malloc(FCTL_PROTO_HDR_LEN + (size_t)c->h.length + 1);
-			if (!c->frame) {
-				fctl_agentd_conn_close(a, c);
-				return;
-			}
-			memcpy(c->frame, c->hdr, sizeof(c->hdr));
-			c->frame_got = 0;
-		} else {
-			c->frame_got += (size_t)k;
-		}
-		if (c->frame_got < c->h.length)
+		if (c->hdr_got < sizeof(c->hdr) || c->frame_got < c->h.length)
 			continue;
 		r = fctl_proto_decode(c->frame, FCTL_PROTO_HDR_LEN + c->h.length, a->cfg.max_frame,
 				      &m, why, sizeof(why));
@@ -277,8 +344,18 @@ void fctl_agentd_conn_readable(struct agent *a, struct conn *c)
 			return;
 		}
 		fctl_agentd_handle_request(a, c, &m);
-		/* handle_request responded (or started a worker): the frame is consumed */
+		/* handle_request responded (or started a worker): the frame is consumed;
+		 * c may be closing now, which the loop's first line sees */
 	}
+}
+
+void fctl_agentd_conn_readable(struct agent *a, struct conn *c)
+{
+	if (c->in_readable)
+		return;
+	c->in_readable = true;
+	readable(a, c);
+	c->in_readable = false;
 }
 
 void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)

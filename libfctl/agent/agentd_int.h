@@ -27,6 +27,24 @@
  * in epoll_wait. Requests that touch the engine run in a forked worker (one per
  * request, killed with the agent: PR_SET_PDEATHSIG) whose stdout and stderr go
  * to memfds that become the response's OUTPUT and ERROR.
+ *
+ * Ownership of a struct conn (one rule, everywhere): only
+ * fctl_agentd_conn_collect frees a connection, and the loop calls it once per
+ * epoll batch, after every event of the batch (and the timeout sweep) ran.
+ * Everything else that ends a connection calls fctl_agentd_conn_close, which
+ * sets c->closing, takes the fd out of the epoll set and closes it, and frees
+ * nothing else. So a struct conn stays valid for the rest of the batch after any
+ * call that "closes" it: callers check c->closing after a call that may close,
+ * never compare addresses, and never touch a connection once they returned to
+ * the loop with c->closing set. A closing connection whose worker still runs is
+ * kept until the worker is reaped (its response is dropped). Connections are
+ * freed directly only by the loop's teardown.
+ *
+ * Limits (docs/agent.md): a request frame is at most cfg.max_frame bytes (refused
+ * from its header, before anything is allocated); the frames being read and the
+ * responses not yet written count against cfg.max_buffered for the whole agent (a
+ * frame that would exceed it is refused from its header); at most cfg.max_workers
+ * workers run at once (a request beyond that is refused, never queued).
  */
 
 #define EXIT_REFUSED 13 /* RESULT of a request the role does not allow */
@@ -59,9 +77,11 @@ struct conn {
 	uint8_t req_type;
 	uint32_t req_options;
 	bool req_writes;
-	char spool[PATH_MAX];
+	char spool[PATH_MAX]; /* this request's profile (a unique name made here), or "" */
 	uint64_t deadline; /* ms, 0 = none */
-	bool dead;         /* peer gone while a worker runs */
+	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */
+	bool in_readable;  /* inside fctl_agentd_conn_readable (which reads on itself) */
+	size_t held;       /* bytes of frame and response counted in agent.buffered */
 };
 
 struct agent {
@@ -76,6 +96,8 @@ struct agent {
 	struct conn *conns;
 	struct fctl_agent_stats st;
 	unsigned writers;  /* workers that change the host */
+	unsigned workers;  /* request workers running (cfg.max_workers at most) */
+	size_t buffered;   /* the sum of every connection's held bytes */
 	pid_t repair_child;
 	bool stop;
 	char host[256];
@@ -120,24 +142,30 @@ int fctl_agentd_open_netlink(void);
 
 /* Accepts one connection on lfd: peer credentials (Unix), TLS handshake (TLS). */
 void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind);
-/* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. */
+/* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. Only
+ * fctl_agentd_conn_collect and the loop's teardown call it. */
 void fctl_agentd_conn_free(struct agent *a, struct conn *c);
-/* Closes the connection now, or, while its worker runs, once the worker is reaped. */
+/* Closes c's socket and sets c->closing; c itself stays valid until
+ * fctl_agentd_conn_collect (closing twice is fine). */
 void fctl_agentd_conn_close(struct agent *a, struct conn *c);
+/* End of an epoll batch: frees the closing connections whose worker is not running. */
+void fctl_agentd_conn_collect(struct agent *a);
+/* Sets the bytes c holds (frame + response) and keeps agent.buffered their sum. */
+void fctl_agentd_conn_hold(struct agent *a, struct conn *c, size_t bytes);
 /* >0 bytes, 0 end of stream, -EAGAIN, < 0 error */
 ssize_t fctl_agentd_conn_read(struct conn *c, void *p, size_t n);
-/* Writes c->out; then closes c or waits for its next request. May free c. */
+/* Writes c->out; then closes c or waits for its next request. May close c. */
 void fctl_agentd_conn_flush(struct agent *a, struct conn *c);
-/* Reads and decodes frames, each handled as a request, until one is in progress. May free c. */
+/* Reads and decodes frames, each handled as a request, until one is in progress. May close c. */
 void fctl_agentd_conn_readable(struct agent *a, struct conn *c);
-/* Continues the TLS handshake; done, maps the certificate to a role. May free c. */
+/* Continues the TLS handshake; done, maps the certificate to a role. May close c. */
 void fctl_agentd_tls_handshake(struct agent *a, struct conn *c);
 /* Encodes a RESPONSE (extra: other TLVs, may be NULL) into c->out and starts writing it.
- * May free c. */
+ * May close c. */
 void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
 			 const void *out, size_t out_len, const char *err, size_t err_len,
 			 const struct fctl_msg *extra);
-/* A RESPONSE whose ERROR is "fabricctl agent: <fmt>\n". May free c. */
+/* A RESPONSE whose ERROR is "fabricctl agent: <fmt>\n". May close c. */
 void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
 			       const char *fmt, ...) FCTL_PRINTF(5, 6);
 
@@ -149,8 +177,9 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 
 /* --- agentd_worker.c: forked workers --- */
 
-/* Spools the request's profile, forks the worker with its output in memfds: 0 or a
- * negative errno. */
+/* Spools the request's profile to a file only this request uses (a new unique name
+ * in profile_dir, O_EXCL, 0600), forks the worker with its output in memfds: 0 or
+ * a negative errno, with nothing left behind (no memfd, no spool file). */
 int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m);
 /* Reaps the exited workers (and the drift repair) and sends their responses. */
 void fctl_agentd_reap(struct agent *a);

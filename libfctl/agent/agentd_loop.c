@@ -57,7 +57,7 @@ static void sweep_timeouts(struct agent *a)
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->deadline && c->deadline <= t && !c->child) {
+		if (c->deadline && c->deadline <= t && !c->child && !c->closing) {
 			a->st.refused[FCTL_REFUSED_TIMEOUT]++;
 			if (c->hdr_got || c->handshake || c->writing)
 				fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
@@ -71,7 +71,7 @@ static int next_timeout(struct agent *a)
 	uint64_t t = fctl_agentd_now_ms(), best = 0;
 
 	for (struct conn *c = a->conns; c; c = c->next)
-		if (c->deadline && !c->child && (!best || c->deadline < best))
+		if (c->deadline && !c->child && !c->closing && (!best || c->deadline < best))
 			best = c->deadline;
 	if (!best)
 		return -1;
@@ -180,12 +180,8 @@ static void on_signals(struct agent *a)
 
 static void on_conn_event(struct agent *a, struct conn *c, uint32_t events)
 {
-	bool found = false;
-
-	/* the connection may have been freed by an earlier event of this batch */
-	for (struct conn *x = a->conns; x; x = x->next)
-		found |= x == c;
-	if (!found || c->dead)
+	/* closed by an earlier event of this batch: still allocated (agentd_int.h) */
+	if (c->closing)
 		return;
 	if (c->handshake)
 		fctl_agentd_tls_handshake(a, c);
@@ -246,6 +242,8 @@ static int serve(struct agent *a, char *err, size_t errlen)
 		for (int i = 0; i < n; i++)
 			on_event(a, &ev[i]);
 		sweep_timeouts(a);
+		/* the only place connections are freed: no event of this batch is left */
+		fctl_agentd_conn_collect(a);
 	}
 	return 0;
 }
@@ -264,6 +262,7 @@ static void teardown(struct agent *a)
 			waitpid(c->child, NULL, 0);
 			if (c->req_writes)
 				a->writers--;
+			a->workers--;
 			c->child = 0;
 		}
 		fctl_agentd_conn_free(a, c);

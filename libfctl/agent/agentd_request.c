@@ -68,10 +68,11 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		int v = fctl_proto_negotiate(m->version_min, m->version_max);
 
 		if (v < 0) {
+			/* before responding: the response's write closes the connection */
+			c->close_after = true;
 			fctl_agentd_respond_error(a, c, m->id, 2,
 						  "no common protocol version (agent speaks 1..%d)",
 						  FCTL_PROTO_VERSION);
-			c->close_after = true;
 			return;
 		}
 		x.present = FCTL_HAS_ROLE | FCTL_HAS_AGENT | FCTL_HAS_VERSION_MAX;
@@ -101,6 +102,14 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 						  "on '%s': try again", ifn);
 			return;
 		}
+	}
+	if (a->workers >= a->cfg.max_workers) {
+		a->st.refused[FCTL_REFUSED_WORKERS]++;
+		a->st.requests[m->type][1]++;
+		fctl_agentd_respond_error(a, c, m->id, 2, "busy: %u requests are running "
+					  "(max_workers %u): try again", a->workers,
+					  a->cfg.max_workers);
+		return;
 	}
 	r = fctl_agentd_spawn(a, c, m);
 	if (r < 0) {

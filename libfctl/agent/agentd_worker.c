@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -14,21 +15,40 @@
 
 #include "agentd_int.h"
 
+/* Removes this request's spool file (its own: the name was made unique here). */
+static void drop_spool(struct conn *c)
+{
+	if (c->spool[0]) {
+		unlink(c->spool);
+		c->spool[0] = '\0';
+	}
+}
+
+/* The profile into a file that is this request's alone: a fresh random name in
+ * profile_dir, created with O_EXCL and mode 0600 (mkostemps). Nothing in the name
+ * comes from the client, so no two requests ever share one. */
 static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
+	static const char suffix[] = ".yaml";
 	size_t off = 0;
-	int fd, r = 0;
+	int fd, r = 0, n;
 
 	if (mkdir(a->cfg.profile_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(c->spool, sizeof(c->spool), "%s/.remote-%d-%u.yaml", a->cfg.profile_dir,
-		 (int)getpid(), c->req_id);
-	fd = open(c->spool, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	n = snprintf(c->spool, sizeof(c->spool), "%s/.remote-XXXXXX%s", a->cfg.profile_dir,
+		     suffix);
+	if (n < 0 || (size_t)n >= sizeof(c->spool)) {
+		c->spool[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemps(c->spool, (int)sizeof(suffix) - 1, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
 		c->spool[0] = '\0';
 		return r;
 	}
+	if (fchmod(fd, 0600) < 0)
+		r = -errno;
 	while (off < m->profile_len && r == 0) {
 		ssize_t k = write(fd, m->profile + off, m->profile_len - off);
 
@@ -39,7 +59,20 @@ static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m
 	}
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
+	if (r < 0)
+		drop_spool(c);
 	return r;
+}
+
+/* Undoes a spawn that failed half way: the memfds and the spool file. */
+static void spawn_undo(struct conn *c)
+{
+	if (c->fd_out >= 0)
+		close(c->fd_out);
+	if (c->fd_err >= 0)
+		close(c->fd_err);
+	c->fd_out = c->fd_err = -1;
+	drop_spool(c);
 }
 
 static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
@@ -75,24 +108,34 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	pid_t pid;
 	int r;
 
+	/* what an earlier request left is not this one's */
+	spawn_undo(c);
 	if (m->present & FCTL_HAS_PROFILE) {
 		r = write_spool(a, c, m);
 		if (r < 0)
 			return r;
 	}
 	c->fd_out = memfd_create("fctl-out", MFD_CLOEXEC);
-	c->fd_err = memfd_create("fctl-err", MFD_CLOEXEC);
-	if (c->fd_out < 0 || c->fd_err < 0)
-		return -errno;
+	if (c->fd_out >= 0)
+		c->fd_err = memfd_create("fctl-err", MFD_CLOEXEC);
+	if (c->fd_out < 0 || c->fd_err < 0) {
+		r = -errno;
+		spawn_undo(c);
+		return r;
+	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		r = -errno;
+		spawn_undo(c);
+		return r;
+	}
 	if (pid == 0)
 		worker(a, c, m); /* does not return */
 	c->child = pid;
 	c->deadline = 0;
+	a->workers++;
 	if (c->req_writes)
 		a->writers++;
 	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -137,6 +180,7 @@ void fctl_agentd_reap(struct agent *a)
 		if (!c)
 			continue;
 		c->child = 0;
+		a->workers--;
 		if (c->req_writes) {
 			char d[64];
 
@@ -155,14 +199,11 @@ void fctl_agentd_reap(struct agent *a)
 		close(c->fd_out);
 		close(c->fd_err);
 		c->fd_out = c->fd_err = -1;
-		if (c->spool[0]) {
-			unlink(c->spool);
-			c->spool[0] = '\0';
-		}
-		if (c->dead) {
-			fctl_agentd_conn_free(a, c);
+		drop_spool(c);
+		if (c->closing) {
+			/* the peer is gone: fctl_agentd_conn_collect frees c */
 		} else if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
-			fctl_agentd_conn_free(a, c);
+			fctl_agentd_conn_close(a, c);
 		} else {
 			fctl_agentd_respond(a, c, c->req_id, code, out.data, out.len, err.data,
 					    err.len, NULL);

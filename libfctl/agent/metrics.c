@@ -19,6 +19,8 @@ static const char *const refusal_names[] = {
 	[FCTL_REFUSED_OVERSIZED] = "oversized",
 	[FCTL_REFUSED_TIMEOUT] = "timeout",
 	[FCTL_REFUSED_BUSY] = "max_connections",
+	[FCTL_REFUSED_WORKERS] = "max_workers",
+	[FCTL_REFUSED_BUFFERED] = "max_buffered",
 };
 
 const char *fctl_refusal_name(enum fctl_refusal r)

@@ -23,6 +23,13 @@ struct ssl_ctx_st;
 
 #define FCTL_AGENT_SOCKET "/run/fabricctl/agent.sock"
 #define FCTL_AGENT_PORT 7443
+/* Request limits (docs/agent.md, "Limits"): the largest legitimate request is a
+ * profile, so 1 MiB per frame by default (max_frame, 4 KiB .. 16 MiB); all the
+ * frames being read and responses not yet written together (max_buffered); the
+ * workers running at once (max_workers, 1 .. 64). */
+#define FCTL_AGENT_MAX_FRAME (1u << 20)
+#define FCTL_AGENT_MAX_BUFFERED (8u << 20)
+#define FCTL_AGENT_MAX_WORKERS 4
 
 struct fctl_agent_config {
 	char *socket_path;  /* "" = no Unix socket */
@@ -41,7 +48,9 @@ struct fctl_agent_config {
 	bool drift_repair;  /* re-apply the last applied profile when drift is found */
 	unsigned max_connections;
 	unsigned timeout_s;
-	uint32_t max_frame;
+	uint32_t max_frame;        /* a request frame, header included */
+	unsigned max_buffered;     /* bytes of frames and responses held at once, in total */
+	unsigned max_workers;      /* request workers at once; more are refused */
 };
 
 void fctl_agent_config_init(struct fctl_agent_config *c);
@@ -103,6 +112,8 @@ enum fctl_refusal {
 	FCTL_REFUSED_OVERSIZED,   /* a frame over max_frame */
 	FCTL_REFUSED_TIMEOUT,
 	FCTL_REFUSED_BUSY,        /* max_connections reached */
+	FCTL_REFUSED_WORKERS,     /* max_workers requests running */
+	FCTL_REFUSED_BUFFERED,    /* max_buffered bytes held */
 	FCTL_REFUSED_MAX,
 };
 

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the agent attack tests (not a test itself): a real `fabricctl agent` on
+# 127.0.0.1 (mutual TLS, scripts/pki.sh's test CA) and a Unix socket in a temp dir,
+# acting in a network namespace of its own, PASS/FAIL counting, cleanup on exit.
+# The caller sets NAME; FCTL_BUILD_DIR names the build (default build/).
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+PY=${FCTL_PYTHON:-/usr/bin/python3}
+export PYTHONPATH=$ROOT/tests/security/lib
+PASS=0 FAIL=0
+AGENT_PID="" NETNS=""
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+die() { echo "$NAME: cannot run: $*" >&2; exit 2; }
+# PASS/FAIL lines printed by a helper (python): echoed and counted
+count() {
+	local l
+	while IFS= read -r l; do
+		case $l in
+		"PASS "*) echo "$l"; PASS=$((PASS + 1)) ;;
+		"FAIL "*) echo "$l"; FAIL=$((FAIL + 1)) ;;
+		*) echo "   $l" ;;
+		esac
+	done
+}
+
+[ "$(id -u)" = 0 ] || die "needs root"
+[ -x "$F" ] || die "no $F: build first"
+[ -x "$PY" ] || die "no $PY"
+command -v ip >/dev/null || die "no ip"
+T=$(mktemp -d /tmp/fctl-sec-"$NAME".XXXXXX) || die "mktemp"
+chmod 0755 "$T"
+
+cleanup() {
+	if [ -n "$AGENT_PID" ]; then
+		kill "$AGENT_PID" 2>/dev/null
+		wait "$AGENT_PID" 2>/dev/null
+	fi
+	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
+	rm -rf -- "$T"
+}
+finish() {
+	local rc=$?
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$FAIL" -eq 0 ] && fail script "stopped early with status $rc"
+	cleanup
+	[ "$rc" -eq 2 ] && [ "$FAIL" -eq 0 ] && exit 2
+	echo "$NAME: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ] && exit 0
+	exit 1
+}
+trap finish EXIT
+
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
+	die "no free port"
+NETNS=fctl-sec-$NAME-$$
+ip netns add "$NETNS" || { NETNS=""; die "ip netns add failed"; }
+sh "$ROOT/scripts/pki.sh" "$T/pki" h1=127.0.0.1 >/dev/null || die "pki.sh failed"
+PKI=$T/pki
+mkdir -p "$T/state" "$T/profiles" "$T/audit"
+SOCK=$T/agent.sock
+# the workers' commands write their own audit records: here, not in /var/lib
+export FCTL_AUDIT_LOG=$T/audit/worker.log
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+# The agent's options (besides --config when given); tests append their own.
+agent_args() {
+	echo --socket "$SOCK" --listen "127.0.0.1:$PORT" --cert "$PKI/server-h1.crt" \
+		--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" --netns "$NETNS" \
+		--state-dir "$T/state" --host h1 --profile-dir "$T/profiles" \
+		--audit-log "$T/audit/agent.log" --drift-interval 0
+}
+
+# start_agent ARG...: the agent in the background (stderr in $T/agent.err), up
+# when root's status answers on the Unix socket (10 s at most).
+start_agent() {
+	"$F" agent "$@" 2>"$T/agent.err" &
+	AGENT_PID=$!
+	for _ in $(seq 100); do
+		"$F" status --target "unix:$SOCK" >/dev/null 2>&1 && return 0
+		kill -0 "$AGENT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$T/agent.err" >&2
+	die "the agent did not start"
+}
+
+# Stops the agent (SIGTERM, by its PID) and waits for it.
+stop_agent() {
+	[ -n "$AGENT_PID" ] || return 0
+	kill "$AGENT_PID" 2>/dev/null
+	wait "$AGENT_PID" 2>/dev/null
+	AGENT_PID=""
+}
+
+# The checks every agent test ends with: alive, serving root, no sanitizer report.
+agent_healthy() { # label
+	if kill -0 "$AGENT_PID" 2>/dev/null; then pass "$1-agent-alive"; else fail "$1-agent-alive"; fi
+	if out=$("$F" status --target "unix:$SOCK" 2>&1) && grep -q "your role: local" <<<"$out"; then
+		pass "$1-root-status-on-unix-socket"
+	else
+		fail "$1-root-status-on-unix-socket" "$out"
+	fi
+	if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: " "$T/agent.err"; then
+		fail "$1-no-sanitizer-report" "$(grep -m3 -E "ERROR|SUMMARY|runtime error" "$T/agent.err")"
+	else
+		pass "$1-no-sanitizer-report"
+	fi
+}
+
+# TLS client options for ROLE
+tls_opts() { echo --cert "$PKI/client-$1.crt" --key "$PKI/client-$1.key" --ca "$PKI/ca.crt"; }
+
+profile() { # name version
+	printf 'schema: 1\nprofile:\n  name: %s\n  version: %s\nhosts:\n  - name: h1\n    ports: [{ name: eth0 }]\n' "$1" "$2"
+}
