@@ -316,17 +316,14 @@ static void test_depth(void **state)
 		uint8_t *b = calloc(1, len);
 		struct fctl_ttlv_doc doc;
 
-		for (int i = 0; i < depth; i++) {
-			uint8_t *h = b + i * 8;
-			uint32_t inner = (uint32_t)(len - (size_t)(i + 1) * 8);
+		assert_non_null(b);
+		for (size_t off = 0; off + 8 <= len; off += 8) {
+			uint32_t inner = (uint32_t)(len - off - 8);
+			const uint8_t h[8] = { 0x42, 0x00, 0x20, FCTL_TTLV_STRUCTURE,
+					       (uint8_t)(inner >> 24), (uint8_t)(inner >> 16),
+					       (uint8_t)(inner >> 8), (uint8_t)inner };
 
-			h[0] = 0x42;
-			h[2] = 0x20;
-			h[3] = FCTL_TTLV_STRUCTURE;
-			h[4] = (uint8_t)(inner >> 24);
-			h[5] = (uint8_t)(inner >> 16);
-			h[6] = (uint8_t)(inner >> 8);
-			h[7] = (uint8_t)inner;
+			memcpy(b + off, h, sizeof(h));
 		}
 		if (depth == FCTL_TTLV_MAX_DEPTH) {
 			assert_int_equal(fctl_ttlv_parse(b, len, &doc, NULL), 0);
