@@ -60,6 +60,9 @@ int cmd_evidence(int argc, char **argv);
  * beside it, made on first use. Reports failures loudly. Negative errno. */
 struct fctl_audit;
 int cli_audit_open(const char *log_opt, struct fctl_audit **out);
+/* The actor of the records cli_audit_open() logs will name (the agent's worker sets its
+ * client's certificate subject or uid); cert NULL and !has_uid: the caller's uid. */
+void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid);
 /* What a state-changing command records. */
 struct fctl_plan;
 struct cli_audit_event {

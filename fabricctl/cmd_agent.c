@@ -42,8 +42,8 @@ static int load_config(void *ctx, struct fctl_agent_config *out, char *err, size
 /* In the worker: one request as the local command line it stands for. */
 static int run_request(void *ctx, const struct fctl_agent_request *rq)
 {
-	static char host[256], netns[256], sd[4096], path[4096];
-	char *argv[16], ver[24];
+	static char host[256], netns[256], sd[4096], path[4096], alog[4096];
+	char *argv[20], ver[24];
 	int argc = 0;
 	int (*fn)(int, char **) = NULL;
 
@@ -103,6 +103,14 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		snprintf(sd, sizeof(sd), "%s", rq->state_dir);
 		argv[argc++] = sd;
 	}
+	if (rq->audit_log && (rq->type == FCTL_MSG_APPLY || rq->type == FCTL_MSG_ROLLBACK ||
+			      rq->type == FCTL_MSG_RECOVER)) {
+		argv[argc++] = "--audit-log";
+		snprintf(alog, sizeof(alog), "%s", rq->audit_log);
+		argv[argc++] = alog;
+	}
+	/* the records of this worker name the client, not the agent's root */
+	cli_audit_set_actor(rq->actor_cert, rq->has_actor_uid, rq->actor_uid);
 	if (rq->profile_path) {
 		snprintf(path, sizeof(path), "%s", rq->profile_path);
 		argv[argc++] = path;

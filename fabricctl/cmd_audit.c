@@ -440,10 +440,24 @@ int cmd_audit(int argc, char **argv)
 
 /* --- records of state-changing commands (apply, rollback, recover, drift) --- */
 
+/* Who the records of this process name when an event names no one: set by the agent's
+ * worker for its client; by default the caller's uid. */
+static struct fctl_audit_actor actor;
+static char actor_cert[320];
+
+void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid)
+{
+	snprintf(actor_cert, sizeof(actor_cert), "%s", cert ? cert : "");
+	actor.cert = cert ? actor_cert : NULL;
+	actor.has_uid = has_uid;
+	actor.uid = uid;
+}
+
 int cli_audit_open(const char *log_opt, struct fctl_audit **out)
 {
 	struct fctl_audit_policy p = {
 		.log_path = log_opt, .env = true, .create_key = true, .batch = 64,
+		.actor = actor,
 	};
 	char err[512] = "";
 	int r = fctl_audit_open_policy(&p, out, err, sizeof(err));

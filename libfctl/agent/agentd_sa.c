@@ -53,8 +53,10 @@ static void sak_kcv(const uint8_t *key, size_t len, char out[7])
 	fctl_memzero(blk, sizeof(blk));
 }
 
-static void sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
-		     const struct fctl_msg *m, const char *kcv, const char *detail)
+/* 0, or -EIO when the record could not be written (the caller fails the request:
+ * an SA change nobody can account for is not reported as done). */
+static int sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
+		    const struct fctl_msg *m, const char *kcv, const char *detail)
 {
 	char keyid[2 * FCTL_KEYID_LEN + 1] = "", line[900];
 	const char *ids[1], *kcvs[1];
@@ -90,9 +92,13 @@ static void sa_audit(struct agent *a, const struct conn *c, const char *action, 
 			e.kcvs = kcvs;
 			e.n_kcvs = 1;
 		}
-		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0) {
 			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+			return -EIO;
+		}
+		return 0;
 	}
+	return -EIO;
 }
 
 static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, size_t key_len,
@@ -230,6 +236,13 @@ static bool sa_admitted(struct sa_req *q)
 		wipe_key(c, m);
 		fctl_agentd_respond_error(a, c, m->id, 2,
 					  "an apply is running on this host: try again");
+		return false;
+	}
+	if (m->type != FCTL_MSG_SA_DUMP && !a->audit) {
+		/* fail-secure, as keymgr: no SA change without its audit record */
+		wipe_key(c, m);
+		fctl_agentd_respond_error(a, c, m->id, 2, "the audit log is unavailable: SA "
+					  "changes are refused until it can be written");
 		return false;
 	}
 	return true;
@@ -445,7 +458,7 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 	struct fctl_buf o = { 0 };
 	char kcv[7];
 	bool has_cur;
-	int r;
+	int r, lock = -1;
 
 	if (!sa_admitted(&q))
 		return;
@@ -465,6 +478,12 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 		r = sa_dump_request(&q, has_cur, &o);
 		goto done;
 	}
+	/* the host's apply lock, for this step: a local apply never interleaves with it */
+	lock = fctl_engine_lock(&a->eo, q.err, sizeof(q.err));
+	if (lock < 0) {
+		r = lock;
+		goto done;
+	}
 	r = sa_cipher(q.nl, m->ifname, &q.sec);
 	if (r < 0) {
 		snprintf(q.err, sizeof(q.err), "%s: not a MACsec interface here (%s)", m->ifname,
@@ -474,8 +493,14 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 	if (!has_cur)
 		sa_first_cur(&q);
 	r = sa_change(&q);
-	sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err);
+	if (sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err) < 0 &&
+	    r == 0) {
+		snprintf(q.err, sizeof(q.err), "%s: the SA change was made but its audit record "
+			 "could not be written: treat it as failed", m->ifname);
+		r = -EIO;
+	}
 done:
+	fctl_engine_unlock(lock);
 	wipe_key(c, m);
 	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
 		fctl_nl_close(q.nl);

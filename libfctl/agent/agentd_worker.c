@@ -85,6 +85,10 @@ static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		.to_version = m->to_version,
 		.state_dir = a->cfg.state_dir,
 		.netns = a->cfg.netns,
+		.audit_log = a->cfg.audit_log,
+		.actor_cert = c->kind == C_TLS ? c->who : NULL,
+		.has_actor_uid = c->kind != C_TLS && c->has_uid,
+		.actor_uid = c->uid,
 	};
 	sigset_t none;
 	int code, null;

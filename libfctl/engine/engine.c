@@ -50,6 +50,49 @@ int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t le
 	return 0;
 }
 
+/* The host's apply lock, STATE_DIR/lock, without waiting: the fd, or -EBUSY when it is
+ * held (err says by whom: an apply, or a rotation's SA request in the agent). */
+static int take_lock(const char *dir, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 16];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		snprintf(err, errlen,
+			 r == -EWOULDBLOCK ? "another fabricctl is changing this host (lock '%s' "
+					     "is held by an apply or a key rotation step)"
+					   : "cannot lock '%s': %s",
+			 path, strerror(-r));
+		if (fd >= 0)
+			close(fd);
+		return r == -EWOULDBLOCK ? -EBUSY : r;
+	}
+	return fd;
+}
+
+int fctl_engine_lock(const struct fctl_engine_opts *o, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	fctl_state_dir_path(o->state_dir, o->netns, dir, sizeof(dir));
+	r = fctl_mkdir_all(dir, 0700);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create state directory '%s': %s", dir, strerror(-r));
+		return r;
+	}
+	return take_lock(dir, err, errlen);
+}
+
+void fctl_engine_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, bool need_nl,
 		    char *err, size_t errlen)
 {
@@ -77,20 +120,10 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 				 strerror(-r));
 			return r;
 		}
-		snprintf(path, sizeof(path), "%s/lock", e->dir);
-		e->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (e->lock_fd < 0 || flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-			r = -errno;
-			snprintf(err, errlen,
-				 r == -EWOULDBLOCK ? "another fabricctl is applying on this host "
-						     "(lock '%s' is held)"
-						   : "cannot lock '%s': %s",
-				 path, strerror(-r));
-			if (e->lock_fd >= 0)
-				close(e->lock_fd);
-			e->lock_fd = -1;
-			return r == -EWOULDBLOCK ? -EBUSY : r;
-		}
+		r = take_lock(e->dir, err, errlen);
+		if (r < 0)
+			return r;
+		e->lock_fd = r;
 	}
 	if (need_nl) {
 		r = e->ops->open(o->ops_ctx, o->netns, &e->nl);
@@ -418,6 +451,19 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 	if (r < 0)
 		return r;
 	snprintf(res->host, sizeof(res->host), "%s", e.host);
+	if (!o->dry_run) {
+		/* a rotation holds SAs of two keys until its lease ends: an apply now would
+		 * undo half of it (the agent refuses its own requests the same way) */
+		char rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+
+		fctl_rotation_dir(o->state_dir, o->netns, rdir, sizeof(rdir));
+		if (fctl_rotation_busy(rdir, ifn, sizeof(ifn))) {
+			snprintf(res->error, sizeof(res->error), "a key rotation is in progress on "
+				 "'%s': try again when it ends", ifn);
+			r = -EBUSY;
+			goto out;
+		}
+	}
 	if (!fctl_profile_find_host(p, e.host)) {
 		snprintf(res->error, sizeof(res->error),
 			 "host '%s' is not in profile '%s' (use --host NAME)", e.host, p->name);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fctl/proto.h"
 
@@ -70,6 +71,12 @@ struct fctl_agent_request {
 	uint64_t to_version;
 	const char *state_dir;
 	const char *netns;
+	/* apply/rollback/recover: their records go to the agent's log (NULL: the default)
+	 * and name the client: its certificate subject over TLS, its uid on the Unix socket */
+	const char *audit_log;
+	const char *actor_cert;
+	bool has_actor_uid;
+	uid_t actor_uid;
 };
 
 struct fctl_agent_ops {

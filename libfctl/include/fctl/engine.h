@@ -130,6 +130,14 @@ int fctl_engine_history(const struct fctl_engine_opts *o, struct fctl_history_en
 int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 			     struct fctl_diags *d, struct fctl_profile **out);
 
+/* The host's apply lock (STATE_DIR/lock), the one apply, rollback and recover hold, taken
+ * without waiting by whatever else changes the host's SAs (the agent's SA requests of a
+ * rotation): an fd >= 0 for fctl_engine_unlock(), -EBUSY while it is held (err says so),
+ * or another negative errno. An apply in turn refuses (-EBUSY) while a rotation lease
+ * (fctl/rotation.h) is unexpired. */
+int fctl_engine_lock(const struct fctl_engine_opts *o, char *err, size_t errlen);
+void fctl_engine_unlock(int fd); /* takes a negative fd */
+
 /* The profile host this machine is (opts->host, else the hostname). */
 int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t len);
 
