@@ -209,8 +209,8 @@ static int add_crls(X509_STORE *store, FILE *f, const char *path, unsigned *issu
 
 		n++;
 		if (!ca) {
-			snprintf(err, errlen, "'%s': CRL %d is not signed by a CA of the ca file", path,
-				 n);
+			snprintf(err, errlen, "'%s': CRL %d is not signed by a CA of the ca file",
+				 path, n);
 			X509_CRL_free(crl);
 			return -EINVAL;
 		}

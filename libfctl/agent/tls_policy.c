@@ -39,7 +39,8 @@ bool fctl_roles_allow(unsigned roles, uint8_t type, uint32_t options)
 	if (!roles)
 		return fctl_role_allows(FCTL_ROLE_NONE, type, options);
 	for (unsigned r = FCTL_ROLE_VIEWER; r <= FCTL_ROLE_LOCAL; r++)
-		if ((roles & FCTL_ROLE_BIT(r)) && fctl_role_allows((enum fctl_role)r, type, options))
+		if ((roles & FCTL_ROLE_BIT(r)) &&
+		    fctl_role_allows((enum fctl_role)r, type, options))
 			return true;
 	return false;
 }
@@ -90,13 +91,15 @@ static int parse_selector(struct rule *r, const char *s, const char *where, char
 		if (r->sel == SEL_SHA256) {
 			if (parse_sha256(s, r->sha256) == 0)
 				return 0;
-			snprintf(err, errlen, "%s: bad fingerprint '%s' (64 hex digits, as "
-				 "`openssl x509 -noout -fingerprint -sha256` prints them)", where, s);
+			snprintf(err, errlen,
+				 "%s: bad fingerprint '%s' (64 hex digits, as `openssl x509 "
+				 "-noout -fingerprint -sha256` prints them)",
+				 where, s);
 			return -EINVAL;
 		}
 		if (!*s || strlen(s) > cap[i]) {
-			snprintf(err, errlen, "%s: '%s' needs a value of 1 to %zu characters", where,
-				 pfx[i], cap[i]);
+			snprintf(err, errlen, "%s: '%s' needs a value of 1 to %zu characters",
+				 where, pfx[i], cap[i]);
 			return -EINVAL;
 		}
 		r->value = fctl_strdup(s);
@@ -162,8 +165,9 @@ static int parse_line(struct rule *r, char *line, const char *where, char *err, 
 	} else if (fctl_role_from_name(w2, &role) == 0) {
 		r->roles = FCTL_ROLE_BIT(role);
 	} else {
-		snprintf(err, errlen, "%s: %s needs a role (viewer, operator, key-custodian%s), not "
-			 "'%s'", where, verbs[r->verb], r->verb == DENY ? " or all" : "", w2);
+		snprintf(err, errlen,
+			 "%s: %s needs a role (viewer, operator, key-custodian%s), not '%s'", where,
+			 verbs[r->verb], r->verb == DENY ? " or all" : "", w2);
 		return -EINVAL;
 	}
 	if (parse_selector(r, rest, where, err, errlen) < 0)
@@ -297,8 +301,8 @@ unsigned fctl_tls_policy_eval(const struct fctl_tls_policy *pol, const struct fc
 		if (r->verb != DENY || !matches(r, peer))
 			continue;
 		if ((roles & r->roles) && why && !why[0])
-			snprintf(why, whylen, "role %s denied by %s:%u", first_role(roles & r->roles),
-				 pol->name, r->line);
+			snprintf(why, whylen, "role %s denied by %s:%u",
+				 first_role(roles & r->roles), pol->name, r->line);
 		roles &= ~r->roles;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -310,9 +314,12 @@ unsigned fctl_tls_policy_eval(const struct fctl_tls_policy *pol, const struct fc
 	lost = roles & pinned & ~pin_ok;
 	for (size_t i = 0; lost && i < n; i++)
 		if (pol->v[i].verb == PIN && (pol->v[i].roles & lost)) {
+			const struct rule *r = &pol->v[i];
+
 			if (why && !why[0])
-				snprintf(why, whylen, "role %s is pinned to other certificates (%s:%u)",
-					 first_role(pol->v[i].roles & lost), pol->name, pol->v[i].line);
+				snprintf(why, whylen,
+					 "role %s is pinned to other certificates (%s:%u)",
+					 first_role(r->roles & lost), pol->name, r->line);
 			break;
 		}
 	return roles & ~lost;
@@ -380,7 +387,8 @@ int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, u
 	peer.dn = dn;
 	peer.cn = cn;
 	peer.cert_role = san_role(x);
-	if (peer.cert_role == FCTL_ROLE_NONE && ou[0] && fctl_role_from_name(ou, &peer.cert_role) < 0)
+	if (peer.cert_role == FCTL_ROLE_NONE && ou[0] &&
+	    fctl_role_from_name(ou, &peer.cert_role) < 0)
 		peer.cert_role = FCTL_ROLE_NONE;
 	set = fctl_tls_policy_eval(pol, &peer, why, whylen);
 	if (!set && why && whylen && !why[0])
