@@ -129,6 +129,7 @@ int cmd_agent(int argc, char **argv)
 		{ "key", required_argument, NULL, 1 },
 		{ "ca", required_argument, NULL, 1 },
 		{ "policy", required_argument, NULL, 1 },
+		{ "crl", required_argument, NULL, 1 },
 		{ "metrics", required_argument, NULL, 1 },
 		{ "group", required_argument, NULL, 1 },
 		{ "state-dir", required_argument, NULL, 1 },

@@ -206,8 +206,9 @@ static const struct cmd commands[] = {
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n" },
 	{ "agent", cmd_agent,
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
-	  "       [--policy FILE] [--metrics ADDR:PORT] [--group NAME] [--drift-interval DUR]\n"
-	  "       [--drift-repair] [--state-dir DIR] [--host HOST] [--profile-dir DIR]",
+	  "       [--policy FILE] [--crl FILE] [--metrics ADDR:PORT] [--group NAME]\n"
+	  "       [--drift-interval DUR] [--drift-repair] [--state-dir DIR] [--host HOST]\n"
+	  "       [--profile-dir DIR]",
 	  "Run the host's agent (docs/agent.md): it owns this host's applied state and\n"
 	  "history and serves 'fabricctl --target/--fabric' over a Unix socket (root or\n"
 	  "--group) and mutual TLS (roles viewer, operator, key-custodian from the client\n"
@@ -217,6 +218,8 @@ static const struct cmd commands[] = {
 	  "  --config FILE       'key: value' lines (keys as the options, '_' for '-')\n"
 	  "  --socket PATH       Unix socket (default /run/fabricctl/agent.sock, '' = none)\n"
 	  "  --listen ADDR:PORT  mutual TLS endpoint (needs --cert, --key, --ca)\n"
+	  "  --policy FILE       role rules: allow, deny, pin (docs/agent.md)\n"
+	  "  --crl FILE          PEM CRLs: revoked client certificates are refused\n"
 	  "  --metrics ADDR:PORT HTTP endpoint for GET /metrics\n"
 	  "  --drift-interval D  periodic drift check (default 60s, 0 = off)\n"
 	  "  --drift-repair      re-apply the last applied profile when drift is found\n"

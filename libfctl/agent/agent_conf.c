@@ -56,6 +56,7 @@ int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const ch
 		{ "key", offsetof(struct fctl_agent_config, key) },
 		{ "ca", offsetof(struct fctl_agent_config, ca) },
 		{ "policy", offsetof(struct fctl_agent_config, policy) },
+		{ "crl", offsetof(struct fctl_agent_config, crl) },
 		{ "metrics", offsetof(struct fctl_agent_config, metrics) },
 		{ "state_dir", offsetof(struct fctl_agent_config, state_dir) },
 		{ "netns", offsetof(struct fctl_agent_config, netns) },
@@ -154,7 +155,7 @@ int fctl_agent_config_load(struct fctl_agent_config *c, const char *file, char *
 void fctl_agent_config_release(struct fctl_agent_config *c)
 {
 	char **strs[] = { &c->socket_path, &c->group, &c->listen, &c->cert, &c->key,
-			  &c->ca, &c->policy, &c->metrics, &c->state_dir, &c->netns,
+			  &c->ca, &c->policy, &c->crl, &c->metrics, &c->state_dir, &c->netns,
 			  &c->host, &c->profile_dir, &c->audit_log };
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(strs); i++) {

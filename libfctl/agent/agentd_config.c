@@ -64,6 +64,18 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	}
 	if (r == 0 && cfg->listen)
 		r = fctl_tls_ctx_new(true, cfg->cert, cfg->key, cfg->ca, &ctx, err, errlen);
+	if (r == 0 && cfg->crl && !cfg->listen) {
+		snprintf(err, errlen, "'crl' needs 'listen' (it checks TLS clients)");
+		r = -EINVAL;
+	}
+	if (r == 0 && cfg->crl) {
+		r = fctl_tls_ctx_load_crl(ctx, cfg->crl, err, errlen);
+		if (r > 0)
+			fctl_agentd_log("warning: a CRL of '%s' is past its next update: every "
+					"client it covers is refused until a fresh one is loaded "
+					"(SIGHUP)", cfg->crl);
+		r = r < 0 ? r : 0;
+	}
 	if (r == 0 && cfg->policy)
 		r = fctl_tls_policy_load(cfg->policy, &pol, err, errlen);
 	if (r == 0 && cfg->group && *cfg->group) {

@@ -378,14 +378,15 @@ void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
 		return;
 	}
 	c->handshake = false;
-	if (fctl_tls_peer_role(c->ssl, a->pol, &c->role, c->who, sizeof(c->who)) < 0 ||
-	    c->role == FCTL_ROLE_NONE) {
+	snprintf(e, sizeof(e), "the certificate names no role");
+	if (fctl_tls_peer_roles(c->ssl, a->pol, &c->roles, c->who, sizeof(c->who), e,
+				sizeof(e)) < 0 || !c->roles) {
 		a->st.refused[FCTL_REFUSED_NO_ROLE]++;
-		fctl_agentd_audit_event(a, "connect", "refused", c,
-					"the certificate names no role");
+		fctl_agentd_audit_event(a, "connect", "refused", c, e);
 		fctl_agentd_conn_close(a, c);
 		return;
 	}
+	c->role = fctl_roles_primary(c->roles);
 	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLIN, c);
 	fctl_agentd_conn_readable(a, c);
 }
@@ -426,6 +427,7 @@ void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind)
 			return;
 		}
 		c->role = FCTL_ROLE_LOCAL;
+		c->roles = FCTL_ROLE_BIT(FCTL_ROLE_LOCAL);
 	} else if (kind == C_TLS) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

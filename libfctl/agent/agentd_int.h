@@ -57,7 +57,8 @@ struct conn {
 	int fd;
 	SSL *ssl;
 	bool handshake;
-	enum fctl_role role;
+	enum fctl_role role; /* the one hello and status name: fctl_roles_primary(roles) */
+	unsigned roles;      /* what requests are checked against (fctl/tls.h) */
 	char who[320];      /* "uid 0" or "CN=alice,OU=operator" */
 	uid_t uid;
 	bool has_uid;

@@ -54,7 +54,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		fctl_agentd_sa_request(a, c, m);
 		return;
 	}
-	if (!fctl_role_allows(c->role, m->type, m->options)) {
+	if (!fctl_roles_allow(c->roles, m->type, m->options)) {
 		char d[128];
 
 		a->st.refused[FCTL_REFUSED_ROLE]++;

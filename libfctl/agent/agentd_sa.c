@@ -221,7 +221,8 @@ static bool sa_admitted(struct sa_req *q)
 	struct conn *c = q->c;
 	const struct fctl_msg *m = q->m;
 
-	if (c->role != FCTL_ROLE_KEY_CUSTODIAN && c->role != FCTL_ROLE_LOCAL) {
+	if (!(c->roles &
+	      (FCTL_ROLE_BIT(FCTL_ROLE_KEY_CUSTODIAN) | FCTL_ROLE_BIT(FCTL_ROLE_LOCAL)))) {
 		char d[128];
 
 		a->st.refused[FCTL_REFUSED_ROLE]++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -54,6 +55,53 @@ bool fctl_role_allows(enum fctl_role r, uint8_t type, uint32_t options)
 	}
 }
 
+/*
+ * A server records the certificate that failed the chain's verification (the first
+ * one: a revoked leaf, an expired certificate, one of a foreign CA) so that the
+ * refusal names it; the text lives in the SSL's ex data and goes with it.
+ */
+static CRYPTO_ONCE failed_once = CRYPTO_ONCE_STATIC_INIT;
+static int failed_idx = -1;
+
+static void failed_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+			void *argp)
+{
+	(void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+	free(ptr);
+}
+
+static void failed_init(void)
+{
+	failed_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, failed_free);
+}
+
+static int verify_cb(int ok, X509_STORE_CTX *sc)
+{
+	SSL *ssl = X509_STORE_CTX_get_ex_data(sc, SSL_get_ex_data_X509_STORE_CTX_idx());
+	X509 *x = X509_STORE_CTX_get_current_cert(sc);
+	char cn[256] = "", ou[64] = "", *serial = NULL, *s;
+	BIGNUM *bn;
+
+	if (ok || !ssl || !x || failed_idx < 0 || SSL_get_ex_data(ssl, failed_idx))
+		return ok;
+	X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof(cn));
+	X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_organizationalUnitName, ou,
+				  sizeof(ou));
+	bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	if (bn)
+		serial = BN_bn2hex(bn);
+	BN_free(bn);
+	s = malloc(400);
+	if (s) {
+		snprintf(s, 400, "CN=%s%s%s, serial %s", cn, ou[0] ? ",OU=" : "", ou,
+			 serial ? serial : "?");
+		if (SSL_set_ex_data(ssl, failed_idx, s) != 1)
+			free(s);
+	}
+	OPENSSL_free(serial);
+	return ok;
+}
+
 void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 {
 	unsigned long e;
@@ -62,10 +110,12 @@ void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 	buf[0] = '\0';
 	if (ssl) {
 		long v = SSL_get_verify_result(ssl);
+		const char *who = failed_idx >= 0 ? SSL_get_ex_data(ssl, failed_idx) : NULL;
 
 		if (v != X509_V_OK)
-			off = (size_t)snprintf(buf, len, "certificate: %s",
-					       X509_verify_cert_error_string(v));
+			off = (size_t)snprintf(buf, len, "certificate: %s%s%s%s",
+					       X509_verify_cert_error_string(v), who ? " (" : "",
+					       who ? who : "", who ? ")" : "");
 	}
 	while ((e = ERR_get_error()) != 0) {
 		if (off < len && !off)
@@ -108,8 +158,10 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 		SSL_CTX_free(ctx);
 		return -EINVAL;
 	}
+	if (server)
+		CRYPTO_THREAD_run_once(&failed_once, failed_init);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-			   NULL);
+			   server ? verify_cb : NULL);
 	if (server) {
 		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca);
 
@@ -126,129 +178,87 @@ void fctl_tls_ctx_free(struct ssl_ctx_st *ctx)
 	SSL_CTX_free(ctx);
 }
 
-struct fctl_tls_policy {
-	struct {
-		char cn[256];
-		enum fctl_role role;
-	} *v;
-	size_t n, cap;
-};
-
-int fctl_tls_policy_load(const char *path, struct fctl_tls_policy **out, char *err,
-			 size_t errlen)
+/* A CA certificate of store that issued and signed crl, or NULL. */
+static X509 *crl_signer(X509_STORE *store, X509_CRL *crl)
 {
-	struct fctl_tls_policy *p = fctl_calloc(1, sizeof(*p));
-	char line[512];
-	unsigned lineno = 0;
-	FILE *f = NULL;
-	int r = 0;
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
 
-	if (!p)
-		return -ENOMEM;
-	f = fopen(path, "re");
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+		X509 *ca = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+
+		if (ca && X509_NAME_cmp(X509_get_subject_name(ca), X509_CRL_get_issuer(crl)) == 0 &&
+		    X509_CRL_verify(crl, X509_get0_pubkey(ca)) == 1)
+			return ca;
+	}
+	return NULL;
+}
+
+/* Reads every CRL of the PEM file f into store: their number, or -EINVAL with err. */
+static int add_crls(X509_STORE *store, FILE *f, const char *path, unsigned *issuers,
+		    bool *expired, char *err, size_t errlen)
+{
+	X509 *seen[16];
+	X509_CRL *crl;
+	int n = 0;
+
+	*issuers = 0;
+	while ((crl = PEM_read_X509_CRL(f, NULL, NULL, NULL))) {
+		X509 *ca = crl_signer(store, crl);
+		const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
+		unsigned j;
+
+		n++;
+		if (!ca) {
+			snprintf(err, errlen, "'%s': CRL %d is not signed by a CA of the ca file",
+				 path, n);
+			X509_CRL_free(crl);
+			return -EINVAL;
+		}
+		if (next && X509_cmp_current_time(next) < 0)
+			*expired = true;
+		for (j = 0; j < *issuers && seen[j] != ca; j++)
+			;
+		if (j == *issuers && *issuers < FCTL_ARRAY_SIZE(seen))
+			seen[(*issuers)++] = ca;
+		if (X509_STORE_add_crl(store, crl) != 1) {
+			X509_CRL_free(crl);
+			snprintf(err, errlen, "'%s': CRL %d cannot be added", path, n);
+			return -EINVAL;
+		}
+		X509_CRL_free(crl);
+	}
+	/* the loop ends at the end of the file (no start line) or at a bad CRL */
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE || !n) {
+		char e[256];
+
+		fctl_tls_error(NULL, e, sizeof(e));
+		snprintf(err, errlen, "'%s': %s", path, n ? e : "no CRL in the file");
+		return -EINVAL;
+	}
+	ERR_clear_error();
+	return n;
+}
+
+int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	FILE *f = fopen(path, "re");
+	bool expired = false;
+	unsigned issuers;
+	int r;
+
 	if (!f) {
 		r = -errno;
 		snprintf(err, errlen, "'%s': %s", path, strerror(-r));
-		goto out;
-	}
-	while (r == 0 && fgets(line, sizeof(line), f)) {
-		char role[32], cn[256], extra[2];
-		enum fctl_role ro;
-		int k;
-
-		lineno++;
-		line[strcspn(line, "#\r\n")] = '\0';
-		k = sscanf(line, "%31s %255s %1s", role, cn, extra);
-		if (k <= 0)
-			continue;
-		if (k != 2 || fctl_role_from_name(role, &ro) < 0) {
-			snprintf(err, errlen,
-				 "%s:%u: expected 'ROLE CN' (ROLE viewer, operator or key-custodian)",
-				 path, lineno);
-			r = -EINVAL;
-			break;
-		}
-		if (!fctl_array_grow(&p->v, &p->n, &p->cap, sizeof(*p->v))) {
-			r = -ENOMEM;
-			break;
-		}
-		snprintf(p->v[p->n - 1].cn, sizeof(p->v[0].cn), "%s", cn);
-		p->v[p->n - 1].role = ro;
-	}
-out:
-	if (f)
-		fclose(f);
-	if (r < 0) {
-		fctl_tls_policy_free(p);
 		return r;
 	}
-	*out = p;
-	return 0;
-}
-
-void fctl_tls_policy_free(struct fctl_tls_policy *p)
-{
-	if (!p)
-		return;
-	free(p->v);
-	free(p);
-}
-
-static enum fctl_role san_role(X509 *x)
-{
-	GENERAL_NAMES *sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
-	enum fctl_role role = FCTL_ROLE_NONE;
-	static const char pfx[] = "fabricctl:role:";
-
-	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++) {
-		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-		const unsigned char *s;
-		int len;
-
-		if (g->type != GEN_URI)
-			continue;
-		s = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
-		len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
-		if (len > (int)sizeof(pfx) - 1 && len < 64 && !memchr(s, 0, (size_t)len) &&
-		    memcmp(s, pfx, sizeof(pfx) - 1) == 0) {
-			char name[64];
-
-			memcpy(name, s + sizeof(pfx) - 1, (size_t)len - (sizeof(pfx) - 1));
-			name[len - (int)(sizeof(pfx) - 1)] = '\0';
-			if (fctl_role_from_name(name, &role) == 0)
-				break;
-		}
-	}
-	GENERAL_NAMES_free(sans);
-	return role;
-}
-
-int fctl_tls_peer_role(struct ssl_st *ssl, const struct fctl_tls_policy *pol,
-		       enum fctl_role *role_out, char *subject, size_t len)
-{
-	X509 *x = SSL_get1_peer_certificate(ssl);
-	X509_NAME *nm;
-	enum fctl_role role = FCTL_ROLE_NONE;
-	char cn[256] = "", ou[64] = "";
-
-	if (!x || SSL_get_verify_result(ssl) != X509_V_OK) {
-		X509_free(x);
-		return -EACCES;
-	}
-	nm = X509_get_subject_name(x);
-	X509_NAME_get_text_by_NID(nm, NID_commonName, cn, sizeof(cn));
-	X509_NAME_get_text_by_NID(nm, NID_organizationalUnitName, ou, sizeof(ou));
-	for (size_t i = 0; pol && i < pol->n; i++)
-		if (strcmp(pol->v[i].cn, cn) == 0) {
-			role = pol->v[i].role;
-			break;
-		}
-	if (role == FCTL_ROLE_NONE)
-		role = san_role(x);
-	if (role == FCTL_ROLE_NONE && ou[0] && fctl_role_from_name(ou, &role) < 0)
-		role = FCTL_ROLE_NONE;
-	snprintf(subject, len, "CN=%s%s%s", cn, ou[0] ? ",OU=" : "", ou);
-	X509_free(x);
-	*role_out = role;
-	return 0;
+	ERR_clear_error();
+	r = add_crls(store, f, path, &issuers, &expired, err, errlen);
+	fclose(f);
+	if (r < 0)
+		return r;
+	X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx),
+				    X509_V_FLAG_CRL_CHECK |
+					    (issuers > 1 ? X509_V_FLAG_CRL_CHECK_ALL : 0));
+	return expired ? 1 : 0;
 }

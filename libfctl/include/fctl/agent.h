@@ -37,7 +37,8 @@ struct fctl_agent_config {
 	char *group;        /* group (besides root) allowed on the Unix socket */
 	char *listen;       /* "ADDR:PORT" for mutual TLS, NULL = none */
 	char *cert, *key, *ca;
-	char *policy;       /* "ROLE CN" lines */
+	char *policy;       /* allow, deny and pin rules (fctl/tls.h) */
+	char *crl;          /* PEM CRLs client chains are checked against, NULL = none */
 	char *metrics;      /* "ADDR:PORT" for GET /metrics, NULL = none */
 	char *state_dir;    /* the apply engine's state dir, NULL = its default */
 	char *netns;

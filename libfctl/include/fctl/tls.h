@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Mutual TLS for the agent (OpenSSL 3, TLS 1.2 and later) and the roles a client
- * certificate carries (docs/agent.md):
- *   - a policy file line "ROLE CN" grants ROLE to the certificate whose subject
- *     common name is CN (checked first);
- *   - else a SAN URI "fabricctl:role:ROLE" in the certificate;
- *   - else the subject's OU when it names a role.
+ * Mutual TLS for the agent (OpenSSL 3, TLS 1.2 and later), the CRLs a server
+ * checks client chains against, and the roles a client certificate carries
+ * (docs/agent.md, "Roles"). A certificate's role set is:
+ *   - the roles of the policy file's allow rules that match it ("ROLE CN",
+ *     "allow ROLE cn:|dn:|sha256:"); when none matches, the certificate's own
+ *     role: a SAN URI "fabricctl:role:ROLE", else the subject's OU naming a role;
+ *   - minus the roles of every deny rule that matches it (deny wins over allow);
+ *   - minus every role that has pins ("pin ROLE sha256:...") none of which is
+ *     this certificate's SHA-256 fingerprint.
  * The OpenSSL 1/0 + error queue convention is translated here, once.
  */
 #ifndef FCTL_TLS_H
@@ -31,24 +34,74 @@ int fctl_role_from_name(const char *s, enum fctl_role *out);
 /* Whether role may send a request of this type with these options. */
 bool fctl_role_allows(enum fctl_role r, uint8_t msg_type, uint32_t options);
 
+/* A set of roles: FCTL_ROLE_BIT(r) for each role r in it; 0 = none. */
+#define FCTL_ROLE_BIT(r) (1u << (unsigned)(r))
+/* Whether any role of the set may send a request of this type with these options. */
+bool fctl_roles_allow(unsigned roles, uint8_t msg_type, uint32_t options);
+/* The role the peer is told it has (hello, status): the widest of the set (local,
+ * operator, key-custodian, viewer), FCTL_ROLE_NONE for the empty set. */
+enum fctl_role fctl_roles_primary(unsigned roles);
+
 /* Server (verify_peer = client certificates required) or client context. */
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
 		     struct ssl_ctx_st **out, char *err, size_t errlen);
 void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
 
+/*
+ * Loads the CRLs of a PEM file (one or more) into a server context's trust store
+ * and makes it check client chains against them: the leaf (X509_V_FLAG_CRL_CHECK),
+ * every certificate of the chain when the file holds CRLs of more than one CA
+ * (X509_V_FLAG_CRL_CHECK_ALL: then each CA of a chain needs its CRL in the file).
+ * Every CRL must be signed by a CA certificate already in the store (the ca file).
+ * Returns 0, 1 when a CRL's nextUpdate is already past (loaded: the handshake of
+ * every client it covers fails until a fresh CRL is loaded), or a negative errno
+ * with err filled (missing, unreadable or unparsable file, no CRL in it, a CRL no
+ * CA of the store signed); the context is unusable after a failure.
+ */
+int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen);
+
 struct fctl_tls_policy;
-/* "ROLE CN" lines, '#' comments. Findings name FILE:LINE. */
+/*
+ * The policy file: lines of (docs/agent.md, "The policy file")
+ *   ROLE CN                          allow ROLE to the subject CN (the original form)
+ *   allow ROLE SELECTOR              allow ROLE
+ *   deny ROLE|all SELECTOR           take ROLE (or every role) away
+ *   pin ROLE sha256:FINGERPRINT      ROLE only for certificates with a pinned fingerprint
+ * SELECTOR: cn:NAME, dn:DN (RFC 2253, as `openssl x509 -noout -subject -nameopt RFC2253`
+ * prints it) or sha256:FINGERPRINT (64 hex digits, ':' between bytes allowed); ROLE
+ * viewer, operator or key-custodian; '#' starts a comment. Findings name FILE:LINE.
+ * _parse reads text of len bytes (name is the FILE of its findings).
+ */
+int fctl_tls_policy_parse(const char *text, size_t len, const char *name,
+			  struct fctl_tls_policy **out, char *err, size_t errlen);
 int fctl_tls_policy_load(const char *path, struct fctl_tls_policy **out, char *err,
 			 size_t errlen);
 void fctl_tls_policy_free(struct fctl_tls_policy *p);
 
-/* Role and subject ("CN=alice,OU=operator") of a verified peer. -EACCES when the
- * peer presented no verified certificate; FCTL_ROLE_NONE when it names no role. */
-int fctl_tls_peer_role(struct ssl_st *ssl, const struct fctl_tls_policy *pol,
-		       enum fctl_role *role, char *subject, size_t len);
+/* What the policy knows of a verified client certificate. */
+struct fctl_tls_peer {
+	const char *dn;           /* subject, RFC 2253 */
+	const char *cn;           /* subject common name ("" if none) */
+	uint8_t sha256[32];       /* SHA-256 of the DER certificate */
+	enum fctl_role cert_role; /* its SAN URI role, else its OU role, else NONE */
+};
 
-/* The OpenSSL error queue (and the verify result when ssl is given) as one line;
- * drains the queue. */
+/* The role set of peer under pol (NULL = no policy file), as the header comment says.
+ * why (may be NULL) gets the reason when a deny or a pin removed a role ("" when
+ * none did): the rule's FILE:LINE and the role. */
+unsigned fctl_tls_policy_eval(const struct fctl_tls_policy *pol, const struct fctl_tls_peer *peer,
+			      char *why, size_t whylen);
+
+/* Role set and subject ("CN=alice,OU=operator") of a verified peer; why as above, or
+ * "the certificate names no role" when the set is empty for want of any role. -EACCES
+ * when the peer presented no verified certificate; 0 (with an empty set possible)
+ * otherwise. */
+int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, unsigned *roles,
+			char *subject, size_t len, char *why, size_t whylen);
+
+/* The OpenSSL error queue (and the verify result when ssl is given, with the subject
+ * and serial of the certificate that failed it on a server) as one line; drains the
+ * queue. */
 void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len);
 
 #endif
