@@ -43,7 +43,7 @@ void fctl_agentd_conn_free(struct agent *a, struct conn *c)
 		close(c->fd);
 	}
 	SSL_free(c->ssl);
-	free(c->frame);
+	fctl_agentd_frame_free(c);
 	fctl_buf_release(&c->out);
 	if (c->fd_out >= 0)
 		close(c->fd_out);
@@ -194,7 +194,7 @@ void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
 		return;
 	}
 	/* ready for the next request */
-	free(c->frame);
+	fctl_agentd_frame_free(c);
 	c->frame = NULL;
 	c->hdr_got = c->frame_got = 0;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
