@@ -31,7 +31,8 @@ int fctl_role_from_name(const char *s, enum fctl_role *out);
 /* Whether role may send a request of this type with these options. */
 bool fctl_role_allows(enum fctl_role r, uint8_t msg_type, uint32_t options);
 
-/* Server (verify_peer = client certificates required) or client context. */
+/* Server (verify_peer = client certificates required) or client context; both cleanse
+ * the plaintext OpenSSL held once the application read it (SSL_OP_CLEANSE_PLAINTEXT). */
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
 		     struct ssl_ctx_st **out, char *err, size_t errlen);
 void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
