@@ -160,7 +160,7 @@ void fctl_key_free(struct fctl_key *k)
 		s = (unsigned)(off / SLOT_SIZE);
 		if (off % SLOT_SIZE == 0 && s < arena.slots &&
 		    (pg->used[s / 64] & (UINT64_C(1) << (s % 64)))) {
-			/* the page stays locked: other keys may live in it, and the next one will */
+			/* the page stays locked: other keys may live in it, the next one will */
 			pg->used[s / 64] &= ~(UINT64_C(1) << (s % 64));
 			pg->n_used--;
 			arena.n_keys--;

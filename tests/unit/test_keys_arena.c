@@ -27,7 +27,9 @@ static void vmflags(const void *p, char *out, size_t outlen)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
 
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+		/* a mapping's first line: "lo-hi perms ..." (field lines have no '-' first) */
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
 			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
 			continue;
 		}
