@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fctl/key_backend.h"
@@ -43,10 +44,16 @@ static struct {
 	struct fctl_keys_protection st;
 } arena = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* mlock(2) itself: a sanitizer's mlock interceptor does nothing and says it worked */
+static int lock_pages(void *p, size_t len)
+{
+	return syscall(SYS_mlock, p, len) == 0 ? 0 : -1;
+}
+
 /* Locks and advises a fresh mapping, noting what failed; the caller holds arena.mu. */
 static void protect(void *p, size_t len)
 {
-	if (mlock(p, len) < 0 && !arena.st.lock_errno)
+	if (lock_pages(p, len) < 0 && !arena.st.lock_errno)
 		arena.st.lock_errno = errno;
 	if (madvise(p, len, MADV_DONTDUMP) < 0 && !arena.st.dontdump_errno)
 		arena.st.dontdump_errno = errno;
@@ -88,7 +95,7 @@ static void relock_after_fork(void)
 		return;
 	arena.locked_by = me;
 	for (size_t i = 0; i < arena.n_pages; i++)
-		if (mlock(arena.pages[i].base, arena.page_size) < 0 && !arena.st.lock_errno)
+		if (lock_pages(arena.pages[i].base, arena.page_size) < 0 && !arena.st.lock_errno)
 			arena.st.lock_errno = errno;
 }
 
