@@ -38,8 +38,7 @@ void fctl_agentd_conn_hold(struct agent *a, struct conn *c, size_t bytes)
 /* The frame buffer of the request being read: counted, then freed. */
 static void frame_release(struct agent *a, struct conn *c)
 {
-	free(c->frame);
-	c->frame = NULL;
+	fctl_agentd_frame_free(c); /* wiped: a frame may have carried a SAK */
 	fctl_agentd_conn_hold(a, c, c->out.len);
 }
 
@@ -58,7 +57,7 @@ void fctl_agentd_conn_free(struct agent *a, struct conn *c)
 		close(c->fd);
 	}
 	SSL_free(c->ssl);
-	free(c->frame);
+	fctl_agentd_frame_free(c);
 	fctl_buf_release(&c->out);
 	fctl_agentd_conn_hold(a, c, 0);
 	if (c->fd_out >= 0)

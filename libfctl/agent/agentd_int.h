@@ -190,6 +190,14 @@ void fctl_agentd_reap(struct agent *a);
 /* Handles one SA request in the loop (key-custodian or local only) and responds. */
 void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
 
+/* --- agentd_secret.c: key hygiene --- */
+
+/* No core dumps (RLIMIT_CORE 0) and not dumpable (PR_SET_DUMPABLE 0: no /proc/PID/mem,
+ * no ptrace without CAP_SYS_PTRACE); failures are logged. Call before any request. */
+void fctl_agentd_harden(void);
+/* Wipes c->frame (all the allocation: it may hold a SAK), frees it, sets it NULL. */
+void fctl_agentd_frame_free(struct conn *c);
+
 /* --- agentd_http.c: the metrics endpoint --- */
 
 /* Reads an HTTP request on c and answers GET /metrics (404, 405, 431 otherwise). */

@@ -295,6 +295,7 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 	fctl_agent_config_init(&a.cfg);
 	fctl_agent_config_init(&cfg);
 	a.st.start_time = fctl_agentd_wall();
+	fctl_agentd_harden();
 	r = loop_setup(&a, err, errlen);
 	if (r < 0)
 		goto out;

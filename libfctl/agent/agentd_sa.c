@@ -4,8 +4,10 @@
  *
  * Handled in the loop itself (each is one or two netlink round trips): only a
  * key-custodian certificate (or root on the Unix socket) may send them. The SAK
- * arrives in a KEY TLV, goes into one netlink message, and both are wiped at once;
- * records and logs name it by its key check value.
+ * arrives in a KEY TLV and moves at once into a locked key slot (fctl_keys_alloc), the
+ * frame's copy wiped; from there it goes into one netlink message, wiped with it, and
+ * the slot is wiped when the request is answered. Records and logs name it by its key
+ * check value.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,9 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
 #include "agentd_int.h"
+#include "fctl/key_backend.h"
 #include "fctl/rotation.h"
 
 #define ROTATION_LEASE_S 600 /* a rotation that dies leaves SAs of two keys this long at most */
@@ -32,26 +33,9 @@ struct sa_req {
 	struct fctl_rotation_cur cur;   /* the SecY's record (or what it would be) */
 	struct fctl_macsec sec;         /* the SecY as it is */
 	struct fctl_op op;
+	struct fctl_key *sak;           /* the request's SAK, out of the frame */
 	char err[600], detail[700];
 };
-
-/* AES-ECB(key, 0^128)[0..2], the key check value of fctl/keys.h */
-static void sak_kcv(const uint8_t *key, size_t len, char out[7])
-{
-	static const uint8_t zero[16];
-	uint8_t blk[32];
-	int n = 0;
-	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
-
-	snprintf(out, 7, "000000");
-	if (x && EVP_EncryptInit_ex(x, len == 32 ? EVP_aes_256_ecb() : EVP_aes_128_ecb(), NULL, key,
-				    NULL) == 1 &&
-	    EVP_CIPHER_CTX_set_padding(x, 0) == 1 &&
-	    EVP_EncryptUpdate(x, blk, &n, zero, sizeof(zero)) == 1 && n >= 3)
-		fctl_format_hex(blk, 3, out);
-	EVP_CIPHER_CTX_free(x);
-	fctl_memzero(blk, sizeof(blk));
-}
 
 /* 0, or -EIO when the record could not be written (the caller fails the request:
  * an SA change nobody can account for is not reported as done). */
@@ -319,7 +303,7 @@ static int sa_install(struct sa_req *q)
 			 strerror(-r));
 		return r;
 	}
-	r = sa_exec(q->nl, op, m->key, m->key_len, q->err, sizeof(q->err));
+	r = sa_exec(q->nl, op, q->sak->bytes, q->sak->len, q->err, sizeof(q->err));
 	snprintf(q->detail, sizeof(q->detail), "tx sa staged inactive, pn %" PRIu64, m->pn);
 	if (m->type == FCTL_MSG_RXSA_INSTALL) {
 		char sci[24];
@@ -463,8 +447,19 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 
 	if (!sa_admitted(&q))
 		return;
-	if (m->key)
-		sak_kcv(m->key, m->key_len, kcv);
+	if (m->key) {
+		q.sak = fctl_keys_alloc();
+		if (!q.sak) {
+			wipe_key(c, m);
+			fctl_agentd_respond_error(a, c, m->id, 1, "out of memory");
+			return;
+		}
+		memcpy(q.sak->bytes, m->key, m->key_len);
+		q.sak->len = m->key_len;
+		wipe_key(c, m);
+		fctl_keys_kcv(q.sak);
+		fctl_key_kcv_hex(q.sak, kcv);
+	}
 	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, q.rdir, sizeof(q.rdir));
 	has_cur = fctl_rotation_read(q.rdir, m->ifname, &q.cur) == 0;
 	/* one netlink handle for all SA requests (a rotation of N links sends ~7N): its
@@ -503,6 +498,7 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 done:
 	fctl_engine_unlock(lock);
 	wipe_key(c, m);
+	fctl_key_free(q.sak);
 	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
 		fctl_nl_close(q.nl);
 		a->sa_nl = NULL;

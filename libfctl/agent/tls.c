@@ -145,6 +145,8 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
+	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
 		what = cert;
 	else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Key objects in locked memory, key metadata, and the backend registry that
+/* Key check values, key metadata, and the backend registry that
  * fctl_key_fetch() and friends dispatch through (fctl/key_backend.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include <openssl/evp.h>
@@ -27,27 +26,6 @@ void fctl_keys_kcv(struct fctl_key *k)
 		memcpy(k->kcv, out, 3);
 	EVP_CIPHER_CTX_free(ctx);
 	fctl_memzero(out, sizeof(out));
-}
-
-struct fctl_key *fctl_keys_alloc(void)
-{
-	struct fctl_key *k = calloc(1, sizeof(*k));
-
-	if (!k)
-		return NULL;
-	/* best effort: an unprivileged caller may have no memlock budget */
-	(void)mlock(k, sizeof(*k));
-	(void)madvise(k, sizeof(*k), MADV_DONTDUMP);
-	return k;
-}
-
-void fctl_key_free(struct fctl_key *k)
-{
-	if (!k)
-		return;
-	fctl_memzero(k, sizeof(*k));
-	munlock(k, sizeof(*k));
-	free(k);
 }
 
 void fctl_key_kcv_hex(const struct fctl_key *k, char out[7])

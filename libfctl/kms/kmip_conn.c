@@ -4,9 +4,10 @@
  * environment, the TLS 1.2 connection with a client certificate, and one request and
  * response exchange with its deadline.
  *
- * Key hygiene: a response (Get carries key bytes) is read into one locked buffer that
- * fctl_kmip_resp_release() cleanses; OpenSSL is asked to cleanse its plaintext record
- * buffer too (SSL_OP_CLEANSE_PLAINTEXT).
+ * Key hygiene: a response (Get carries key bytes) is read into a page-aligned mapping of
+ * its own (fctl_keys_secure_alloc: locked, not dumped) that fctl_kmip_resp_release()
+ * wipes; OpenSSL is asked to cleanse its plaintext record buffer too
+ * (SSL_OP_CLEANSE_PLAINTEXT).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,11 +30,7 @@
 void fctl_kmip_resp_release(struct kmip_resp *r)
 {
 	fctl_ttlv_doc_release(&r->doc);
-	if (r->buf) {
-		OPENSSL_cleanse(r->buf, r->len);
-		munlock(r->buf, r->len);
-		free(r->buf);
-	}
+	fctl_keys_secure_free(r->buf, r->len); /* wiped, unmapped: its own pages */
 	memset(r, 0, sizeof(*r));
 }
 
@@ -432,14 +428,12 @@ int fctl_kmip_exchange(struct kmip_conn *c, struct fctl_ttlv_enc *e, uint32_t op
 		r = -EPROTO;
 		goto out;
 	}
-	rs.buf = malloc(total);
+	rs.buf = fctl_keys_secure_alloc(total);
 	if (!rs.buf) {
 		r = -ENOMEM;
 		goto out;
 	}
 	rs.len = total;
-	(void)mlock(rs.buf, total);
-	(void)madvise(rs.buf, total, MADV_DONTDUMP);
 	memcpy(rs.buf, head, sizeof(head));
 	for (got = sizeof(head); got < total; got += (size_t)r) {
 		r = ssl_drive(c, do_read, rs.buf + got, (int)(total - got), deadline, op_name(op), err,

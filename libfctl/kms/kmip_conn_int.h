@@ -36,7 +36,7 @@ struct kmip_conn {
 	int fd;
 };
 
-/* A parsed response; buf may hold key bytes: locked, cleansed on release. */
+/* A parsed response; buf may hold key bytes: fctl_keys_secure_alloc() pages, wiped on release. */
 struct kmip_resp {
 	uint8_t *buf;
 	size_t len;
@@ -44,7 +44,7 @@ struct kmip_resp {
 	const struct fctl_ttlv *payload;
 };
 
-/* Cleanses, unlocks and frees the response buffer, and zeroes r. */
+/* Wipes and unmaps the response buffer, and zeroes r. */
 void fctl_kmip_resp_release(struct kmip_resp *r);
 
 /* Fills c from FCTL_KMIP_SERVER, _CA, _CERT, _KEY, _TIMEOUT_MS and _VERSION (defaults for

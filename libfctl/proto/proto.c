@@ -46,6 +46,10 @@ static const struct tlv_desc tlvs[] = {
 #define SA_ADD_REQ                                                                         \
 	(FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_PN | FCTL_HAS_KEY | FCTL_HAS_KEYID)
 #define SA_ADD_TLVS (SA_ADD_REQ | FCTL_HAS_KEY_VERSION | FCTL_HAS_SSCI | FCTL_HAS_SALT | FCTL_HAS_HOST)
+/* an SA request with every TLV at its largest: header, ifname, sci, an, pn, key, keyid,
+ * key-version, ssci, salt, host (each TLV 6 bytes of type and length) */
+#define SA_FRAME_MAX (FCTL_PROTO_HDR_LEN + 11 * 6 + 15 + 8 + 4 + 8 + 32 + 16 + 4 + 4 + 12 + \
+		      FCTL_PROTO_MAX_STR)
 
 struct type_desc {
 	uint8_t type;
@@ -496,6 +500,15 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 	if (!td || m->flags || (m->present & ~td->allowed) ||
 	    (m->present & td->required) != td->required)
 		return -EINVAL;
+	if (m->present & FCTL_HAS_KEY) {
+		/* the whole frame in one allocation: growing it would leave a copy of the SAK
+		 * in the block realloc freed */
+		static const uint8_t room[SA_FRAME_MAX];
+
+		if (fctl_buf_append(&b, room, sizeof(room)) < 0)
+			return -ENOMEM;
+		fctl_buf_reset(&b);
+	}
 	if (fctl_buf_append(&b, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", FCTL_PROTO_HDR_LEN) < 0)
 		return -ENOMEM;
 	start = b.len;

@@ -42,8 +42,16 @@ int fctl_key_backend_register(const struct fctl_key_backend *b);
 /* The registered backend of that name, NULL when this process has none. */
 const struct fctl_key_backend *fctl_key_backend_find(const char *name);
 
-/* struct fctl_key in locked, MADV_DONTDUMP memory; NULL on allocation failure. */
+/* A zeroed struct fctl_key in a slot of the key arena: pages of keys only, locked,
+ * MADV_DONTDUMP and MADV_WIPEONFORK (best effort: fctl_keys_protection() says whether
+ * it held); NULL on allocation failure. fctl_key_free() wipes the slot; the page stays
+ * locked for the other keys in it. Thread-safe. */
 struct fctl_key *fctl_keys_alloc(void);
+/* n zeroed bytes in a page-aligned mapping of their own, protected as the key pages
+ * (for a buffer that holds key bytes, a KMIP response); NULL on failure (or n == 0). */
+void *fctl_keys_secure_alloc(size_t n);
+/* Wipes and unmaps p from fctl_keys_secure_alloc(n), same n; accepts NULL. */
+void fctl_keys_secure_free(void *p, size_t n);
 /* Sets k->kcv from k->bytes/k->len. */
 void fctl_keys_kcv(struct fctl_key *k);
 /* Splits "a=b;c=d" style ids; returns 0 and copies the value of name, or -EINVAL. */

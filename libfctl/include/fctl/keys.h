@@ -48,6 +48,22 @@ void fctl_key_free(struct fctl_key *k);
 /* "a1b2c3" */
 void fctl_key_kcv_hex(const struct fctl_key *k, char out[7]);
 
+/* What protects the key arena (keys_arena.c: every struct fctl_key, and the buffers of
+ * fctl_keys_secure_alloc()): each flag is true while every page mapped so far got it,
+ * false with the first errno once one did not (mlock: no memlock budget, EPERM or
+ * ENOMEM; madvise: EINVAL on a kernel without it). A caller that must not run with
+ * unprotected keys checks it after its first key. */
+struct fctl_keys_protection {
+	bool locked;               /* mlock: never swapped out */
+	bool dontdump;             /* MADV_DONTDUMP: left out of core dumps */
+	bool wipeonfork;           /* MADV_WIPEONFORK: a forked child sees zeroes */
+	int lock_errno, dontdump_errno, wipeonfork_errno; /* the first failure, 0 if none */
+	size_t pages;              /* key pages mapped (kept for the life of the process) */
+	size_t keys;               /* keys allocated and not freed */
+	unsigned slots_per_page;   /* 0 before the first key */
+};
+void fctl_keys_protection(struct fctl_keys_protection *out);
+
 /* Key states of KMIP / NIST SP 800-57 (values are KMIP's). */
 enum fctl_key_state {
 	FCTL_KEY_STATE_UNKNOWN = 0,

@@ -42,7 +42,8 @@ bool fctl_roles_allow(unsigned roles, uint8_t msg_type, uint32_t options);
  * operator, key-custodian, viewer), FCTL_ROLE_NONE for the empty set. */
 enum fctl_role fctl_roles_primary(unsigned roles);
 
-/* Server (verify_peer = client certificates required) or client context. */
+/* Server (verify_peer = client certificates required) or client context; both cleanse
+ * the plaintext OpenSSL held once the application read it (SSL_OP_CLEANSE_PLAINTEXT). */
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
 		     struct ssl_ctx_st **out, char *err, size_t errlen);
 void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
