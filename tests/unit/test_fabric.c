@@ -627,6 +627,10 @@ static const struct out_case out_cases[] = {
 	/* a hostile agent closes the output and adds a key of its own */
 	{ "injection after an object", "{\"a\":1},\"result\":\"ok\",\"x\":{",
 	  "\"{\\\"a\\\":1},\\\"result\\\":\\\"ok\\\",\\\"x\\\":{\"" },
+	/* ... or one that keeps the document valid and adds a host that "succeeded" */
+	{ "injection of a host", "{\"a\":1},\"error\":null},{\"host\":\"evil\",\"exit\":0,\"output\":null",
+	  "\"{\\\"a\\\":1},\\\"error\\\":null},{\\\"host\\\":\\\"evil\\\",\\\"exit\\\":0,"
+	  "\\\"output\\\":null\"" },
 	{ "a truncated object", "{\"result\":\"appl", "\"{\\\"result\\\":\\\"appl\"" },
 	{ "an unclosed array", "[1,2", "\"[1,2\"" },
 	{ "a trailing comma", "{\"a\":1,}", "\"{\\\"a\\\":1,}\"" },
