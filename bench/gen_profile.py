@@ -23,7 +23,7 @@ def main():
     w("schema: 1\nprofile:\n  name: bench-%d\n  version: 1\n" % n)
     w("macsec:\n  rail:\n    cipher: gcm-aes-xpn-256\n    replay_protect: true\n"
       "    replay_window: 64\n"
-      "    key: { backend: file, id: /etc/fabricctl/keys/bench.key }\n"
+      "    key: { backend: file, id: keys/bench.key }\n"
       "    cryptoperiod: 8h\n    overlap: 60s\n")
     w("hosts:\n")
     for h in range(n_hosts):

@@ -228,7 +228,6 @@ static void json_host(struct fctl_buf *o, const struct fctl_fabric_result *r, co
 {
 	char buf[1024];
 	const char *err = host_error(r, buf, sizeof(buf));
-	size_t len;
 
 	fctl_buf_puts(o, "{\"host\":");
 	fctl_buf_json_str(o, r->host->name);
@@ -238,11 +237,10 @@ static void json_host(struct fctl_buf *o, const struct fctl_fabric_result *r, co
 	if (r->has_prev)
 		fctl_buf_printf(o, ",\"previous_version\":%" PRIu64, r->prev);
 	fctl_buf_puts(o, ",\"output\":");
-	len = r->output ? strlen(r->output) : 0;
-	while (len && r->output[len - 1] == '\n')
-		len--;
-	if (raw_json && len && (r->output[0] == '{' || r->output[0] == '['))
-		fctl_buf_append(o, r->output, len);
+	/* the agent's --json output is embedded only when it is valid JSON: a broken or
+	 * hostile agent gets a string, never a say in the document's structure */
+	if (raw_json)
+		fctl_fabric_json_output(o, r->output);
 	else
 		fctl_buf_json_str(o, r->output);
 	fctl_buf_puts(o, ",\"error\":");

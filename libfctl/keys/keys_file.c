@@ -42,11 +42,18 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 {
 	char path[4096], buf[130];
 	struct fctl_key *k = NULL;
+	const char *why;
 	size_t n = 0;
 	ssize_t got;
 	int fd, r = 0;
 
-	if (ref->id[0] == '/' || !base_dir)
+	/* the id comes from a profile, perhaps someone else's: it stays below the base */
+	if (fctl_keyref_file_id_check(ref->id, &why) < 0) {
+		snprintf(err, errlen, "key id '%.256s' %s; a file key id must be a relative path "
+			 "below the profile's directory", ref->id ? ref->id : "", why);
+		return -EINVAL;
+	}
+	if (!base_dir)
 		snprintf(path, sizeof(path), "%s", ref->id);
 	else
 		snprintf(path, sizeof(path), "%s/%s", base_dir, ref->id);
@@ -70,8 +77,8 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
 		n--;
 	if (n != want_len * 2) {
-		snprintf(err, errlen, "key file '%s' holds %zu hex digits; the cipher needs %zu",
-			 path, n, want_len * 2);
+		snprintf(err, errlen, "key file '%s' is not a valid %zu-byte hex key (%zu hex "
+			 "digits)", path, want_len, want_len * 2);
 		r = -EINVAL;
 		goto out;
 	}
@@ -84,7 +91,8 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 		int hi = fctl_hexval(buf[2 * i]), lo = fctl_hexval(buf[2 * i + 1]);
 
 		if (hi < 0 || lo < 0) {
-			snprintf(err, errlen, "key file '%s' holds a non-hex character", path);
+			snprintf(err, errlen, "key file '%s' is not a valid %zu-byte hex key (%zu "
+				 "hex digits)", path, want_len, want_len * 2);
 			r = -EINVAL;
 			goto out;
 		}

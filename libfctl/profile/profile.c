@@ -293,7 +293,7 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 	static const char *const keys[] = {
 		"cipher",  "icv_len",  "encrypt", "replay_protect", "replay_window",
 		"validate", "send_sci", "end_station", "scb", "offload", "port", "key",
-		"cryptoperiod", "overlap", "pn_rekey_threshold",
+		"cryptoperiod", "overlap", "pn_rekey_threshold", "must_secure",
 	};
 	struct fctl_macsec_policy *pol;
 	const struct ynode *v;
@@ -315,6 +315,7 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 	pol->port = 1;
 	pol->cryptoperiod_s = 86400;
 	pol->overlap_s = 30;
+	pol->must_secure = true;
 	snprintf(where, sizeof(where), "macsec policy '%.48s'", k->str);
 	if (!is_type(c, n, YNODE_MAP, where))
 		return;
@@ -329,10 +330,14 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 		if (get_u64(c, v, "icv_len", 0, 255, &u) == 0)
 			pol->icv_len = (uint8_t)u;
 	}
-	if ((v = get(n, "encrypt")))
+	if ((v = get(n, "encrypt"))) {
+		pol->pos_encrypt = pos_of(v);
 		get_bool(c, v, "encrypt", &pol->encrypt);
-	if ((v = get(n, "replay_protect")))
+	}
+	if ((v = get(n, "replay_protect"))) {
+		pol->pos_replay = pos_of(v);
 		get_bool(c, v, "replay_protect", &pol->replay_protect);
+	}
 	if ((v = get(n, "replay_window"))) {
 		pol->pos_window = pos_of(v);
 		if (get_u64(c, v, "replay_window", 0, UINT32_MAX, &u) == 0)
@@ -342,6 +347,7 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 		static const char *const names[] = VALIDATES;
 		int i;
 
+		pol->pos_validate = pos_of(v);
 		if (pick(c, v, "validate", names, FCTL_ARRAY_SIZE(names), &i) == 0)
 			fctl_validate_from_name(names[i], &pol->validate);
 	}
@@ -375,6 +381,10 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 		if (get_u64(c, v, "pn_rekey_threshold", 1, UINT64_MAX, &pol->pn_rekey_threshold) ==
 		    0)
 			pol->has_pn_rekey_threshold = true;
+	}
+	if ((v = get(n, "must_secure"))) {
+		pol->pos_must_secure = pos_of(v);
+		get_bool(c, v, "must_secure", &pol->must_secure);
 	}
 }
 

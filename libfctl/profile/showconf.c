@@ -54,6 +54,10 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 	const struct fctl_macsec *s = &m->macsec;
 
 	fctl_buf_printf(o, "  live-%s:\n", m->name);
+	if (!s->encrypt || !s->replay_protect || s->validate != FCTL_VALIDATE_STRICT)
+		fctl_buf_puts(o, "    # the live SecY has weak settings: written as they are, so this\n"
+				 "    # policy opts out of must_secure and they validate as warnings\n"
+				 "    must_secure: false\n");
 	fctl_buf_printf(o, "    cipher: %s\n    icv_len: %u\n    encrypt: %s\n",
 			fctl_cipher_name(s->cipher), s->icv_len, s->encrypt ? "true" : "false");
 	fctl_buf_printf(o, "    replay_protect: %s\n", s->replay_protect ? "true" : "false");
@@ -65,15 +69,18 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 	fctl_buf_printf(o, "    offload: %s\n    port: %u\n", fctl_offload_name(s->offload),
 			s->port ? s->port : 1);
 	if (s->key.backend && s->key.id) {
-		fctl_buf_printf(o, "    key: { backend: %s, id: ", s->key.backend);
+		/* a file key id stays relative (an absolute one would not validate): the
+		 * comment says where the applied profile's key file was */
 		if (s->key.id[0] != '/' && s->key.base) {
 			char path[4096];
 
 			snprintf(path, sizeof(path), "%s/%s", s->key.base, s->key.id);
+			fctl_buf_puts(o, "    # key file when applied: ");
 			fctl_buf_json_str(o, path);
-		} else {
-			fctl_buf_json_str(o, s->key.id);
+			fctl_buf_puts(o, "; ids resolve against this file's directory\n");
 		}
+		fctl_buf_printf(o, "    key: { backend: %s, id: ", s->key.backend);
+		fctl_buf_json_str(o, s->key.id);
 		if (s->key.version)
 			fctl_buf_printf(o, ", version: %" PRIu32, s->key.version);
 		fctl_buf_puts(o, " }\n");

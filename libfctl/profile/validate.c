@@ -36,15 +36,21 @@ static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol
 	char path[4096], buf[160];
 	struct stat st;
 	size_t want = fctl_cipher_key_len(pol->cipher) * 2, n = 0;
+	const char *why;
 	ssize_t got;
 	int fd;
 
 	if (!pol->key.id)
 		return;
-	if (pol->key.id[0] == '/')
-		snprintf(path, sizeof(path), "%s", pol->key.id);
-	else
-		snprintf(path, sizeof(path), "%s/%s", vc->p->dir, pol->key.id);
+	if (fctl_keyref_file_id_check(pol->key.id, &why) < 0) {
+		/* refused before anything is opened: a profile names no file outside its tree */
+		AT(vc, pol->key_pos, "key-id", "name the key by a path below the profile's "
+		   "directory, e.g. keys/NAME.key",
+		   "key id '%.256s' of policy '%s' %s; a file key id must be a relative path below "
+		   "the profile's directory", pol->key.id, pol->name, why);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", vc->p->dir, pol->key.id);
 	/* O_NONBLOCK: a FIFO or a terminal named as a key must not hang validation */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
@@ -70,24 +76,70 @@ static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol
 	close(fd);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
 		n--;
+	/* what the file holds is not reported (no length, no offset): validation may run as
+	 * root on someone else's profile, and must not measure files for them */
 	for (size_t i = 0; i < n; i++) {
 		char ch = buf[i];
 
 		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
 		      (ch >= 'A' && ch <= 'F'))) {
 			AT(vc, pol->key_pos, "key-format", NULL,
-			   "key file '%s' holds a non-hex character at offset %zu; expected %zu hex "
-			   "digits",
-			   path, i, want);
+			   "key file '%s' of policy '%s' is not a valid %zu-byte hex key (%zu hex "
+			   "digits for %s)",
+			   path, pol->name, want / 2, want, fctl_cipher_name(pol->cipher));
 			fctl_memzero(buf, sizeof(buf));
 			return;
 		}
 	}
 	if (n != want)
 		AT(vc, pol->key_pos, "key-length", NULL,
-		   "key file '%s' holds %zu hex digits (%zu bytes); cipher %s needs %zu bytes", path,
-		   n, n / 2, fctl_cipher_name(pol->cipher), want / 2);
+		   "key file '%s' of policy '%s' is not a valid %zu-byte hex key (%zu hex digits "
+		   "for %s)",
+		   path, pol->name, want / 2, want, fctl_cipher_name(pol->cipher));
 	fctl_memzero(buf, sizeof(buf));
+}
+
+/* A weak setting: an error while the policy must secure (the default), a warning once it
+ * says 'must_secure: false'. what says what is weak and what it costs; fix how to mend it. */
+static void weak(struct vctx *vc, const struct fctl_macsec_policy *pol, struct fctl_pos at,
+		 const char *code, const char *what, const char *fix)
+{
+	char hint[192];
+
+	at = at.line ? at : pol->pos;
+	if (!pol->must_secure) {
+		WARN(vc, at, code, NULL, "policy '%s' has %s", pol->name, what);
+		return;
+	}
+	snprintf(hint, sizeof(hint), "%s, or write 'must_secure: false' in policy '%.64s' to "
+		 "accept it", fix, pol->name);
+	AT(vc, at, code, hint,
+	   "policy '%s' has %s; refused while must_secure is true (the default)",
+	   pol->name, what);
+}
+
+/* MUST_SECURE: encryption, replay protection and strict validation, or an explicit opt-out. */
+static void check_weak(struct vctx *vc, const struct fctl_macsec_policy *pol)
+{
+	char what[128];
+
+	if (!pol->encrypt)
+		weak(vc, pol, pol->pos_encrypt, "integrity-only",
+		     "encrypt false: frames are authenticated but travel readable",
+		     "write 'encrypt: true'");
+	if (!pol->replay_protect)
+		weak(vc, pol, pol->pos_replay, "replay-disabled",
+		     pol->pos_replay.line ? "replay_protect false: replayed frames are accepted"
+					  : "replay_protect false (the default): replayed frames "
+					    "are accepted",
+		     "write 'replay_protect: true' and a replay_window");
+	if (pol->validate != FCTL_VALIDATE_STRICT) {
+		snprintf(what, sizeof(what),
+			 "validate %s: frames failing validation may be delivered",
+			 fctl_validate_name(pol->validate));
+		weak(vc, pol, pol->pos_validate, "validate-not-strict", what,
+		     "write 'validate: strict'");
+	}
 }
 
 static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
@@ -128,14 +180,7 @@ static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
 	if (pol->scb && pol->end_station)
 		AT(vc, pol->pos, "sci-flags", NULL,
 		   "scb and end_station are both true; the kernel accepts at most one of them");
-	if (!pol->encrypt)
-		WARN(vc, pol->pos, "integrity-only", NULL,
-		     "policy '%s' has encrypt false: frames are authenticated but travel readable",
-		     pol->name);
-	if (pol->validate != FCTL_VALIDATE_STRICT)
-		WARN(vc, pol->pos, "validate-not-strict", NULL,
-		     "policy '%s' has validate %s: frames failing validation may be delivered",
-		     pol->name, fctl_validate_name(pol->validate));
+	check_weak(vc, pol);
 	if (pol->overlap_s >= pol->cryptoperiod_s)
 		AT(vc, pol->pos_overlap.line ? pol->pos_overlap : pol->pos, "overlap", NULL,
 		   "overlap %" PRIu64 "s is not shorter than cryptoperiod %" PRIu64 "s",

@@ -147,9 +147,62 @@ done
 
 # all findings in one run, over several files, sorted by file
 run "validate all invalid examples at once: exit 1" 1 validate examples/invalid/ &&
-	grep_out "one run reports every file" "^4 files checked: "
+	grep_out "one run reports every file" "^6 files checked: "
 run "valid and invalid mixed: exit 1" 1 validate profiles/lab-pair.yaml examples/invalid/typos.yaml &&
 	pass "valid and invalid mixed: exit 1"
+
+# ---- must_secure: weak settings are errors unless a policy opts out ----
+W=examples/invalid/weak-settings.yaml
+run "weak settings are errors by default: exit 1" 1 validate "$W" &&
+	grep_out "integrity-only is an error" "^$W:19:14: error: .*encrypt false.*\[integrity-only\]" &&
+	grep_out "a defaulted replay_protect is an error" "^$W:27:3: error: .*\[replay-disabled\]" &&
+	grep_out "validate check is an error" "^$W:33:15: error: .*validate check.*\[validate-not-strict\]" &&
+	grep_out "the hint names the opt-out" "^  hint: .*'must_secure: false' in policy 'readable'"
+run "plan refuses weak settings: exit 1" 1 plan --offline "$W" &&
+	grep_out "plan: nothing done" "weak-settings.yaml: 5 errors; nothing done" "$TMP/err"
+run "apply refuses weak settings: exit 1" 1 apply --dry-run "$W" &&
+	grep_out "apply: nothing done" "weak-settings.yaml: 5 errors; nothing done" "$TMP/err"
+O=examples/opt-out/integrity-only.yaml
+run "must_secure: false keeps them warnings: exit 0" 0 validate "$O" &&
+	grep_out "opt-out: a warning" "^$O:17:14: warning: .*\[integrity-only\]"
+run "must_secure: false, --strict: exit 1" 1 validate --strict "$O" && pass "opt-out with --strict"
+# the shipped profiles must secure without opting out
+if grep -rn "must_secure: *false" profiles/ >"$TMP/out"; then
+	fail "shipped profiles do not opt out of must_secure"
+else
+	pass "shipped profiles do not opt out of must_secure"
+fi
+# a copy of a shipped profile made weak: refused
+sed 's/^    encrypt: true/    encrypt: false/' profiles/lab-pair.yaml >"$TMP/weak.yaml"
+run "lab-pair with encrypt false: exit 1" 1 validate "$TMP/weak.yaml" &&
+	grep_out "lab-pair weak copy" "error: .*\[integrity-only\]"
+
+# ---- file key ids stay below the profile's directory; findings do not measure files ----
+mkdir -p "$TMP/kid/p/keys"
+printf 'not a key, 26 bytes long\n' >"$TMP/kid/outside.key"
+chmod 600 "$TMP/kid/outside.key"
+printf 'zzzz\n' >"$TMP/kid/p/keys/bad.key"
+chmod 600 "$TMP/kid/p/keys/bad.key"
+for id in ../outside.key "$TMP/kid/outside.key" keys/../../outside.key; do
+	sed "s|id: keys/lab-pair.key|id: $id|" profiles/lab-pair.yaml >"$TMP/kid/p/k.yaml"
+	run "key id $id is refused: exit 1" 1 validate "$TMP/kid/p/k.yaml" &&
+		grep_out "key id $id: key-id" "^$TMP/kid/p/k.yaml:19:10: error: .*relative path below.*\[key-id\]" &&
+		if grep -Eq "hex digits \(|offset|holds|key-length|key-format" "$TMP/out"; then
+			fail "key id $id: the file was not read"
+		else
+			pass "key id $id: the file was not read"
+		fi
+	run "plan refuses key id $id: exit 1" 1 plan --offline "$TMP/kid/p/k.yaml" &&
+		pass "plan refuses key id $id: exit 1"
+done
+sed "s|id: keys/lab-pair.key|id: keys/bad.key|" profiles/lab-pair.yaml >"$TMP/kid/p/k.yaml"
+run "a bad key file: exit 1" 1 validate "$TMP/kid/p/k.yaml" &&
+	grep_out "bad key file: not a valid N-byte key" "error: key file .* is not a valid 16-byte hex key" &&
+	if grep -Eq "offset|holds|[^0-9]4 hex|2 bytes" "$TMP/out"; then
+		fail "bad key file: its length and content offsets are not reported"
+	else
+		pass "bad key file: its length and content offsets are not reported"
+	fi
 
 # ---- bad input classes through the CLI: bounded, never a crash ----
 for f in tests/data/bad/*.yaml; do

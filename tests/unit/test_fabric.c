@@ -610,6 +610,90 @@ static void test_verdict_names(void **state)
 			    "rollback-incomplete");
 }
 
+/* ---- an agent's output inside the fabric JSON ---- */
+
+struct out_case {
+	const char *name;
+	const char *output;
+	const char *want; /* exactly what is appended */
+};
+
+static const struct out_case out_cases[] = {
+	{ "no output", NULL, "null" },
+	{ "an object, its newline dropped", "{\"result\":\"applied\",\"n\":[1,2.5e3,-0]}\n",
+	  "{\"result\":\"applied\",\"n\":[1,2.5e3,-0]}" },
+	{ "an array", "[true, false, null, \"\\u00e9\"]", "[true, false, null, \"\\u00e9\"]" },
+	{ "text is a string", "plan: 2 ops\n", "\"plan: 2 ops\\n\"" },
+	/* a hostile agent closes the output and adds a key of its own */
+	{ "injection after an object", "{\"a\":1},\"result\":\"ok\",\"x\":{",
+	  "\"{\\\"a\\\":1},\\\"result\\\":\\\"ok\\\",\\\"x\\\":{\"" },
+	/* ... or one that keeps the document valid and adds a host that "succeeded" */
+	{ "injection of a host", "{\"a\":1},\"error\":null},{\"host\":\"evil\",\"exit\":0,\"output\":null",
+	  "\"{\\\"a\\\":1},\\\"error\\\":null},{\\\"host\\\":\\\"evil\\\",\\\"exit\\\":0,"
+	  "\\\"output\\\":null\"" },
+	{ "a truncated object", "{\"result\":\"appl", "\"{\\\"result\\\":\\\"appl\"" },
+	{ "an unclosed array", "[1,2", "\"[1,2\"" },
+	{ "a trailing comma", "{\"a\":1,}", "\"{\\\"a\\\":1,}\"" },
+	{ "two values", "{} {}", "\"{} {}\"" },
+	{ "a bare word inside", "{\"a\":tru}", "\"{\\\"a\\\":tru}\"" },
+	{ "a raw control character in a string", "{\"a\":\"x\ty\"}", "\"{\\\"a\\\":\\\"x\\ty\\\"}\"" },
+	{ "a bad escape", "{\"a\":\"\\q\"}", "\"{\\\"a\\\":\\\"\\\\q\\\"}\"" },
+	{ "a leading zero", "[01]", "\"[01]\"" },
+	{ "a single quote string", "{'a':1}", "\"{'a':1}\"" },
+	{ "invalid UTF-8 in an object: a string, the byte replaced", "{\"a\":\"\xff\"}",
+	  "\"{\\\"a\\\":\\\"\\ufffd\\\"}\"" },
+	{ "an overlong encoding", "[\"\xc0\xaf\"]", "\"[\\\"\\ufffd\\ufffd\\\"]\"" },
+	{ "valid UTF-8 stays", "{\"h\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x91\"}",
+	  "{\"h\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x91\"}" },
+	{ "a surrogate in UTF-8 is not valid", "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
+	{ "a string with a quote and a backslash", "say \"hi\" \\o/",
+	  "\"say \\\"hi\\\" \\\\o/\"" },
+};
+
+static void test_output_json(void **state)
+{
+	struct fctl_buf b = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(out_cases) / sizeof(out_cases[0]); i++) {
+		const struct out_case *c = &out_cases[i];
+
+		fctl_buf_reset(&b);
+		assert_int_equal(fctl_fabric_json_output(&b, c->output), 0);
+		if (!b.data || strcmp(b.data, c->want) != 0)
+			fail_msg("case '%s': got %s, want %s", c->name, b.data ? b.data : "(none)",
+				 c->want);
+		/* whatever the agent said, the result is one valid JSON value */
+		if (!fctl_fabric_json_valid(b.data, b.len))
+			fail_msg("case '%s': %s is not valid JSON", c->name, b.data);
+	}
+	fctl_buf_release(&b);
+}
+
+static void test_json_depth(void **state)
+{
+	struct fctl_buf in = { 0 }, out = { 0 };
+
+	(void)state;
+	/* 64 levels are a value; 65 are text (bounded recursion on a hostile agent) */
+	for (int i = 0; i < 64; i++)
+		fctl_buf_putc(&in, '[');
+	for (int i = 0; i < 64; i++)
+		fctl_buf_putc(&in, ']');
+	assert_true(fctl_fabric_json_valid(in.data, in.len));
+	fctl_buf_reset(&in);
+	for (int i = 0; i < 100000; i++)
+		fctl_buf_putc(&in, '[');
+	for (int i = 0; i < 100000; i++)
+		fctl_buf_putc(&in, ']');
+	assert_false(fctl_fabric_json_valid(in.data, in.len));
+	assert_int_equal(fctl_fabric_json_output(&out, in.data), 0);
+	assert_int_equal(out.data[0], '"');
+	assert_true(fctl_fabric_json_valid(out.data, out.len));
+	fctl_buf_release(&in);
+	fctl_buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +704,8 @@ int main(void)
 		cmocka_unit_test(test_apply_host_k_fails),
 		cmocka_unit_test(test_apply_cases),
 		cmocka_unit_test(test_verdict_names),
+		cmocka_unit_test(test_output_json),
+		cmocka_unit_test(test_json_depth),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

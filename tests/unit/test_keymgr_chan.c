@@ -79,8 +79,12 @@ static void test_errors_come_back(void **state)
 	/* the file holds a 128-bit key, the cipher wants 256 */
 	assert_int_equal(fetch("file", "short", 0, 32, &k, err, sizeof(err)), -EINVAL);
 	assert_null(k);
-	assert_non_null(strstr(err, "32 hex digits; the cipher needs 64"));
+	assert_non_null(strstr(err, "not a valid 32-byte hex key"));
 	assert_null(strstr(err, "0102030405"));
+	/* keymgr keeps a file key id below the base it was given, as the CLI does */
+	assert_int_equal(fetch("file", "../short", 0, 16, &k, err, sizeof(err)), -EINVAL);
+	assert_null(k);
+	assert_non_null(strstr(err, "has a '..' component"));
 	/* no such file */
 	assert_int_equal(fetch("file", "nope", 0, 16, &k, err, sizeof(err)), -ENOENT);
 	assert_null(k);

@@ -54,10 +54,13 @@ static const struct case_ cases[] = {
 	  NULL },
 	{ "group", "000102030405060708090a0b0c0d0e0f\n", 0640, 16, -EPERM, "expected 0600" },
 	{ "world", "000102030405060708090a0b0c0d0e0f\n", 0604, 16, -EPERM, "mode 0604" },
-	{ "short", "0001020304050607\n", 0600, 16, -EINVAL, "16 hex digits; the cipher needs 32" },
-	{ "long", "000102030405060708090a0b0c0d0e0f00\n", 0600, 16, -EINVAL, "needs 32" },
-	{ "nonhex", "zz0102030405060708090a0b0c0d0e0f\n", 0600, 16, -EINVAL, "non-hex" },
-	{ "128for256", "000102030405060708090a0b0c0d0e0f\n", 0600, 32, -EINVAL, "needs 64" },
+	{ "short", "0001020304050607\n", 0600, 16, -EINVAL, "not a valid 16-byte hex key" },
+	{ "long", "000102030405060708090a0b0c0d0e0f00\n", 0600, 16, -EINVAL,
+	  "not a valid 16-byte hex key" },
+	{ "nonhex", "zz0102030405060708090a0b0c0d0e0f\n", 0600, 16, -EINVAL,
+	  "not a valid 16-byte hex key" },
+	{ "128for256", "000102030405060708090a0b0c0d0e0f\n", 0600, 32, -EINVAL,
+	  "not a valid 32-byte hex key" },
 };
 
 static void test_cases(void **state)
@@ -82,8 +85,11 @@ static void test_cases(void **state)
 			assert_null(k);
 			if (!strstr(err, c->err_contains))
 				fail_msg("case %s: error '%s' lacks '%s'", c->name, err, c->err_contains);
-			/* never the key bytes in an error */
+			/* never the key bytes in an error, nor what the file holds: how many
+			 * digits (a size oracle) or where a non-hex character is */
 			assert_null(strstr(err, "0102030405"));
+			assert_null(strstr(err, "holds"));
+			assert_null(strstr(err, "offset"));
 		}
 		fctl_key_free(k);
 	}
@@ -165,6 +171,49 @@ static void test_kcv(void **state)
 	fctl_key_free(k);
 }
 
+/* Key ids stay below the base: absolute ids and '..' are refused before any open, even
+ * when they name a valid, owner-only key file. */
+static void test_id_below_base(void **state)
+{
+	char base[96], abs[128], err[512];
+	struct fctl_key *k = NULL;
+	static const char *const bad[] = { "", "..", "../outside", "sub/../../outside", "a/..",
+					   "./../outside" };
+
+	(void)state;
+	write_key("outside", "000102030405060708090a0b0c0d0e0f\n", 0600);
+	snprintf(base, sizeof(base), "%s/base", dir);
+	assert_int_equal(mkdir(base, 0700), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "file",
+					   .id = (char *)(uintptr_t)bad[i] };
+
+		err[0] = '\0';
+		if (fctl_key_fetch(&ref, base, 16, &k, err, sizeof(err)) != -EINVAL)
+			fail_msg("id '%s' was not refused (%s)", bad[i], err);
+		assert_null(k);
+		assert_non_null(strstr(err, "relative path below"));
+	}
+	snprintf(abs, sizeof(abs), "%s/outside", dir);
+	{
+		struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "file", .id = abs };
+
+		assert_int_equal(fctl_key_fetch(&ref, base, 16, &k, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "is an absolute path"));
+		assert_null(k);
+		/* with no base the rule is the same */
+		assert_int_equal(fctl_key_fetch(&ref, NULL, 16, &k, err, sizeof(err)), -EINVAL);
+	}
+	/* names that only look like '..' are ordinary files below the base */
+	{
+		struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "file",
+					   .id = (char *)(uintptr_t) "..k" };
+
+		assert_int_equal(fctl_key_fetch(&ref, dir, 16, &k, err, sizeof(err)), -ENOENT);
+	}
+	rmdir(base);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -186,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_missing_and_backend),
 		cmocka_unit_test(test_kcv),
+		cmocka_unit_test(test_id_below_base),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

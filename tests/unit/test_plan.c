@@ -50,7 +50,7 @@ static struct fctl_profile *make(const struct knobs *k)
 		 "  p:\n"
 		 "    cipher: %s\n    icv_len: %u\n    port: %u\n"
 		 "    replay_protect: true\n    replay_window: %u\n"
-		 "    key: { backend: file, id: /nonexistent/k.key, version: %u }\n"
+		 "    key: { backend: file, id: nonexistent/k.key, version: %u }\n"
 		 "hosts:\n"
 		 "  - name: h1\n    ports:\n"
 		 "      - { name: eth0, mac: \"52:54:00:00:01:00\", mtu: 9000 }\n"
@@ -188,7 +188,7 @@ static void test_render(void **state)
 	assert_memory_equal(m->macsec.txsa[0].keyid, m->macsec.rxsc[0].sa[0].keyid,
 			    FCTL_KEYID_LEN);
 	{
-		struct fctl_keyref ref = { .backend = (char *)"file", .id = (char *)"/nonexistent/k.key",
+		struct fctl_keyref ref = { .backend = (char *)"file", .id = (char *)"nonexistent/k.key",
 					   .version = 1 };
 		uint8_t id[FCTL_KEYID_LEN];
 

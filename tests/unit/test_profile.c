@@ -124,6 +124,9 @@ static void check_cases(const struct pcase *cases, size_t n)
 /* ---- structural: the YAML layer and the profile schema ---- */
 
 #define HDR "schema: 1\nprofile:\n  name: t\n  version: 1\n" /* lines 1-4 */
+/* The end of a policy whose case is about something else than its security: it opts out
+ * of must_secure (weak settings then warn) and names a key below the profile's directory. */
+#define OPTOUT_KEY "    must_secure: false\n    key: {backend: file, id: nonexistent/k}\n"
 
 static const char billion_laughs[] =
 	"lol: &lol lol\n"
@@ -262,20 +265,20 @@ static const struct pcase schema_cases[] = {
 	{ "wrong type: ports is a mapping", HDR "hosts:\n  - name: h1\n    ports: {name: e}\n", 0,
 	  1, { { "wrong-type", 7, 12, NULL } } },
 	{ "wrong type: quoted number", HDR "macsec:\n  p:\n    icv_len: \"16\"\n"
-	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  OPTOUT_KEY "hosts: []\n", 0, 1,
 	  { { "wrong-type", 7, 14, NULL } } },
 	{ "wrong type: yes is not a boolean", HDR "macsec:\n  p:\n    encrypt: yes\n"
-	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  OPTOUT_KEY "hosts: []\n", 0, 1,
 	  { { "wrong-type", 7, 14, "write true or false" } } },
 	{ "wrong type: a word for a number", "schema: one\nprofile: {name: a, version: 1}\n"
 	  "hosts: []\n", 0, 1, { { "wrong-type", 1, 9, NULL } } },
 	{ "wrong type: a list as a key", HDR "hosts: []\n[a, b]: 1\n", 0, 1,
 	  { { "wrong-type", 6, 1, NULL } } },
 	{ "wrong type: a bad duration", HDR "macsec:\n  p:\n    cryptoperiod: 1h30\n"
-	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  OPTOUT_KEY "hosts: []\n", 0, 1,
 	  { { "wrong-type", 7, 19, NULL } } },
 	{ "bad value: cipher name with hint", HDR "macsec:\n  p:\n    cipher: gcm-aes-265\n"
-	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  OPTOUT_KEY "hosts: []\n", 0, 1,
 	  { { "bad-value", 7, 13, "gcm-aes-256" } } },
 	{ "bad value: port mac", HDR "hosts:\n  - name: h1\n    ports:\n"
 	  "      - {name: e0, mac: 52:54:00}\n", 0, 1, { { "bad-value", 8, 25, NULL } } },
@@ -293,7 +296,7 @@ static const struct pcase schema_cases[] = {
 	{ "out of range: negative", "schema: 1\nprofile:\n  name: t\n  version: -1\nhosts: []\n",
 	  0, 1, { { "wrong-type", 4, 12, NULL } } },
 	{ "out of range: replay_window above 32 bits", HDR "macsec:\n  p:\n"
-	  "    replay_window: 4294967296\n    key: {backend: file, id: /nonexistent/k}\n"
+	  "    replay_window: 4294967296\n" OPTOUT_KEY
 	  "hosts: []\n", 0, 1, { { "out-of-range", 7, 20, NULL } } },
 	{ "out of range: max_loss must be 0", HDR "hosts: []\nslo: {max_loss: 1}\n", 0, 1,
 	  { { "out-of-range", 6, 17, NULL } } },
@@ -302,7 +305,7 @@ static const struct pcase schema_cases[] = {
 	{ "unknown key at top level with hint", HDR "host: []\n", 0, 2,
 	  { { "unknown-key", 5, 1, "did you mean 'hosts'?" }, { "missing-key", 1, 1, NULL } } },
 	{ "unknown key in a policy with hint", HDR "macsec:\n  p:\n    ciper: gcm-aes-128\n"
-	  "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n", 0, 1,
+	  OPTOUT_KEY "hosts: []\n", 0, 1,
 	  { { "unknown-key", 7, 5, "did you mean 'cipher'?" } } },
 	{ "unknown key in a port with hint", HDR "hosts:\n  - name: h1\n    ports:\n"
 	  "      - {name: e0, mtuu: 1500}\n", 0, 1,
@@ -311,7 +314,8 @@ static const struct pcase schema_cases[] = {
 	  { { "unknown-key", 6, 1, NULL } } },
 	{ "missing required key", "schema: 1\nprofile: {name: a}\nhosts: []\n", 0, 1,
 	  { { "missing-key", 2, 10, NULL } } },
-	{ "missing key reference in policy", HDR "macsec:\n  p: {cipher: gcm-aes-128}\nhosts: []\n",
+	{ "missing key reference in policy", HDR "macsec:\n  p: {cipher: gcm-aes-128, must_secure: false}\n"
+	  "hosts: []\n",
 	  0, 1, { { "missing-key", 6, 6, NULL } } },
 	{ "too long interface name", HDR "hosts:\n  - name: h1\n    ports:\n"
 	  "      - {name: abcdefghijklmnop}\n", 0, 1, { { "too-long", 8, 16, NULL } } },
@@ -397,7 +401,7 @@ static void test_node_limit(void **state)
 /* lines 5-10: one valid policy; lines 11-19: two hosts with two ports each; 20: links */
 #define POLICY                                                                                     \
 	"macsec:\n  p1:\n    cipher: gcm-aes-128\n    replay_protect: true\n"                     \
-	"    replay_window: 0\n    key: { backend: file, id: /nonexistent/k.key }\n"
+	"    replay_window: 0\n    key: { backend: file, id: nonexistent/k.key }\n"
 #define HOSTS                                                                                      \
 	"hosts:\n  - name: h1\n    ports:\n"                                                      \
 	"      - { name: eth0, mac: \"52:54:00:00:01:00\", mtu: 1500 }\n"                          \
@@ -412,14 +416,14 @@ static void test_node_limit(void **state)
 #define BASE HDR POLICY HOSTS "links:\n" LINK1
 
 /* A policy case: lines 5-6 are "macsec:" and "  p:", the body starts at line 7. */
-#define POL(body) HDR "macsec:\n  p:\n" body "    key: {backend: file, id: /nonexistent/k}\nhosts: []\n"
+#define POL(body) HDR "macsec:\n  p:\n" body OPTOUT_KEY "hosts: []\n"
 
 static const struct pcase policy_cases[] = {
 	{ "the base profile is valid", BASE, 0, 0, { { NULL, 0, 0, NULL } } },
 	{ "icv_len 7", POL("    icv_len: 7\n"), 0, 1, { { "icv-range", 7, 14, NULL } } },
 	{ "icv_len 17", POL("    icv_len: 17\n"), 0, 1, { { "icv-range", 7, 14, NULL } } },
 	{ "icv_len 8 and 16 are fine", POL("    icv_len: 8\n") "macsec2: 1\n", 0, 1,
-	  { { "unknown-key", 10, 1, NULL } } },
+	  { { "unknown-key", 11, 1, NULL } } },
 	{ "replay_protect without a window", POL("    replay_protect: true\n"), 0, 1,
 	  { { "replay-window", 6, 3, NULL } } },
 	{ "xpn window 2^30", POL("    cipher: gcm-aes-xpn-128\n    replay_protect: true\n"
@@ -448,13 +452,158 @@ static const struct pcase policy_cases[] = {
 	  POL("    cipher: gcm-aes-xpn-128\n    pn_rekey_threshold: 0xC000000000000000\n"), 0, 0,
 	  { { NULL, 0, 0, NULL } } },
 	{ "duplicate policy names are duplicate keys",
-	  HDR "macsec:\n  p: {key: {backend: file, id: /x}}\n  p: {key: {backend: file, id: /y}}\n"
+	  HDR "macsec:\n  p: {must_secure: false, key: {backend: file, id: x}}\n"
+	      "  p: {must_secure: false, key: {backend: file, id: y}}\n"
 	      "hosts: []\n", 0, 2, { { "duplicate-key", 7, 3, NULL }, { "duplicate", 7, 3, NULL } } },
 };
 
 static void test_policy_rules(void **state)
 {
 	check_cases(policy_cases, FCTL_ARRAY_SIZE(policy_cases));
+}
+
+/* ---- must_secure: weak settings are errors unless the policy opts out ---- */
+
+struct sfind {
+	const char *code;
+	uint32_t line, col;
+	enum fctl_severity sev;
+	const char *hint; /* substring, or NULL */
+};
+
+struct scase {
+	const char *name;
+	const char *yaml;
+	size_t n_errors;
+	struct sfind f[4];
+};
+
+/* A policy p whose body starts at line 7; its key file is missing (a warning). */
+#define SEC(body) HDR "macsec:\n  p:\n" body "    key: {backend: file, id: nonexistent/k}\n" \
+		      "hosts: []\n"
+#define RP "    replay_protect: true\n    replay_window: 0\n" /* two lines */
+#define E FCTL_SEV_ERROR
+#define W FCTL_SEV_WARNING
+
+static const struct scase secure_cases[] = {
+	{ "a secure policy has no weak finding", SEC(RP), 0, { { NULL } } },
+	{ "encrypt false is an error by default", SEC("    encrypt: false\n" RP), 1,
+	  { { "integrity-only", 7, 14, E, "must_secure: false' in policy 'p'" } } },
+	{ "replay_protect false is an error", SEC("    replay_protect: false\n"), 1,
+	  { { "replay-disabled", 7, 21, E, "replay_protect: true" } } },
+	{ "replay_protect left to its default (false) is an error, at the policy",
+	  SEC("    cipher: gcm-aes-128\n"), 1, { { "replay-disabled", 6, 3, E, "must_secure" } } },
+	{ "validate check is an error", SEC(RP "    validate: check\n"), 1,
+	  { { "validate-not-strict", 9, 15, E, "validate: strict" } } },
+	{ "validate disabled is an error", SEC(RP "    validate: disabled\n"), 1,
+	  { { "validate-not-strict", 9, 15, E, NULL } } },
+	{ "all three weak settings: three errors",
+	  SEC("    encrypt: false\n    replay_protect: false\n    validate: check\n"), 3,
+	  { { "integrity-only", 7, 14, E, NULL }, { "replay-disabled", 8, 21, E, NULL },
+	    { "validate-not-strict", 9, 15, E, NULL } } },
+	{ "must_secure: true written is the default",
+	  SEC("    must_secure: true\n    encrypt: false\n" RP), 1,
+	  { { "integrity-only", 8, 14, E, NULL } } },
+	{ "must_secure: false makes the weak settings warnings",
+	  SEC("    must_secure: false\n    encrypt: false\n    replay_protect: false\n"
+	      "    validate: disabled\n"),
+	  0,
+	  { { "integrity-only", 8, 14, W, NULL }, { "replay-disabled", 9, 21, W, NULL },
+	    { "validate-not-strict", 10, 15, W, NULL } } },
+	{ "must_secure: false also covers a defaulted replay_protect",
+	  SEC("    must_secure: false\n"), 0, { { "replay-disabled", 6, 3, W, NULL } } },
+	{ "must_secure: yes is refused, and the policy still must secure",
+	  SEC("    must_secure: yes\n    encrypt: false\n" RP), 2,
+	  { { "wrong-type", 7, 18, E, NULL }, { "integrity-only", 8, 14, E, NULL } } },
+	{ "one policy's opt-out does not cover another",
+	  HDR "macsec:\n  p:\n    must_secure: false\n    encrypt: false\n" RP
+	      "    key: {backend: file, id: k}\n  q:\n    encrypt: false\n" RP
+	      "    key: {backend: file, id: k}\nhosts: []\n",
+	  1, { { "integrity-only", 8, 14, W, NULL }, { "integrity-only", 13, 14, E, NULL } } },
+};
+
+static bool secure_case_ok(const struct scase *c)
+{
+	static const char *const weak[] = { "integrity-only", "replay-disabled",
+					    "validate-not-strict" };
+	struct fctl_diags d = { 0 };
+	size_t n_weak = 0, n_want = 0;
+	bool ok = true;
+
+	run("case.yaml", c->yaml, strlen(c->yaml), &d);
+	if (d.n_errors != c->n_errors) {
+		print_error("case '%s': %zu errors, expected %zu\n", c->name, d.n_errors,
+			    c->n_errors);
+		ok = false;
+	}
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(c->f) && c->f[i].code; i++) {
+		const struct sfind *f = &c->f[i];
+		bool found = false;
+
+		n_want++;
+		for (size_t j = 0; j < d.n && !found; j++)
+			found = d.v[j].severity == f->sev && strcmp(d.v[j].code, f->code) == 0 &&
+				d.v[j].line == f->line && d.v[j].col == f->col &&
+				(!f->hint || (d.v[j].hint && strstr(d.v[j].hint, f->hint)));
+		if (!found) {
+			print_error("case '%s': no %s [%s] at %u:%u\n", c->name,
+				    f->sev == E ? "error" : "warning", f->code, f->line, f->col);
+			ok = false;
+		}
+	}
+	/* and no other weak finding */
+	for (size_t j = 0; j < d.n; j++)
+		for (size_t k = 0; k < FCTL_ARRAY_SIZE(weak); k++)
+			n_weak += strcmp(d.v[j].code, weak[k]) == 0;
+	if (n_weak != n_want - (c->f[0].code && strcmp(c->f[0].code, "wrong-type") == 0)) {
+		print_error("case '%s': %zu weak findings, expected %zu\n", c->name, n_weak,
+			    n_want);
+		ok = false;
+	}
+	if (!ok)
+		dump(&d);
+	fctl_diags_release(&d);
+	return ok;
+}
+
+static void test_must_secure(void **state)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(secure_cases); i++)
+		bad += !secure_case_ok(&secure_cases[i]);
+	if (bad)
+		fail_msg("%zu of %zu must_secure cases failed", bad, FCTL_ARRAY_SIZE(secure_cases));
+}
+
+#undef E
+#undef W
+
+/* ---- file key ids: relative paths below the profile's directory, nothing else ---- */
+
+/* The key reference is at line 9, column 10. */
+#define KEYID(id) HDR "macsec:\n  p:\n" RP "    key: {backend: file, id: " id "}\nhosts: []\n"
+
+static const struct pcase key_id_cases[] = {
+	{ "absolute id", KEYID("/etc/shadow"), 0, 1,
+	  { { "key-id", 9, 10, "below the profile's directory" } } },
+	{ "absolute id to a directory", KEYID("/"), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "a leading ..", KEYID("../../etc/shadow"), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "a .. inside", KEYID("keys/../../x.key"), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "a trailing ..", KEYID("keys/.."), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "only ..", KEYID(".."), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "after ./", KEYID("./../x"), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "a quoted absolute id", KEYID("\"//etc/shadow\""), 0, 1, { { "key-id", 9, 10, NULL } } },
+	{ "a name that starts with .. is a file below", KEYID("keys/..k"), 0, 0, { { NULL } } },
+	{ "dots inside a name are fine", KEYID("a..b/k.key"), 0, 0, { { NULL } } },
+	{ "a ./ prefix is fine", KEYID("./keys/k.key"), 0, 0, { { NULL } } },
+	{ "a KMS id is not a path", HDR "macsec:\n  p:\n" RP
+	  "    key: {backend: kmip, id: /etc/shadow, version: 1}\nhosts: []\n", 0, 0, { { NULL } } },
+};
+
+static void test_key_ids(void **state)
+{
+	check_cases(key_id_cases, FCTL_ARRAY_SIZE(key_id_cases));
 }
 
 #define L2(body) HDR POLICY HOSTS "links:\n" LINK1 body /* body starts at line 29 */
@@ -604,7 +753,8 @@ static void key_case(const char *dir, const char *cipher, const char *key, mode_
 	write_file(kpath, key, mode);
 	/* a relative id resolves against the profile's directory */
 	snprintf(yaml, sizeof(yaml),
-		 HDR "macsec:\n  p:\n    cipher: %s\n    key: { backend: file, id: keys/k.key }\n"
+		 HDR "macsec:\n  p:\n    cipher: %s\n    replay_protect: true\n"
+		     "    replay_window: 0\n    key: { backend: file, id: keys/k.key }\n"
 		     "hosts: []\n",
 		 cipher);
 	write_file(ppath, yaml, 0644);
@@ -617,12 +767,19 @@ static void key_case(const char *dir, const char *cipher, const char *key, mode_
 		assert_int_not_equal(d.v[i].severity, FCTL_SEV_WARNING); /* the file is there */
 	if (code) {
 		assert_string_equal(d.v[0].code, code);
-		assert_int_equal(d.v[0].line, 8); /* the key reference */
+		assert_int_equal(d.v[0].line, 10); /* the key reference */
 		assert_int_equal(d.v[0].col, 10);
 		assert_string_equal(d.v[0].file, ppath);
-		/* the key's bytes never reach a message */
-		for (size_t i = 0; i < d.n; i++)
+		/* the key's bytes never reach a message, nor what the file holds: a length
+		 * or the offset of a non-hex character would measure any file for whoever
+		 * wrote the profile (validation may run as root, for an agent) */
+		for (size_t i = 0; i < d.n; i++) {
 			assert_null(strstr(d.v[i].msg, "00112233"));
+			assert_null(strstr(d.v[i].msg, "holds"));
+			assert_null(strstr(d.v[i].msg, "offset"));
+		}
+		if (strcmp(code, "key-permissions") != 0)
+			assert_non_null(strstr(d.v[0].msg, "is not a valid"));
 	}
 	fctl_profile_free(p);
 	fctl_diags_release(&d);
@@ -649,6 +806,21 @@ static void test_key_file(void **state)
 	key_case(dir, "gcm-aes-128", k128, 0640, 1, "key-permissions");
 	key_case(dir, "gcm-aes-256", k128, 0604, 2, "key-permissions"); /* and key-length */
 
+	/* a valid, owner-only key named by its absolute path: refused, and not opened
+	 * (no key-length finding, though the cipher wants 32 bytes) */
+	{
+		char yaml[512];
+		struct pcase c = { "absolute id of a real key file", yaml, 0, 1,
+				   { { "key-id", 10, 10, NULL } } };
+
+		snprintf(path, sizeof(path), "%s/k.key", sub);
+		write_file(path, k128, 0600);
+		snprintf(yaml, sizeof(yaml),
+			 HDR "macsec:\n  p:\n    cipher: gcm-aes-256\n" RP
+			     "    key: {backend: file, id: %s}\nhosts: []\n", path);
+		check_case(&c);
+	}
+
 	snprintf(path, sizeof(path), "%s/k.key", sub);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/p.yaml", dir);
@@ -660,16 +832,23 @@ static void test_key_file(void **state)
 /* A FIFO named as a key file: refused, and validation must not block on it. */
 static void test_key_file_fifo(void **state)
 {
-	char dir[] = "/tmp/fctl-fifo-XXXXXX", fifo[64];
-	char yaml[256];
-	struct pcase c = { "fifo", yaml, 0, 1, { { "key-format", 7, 10, NULL } } };
+	char dir[] = "/tmp/fctl-fifo-XXXXXX", fifo[64], name[64];
+	static const char yaml[] = HDR "macsec:\n  p:\n    replay_protect: true\n"
+				       "    replay_window: 0\n    key: {backend: file, id: k.key}\n"
+				       "hosts: []\n";
+	struct want w = { "key-format", 9, 10, NULL };
+	struct fctl_diags d = { 0 };
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(fifo, sizeof(fifo), "%s/k.key", dir);
+	snprintf(name, sizeof(name), "%s/case.yaml", dir); /* the id resolves against dir */
 	assert_int_equal(mkfifo(fifo, 0600), 0);
-	snprintf(yaml, sizeof(yaml), HDR "macsec:\n  p:\n    key: {backend: file, id: %s}\nhosts: []\n",
-		 fifo);
-	check_case(&c);
+	run(name, yaml, strlen(yaml), &d);
+	if (d.n_errors != 1 || !has_finding(&d, &w)) {
+		dump(&d);
+		fail_msg("fifo: expected one [key-format] at 9:10");
+	}
+	fctl_diags_release(&d);
 	unlink(fifo);
 	rmdir(dir);
 }
@@ -849,6 +1028,8 @@ int main(void)
 		cmocka_unit_test(test_node_limit),
 		cmocka_unit_test(test_policy_rules),
 		cmocka_unit_test(test_link_rules),
+		cmocka_unit_test(test_must_secure),
+		cmocka_unit_test(test_key_ids),
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_key_file_fifo),
 		cmocka_unit_test(test_missing_key_file_is_a_warning),

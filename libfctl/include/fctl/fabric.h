@@ -155,4 +155,13 @@ int fctl_fabric_apply(const struct fctl_fabric_opts *o, struct fctl_fabric_resul
  * Accepts NULL. */
 void fctl_fabric_results_release(struct fctl_fabric_result *v, size_t n);
 
+/* An agent's output as a value of the fabric JSON, appended to o: a JSON object or array
+ * the agent printed (trailing newlines dropped) when it is one complete, valid JSON value
+ * (RFC 8259, UTF-8, at most 64 levels deep); otherwise, and for text, the output as a
+ * JSON string (invalid UTF-8 bytes become U+FFFD); NULL output is null. Whatever an
+ * agent sends, o stays one valid document. Returns 0 or -ENOMEM. */
+int fctl_fabric_json_output(struct fctl_buf *o, const char *output);
+/* Whether s[0..n) is exactly one JSON value, optionally surrounded by whitespace. */
+bool fctl_fabric_json_valid(const char *s, size_t n);
+
 #endif

@@ -42,8 +42,12 @@ struct fctl_macsec_policy {
 	uint64_t overlap_s;
 	uint64_t pn_rekey_threshold;
 	bool has_pn_rekey_threshold;
+	/* MUST_SECURE (default true): weak settings (encrypt false, replay protection off,
+	 * validate not strict) are errors; an explicit 'must_secure: false' makes them warnings */
+	bool must_secure;
 	/* positions of fields for semantic findings */
 	struct fctl_pos pos_icv, pos_window, pos_send_sci, pos_cipher, pos_overlap, pos_pn_thr;
+	struct fctl_pos pos_encrypt, pos_replay, pos_validate, pos_must_secure;
 };
 
 struct fctl_port {
