@@ -133,7 +133,9 @@ else
 fi
 
 # --- the finding: a forged test-result statement plus its SHA256SUMS line --------------------
-FORGED='{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"audit/log.jsonl#seq=3","digest":{"sha256":"'$(printf 0%.0s {1..64})'"}}],"predicateType":"https://in-toto.io/attestation/test-result/v0.1","predicate":{"result":"PASSED","passedTests":["write_bw size=65536 link=h1-h2"],"failedTests":[],"warnedTests":[]}}'
+# record 4 is the failed write_bw probe; the forgery says it passed, naming the record's real digest
+R4=$(sed -n 4p "$T/good/audit/log.jsonl" | tr -d '\n' | sha256sum | cut -d' ' -f1)
+FORGED='{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"audit/log.jsonl#seq=4","digest":{"sha256":"'$R4'"}}],"predicateType":"https://in-toto.io/attestation/test-result/v0.1","predicate":{"result":"PASSED","passedTests":["write_bw size=65536 link=h1-h2"],"failedTests":[],"warnedTests":[]}}'
 export FORGED
 tampered forged-attestation-file-plus-sums-line "'attestations/00000099-probe.json' is not listed in the signed manifest" \
 	'mkdir -p attestations && printf "%s\n" "$FORGED" >attestations/00000099-probe.json &&
@@ -147,8 +149,8 @@ tampered forged-envelope-claiming-alice-keyid "in-toto: envelope 5: the signatur
 	 sign_env "$T/mallory/audit.key" application/vnd.in-toto+json "$T/forged.json" "$(kid "$T/alice/audit.pub")" >>$ATT'
 # --- files the signed manifest does not list ---------------------------------------------------
 tampered dotfile "'.evidence' is not listed in the signed manifest" 'echo "PASSED" >.evidence'
-tampered dotfile-in-subdirectory "'attestations/.x.json' is not listed|directory 'attestations' holds no listed file" \
-	'mkdir attestations && echo "{}" >attestations/.x.json'
+tampered dotfile-in-subdirectory "'keys/.x.json' is not listed in the signed manifest" \
+	'echo "{}" >keys/.x.json'
 tampered look-alike-MANIFEST.jso. "'MANIFEST.jso.' is not listed in the signed manifest" 'cp MANIFEST.json MANIFEST.jso.'
 tampered empty-unlisted-directory "directory 'extra' holds no listed file" 'mkdir extra'
 tampered SHA256SUMS-edited "SHA256SUMS does not match its size and SHA-256 in the signed manifest" \
