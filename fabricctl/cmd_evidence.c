@@ -114,9 +114,11 @@ int cmd_evidence(int argc, char **argv)
 		printf("{\"bundle\":\"%s\",\"bytes\":%zu,\"signatures\":%zu}\n", out, tar.len,
 		       o.n_sign_keys);
 	else
-		printf("wrote %s (%zu bytes, %zu signature%s); check it with: mkdir b && tar -xf %s "
-		       "-C b && (cd b && bash verify.sh)\n",
-		       out, tar.len, o.n_sign_keys, o.n_sign_keys == 1 ? "" : "s", out);
+		printf("wrote %s (%zu bytes, %zu signature%s); check it with your own copies of the "
+		       "public keys: bash verify.sh --tar %s --signer-pub SIGNER.pub%s --audit-pub "
+		       "AUDIT.pub (docs/audit.md)\n",
+		       out, tar.len, o.n_sign_keys, o.n_sign_keys == 1 ? "" : "s", out,
+		       o.n_sign_keys > 1 ? " --signer-pub ..." : "");
 	fctl_buf_release(&tar);
 	return EXIT_OK;
 }

@@ -185,9 +185,10 @@ static const struct cmd commands[] = {
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
-	  "tar alone (docs/audit.md): MANIFEST.json, SHA256SUMS, a DSSE envelope over the\n"
-	  "manifest signed by every --sign key (two for dual control), in-toto v1\n"
-	  "statements (profile applies, key lifecycle, probe results), the audit log\n"
+	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
+	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
+	  "statements (profile applies, key lifecycle, probe results), each in a DSSE\n"
+	  "envelope signed by every --sign key, SHA256SUMS, the audit log\n"
 	  "with its latest signed checkpoint and the slice of the window or change, key\n"
 	  "metadata (ids, check values, states, dates; no key material), the profiles\n"
 	  "the records name, VERIFY.md and verify.sh. The same inputs give the same bytes.\n"

@@ -11,6 +11,9 @@ PKGS=(
 	libssl-dev libyaml-dev libcmocka-dev
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks
 	clang libclang-rt-dev jq python3 openssl time xxd
+	# evidence bundles: DSSE signatures checked by a second, independent Ed25519
+	# implementation (tests/security/evidence_tamper.sh)
+	python3-securesystemslib
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 iputils-ping curl procps
 	rdma-core ibverbs-utils perftest

@@ -15,6 +15,7 @@
 
 #include "fctl/audit.h"
 #include "fctl/evidence.h"
+#include "evidence_int.h"
 
 #define HISTORY_DIR "/var/lib/fabricctl/history"
 
@@ -49,6 +50,8 @@ struct ev {
 	size_t nf, capf;
 	struct prof *p;
 	size_t np, capp;
+	char signer_ids[16][65]; /* SHA-256 of each --sign key's DER public key, hex */
+	size_t nstmt;            /* in-toto statements in attestations.intoto.jsonl */
 	char *err;
 	size_t errlen;
 };
@@ -199,6 +202,8 @@ static void slug(const char *s, char *out, size_t len)
 				   ? *s
 				   : '_';
 	out[k] = '\0';
+	if (out[0] == '.')
+		out[0] = '_'; /* never a dotfile */
 	if (!k)
 		snprintf(out, len, "unnamed");
 }
@@ -295,104 +300,118 @@ static void common_predicate(struct fctl_buf *b, const struct rec *r, bool first
 	fctl_buf_append(b, r->line, r->len); /* the record itself, verbatim */
 }
 
+/* The in-toto v1 statement of record r into b: true, or false when r has none. */
+static bool statement(struct ev *e, const struct rec *r, struct fctl_buf *b)
+{
+	if (!r->in_slice || !r->action)
+		return false;
+	fctl_buf_puts(b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
+	if (r->has_profile && r->psha &&
+	    (!strcmp(r->action, "apply") || !strcmp(r->action, "rollback") ||
+	     !strcmp(r->action, "recover"))) {
+		const struct prof *p = profile_of(e, r);
+
+		if (p && p->file) {
+			fctl_buf_printf(b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}},",
+					p->file, r->psha);
+		} else {
+			fctl_buf_puts(b, "{\"name\":");
+			{
+				char pn[200];
+
+				snprintf(pn, sizeof(pn), "profile:%s@v%" PRIu64,
+					 r->pname ? r->pname : "?", r->pver);
+				fctl_buf_json_str(b, pn);
+			}
+			fctl_buf_printf(b, ",\"digest\":{\"sha256\":\"%s\"}},", r->psha);
+		}
+		record_subject(b, r);
+		fctl_buf_puts(b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
+				  "profile-apply/v1\",\"predicate\":{");
+		common_predicate(b, r, true);
+		fctl_buf_puts(b, ",\"profile\":{");
+		json_kv(b, "name", r->pname, false);
+		fctl_buf_printf(b, ",\"version\":%" PRIu64 ",\"sha256\":\"%s\"}", r->pver,
+				r->psha);
+		fctl_buf_puts(b, "}}\n");
+	} else if (!strncmp(r->action, "key-", 4)) {
+		record_subject(b, r);
+		fctl_buf_puts(b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
+				  "key-lifecycle/v1\",\"predicate\":{");
+		common_predicate(b, r, true);
+		json_kv(b, "key_state", r->key_state, true);
+		fctl_buf_puts(b, ",\"key_ids\":[");
+		for (size_t k = 0; k < r->nk; k++)
+			fctl_buf_printf(b, "%s\"%s\"", k ? "," : "", r->keyids[k]);
+		fctl_buf_puts(b, "],\"kcv\":[");
+		for (size_t k = 0; k < r->nkcv; k++)
+			fctl_buf_printf(b, "%s\"%s\"", k ? "," : "", r->kcvs[k]);
+		fctl_buf_puts(b, "]}}\n");
+	} else if (!strcmp(r->action, "probe")) {
+		bool passed = r->result && (!strcmp(r->result, "pass") ||
+					    !strcmp(r->result, "passed") ||
+					    !strcmp(r->result, "ok"));
+		const struct prof *p = r->psha ? profile_of(e, r) : NULL;
+
+		record_subject(b, r);
+		fctl_buf_printf(b,
+				"],\"predicateType\":\"https://in-toto.io/attestation/"
+				"test-result/v0.1\",\"predicate\":{\"result\":\"%s\","
+				"\"configuration\":[",
+				passed ? "PASSED" : "FAILED");
+		if (p && p->file)
+			fctl_buf_printf(b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}}",
+					p->file, r->psha);
+		fctl_buf_printf(b, "],\"%s\":[", passed ? "passedTests" : "failedTests");
+		{
+			/* the test's name: a probe's detail is "TEST size=N link=L: figures" */
+			const char *t = r->detail ? r->detail : r->action, *colon = strstr(t, ": ");
+			char *tname = strndup(t, colon ? (size_t)(colon - t) : strlen(t));
+
+			fctl_buf_json_str(b, tname ? tname : t);
+			free(tname);
+		}
+		fctl_buf_printf(b, "],\"%s\":[],\"warnedTests\":[]", passed ? "failedTests"
+									    : "passedTests");
+		/* the record's own fields apart: "result" above is the predicate's */
+		fctl_buf_puts(b, ",\"fabricctl\":{");
+		common_predicate(b, r, true);
+		json_kv(b, "detail", r->detail, true);
+		fctl_buf_puts(b, "}}}\n");
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* attestations.intoto.jsonl: each statement in a DSSE envelope signed by every --sign key,
+ * one a line, in record order. */
 static int statements(struct ev *e)
 {
+	struct fctl_buf att = { 0 }, b = { 0 };
+	int r = 0;
+
 	for (size_t i = 0; i < e->nr; i++) {
-		const struct rec *r = &e->r[i];
-		struct fctl_buf b = { 0 };
-		char name[128];
-		const char *kind;
-		int rc;
-
-		if (!r->in_slice || !r->action)
-			continue;
-		fctl_buf_puts(&b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
-		if (r->has_profile && r->psha &&
-		    (!strcmp(r->action, "apply") || !strcmp(r->action, "rollback") ||
-		     !strcmp(r->action, "recover"))) {
-			const struct prof *p = profile_of(e, r);
-
-			kind = "profile-apply";
-			if (p && p->file) {
-				fctl_buf_printf(&b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}},",
-						p->file, r->psha);
-			} else {
-				fctl_buf_puts(&b, "{\"name\":");
-				{
-					char pn[200];
-
-					snprintf(pn, sizeof(pn), "profile:%s@v%" PRIu64,
-						 r->pname ? r->pname : "?", r->pver);
-					fctl_buf_json_str(&b, pn);
-				}
-				fctl_buf_printf(&b, ",\"digest\":{\"sha256\":\"%s\"}},", r->psha);
-			}
-			record_subject(&b, r);
-			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
-					  "profile-apply/v1\",\"predicate\":{");
-			common_predicate(&b, r, true);
-			fctl_buf_puts(&b, ",\"profile\":{");
-			json_kv(&b, "name", r->pname, false);
-			fctl_buf_printf(&b, ",\"version\":%" PRIu64 ",\"sha256\":\"%s\"}", r->pver,
-					r->psha);
-			fctl_buf_puts(&b, "}}\n");
-		} else if (!strncmp(r->action, "key-", 4)) {
-			kind = "key-lifecycle";
-			record_subject(&b, r);
-			fctl_buf_puts(&b, "],\"predicateType\":\"https://fabricctl.dev/attestation/"
-					  "key-lifecycle/v1\",\"predicate\":{");
-			common_predicate(&b, r, true);
-			json_kv(&b, "key_state", r->key_state, true);
-			fctl_buf_puts(&b, ",\"key_ids\":[");
-			for (size_t k = 0; k < r->nk; k++)
-				fctl_buf_printf(&b, "%s\"%s\"", k ? "," : "", r->keyids[k]);
-			fctl_buf_puts(&b, "],\"kcv\":[");
-			for (size_t k = 0; k < r->nkcv; k++)
-				fctl_buf_printf(&b, "%s\"%s\"", k ? "," : "", r->kcvs[k]);
-			fctl_buf_puts(&b, "]}}\n");
-		} else if (!strcmp(r->action, "probe")) {
-			bool passed = r->result && (!strcmp(r->result, "pass") ||
-						    !strcmp(r->result, "passed") ||
-						    !strcmp(r->result, "ok"));
-			const struct prof *p = r->psha ? profile_of(e, r) : NULL;
-
-			kind = "probe";
-			record_subject(&b, r);
-			fctl_buf_printf(&b,
-					"],\"predicateType\":\"https://in-toto.io/attestation/"
-					"test-result/v0.1\",\"predicate\":{\"result\":\"%s\","
-					"\"configuration\":[",
-					passed ? "PASSED" : "FAILED");
-			if (p && p->file)
-				fctl_buf_printf(&b, "{\"name\":\"%s\",\"digest\":{\"sha256\":\"%s\"}}",
-						p->file, r->psha);
-			fctl_buf_printf(&b, "],\"%s\":[", passed ? "passedTests" : "failedTests");
-			{
-				/* the test's name: a probe's detail is "TEST size=N link=L: figures" */
-				const char *t = r->detail ? r->detail : r->action, *colon = strstr(t, ": ");
-				char *tname = strndup(t, colon ? (size_t)(colon - t) : strlen(t));
-
-				fctl_buf_json_str(&b, tname ? tname : t);
-				free(tname);
-			}
-			fctl_buf_printf(&b, "],\"%s\":[],\"warnedTests\":[]", passed ? "failedTests"
-										    : "passedTests");
-			/* the record's own fields apart: "result" above is the predicate's */
-			fctl_buf_puts(&b, ",\"fabricctl\":{");
-			common_predicate(&b, r, true);
-			json_kv(&b, "detail", r->detail, true);
-			fctl_buf_puts(&b, "}}}\n");
-		} else {
-			fctl_buf_release(&b);
-			continue;
-		}
-		snprintf(name, sizeof(name), "attestations/%08" PRIu64 "-%s.json", r->seq, kind);
-		rc = add_file(e, name, &b);
 		fctl_buf_release(&b);
-		if (rc < 0)
-			return rc;
+		if (!statement(e, &e->r[i], &b))
+			continue;
+		if (b.oom) {
+			r = fail(e, -ENOMEM, "out of memory");
+			goto out;
+		}
+		/* the payload is the statement without its newline */
+		r = fctl_evidence_dsse(FCTL_EVIDENCE_INTOTO_TYPE, b.data, b.len - 1, e->o->sign_keys,
+				       e->signer_ids, e->o->n_sign_keys, &att, e->err, e->errlen);
+		if (r < 0)
+			goto out;
+		fctl_buf_putc(&att, '\n');
+		e->nstmt++;
 	}
-	return 0;
+	r = add_file(e, FCTL_EVIDENCE_ATTESTATIONS, &att);
+out:
+	fctl_buf_release(&att);
+	fctl_buf_release(&b);
+	return r;
 }
 
 static int cmp_keyid(const void *a, const void *b)
@@ -483,8 +502,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int manifest(struct ev *e, const char *const *signer_ids, size_t nsig, uint64_t cpsize,
-		    const char *cproot, struct fctl_buf *m)
+static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cproot,
+		    struct fctl_buf *m)
 {
 	const char **hosts = NULL;
 	size_t nh = 0, caph = 0, nslice = 0;
@@ -519,7 +538,7 @@ static int manifest(struct ev *e, const char *const *signer_ids, size_t nsig, ui
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 1,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 2,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -552,8 +571,11 @@ static int manifest(struct ev *e, const char *const *signer_ids, size_t nsig, ui
 	fctl_buf_puts(m, e->np ? "\n  ],\n  \"signers\": [" : "],\n  \"signers\": [");
 	for (size_t j = 0; j < nsig; j++)
 		fctl_buf_printf(m, "%s{\"keyid\": \"%s\", \"public_key\": \"keys/signers/signer-%zu.pub\"}",
-				j ? ", " : "", signer_ids[j], j + 1);
-	fctl_buf_puts(m, "],\n  \"files\": [");
+				j ? ", " : "", e->signer_ids[j], j + 1);
+	/* every signer signs the manifest and each statement: all of them are required */
+	fctl_buf_printf(m, "],\n  \"signatures_required\": %zu,\n  \"attestations\": {\"file\": \""
+			FCTL_EVIDENCE_ATTESTATIONS "\", \"payload_type\": \"" FCTL_EVIDENCE_INTOTO_TYPE
+			"\", \"statements\": %zu},\n  \"files\": [", nsig, e->nstmt);
 	for (size_t j = 0; j < e->nf; j++) {
 		char hex[65];
 
@@ -724,9 +746,9 @@ static int add_profiles(struct ev *e)
 	return 0;
 }
 
-/* Step 3: each signer's public key, its id (the SHA-256 of its DER) in signer_ids and ids;
- * the same key given twice is refused. */
-static int add_signer_keys(struct ev *e, char (*signer_ids)[65], const char **ids)
+/* Step 3: each signer's public key, its id (the SHA-256 of its DER) in e->signer_ids; the
+ * same key given twice is refused. */
+static int add_signer_keys(struct ev *e)
 {
 	const struct fctl_evidence_opts *o = e->o;
 	struct fctl_buf b = { 0 };
@@ -741,10 +763,9 @@ static int add_signer_keys(struct ev *e, char (*signer_ids)[65], const char **id
 		if (r < 0)
 			goto out;
 		memcpy(der, spki_prefix, sizeof(spki_prefix));
-		sha256_hex(der, sizeof(der), signer_ids[k]);
-		ids[k] = signer_ids[k];
+		sha256_hex(der, sizeof(der), e->signer_ids[k]);
 		for (size_t j = 0; j < k; j++) {
-			if (!strcmp(signer_ids[j], signer_ids[k])) {
+			if (!strcmp(e->signer_ids[j], e->signer_ids[k])) {
 				r = fail(e, -EINVAL, "--sign '%s' is the same key as '%s'",
 					 o->sign_keys[k], o->sign_keys[j]);
 				goto out;
@@ -763,46 +784,13 @@ out:
 	return r;
 }
 
-/* The DSSE envelope of manifest m into env, signed by every --sign key. */
-static int dsse_envelope(struct ev *e, const struct fctl_buf *m, char (*signer_ids)[65],
-			 struct fctl_buf *env)
+/* SHA256SUMS (sha256sum -c format) over every file so far: all but itself, MANIFEST.json and
+ * MANIFEST.dsse.json. A convenience: the signed manifest lists it like any other file. */
+static int add_sums(struct ev *e)
 {
-	const struct fctl_evidence_opts *o = e->o;
-	struct fctl_buf pae = { 0 };
-	int r = 0;
-
-	fctl_buf_printf(&pae, "DSSEv1 %zu %s %zu ", strlen(FCTL_EVIDENCE_PAYLOAD_TYPE),
-			FCTL_EVIDENCE_PAYLOAD_TYPE, m->len);
-	fctl_buf_append(&pae, m->data, m->len);
-	fctl_buf_puts(env, "{\"payloadType\":\"" FCTL_EVIDENCE_PAYLOAD_TYPE "\",\"payload\":\"");
-	fctl_audit_b64_encode(m->data, m->len, env);
-	fctl_buf_puts(env, "\",\"signatures\":[");
-	for (size_t k = 0; k < o->n_sign_keys; k++) {
-		uint8_t sig[64];
-
-		r = fctl_audit_ed25519_sign(o->sign_keys[k], pae.data, pae.len, sig, NULL, e->err,
-					    e->errlen);
-		if (r < 0)
-			goto out;
-		fctl_buf_printf(env, "%s{\"keyid\":\"%s\",\"sig\":\"", k ? "," : "", signer_ids[k]);
-		fctl_audit_b64_encode(sig, sizeof(sig), env);
-		fctl_buf_puts(env, "\"}");
-	}
-	fctl_buf_puts(env, "]}\n");
-out:
-	fctl_buf_release(&pae);
-	return r;
-}
-
-/* MANIFEST.json (a copy of m), then SHA256SUMS over every file so far, MANIFEST.json too. */
-static int add_manifest_and_sums(struct ev *e, const struct fctl_buf *m)
-{
-	struct fctl_buf sums = { 0 }, mcopy = { 0 };
+	struct fctl_buf sums = { 0 };
 	int r;
 
-	fctl_buf_append(&mcopy, m->data, m->len);
-	if ((r = add_file(e, "MANIFEST.json", &mcopy)) < 0)
-		return r;
 	qsort(e->f, e->nf, sizeof(*e->f), cmp_file);
 	for (size_t j = 0; j < e->nf; j++) {
 		char hex[65];
@@ -810,23 +798,29 @@ static int add_manifest_and_sums(struct ev *e, const struct fctl_buf *m)
 		sha256_hex(e->f[j].data, e->f[j].len, hex);
 		fctl_buf_printf(&sums, "%s  %s\n", hex, e->f[j].name);
 	}
-	return add_file(e, "SHA256SUMS", &sums);
+	r = add_file(e, "SHA256SUMS", &sums);
+	fctl_buf_release(&sums);
+	return r;
 }
 
-/* Step 4: MANIFEST.json over every file so far, SHA256SUMS, the DSSE envelope. */
-static int add_signed_manifest(struct ev *e, char (*signer_ids)[65],
-			       const char *const *ids, uint64_t cpsize, const char *cproot)
+/* Step 4: SHA256SUMS, then MANIFEST.json listing every file (SHA256SUMS too) and its DSSE
+ * envelope MANIFEST.dsse.json, signed by every --sign key. */
+static int add_signed_manifest(struct ev *e, uint64_t cpsize, const char *cproot)
 {
 	struct fctl_buf m = { 0 }, env = { 0 };
 	int r;
 
-	if (e->nf > 1)
-		qsort(e->f, e->nf, sizeof(*e->f), cmp_file);
-	if ((r = manifest(e, ids, e->o->n_sign_keys, cpsize, cproot, &m)) < 0)
+	if ((r = add_sums(e)) < 0)
 		goto out;
-	if ((r = dsse_envelope(e, &m, signer_ids, &env)) < 0)
+	qsort(e->f, e->nf, sizeof(*e->f), cmp_file);
+	if ((r = manifest(e, e->o->n_sign_keys, cpsize, cproot, &m)) < 0)
 		goto out;
-	if ((r = add_manifest_and_sums(e, &m)) < 0)
+	r = fctl_evidence_dsse(FCTL_EVIDENCE_PAYLOAD_TYPE, m.data, m.len, e->o->sign_keys,
+			       e->signer_ids, e->o->n_sign_keys, &env, e->err, e->errlen);
+	if (r < 0)
+		goto out;
+	fctl_buf_putc(&env, '\n');
+	if ((r = add_file(e, "MANIFEST.json", &m)) < 0)
 		goto out;
 	r = add_file(e, "MANIFEST.dsse.json", &env);
 out:
@@ -840,8 +834,6 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 {
 	struct ev e = { .o = o, .err = err, .errlen = errlen };
 	char *cps = NULL, *pub = NULL, cproot[65] = "";
-	char signer_ids[16][65];
-	const char *ids[16];
 	uint64_t cpsize = 0;
 	int r;
 
@@ -849,13 +841,13 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	    (r = add_audit_anchor(&e, cps, pub, &cpsize, cproot)) < 0 ||
 	    (r = add_log_and_slice(&e)) < 0 || (r = add_profiles(&e)) < 0)
 		goto out;
-	if ((r = statements(&e)) < 0 || (r = key_metadata(&e)) < 0)
+	if ((r = add_signer_keys(&e)) < 0 || (r = statements(&e)) < 0 ||
+	    (r = key_metadata(&e)) < 0)
 		goto out;
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
 		goto out;
-	if ((r = add_signer_keys(&e, signer_ids, ids)) < 0 ||
-	    (r = add_signed_manifest(&e, signer_ids, ids, cpsize, cproot)) < 0)
+	if ((r = add_signed_manifest(&e, cpsize, cproot)) < 0)
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);
 	if (r < 0)

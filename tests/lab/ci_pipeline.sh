@@ -112,10 +112,12 @@ for h in h1 h2; do
 	else
 		fail "evidence-$h-verify-sh" "no bundle $b"
 	fi
+	# the statements (verify.sh checked their DSSE signatures), one JSON object a line
+	jq -c '.payload | @base64d | fromjson' "$x/attestations.intoto.jsonl" >"$T/statements-$h.jsonl" 2>/dev/null
 	# the apply record of this host, for this change, as a profile-apply statement
 	if jq -se --arg h "$h" --arg c "$CHANGE" 'any(.[]; .predicateType == "https://fabricctl.dev/attestation/profile-apply/v1"
 		and .predicate.host == $h and .predicate.change == $c and .predicate.result == "applied"
-		and .predicate.profile.name == "lab-pair")' "$x"/attestations/*-profile-apply.json >/dev/null 2>&1 &&
+		and .predicate.profile.name == "lab-pair")' "$T/statements-$h.jsonl" >/dev/null 2>&1 &&
 		jq -se 'any(.[]; .action == "apply" and .result == "applied")' "$x/audit/slice.jsonl" >/dev/null 2>&1; then
 		pass "evidence-$h-apply-records"
 	else
@@ -125,15 +127,17 @@ done
 # h1 ran the probes (h2 served): its bundle carries the verdicts, with the figures
 x=$T/x-h1
 n=$(jq -s '[.[] | select(.action == "probe")] | length' "$x/audit/slice.jsonl" 2>/dev/null)
+P=$T/probe-statements-h1.jsonl
+jq -c 'select(.predicateType == "https://in-toto.io/attestation/test-result/v0.1")' "$T/statements-h1.jsonl" >"$P" 2>/dev/null
 if [ "${n:-0}" -ge 2 ] && jq -se --arg c "$CHANGE" 'all(.[]; .predicateType == "https://in-toto.io/attestation/test-result/v0.1"
 	and .predicate.result == "PASSED" and (.predicate.passedTests | length) == 1
 	and (.predicate.configuration[0].name | startswith("profiles/lab-pair-v1"))
 	and .predicate.fabricctl.change == $c and .predicate.fabricctl.host == "h1")' \
-	"$x"/attestations/*-probe.json >/dev/null 2>&1 &&
-	[ "$(ls "$x"/attestations/*-probe.json | wc -l)" = "$n" ]; then
+	"$P" >/dev/null 2>&1 &&
+	[ "$(wc -l <"$P")" = "$n" ]; then
 	pass "evidence-h1-probe-verdicts"
 else
-	fail "evidence-h1-probe-verdicts" "$n probe records; $(cat "$x"/attestations/*-probe.json 2>/dev/null | head -c 600)"
+	fail "evidence-h1-probe-verdicts" "$n probe records; $(head -c 600 "$P" 2>/dev/null)"
 fi
 if jq -se 'map(select(.action == "probe")) | length > 0 and all(.[]; .link == "h1-h2" and .secy == "ms100"
 	and (.detail | test("send_lat size=2 link=h1-h2: |write_bw size=65536 link=h1-h2: "))

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Evidence bundles for auditors (docs/audit.md): one deterministic tar (sorted
- * entries, mtime 0, uid/gid 0, mode 0644) holding MANIFEST.json, SHA256SUMS, a DSSE
- * envelope over the manifest with one or more Ed25519 signatures, in-toto v1
- * statements, the audit log with its latest checkpoint and the slice of the window
- * or change, key metadata (no key material), the profiles involved, VERIFY.md and
- * verify.sh. The same inputs give the same bytes.
+ * entries, mtime 0, uid/gid 0, mode 0644) holding MANIFEST.json (every other file
+ * with its SHA-256: the authority), its DSSE envelope with one Ed25519 signature per
+ * signer, SHA256SUMS, in-toto v1 statements each in a DSSE envelope signed by every
+ * signer (attestations.intoto.jsonl), the audit log with its latest checkpoint and the
+ * slice of the window or change, key metadata (no key material), the profiles
+ * involved, VERIFY.md and verify.sh. The same inputs give the same bytes.
  */
 #ifndef FCTL_EVIDENCE_H
 #define FCTL_EVIDENCE_H
@@ -15,6 +16,9 @@
 #include "fctl/util.h"
 
 #define FCTL_EVIDENCE_PAYLOAD_TYPE "application/vnd.fabricctl.evidence-manifest+json"
+/* the in-toto statements: one DSSE envelope of this payload type a line, in this file */
+#define FCTL_EVIDENCE_INTOTO_TYPE "application/vnd.in-toto+json"
+#define FCTL_EVIDENCE_ATTESTATIONS "attestations.intoto.jsonl"
 
 struct fctl_evidence_opts {
 	const char *log_path;        /* the audit log */

@@ -1,0 +1,402 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# verify.sh: checks a fabricctl evidence bundle with openssl (3.0+), jq, sha256sum, tar and bash
+# (and the usual text tools: sed, grep, awk, head, tail, cut, wc, find, sort). VERIFY.md says what
+# each check means.
+#
+#   bash verify.sh --signer-pub FILE... (--audit-pub FILE | --trusted-checkpoint FILE)
+#                  [--tar BUNDLE.tar | --dir DIR]
+#   bash verify.sh --self-consistency-only [--tar BUNDLE.tar | --dir DIR]
+#
+# The trust comes from you, never from the bundle: --signer-pub pins a key that must have signed
+# (as many as the bundle requires: two for dual control), --audit-pub pins the host's audit key,
+# --trusted-checkpoint FILE is a checkpoint note of that host's log you kept yourself (its
+# signature authenticates the bundle's audit key, its root the start of the log). Without them
+# verify.sh refuses (exit 2); --self-consistency-only uses the keys shipped in the bundle and
+# proves nothing about who wrote it. --tar checks the tar's entries (regular files, safe names,
+# each once) and unpacks it into a temporary directory; else DIR (default: the current
+# directory) is the unpacked bundle. Exit 0 only when every check holds, 1 when one fails.
+set -u
+LC_ALL=C
+export LC_ALL
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "PASS: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+die() { echo "verify.sh: $*" >&2; exit 2; }
+for t in openssl jq sha256sum tar find awk; do command -v $t >/dev/null || die "needs $t"; done
+
+MANIFEST_TYPE=application/vnd.fabricctl.evidence-manifest+json
+INTOTO_TYPE=application/vnd.in-toto+json
+NOTHING_PROVEN="SELF-CONSISTENCY ONLY: the keys used are the ones inside the bundle; this proves nothing about who wrote it"
+
+abspath() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+PINNED=() AUDIT_PUB= TRUSTED_CP= SELF=0 TAR= DIR=.
+while [ $# -gt 0 ]; do
+	case $1 in
+	--self-consistency-only) SELF=1; shift; continue ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 0 ;;
+	--signer-pub | --audit-pub | --trusted-checkpoint | --tar | --dir)
+		[ $# -ge 2 ] || die "$1 needs a file" ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+	case $1 in
+	--signer-pub) PINNED+=("$(abspath "$2")") ;;
+	--audit-pub) AUDIT_PUB=$(abspath "$2") ;;
+	--trusted-checkpoint) TRUSTED_CP=$(abspath "$2") ;;
+	--tar) TAR=$(abspath "$2") ;;
+	--dir) DIR=$2 ;;
+	esac
+	shift 2
+done
+if [ $SELF = 1 ]; then
+	[ ${#PINNED[@]} -eq 0 ] && [ -z "$AUDIT_PUB$TRUSTED_CP" ] ||
+		die "--self-consistency-only takes no --signer-pub, --audit-pub or --trusted-checkpoint"
+else
+	[ ${#PINNED[@]} -gt 0 ] || die "no trust anchor: pin the signers with --signer-pub FILE (one per required signature) and the audit key with --audit-pub FILE or --trusted-checkpoint FILE; keys shipped in the bundle are never trusted (--self-consistency-only checks the bundle against itself and proves nothing about who wrote it)"
+	[ -n "$AUDIT_PUB$TRUSTED_CP" ] || die "no audit trust anchor: give --audit-pub FILE (the host's audit key) or --trusted-checkpoint FILE (a checkpoint note of the host's log you kept)"
+fi
+for f in "${PINNED[@]}" $AUDIT_PUB $TRUSTED_CP $TAR; do [ -f "$f" ] || die "cannot read '$f'"; done
+TMP=$(mktemp -d) || die "no temporary directory"
+trap 'rm -rf "$TMP"' EXIT
+
+hex2bin() { local h=$1 e= i; for ((i = 0; i < ${#h}; i += 2)); do e+="\\x${h:i:2}"; done; printf "$e"; }
+sha() { sha256sum | { read -r h _; echo "$h"; }; }
+size() { wc -c <"$1" | tr -d ' '; }
+rawpub() { openssl pkey -pubin -in "$1" -outform DER 2>/dev/null | tail -c 32; }
+# keyid of an Ed25519 public key (PEM file): SHA-256 of its DER SubjectPublicKeyInfo, hex.
+# Empty when the file is not an Ed25519 public key.
+keyid() {
+	openssl pkey -pubin -in "$1" -noout -text 2>/dev/null | head -1 | grep -q '^ED25519 Public-Key' || return 1
+	openssl pkey -pubin -in "$1" -outform DER 2>/dev/null | sha
+}
+# a bundle file name: components of [A-Za-z0-9._-], none starting with a dot, no //, no /
+# at either end (so no dotfile, no "..", no absolute path)
+safe_name() { [[ $1 =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$ ]]; }
+
+# --- 0. the tar (with --tar): regular files only, safe names, each once; then unpacked --------
+if [ -n "$TAR" ]; then
+	tar -tvf "$TAR" >"$TMP/tv" 2>"$TMP/tarerr" && tar -tf "$TAR" >"$TMP/tl" 2>>"$TMP/tarerr" ||
+		{ bad "tar: cannot list $TAR: $(head -c 300 "$TMP/tarerr")"; echo "verify.sh: $pass passed, $fail failed"; exit 1; }
+	tbad=0
+	[ "$(wc -l <"$TMP/tv")" = "$(wc -l <"$TMP/tl")" ] || { bad "tar: entry names with line breaks"; tbad=1; }
+	while IFS= read -r l; do
+		[ "${l:0:1}" = - ] || { bad "tar: an entry that is not a regular file: $l"; tbad=1; }
+	done <"$TMP/tv"
+	while IFS= read -r m; do
+		safe_name "$m" || { bad "tar: unsafe entry name '$m' (dotfile, .., absolute or odd characters)"; tbad=1; }
+	done <"$TMP/tl"
+	d=$(sort "$TMP/tl" | uniq -d | head -3 | tr '\n' ' ')
+	[ -z "$d" ] || { bad "tar: entries given more than once: $d"; tbad=1; }
+	if [ $tbad = 1 ]; then
+		echo "verify.sh: $pass passed, $fail failed (the tar was not unpacked)"
+		exit 1
+	fi
+	ok "tar: $(wc -l <"$TMP/tl") regular files, safe names, each once"
+	mkdir "$TMP/bundle" && tar -xf "$TAR" -C "$TMP/bundle" --no-same-owner --no-same-permissions 2>"$TMP/tarerr" ||
+		{ bad "tar: cannot unpack: $(head -c 300 "$TMP/tarerr")"; echo "verify.sh: $pass passed, $fail failed"; exit 1; }
+	DIR=$TMP/bundle
+fi
+cd "$DIR" || die "cannot enter '$DIR'"
+[ $SELF = 1 ] && echo "$NOTHING_PROVEN"
+
+# --- DSSE: dsse_verify ENVELOPE TYPE LABEL --------------------------------------------------
+# The payload goes to $TMP/payload. Every key of SIGNER_KEYS must have exactly one signature
+# (matched by keyid) and it must verify over PAE(type, payload) =
+# "DSSEv1" SP len(type) SP type SP len(payload) SP payload (lengths in bytes, decimal).
+# Prints only failures; returns non-zero when one check fails.
+SIGNER_KEYS=() SIGNER_IDS=()
+dsse_verify() {
+	local env=$1 want=$2 label=$3 ptype n i rc=0
+	ptype=$(jq -r 'if type == "object" and (.payloadType | type) == "string" and
+		(.payload | type) == "string" and (.signatures | type) == "array" and
+		all(.signatures[]; type == "object" and (.keyid | type) == "string" and (.sig | type) == "string")
+		then .payloadType else empty end' "$env" 2>/dev/null)
+	if [ -z "$ptype" ]; then
+		bad "$label: not a DSSE envelope"
+		: >"$TMP/payload"
+		return 1
+	fi
+	[ "$ptype" = "$want" ] || { bad "$label: payloadType '$ptype', expected '$want'"; rc=1; }
+	jq -j .payload "$env" | openssl base64 -d -A >"$TMP/payload" 2>/dev/null
+	{ printf 'DSSEv1 %d %s %d ' ${#ptype} "$ptype" "$(size "$TMP/payload")"; cat "$TMP/payload"; } >"$TMP/pae"
+	for i in "${!SIGNER_KEYS[@]}"; do
+		n=$(jq --arg k "${SIGNER_IDS[i]}" '[.signatures[] | select(.keyid == $k)] | length' "$env")
+		if [ "$n" != 1 ]; then
+			bad "$label: $n signatures by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}), expected 1"
+			rc=1
+			continue
+		fi
+		jq -j --arg k "${SIGNER_IDS[i]}" '.signatures[] | select(.keyid == $k) | .sig' "$env" |
+			openssl base64 -d -A >"$TMP/sig" 2>/dev/null
+		if ! openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin -in "$TMP/pae" \
+			-sigfile "$TMP/sig" >/dev/null 2>&1; then
+			bad "$label: the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) does NOT verify"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# --- 1. the signed manifest: the DSSE envelope, its signers, MANIFEST.json ------------------
+M=$TMP/manifest
+if [ $SELF = 1 ]; then
+	# the signer keys the envelope's own payload names (unauthenticated by definition)
+	jq -j .payload MANIFEST.dsse.json 2>/dev/null | openssl base64 -d -A >"$M" 2>/dev/null
+	while IFS= read -r k; do
+		safe_name "$k" && [ -f "$k" ] && [ ! -L "$k" ] && PINNED+=("$PWD/$k") || bad "manifest: signer key '$k' is not a file of the bundle"
+	done < <(jq -r '.signers[]?.public_key' "$M" 2>/dev/null)
+fi
+for k in "${PINNED[@]}"; do
+	kid=$(keyid "$k") || { bad "signer key $k is not an Ed25519 public key"; continue; }
+	SIGNER_KEYS+=("$k") SIGNER_IDS+=("$kid")
+	echo "    signer key $k: key id $kid"
+done
+if [ -f MANIFEST.dsse.json ] && [ ! -L MANIFEST.dsse.json ] &&
+	dsse_verify MANIFEST.dsse.json "$MANIFEST_TYPE" "manifest envelope" && [ ${#SIGNER_KEYS[@]} -gt 0 ]; then
+	ok "manifest envelope: ${#SIGNER_KEYS[@]} signature(s) by the $([ $SELF = 1 ] && echo "bundle's own" || echo pinned) keys verify"
+else
+	[ -f MANIFEST.dsse.json ] || bad "MANIFEST.dsse.json is missing"
+	[ ${#SIGNER_KEYS[@]} -gt 0 ] || bad "no signer key to check the manifest with"
+fi
+cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
+if jq -e '.bundle == "fabricctl-evidence" and .format == 2 and (.signatures_required | type) == "number"
+	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
+	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
+	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' "$M" >/dev/null 2>&1; then
+	ok "manifest: a fabricctl evidence manifest, format 2"
+else
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 2)"
+fi
+need=$(jq '.signatures_required // 0' "$M" 2>/dev/null)
+need=${need:-0}
+if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
+	ok "signers: ${#SIGNER_KEYS[@]} key(s) checked, the bundle requires $need"
+else
+	bad "signers: ${#SIGNER_KEYS[@]} key(s) pinned, the bundle requires ${need} signatures: pin every signer"
+fi
+if [ -f MANIFEST.json ] && cmp -s MANIFEST.json "$M"; then
+	ok "MANIFEST.json is the signed payload"
+else
+	bad "MANIFEST.json is not the payload of the signed envelope"
+fi
+
+# --- 2. the files: exactly the ones the signed manifest lists, each with its size and digest --
+declare -A LISTED=() DIRS=()
+LISTED[MANIFEST.json]=1 LISTED[MANIFEST.dsse.json]=1
+fbad=0 nf=0
+while IFS=$'\t' read -r name fsize digest; do
+	nf=$((nf + 1))
+	if ! safe_name "$name" || [ -n "${LISTED[$name]:-}" ]; then
+		bad "manifest: file name '$name' is unsafe or listed twice"
+		fbad=1
+		continue
+	fi
+	LISTED[$name]=1
+	d=$name
+	while [[ $d == */* ]]; do d=${d%/*}; DIRS[$d]=1; done
+	if [ -L "$name" ] || [ ! -f "$name" ]; then
+		bad "files: $name (listed in the manifest) is missing or not a regular file"
+		fbad=1
+	elif [ "$(size "$name")" != "$fsize" ] || [ "$(sha <"$name")" != "$digest" ]; then
+		bad "files: $name does not match its size and SHA-256 in the signed manifest"
+		fbad=1
+	fi
+done < <(jq -r '.files[]? | [.name, .size, .sha256] | @tsv' "$M" 2>/dev/null)
+# every entry of the directory, dotfiles, directories and odd names included
+while IFS= read -r -d '' ent; do
+	kind=${ent:0:1} name=${ent:2}
+	case $kind in
+	f) [ -n "${LISTED[$name]:-}" ] || { bad "files: '$name' is not listed in the signed manifest"; fbad=1; } ;;
+	d) [ -n "${DIRS[$name]:-}" ] || { bad "files: directory '$name' holds no listed file"; fbad=1; } ;;
+	*) bad "files: '$name' is not a regular file (symbolic link, device or pipe)"; fbad=1 ;;
+	esac
+done < <(find . -mindepth 1 \( -type f -printf 'f %P\0' \) -o \( -type d -printf 'd %P\0' \) -o -printf 'o %P\0')
+[ $fbad = 0 ] && [ "$nf" -gt 0 ] && ok "files: the $nf files of the signed manifest, sizes and digests match, nothing else in the bundle"
+# SHA256SUMS, when there, is one of those files; check it agrees too (convenience for sha256sum -c)
+if [ -n "${LISTED[SHA256SUMS]:-}" ] && [ -f SHA256SUMS ] && [ ! -L SHA256SUMS ]; then
+	if sha256sum --quiet --strict -c SHA256SUMS >"$TMP/sums" 2>&1; then ok "SHA256SUMS agrees"; else bad "SHA256SUMS: $(head -c 300 "$TMP/sums")"; fi
+fi
+
+# --- 3. the audit log -------------------------------------------------------------------------
+# check_audit_log: the hash chain (seq, prev) of audit/log.jsonl, the RFC 6962 Merkle roots, the
+# bundle's checkpoint and its signature by the audit key, the trusted checkpoint, the slice.
+# Kept in one function so a change of the log format changes only this.
+LOG=audit/log.jsonl CP=audit/checkpoint.txt
+# note_split NOTEFILE PREFIX: the last note of a file of C2SP signed notes into PREFIX.body (the
+# signed text: lines up to the blank line, each with its newline) and PREFIX.sigs (its lines)
+note_split() {
+	awk -v b="$2.body" -v s="$2.sigs" 'BEGIN { RS = ""; ORS = "" } { p[NR] = $0 }
+		END { if (NR >= 2) { print p[NR - 1] "\n" > b; print p[NR] "\n" > s } }' "$1"
+	[ -s "$2.body" ] && [ -s "$2.sigs" ]
+}
+# note_verify PREFIX PUBFILE: 0 when a signature line "— NAME base64(keyid[4] || sig[64])" with
+# keyid = SHA-256(NAME || "\n" || 0x01 || pub)[0..3] verifies over PREFIX.body
+note_verify() {
+	local line name kid
+	rawpub "$2" >"$TMP/apub"
+	[ "$(size "$TMP/apub")" = 32 ] || return 1
+	while IFS= read -r line; do
+		[[ $line == $'\xe2\x80\x94 '* ]] || continue
+		name=$(printf '%s' "$line" | cut -d' ' -f2)
+		printf '%s' "$line" | cut -d' ' -f3 | openssl base64 -d -A >"$TMP/blob" 2>/dev/null
+		kid=$({ printf '%s\n\1' "$name"; cat "$TMP/apub"; } | sha)
+		[ "$(head -c 4 "$TMP/blob" | od -An -tx1 | tr -d ' \n')" = "${kid:0:8}" ] || continue
+		tail -c 64 "$TMP/blob" >"$TMP/nsig"
+		openssl pkeyutl -verify -pubin -inkey "$2" -rawin -in "$1.body" -sigfile "$TMP/nsig" >/dev/null 2>&1 && return 0
+	done <"$1.sigs"
+	return 1
+}
+check_audit_log() {
+	local expect=1 prevhex cbad=0 n=0 line seq prev leaf cpsize cproot= tsize= troot= akey sbad=0
+	local stack=() sizes=()
+	prevhex=$(printf '0%.0s' {1..64})
+	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
+	cpsize=$(sed -n 2p "$TMP/cp.body")
+	if [ -n "$TRUSTED_CP" ]; then
+		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
+		tsize=$(sed -n 2p "$TMP/tcp.body")
+		[[ $tsize =~ ^[0-9]+$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
+	fi
+	push() { # RFC 6962 compact range: merge equal-size subtrees
+		local h=$1 s=1
+		while [ ${#sizes[@]} -gt 0 ] && [ "${sizes[-1]}" -eq $s ]; do
+			h=$({ printf '\1'; hex2bin "${stack[-1]}"; hex2bin "$h"; } | sha)
+			unset 'stack[-1]' 'sizes[-1]'
+			s=$((s * 2))
+		done
+		stack+=("$h")
+		sizes+=("$s")
+	}
+	root() { # the root of the records so far, base64
+		local i h
+		if [ ${#stack[@]} -eq 0 ]; then h=$(printf '' | sha); else
+			h=${stack[-1]}
+			for ((i = ${#stack[@]} - 2; i >= 0; i--)); do
+				h=$({ printf '\1'; hex2bin "${stack[i]}"; hex2bin "$h"; } | sha)
+			done
+		fi
+		hex2bin "$h" | openssl base64 -A
+	}
+	[ "$cpsize" = 0 ] && cproot=$(root)
+	[ "$tsize" = 0 ] && troot=$(root)
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
+			bad "audit: $LOG:$n is not a record"; cbad=1; continue
+		fi
+		seq=${BASH_REMATCH[1]} prev=${BASH_REMATCH[2]}
+		[ "$seq" = "$expect" ] || { bad "audit: $LOG:$n has seq $seq, expected $expect (deleted or reordered)"; cbad=1; }
+		[ "$prev" = "$prevhex" ] || { bad "audit: $LOG:$n: prev does not match the hash of the record before (modified)"; cbad=1; }
+		leaf=$({ printf '\0'; printf '%s' "$line"; } | sha)
+		push "$leaf"
+		prevhex=$leaf expect=$((seq + 1))
+		[ "$n" = "$cpsize" ] && cproot=$(root)
+		[ "$n" = "$tsize" ] && troot=$(root)
+	done <"$LOG"
+	[ $cbad = 0 ] && ok "audit: $n records, each chained to the one before"
+	# the audit key: pinned, or the bundle's own when the trusted checkpoint's signature
+	# authenticates it (or, with --self-consistency-only, the bundle's own unchecked)
+	akey=$AUDIT_PUB
+	if [ -z "$akey" ]; then
+		akey=$PWD/audit/audit.pub
+		if [ -n "$TRUSTED_CP" ]; then
+			if note_verify "$TMP/tcp" "$akey"; then
+				ok "audit: the bundle's audit key signed your trusted checkpoint"
+			else
+				bad "audit: your trusted checkpoint is not signed by the bundle's audit key"
+			fi
+		fi
+	elif [ -n "$TRUSTED_CP" ]; then
+		note_verify "$TMP/tcp" "$akey" && ok "audit: your trusted checkpoint is signed by $akey" ||
+			bad "audit: your trusted checkpoint is not signed by $akey"
+	fi
+	if ! [[ $cpsize =~ ^[0-9]+$ ]] || [ "$cpsize" -gt "$n" ]; then
+		bad "audit: the checkpoint covers ${cpsize:-?} records but the log has $n (cut-off tail)"
+	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
+		ok "audit: Merkle root of the first $cpsize records matches the checkpoint"
+	else
+		bad "audit: Merkle root of the first $cpsize records does not match the checkpoint"
+	fi
+	if note_verify "$TMP/cp" "$akey"; then
+		ok "audit: the checkpoint's signature by $akey verifies"
+	else
+		bad "audit: the checkpoint is not signed by $akey"
+	fi
+	if [ -n "$TRUSTED_CP" ]; then
+		if [ "$(sed -n 1p "$TMP/tcp.body")" != "$(sed -n 1p "$TMP/cp.body")" ]; then
+			bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
+		elif [ "$tsize" -gt "$n" ]; then
+			bad "audit: your trusted checkpoint covers $tsize records, the log has $n (records removed)"
+		elif [ "$(sed -n 3p "$TMP/tcp.body")" = "$troot" ]; then
+			ok "audit: the first $tsize records are the ones your trusted checkpoint covers"
+		else
+			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
+		fi
+	fi
+	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] ||
+		bad "audit: the checkpoint is not the one the signed manifest names"
+	# the slice is part of the verified log
+	while IFS= read -r line || [ -n "$line" ]; do
+		grep -qxF -- "$line" "$LOG" || { bad "audit: a record of slice.jsonl is not in log.jsonl"; sbad=1; }
+	done <audit/slice.jsonl
+	[ $sbad = 0 ] && ok "audit: slice.jsonl ($(grep -c . audit/slice.jsonl) records) is part of the verified log"
+}
+check_audit_log
+
+# --- 4. in-toto statements: one DSSE envelope a line, signed by every signer ------------------
+ATT=$(jq -r '.attestations.file // "attestations.intoto.jsonl"' "$M" 2>/dev/null)
+want=$(jq '.attestations.statements // -1' "$M" 2>/dev/null)
+sbad=0 k=0 last=0
+[ -f "$ATT" ] || { bad "in-toto: $ATT is missing"; sbad=1; }
+while IFS= read -r envl || [ -n "$envl" ]; do
+	k=$((k + 1))
+	printf '%s' "$envl" >"$TMP/env.json"
+	dsse_verify "$TMP/env.json" "$INTOTO_TYPE" "in-toto: envelope $k" || sbad=1
+	st=$TMP/payload
+	if ! jq -e '._type == "https://in-toto.io/Statement/v1" and (.predicateType | type) == "string"
+		and (.subject | type) == "array" and (.subject | length) > 0
+		and all(.subject[]; (.name | type) == "string" and (.digest.sha256 | type) == "string")' "$st" >/dev/null 2>&1; then
+		bad "in-toto: envelope $k does not hold an in-toto v1 statement"
+		sbad=1
+		continue
+	fi
+	nrec=0
+	while IFS=$'\t' read -r name digest; do
+		case $name in
+		audit/log.jsonl\#seq=*)
+			s=${name#*=}
+			nrec=$((nrec + 1))
+			[[ $s =~ ^[1-9][0-9]*$ ]] || { bad "in-toto: envelope $k: subject '$name'"; sbad=1; continue; }
+			rec=$(grep -m1 "^{\"seq\":$s," "$LOG")
+			[ -n "$rec" ] && [ "$(printf '%s' "$rec" | sha)" = "$digest" ] ||
+				{ bad "in-toto: envelope $k: subject $name does not match the audit record"; sbad=1; }
+			grep -qxF -- "$rec" audit/slice.jsonl || { bad "in-toto: envelope $k: record $s is not in the slice"; sbad=1; }
+			[ "$s" -gt "$last" ] || { bad "in-toto: envelope $k: record $s comes after record $last (reordered or repeated)"; sbad=1; }
+			last=$s ;;
+		profile:*) ;; # a profile the bundle does not carry: its digest is in the record
+		*)
+			if [ -z "${LISTED[$name]:-}" ] || [ ! -f "$name" ] || [ "$(sha <"$name")" != "$digest" ]; then
+				bad "in-toto: envelope $k: subject $name is not a file of the bundle with that digest"
+				sbad=1
+			fi ;;
+		esac
+	done < <(jq -r '.subject[] | [.name, .digest.sha256] | @tsv' "$st")
+	[ $nrec = 1 ] || { bad "in-toto: envelope $k names $nrec audit records, expected 1"; sbad=1; }
+done < <([ -f "$ATT" ] && cat "$ATT")
+[ "$k" = "$want" ] || { bad "in-toto: $k envelopes, the signed manifest says $want (dropped or added)"; sbad=1; }
+[ $sbad = 0 ] && ok "in-toto: $k statements in DSSE envelopes, each signed by every signer, subjects match"
+
+# --- 5. no key material: key metadata holds ids and check values only ------------------------
+if jq -e '[.. | strings | select(test("^[0-9a-f]{32,}$"))] | length == 0' keys/kms-metadata.json >/dev/null 2>&1; then
+	ok "keys/kms-metadata.json holds no value long enough to be a key"
+else
+	bad "keys/kms-metadata.json holds a value that could be key material"
+fi
+
+if [ $SELF = 1 ]; then
+	echo "$NOTHING_PROVEN"
+	echo "verify.sh: $pass passed, $fail failed (self-consistency only: proves nothing about who wrote the bundle)"
+else
+	echo "verify.sh: $pass passed, $fail failed"
+fi
+[ $fail -eq 0 ]

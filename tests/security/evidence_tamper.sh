@@ -1,0 +1,261 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Evidence bundles an attacker changed must not verify. The finding: a forged test-result
+# statement added to a genuine dual-signed bundle, plus its line in SHA256SUMS (signed by
+# nothing), passed verify.sh with both signers and the audit key pinned; dotfiles and
+# look-alike names were never flagged; without pins the keys inside the bundle were trusted.
+# Here: a genuine bundle (fabricctl evidence, two --sign keys) verifies with pins, and each
+# tampered copy fails with its stated reason, using the genuine bundle's verify.sh (the
+# auditor's own copy, not the one in the tampered bundle); every DSSE envelope also verifies
+# with securesystemslib (tests/security/evidence_dsse_check.py), which rejects a modified one.
+# usage: evidence_tamper.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
+# Prints PASS/FAIL per check, "evidence_tamper: N passed, M failed"; exit 1 on a failure,
+# 2 when it cannot run (a missing tool is a failure, never a skip).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+F=${1:-${FCTL_BUILD_DIR:-$ROOT/build}/fabricctl/fabricctl}
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's, where python3-securesystemslib is
+PASS=0 FAIL=0
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+cannot() { echo "evidence_tamper: cannot run: $*" >&2; echo "evidence_tamper: $PASS passed, $((FAIL + 1)) failed"; exit 2; }
+[ -x "$F" ] || cannot "no fabricctl at $F (build first, or give its path)"
+for t in openssl jq sha256sum tar base64; do command -v $t >/dev/null || cannot "needs $t"; done
+"$PY" -c 'import securesystemslib.signer' 2>/dev/null || cannot "needs python3-securesystemslib for $PY (scripts/deps.sh)"
+export NO_COLOR=1 LC_ALL=C
+unset FCTL_AUDIT_LOG
+T=$(mktemp -d /tmp/fctl-sec-evidence.XXXXXX) || cannot "no temporary directory"
+trap 'rm -rf -- "$T"' EXIT
+
+# --- the genuine bundle: one host log, two signers -------------------------------------------
+cd "$T" || exit 2
+for k in alice bob mallory eve host other; do "$F" audit keygen --out "$T/$k" >/dev/null || cannot "audit keygen"; done
+printf 'name: lab-pair\nversion: 2\n' >"$T/prof.yaml"
+SHA=$(sha256sum "$T/prof.yaml" | cut -d' ' -f1)
+records() { # LOGDIR [FIRST-HOST]: the records of change CHG-1 and one of another change
+	local A=("$F" audit append --log "$1/audit.log")
+	"${A[@]}" --action apply --result applied --host "${2:-h1}" --change CHG-1 --profile-name lab-pair \
+		--profile-version 2 --profile-sha256 "$SHA" --key-id 0011223344556677 --kcv a1b2c3 &&
+		"${A[@]}" --action key-rotate --result committed --host h1 --change CHG-1 \
+			--key-id 0011223344556677 --kcv a1b2c3 --key-state active &&
+		"${A[@]}" --action probe --result pass --host h1 --change CHG-1 \
+			--detail "send_lat size=2 link=h1-h2: latency_p99_us=40 macsec=ok" &&
+		"${A[@]}" --action probe --result fail --host h1 --change CHG-1 \
+			--detail "write_bw size=65536 link=h1-h2: bw_gbps=1 macsec=ok" &&
+		"${A[@]}" --action apply --result applied --host h2 --change CHG-2
+} >/dev/null 2>&1
+records "$T/host" || cannot "audit append"
+cp "$T/host/audit.log.checkpoints" "$T/trusted.cp" # what an auditor kept of this log
+records "$T/other" || cannot "audit append (other log)"
+evidence() { # OUT LOGDIR SIGNKEY... -> OUT
+	local out=$1 log=$2
+	shift 2
+	local s=() k
+	for k in "$@"; do s+=(--sign "$T/$k/audit.key"); done
+	"$F" evidence --log "$log/audit.log" --change CHG-1 --profile "$T/prof.yaml" --operator auditor \
+		"${s[@]}" --out "$out" >/dev/null 2>"$T/err"
+}
+evidence "$T/good.tar" "$T/host" alice bob || cannot "fabricctl evidence: $(cat "$T/err")"
+mkdir "$T/good" && tar -xf "$T/good.tar" -C "$T/good" || cannot "tar -xf"
+V=$T/verify.sh # the auditor's copy: the genuine bundle's
+cp "$T/good/verify.sh" "$V"
+PIN=(--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/host/audit.pub")
+ATT=attestations.intoto.jsonl
+
+# verify_in DIR ARGS...: verify.sh inside DIR, output in $T/out, its exit status
+verify_in() { (cd "$1" && shift && bash "$V" "$@") >"$T/out" 2>&1; }
+# expect_ok NAME DIR ARGS... / expect_fail NAME REASON-REGEX DIR ARGS...
+expect_ok() {
+	local name=$1 dir=$2
+	shift 2
+	if verify_in "$dir" "$@" && grep -q "verify.sh: [0-9]* passed, 0 failed" "$T/out"; then
+		pass "$name"
+	else
+		fail "$name" "$(grep -E '^FAIL|verify.sh' "$T/out" | head -4 | tr '\n' ' ')"
+	fi
+}
+expect_fail() {
+	local name=$1 why=$2 dir=$3 rc
+	shift 3
+	verify_in "$dir" "$@"
+	rc=$?
+	if [ $rc = 0 ]; then
+		fail "$name" "ACCEPTED (verify.sh exit 0)"
+	elif ! grep -Eq -- "$why" "$T/out"; then
+		fail "$name" "rejected (exit $rc) but not because '$why': $(grep -E '^FAIL|verify.sh' "$T/out" | head -3 | tr '\n' ' ')"
+	else
+		pass "$name"
+	fi
+}
+# tampered NAME REASON-REGEX SHELL-COMMANDS: a copy of the genuine bundle, changed by the
+# commands (run inside it), must fail with the reason (with the pins of the genuine bundle)
+tampered() {
+	local name=$1 why=$2
+	rm -rf "$T/x" && cp -a "$T/good" "$T/x"
+	if ! (cd "$T/x" && eval "$3") >"$T/tamper.err" 2>&1; then
+		fail "$name" "the tampering itself failed: $(head -c 300 "$T/tamper.err")"
+		return
+	fi
+	expect_fail "$name" "$why" "$T/x" "${PIN[@]}"
+}
+# sign_env KEY TYPE PAYLOAD-FILE KEYID: a DSSE envelope (compact JSON) signed by KEY's key
+sign_env() {
+	local t=$2
+	{ printf 'DSSEv1 %d %s %d ' ${#t} "$t" "$(wc -c <"$3")"; cat "$3"; } >"$T/pae"
+	openssl pkeyutl -sign -inkey "$1" -rawin -in "$T/pae" -out "$T/sig" || return 1
+	jq -cn --arg t "$t" --arg p "$(base64 -w0 <"$3")" --arg k "$4" --arg s "$(base64 -w0 <"$T/sig")" \
+		'{payloadType: $t, payload: $p, signatures: [{keyid: $k, sig: $s}]}'
+}
+# stmt_edit LINE SED-EXPR: envelope LINE of attestations.intoto.jsonl with its statement edited
+stmt_edit() {
+	local p
+	p=$(sed -n "$1p" $ATT | jq -r '.payload | @base64d' | sed "$2" | base64 -w0)
+	jq -c --arg p "$p" "if input_line_number == $1 then .payload = \$p else . end" $ATT >t && mv t $ATT
+}
+kid() { openssl pkey -pubin -in "$1" -outform DER | sha256sum | cut -d' ' -f1; }
+export -f sign_env stmt_edit kid
+export T ATT
+
+# --- the genuine bundle verifies, and only with a trust anchor --------------------------------
+expect_ok genuine-with-pins "$T/good" "${PIN[@]}"
+expect_ok genuine-from-tar "$T" --tar "$T/good.tar" "${PIN[@]}"
+expect_ok genuine-with-trusted-checkpoint "$T/good" --signer-pub "$T/alice/audit.pub" \
+	--signer-pub "$T/bob/audit.pub" --trusted-checkpoint "$T/trusted.cp"
+expect_fail unpinned-run-refused "no trust anchor" "$T/good"
+expect_fail signers-pinned-no-audit-anchor "no audit trust anchor" "$T/good" \
+	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub"
+expect_fail one-pin-for-two-required-signatures "the bundle requires 2" "$T/good" \
+	--signer-pub "$T/alice/audit.pub" --audit-pub "$T/host/audit.pub"
+if verify_in "$T/good" --self-consistency-only && grep -q "proves nothing about who wrote" "$T/out"; then
+	pass self-consistency-only-says-it-proves-nothing
+else
+	fail self-consistency-only-says-it-proves-nothing "$(tail -2 "$T/out" | tr '\n' ' ')"
+fi
+
+# --- the finding: a forged test-result statement plus its SHA256SUMS line --------------------
+# record 4 is the failed write_bw probe; the forgery says it passed, naming the record's real digest
+R4=$(sed -n 4p "$T/good/audit/log.jsonl" | tr -d '\n' | sha256sum | cut -d' ' -f1)
+FORGED='{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"audit/log.jsonl#seq=4","digest":{"sha256":"'$R4'"}}],"predicateType":"https://in-toto.io/attestation/test-result/v0.1","predicate":{"result":"PASSED","passedTests":["write_bw size=65536 link=h1-h2"],"failedTests":[],"warnedTests":[]}}'
+export FORGED
+tampered forged-attestation-file-plus-sums-line "'attestations/00000099-probe.json' is not listed in the signed manifest" \
+	'mkdir -p attestations && printf "%s\n" "$FORGED" >attestations/00000099-probe.json &&
+	 sha256sum attestations/00000099-probe.json >>SHA256SUMS'
+tampered forged-envelope-signed-by-unpinned-key-plus-sums "in-toto: envelope 5: 0 signatures by .*alice" \
+	'printf "%s" "$FORGED" >"$T/forged.json" &&
+	 sign_env "$T/mallory/audit.key" application/vnd.in-toto+json "$T/forged.json" "$(kid "$T/mallory/audit.pub")" >>$ATT &&
+	 sed -i "/  $ATT\$/d" SHA256SUMS && sha256sum $ATT >>SHA256SUMS'
+tampered forged-envelope-claiming-alice-keyid "in-toto: envelope 5: the signature by .*alice.* does NOT verify" \
+	'printf "%s" "$FORGED" >"$T/forged.json" &&
+	 sign_env "$T/mallory/audit.key" application/vnd.in-toto+json "$T/forged.json" "$(kid "$T/alice/audit.pub")" >>$ATT'
+# --- files the signed manifest does not list ---------------------------------------------------
+tampered dotfile "'.evidence' is not listed in the signed manifest" 'echo "PASSED" >.evidence'
+tampered dotfile-in-subdirectory "'keys/.x.json' is not listed in the signed manifest" \
+	'echo "{}" >keys/.x.json'
+tampered look-alike-MANIFEST.jso. "'MANIFEST.jso.' is not listed in the signed manifest" 'cp MANIFEST.json MANIFEST.jso.'
+tampered empty-unlisted-directory "directory 'extra' holds no listed file" 'mkdir extra'
+tampered SHA256SUMS-edited "SHA256SUMS does not match its size and SHA-256 in the signed manifest" \
+	'sed -i "1s/^./0/" SHA256SUMS'
+tampered MANIFEST.json-edited "MANIFEST.json is not the payload of the signed envelope" \
+	'sed -i "s/\"auditor\"/\"someone\"/" MANIFEST.json'
+tampered bundled-verify.sh-replaced "verify.sh does not match its size and SHA-256" 'printf "exit 0\n" >verify.sh'
+# --- the statements ------------------------------------------------------------------------------
+tampered statement-modified "in-toto: envelope 4: the signature by .* does NOT verify" \
+	'stmt_edit 4 "s/\"FAILED\"/\"PASSED\"/"'
+tampered statement-dropped "in-toto: 3 envelopes, the signed manifest says 4" 'sed -i 4d $ATT'
+tampered envelopes-reordered "in-toto: envelope 4: record 3 comes after record 4" \
+	'sed -n 1,2p $ATT >t && sed -n 4p $ATT >>t && sed -n 3p $ATT >>t && mv t $ATT'
+tampered envelope-duplicated "in-toto: envelope 2: record 1 comes after record 1 \(reordered or repeated\)" \
+	'sed -i 1p $ATT'
+tampered statement-payload-type-changed "in-toto: envelope 1: payloadType" \
+	'jq -c "if input_line_number == 1 then .payloadType = \"application/json\" else . end" $ATT >t && mv t $ATT'
+tampered statement-signature-removed "in-toto: envelope 2: 0 signatures by .*bob" \
+	'jq -c "if input_line_number == 2 then .signatures |= .[:1] else . end" $ATT >t && mv t $ATT'
+# --- the signatures on the manifest --------------------------------------------------------------
+tampered one-of-two-manifest-signatures-removed "manifest envelope: 0 signatures by .*bob" \
+	'jq -c ".signatures |= .[:1]" MANIFEST.dsse.json >t && mv t MANIFEST.dsse.json'
+tampered manifest-signature-swapped "manifest envelope: the signature by .*bob.* does NOT verify" \
+	'jq -c ".signatures[1].sig = .signatures[0].sig" MANIFEST.dsse.json >t && mv t MANIFEST.dsse.json'
+tampered keys-swapped-inside-bundle "keys/signers/signer-1.pub does not match its size and SHA-256" \
+	'cp "$T/mallory/audit.pub" keys/signers/signer-1.pub'
+evidence "$T/m.tar" "$T/host" mallory bob || cannot "fabricctl evidence (mallory): $(cat "$T/err")"
+mkdir "$T/m" && tar -xf "$T/m.tar" -C "$T/m"
+expect_fail signed-by-an-unpinned-key "manifest envelope: 0 signatures by .*alice" "$T/m" "${PIN[@]}"
+evidence "$T/forged.tar" "$T/other" mallory eve || cannot "fabricctl evidence (forged): $(cat "$T/err")"
+mkdir "$T/forged" && tar -xf "$T/forged.tar" -C "$T/forged"
+expect_fail forged-end-to-end "manifest envelope: 0 signatures by .*alice.*|the checkpoint is not signed by" "$T/forged" "${PIN[@]}"
+if verify_in "$T/forged" --self-consistency-only && grep -q "proves nothing about who wrote" "$T/out"; then
+	pass forged-end-to-end-self-consistent-says-proves-nothing
+else
+	fail forged-end-to-end-self-consistent-says-proves-nothing "$(tail -2 "$T/out" | tr '\n' ' ')"
+fi
+# --- the audit log --------------------------------------------------------------------------------
+tampered audit-slice-modified "a record of slice.jsonl is not in log.jsonl" 'sed -i "1s/\"h1\"/\"h9\"/" audit/slice.jsonl'
+tampered audit-record-modified "prev does not match the hash of the record before" 'sed -i "1s/\"h1\"/\"h9\"/" audit/log.jsonl'
+tampered checkpoint-from-another-log "the checkpoint is not signed by" 'cp "$T/other/audit.log.checkpoints" audit/checkpoint.txt'
+tampered profile-modified "profiles/lab-pair-v2.yaml does not match its size and SHA-256" \
+	'sed -i "s/lab-pair/lab-pain/" profiles/lab-pair-v2.yaml'
+expect_fail wrong-audit-key-pinned "the checkpoint is not signed by .*other" "$T/good" \
+	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/other/audit.pub"
+expect_fail trusted-checkpoint-of-another-log "your trusted checkpoint is not signed by the bundle's audit key" "$T/good" \
+	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --trusted-checkpoint "$T/other/audit.log.checkpoints"
+# history rewritten by someone holding the host's audit key, then signed by both (honest) signers
+mkdir "$T/rewritten" && cp "$T/host/audit.key" "$T/host/audit.pub" "$T/rewritten/" &&
+	records "$T/rewritten" h7 && evidence "$T/rw.tar" "$T/rewritten" alice bob &&
+	mkdir "$T/rw" && tar -xf "$T/rw.tar" -C "$T/rw" || cannot "the rewritten log"
+expect_fail history-rewritten-vs-trusted-checkpoint "differ from the ones your trusted checkpoint covers" "$T/rw" \
+	"${PIN[@]}" --trusted-checkpoint "$T/trusted.cp"
+# --- the tar itself ----------------------------------------------------------------------------
+# tar_plus NAME OUT PYTHON-STATEMENTS: the genuine tar with members added by python's tarfile
+tar_plus() {
+	"$PY" - "$T/good.tar" "$2" <<EOF || { fail "$1" "cannot build the tar"; return 1; }
+import io, sys, tarfile
+src, out = sys.argv[1], sys.argv[2]
+with tarfile.open(src) as a, tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as b:
+    for m in a.getmembers():
+        b.addfile(m, a.extractfile(m))
+    def add(name, data=b"", type=tarfile.REGTYPE, link=""):
+        i = tarfile.TarInfo(name); i.size = len(data); i.type = type; i.linkname = link
+        b.addfile(i, io.BytesIO(data) if data else None)
+    $3
+EOF
+}
+tar_case() { # NAME REASON PYTHON
+	tar_plus "$1" "$T/t-$1.tar" "$3" && expect_fail "$1" "$2" "$T" --tar "$T/t-$1.tar" "${PIN[@]}"
+}
+tar_case tar-dotdot-path "unsafe entry name '../evil.json'" 'add("../evil.json", b"{}\n")'
+tar_case tar-dotdot-inside-path "unsafe entry name 'attestations/../../x'" 'add("attestations/../../x", b"x")'
+tar_case tar-symlink "an entry that is not a regular file: l" 'add("profiles/passwd.yaml", type=tarfile.SYMTYPE, link="/etc/passwd")'
+tar_case tar-hardlink "an entry that is not a regular file: h" 'add("profiles/v.sh", type=tarfile.LNKTYPE, link="verify.sh")'
+tar_case tar-duplicate-member "entries given more than once: SHA256SUMS" 'add("SHA256SUMS", b"0  x\n")'
+tar_case tar-dotfile "unsafe entry name '.hidden'" 'add(".hidden", b"x")'
+# a symlink in the tar, unpacked by the auditor's tar and checked in the directory
+if tar_plus tar-symlink-unpacked "$T/t-sym.tar" 'add("profiles/passwd.yaml", type=tarfile.SYMTYPE, link="/etc/passwd")'; then
+	rm -rf "$T/s" && mkdir "$T/s" && tar -xf "$T/t-sym.tar" -C "$T/s"
+	expect_fail tar-symlink-unpacked "'profiles/passwd.yaml' is not a regular file" "$T/s" "${PIN[@]}"
+fi
+
+# --- an implementation not written here: securesystemslib over every DSSE envelope ---------------
+if "$PY" "$ROOT/tests/security/evidence_dsse_check.py" "$T/good" "$T/alice/audit.pub" "$T/bob/audit.pub" \
+	>"$T/out" 2>&1 && grep -q "^evidence_dsse_check: 5 envelopes, 0 bad, 2 keys" "$T/out"; then
+	pass securesystemslib-verifies-every-envelope
+else
+	fail securesystemslib-verifies-every-envelope "$(tail -3 "$T/out" | tr '\n' ' ')"
+fi
+rm -rf "$T/x" && cp -a "$T/good" "$T/x"
+(cd "$T/x" && stmt_edit 4 's/"FAILED"/"PASSED"/')
+if ! "$PY" "$ROOT/tests/security/evidence_dsse_check.py" "$T/x" "$T/alice/audit.pub" "$T/bob/audit.pub" \
+	>"$T/out" 2>&1 && grep -q "^BAD attestations.intoto.jsonl:4: signature by" "$T/out" &&
+	[ "$(grep -c '^BAD' "$T/out")" = 1 ]; then
+	pass securesystemslib-rejects-modified-envelope
+else
+	fail securesystemslib-rejects-modified-envelope "$(grep -v '^ok' "$T/out" | head -3 | tr '\n' ' ')"
+fi
+if ! "$PY" "$ROOT/tests/security/evidence_dsse_check.py" "$T/m" "$T/alice/audit.pub" "$T/bob/audit.pub" >"$T/out" 2>&1 &&
+	grep -q "^BAD MANIFEST.dsse.json: 0 signatures" "$T/out"; then
+	pass securesystemslib-rejects-unpinned-signer
+else
+	fail securesystemslib-rejects-unpinned-signer "$(grep -v '^ok' "$T/out" | head -3 | tr '\n' ' ')"
+fi
+
+echo "evidence_tamper: $PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]
