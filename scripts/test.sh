@@ -99,7 +99,7 @@ if want unit; then
 	# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
 	suite kms 600 tests/kms/kms.sh "$ROOT/build"
 	# attack tests: each reproduces a finding of the security review (tests/security/)
-	suite security 900 tests/security/run.sh "$ROOT/build"
+	suite security 1800 tests/security/run.sh "$ROOT/build"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
@@ -109,7 +109,7 @@ if want asan; then
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
 	suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
-	suite asan-security 900 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	suite asan-security 2400 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		tests/security/run.sh "$ROOT/build-asan"
 fi
 

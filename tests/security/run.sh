@@ -12,7 +12,7 @@ P=0 F=0
 for t in "$HERE"/*.sh; do
 	[ "$t" = "$HERE/run.sh" ] && continue
 	echo "=== ${t##*/}"
-	if timeout --kill-after=10 300 bash "$t"; then P=$((P + 1)); else F=$((F + 1)); echo "--- ${t##*/}: FAIL"; fi
+	if timeout --kill-after=10 600 bash "$t"; then P=$((P + 1)); else F=$((F + 1)); echo "--- ${t##*/}: FAIL"; fi
 done
 echo "security: $P passed, $F failed"
 [ $F -eq 0 ] && [ $P -gt 0 ]
