@@ -452,16 +452,17 @@ static void test_signature_by_another_key(void **state)
 {
 	struct fx *f = *state;
 	struct fctl_audit_report r;
-	char other[160], err[256];
+	char other[160], err[256], origin[FCTL_AUDIT_ORIGIN_MAX];
 	struct fctl_buf note = { 0 };
 	uint8_t root[32] = { 0 };
 
 	write_log(f, f->log, 3, 0);
+	assert_int_equal(fctl_audit_origin(f->log, origin, sizeof(origin)), 0);
 	/* a checkpoint signed by someone else's key, appended */
 	snprintf(other, sizeof(other), "%s/other", f->dir);
 	assert_int_equal(fctl_audit_keygen(other, err, sizeof(err)), 0);
 	strcat(other, "/audit.key");
-	assert_int_equal(fctl_audit_checkpoint_sign(other, FCTL_AUDIT_ORIGIN, 3, root, &note, err,
+	assert_int_equal(fctl_audit_checkpoint_sign(other, origin, 3, root, &note, err,
 						    sizeof(err)),
 			 0);
 	{
