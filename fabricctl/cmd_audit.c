@@ -315,6 +315,7 @@ struct show_ctx {
 	char since[32], until[32];
 	struct fctl_buf out;
 	size_t n;
+	size_t bad; /* records not in the canonical form: not shown */
 };
 
 static void text_field(struct fctl_buf *o, const char *line, size_t len, const char *key,
@@ -332,9 +333,20 @@ static void text_field(struct fctl_buf *o, const char *line, size_t len, const c
 static int show_one(void *ctx, const char *line, size_t len)
 {
 	struct show_ctx *c = ctx;
-	char *t = NULL, *ch = NULL;
+	char *t = NULL, *ch = NULL, why[256];
 	bool keep = true;
 
+	if (fctl_audit_record_check(line, len, NULL, why, sizeof(why)) < 0) {
+		/* what jq and this reader would make of it may differ: show none of it */
+		char *seq = NULL;
+
+		fctl_audit_field(line, len, "seq", &seq);
+		cli_err("audit show: seq %s is not a canonical record (%s): not shown; run 'audit "
+			"verify'", seq ? seq : "?", why);
+		free(seq);
+		c->bad++;
+		return 0;
+	}
 	if (fctl_audit_field(line, len, "time", &t) < 0)
 		keep = false;
 	if (keep && c->since[0] && strcmp(t, c->since) < 0)
@@ -413,7 +425,7 @@ static int do_show(struct args *a)
 	}
 	if (a->json)
 		fctl_buf_puts(&c.out, c.n ? "\n]\n" : "]\n");
-	rc = cli_write(stdout, &c.out) < 0 ? EXIT_USAGE : EXIT_OK;
+	rc = cli_write(stdout, &c.out) < 0 ? EXIT_USAGE : c.bad ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&c.out);
 	return rc;
