@@ -490,7 +490,7 @@ static int flush_locked(struct fctl_audit *a)
 		r = fctl_write_all(a->fd, out.data, out.len);
 	}
 #else
-	r = write_all(a->fd, out.data, out.len);
+	r = fctl_write_all(a->fd, out.data, out.len);
 #endif
 	if (r == 0 && fdatasync(a->fd) < 0)
 		r = -errno;
