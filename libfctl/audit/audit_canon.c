@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "fctl/audit.h"
 
@@ -124,12 +123,17 @@ static void key_here(const struct cur *c, char *out, size_t n)
 /* ,"name": (or "name": first in an object) */
 static bool opt_key(struct cur *c, const char *name, bool first)
 {
-	char t[48];
+	size_t l = strlen(name), i = c->i;
 
-	snprintf(t, sizeof(t), "%s\"%s\":", first ? "" : ",", name);
-	if (!at(c, t))
+	if (!first) {
+		if (i >= c->n || c->s[i] != ',')
+			return false;
+		i++;
+	}
+	if (c->n - i < l + 3 || c->s[i] != '"' || memcmp(c->s + i + 1, name, l) != 0 ||
+	    c->s[i + 1 + l] != '"' || c->s[i + 2 + l] != ':')
 		return false;
-	c->i += strlen(t);
+	c->i = i + l + 3;
 	return true;
 }
 
@@ -233,18 +237,26 @@ static int nonempty_str(struct cur *c, const char *what)
 	return r;
 }
 
+/* value of a lowercase hex digit, or -1 */
+static int hexdig(unsigned char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
 /* "hex" of exactly digits lowercase hex digits, decoded into out when not NULL. */
 static int hexv(struct cur *c, size_t digits, uint8_t *out)
 {
-	if (c->n - c->i < digits + 2 || c->s[c->i] != '"' || c->s[c->i + 1 + digits] != '"')
-		return bad(c, "expected \"%zu lowercase hex digits\"", digits);
-	for (size_t k = 0; k < digits; k++) {
-		char ch = c->s[c->i + 1 + k];
+	const unsigned char *p = (const unsigned char *)c->s + c->i + 1;
 
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+	if (c->n - c->i < digits + 2 || p[-1] != '"' || p[digits] != '"')
+		return bad(c, "expected \"%zu lowercase hex digits\"", digits);
+	for (size_t k = 0; k < digits; k += 2) {
+		int hi = hexdig(p[k]), lo = k + 1 < digits ? hexdig(p[k + 1]) : 0;
+
+		if (hi < 0 || lo < 0)
 			return bad(c, "expected \"%zu lowercase hex digits\"", digits);
-		if (out && k % 2)
-			out[k / 2] = (uint8_t)(fctl_hexval(c->s[c->i + k]) << 4 | fctl_hexval(ch));
+		if (out)
+			out[k / 2] = (uint8_t)(hi << 4 | lo);
 	}
 	c->i += digits + 2;
 	return 0;
@@ -262,13 +274,25 @@ static int dig(const char *s, int n)
 	return v;
 }
 
+/* days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
 /* "YYYY-MM-DDTHH:MM:SS.uuuuuuZ", a real UTC time; microseconds since the epoch in *us. */
 static int timev(struct cur *c, int64_t *us)
 {
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 	const char *t = c->s + c->i + 1;
-	struct tm tm = { 0 }, back;
-	int y, mo, d, h, mi, se, u;
-	time_t secs;
+	int y, mo, d, h, mi, se, u, dim;
 
 	if (c->n - c->i < 29 || c->s[c->i] != '"' || t[27] != '"' || t[4] != '-' || t[7] != '-' ||
 	    t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != '.' || t[26] != 'Z')
@@ -277,13 +301,12 @@ static int timev(struct cur *c, int64_t *us)
 	mi = dig(t + 14, 2), se = dig(t + 17, 2), u = dig(t + 20, 6);
 	if (y < 1970 || mo < 1 || d < 1 || h < 0 || mi < 0 || se < 0 || u < 0)
 		return bad(c, "time is not \"YYYY-MM-DDTHH:MM:SS.uuuuuuZ\"");
-	tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d;
-	tm.tm_hour = h, tm.tm_min = mi, tm.tm_sec = se;
-	secs = timegm(&tm);
-	if (!gmtime_r(&secs, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
-	    back.tm_mday != d || back.tm_hour != h || back.tm_min != mi || back.tm_sec != se)
+	if (mo > 12)
 		return bad(c, "time is not a real UTC time");
-	*us = (int64_t)secs * 1000000 + u;
+	dim = mdays[mo - 1] + (mo == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0));
+	if (d > dim || h > 23 || mi > 59 || se > 59)
+		return bad(c, "time is not a real UTC time");
+	*us = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) * 1000000) + u;
 	c->i += 29;
 	return 0;
 }
