@@ -53,6 +53,8 @@ int cmd_rotate(int argc, char **argv);
 const char *cli_keymgr_path(void);
 int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+/* audit proof | note | witness (cmd_audit_proof.c): argv[0] is the subcommand */
+int cmd_audit_proof(const char *sub, int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
 
 /* The audit log (cmd_audit.c) of state-changing commands: --audit-log, else

@@ -13,13 +13,6 @@
 #include "fctl/audit.h"
 #include "fctl/plan.h"
 
-static char *default_checkpoints(const char *log)
-{
-	char *s = NULL;
-
-	return asprintf(&s, "%s.checkpoints", log) < 0 ? NULL : s;
-}
-
 /* The policy's notice (a key pair made, or none to sign with) on stderr. */
 static void say_notice(int flags, const char *note, const char *hint)
 {
@@ -59,6 +52,12 @@ enum {
 	O_ROTATE,
 	O_ORIGIN,
 	O_SYSLOG,
+	O_TRUSTED,
+	O_UNSIGNED_OK,
+	O_SELF,
+	O_WPUB,
+	O_WITNESSES,
+	O_COSIGS,
 };
 
 static const struct option opts[] = {
@@ -91,13 +90,24 @@ static const struct option opts[] = {
 	{ "rotate-bytes", required_argument, NULL, O_ROTATE },
 	{ "origin", required_argument, NULL, O_ORIGIN },
 	{ "syslog", no_argument, NULL, O_SYSLOG },
+	{ "trusted-checkpoint", required_argument, NULL, O_TRUSTED },
+	{ "allow-unsigned-tail", no_argument, NULL, O_UNSIGNED_OK },
+	{ "self-consistency-only", no_argument, NULL, O_SELF },
+	{ "witness-pub", required_argument, NULL, O_WPUB },
+	{ "witnesses", required_argument, NULL, O_WITNESSES },
+	{ "cosignatures", required_argument, NULL, O_COSIGS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
+#define MAX_WITNESS_PUBS 32
+
 struct args {
-	bool json, syslog;
-	const char *log, *cps, *pub, *key, *out, *since, *until, *origin;
+	bool json, syslog, unsigned_ok, self;
+	const char *log, *cps, *pub, *key, *out, *since, *until, *origin, *trusted, *cosigs;
+	const char *wpub[MAX_WITNESS_PUBS];
+	size_t n_wpub;
+	uint64_t witnesses;
 	struct fctl_audit_entry e;
 	const char *kcv[FCTL_AUDIT_MAX_KEYS], *keyid[FCTL_AUDIT_MAX_KEYS];
 	uint64_t count, batch, every, rotate;
@@ -124,6 +134,18 @@ static int parse(const char *sub, int argc, char **argv, struct args *a)
 		case O_SINCE: a->since = optarg; break;
 		case O_UNTIL: a->until = optarg; break;
 		case O_ORIGIN: a->origin = optarg; break;
+		case O_TRUSTED: a->trusted = optarg; break;
+		case O_UNSIGNED_OK: a->unsigned_ok = true; break;
+		case O_SELF: a->self = true; break;
+		case O_COSIGS: a->cosigs = optarg; break;
+		case O_WITNESSES: num = &a->witnesses; break;
+		case O_WPUB:
+			if (a->n_wpub >= MAX_WITNESS_PUBS) {
+				cli_err("audit %s: more than %d --witness-pub", sub, MAX_WITNESS_PUBS);
+				return EXIT_USAGE;
+			}
+			a->wpub[a->n_wpub++] = optarg;
+			break;
 		case O_CHANGE: a->e.change_id = optarg; break;
 		case O_ACTION: a->e.action = optarg; break;
 		case O_RESULT: a->e.result = optarg; break;
@@ -193,48 +215,98 @@ static int do_keygen(struct args *a)
 	return EXIT_OK;
 }
 
+/* The trust anchor rule: a pinned key or a kept checkpoint, or self-consistency said so. */
+static int verify_anchor(const struct args *a, const char **anchor)
+{
+	if (a->self && (a->pub || a->trusted)) {
+		cli_err("audit verify: --self-consistency-only goes without --pubkey and "
+			"--trusted-checkpoint");
+		return -1;
+	}
+	if (!a->self && !a->pub && !a->trusted) {
+		cli_err("audit verify: no trust anchor: pin the audit key (--pubkey FILE, a copy kept "
+			"away from this host) or give a checkpoint you kept (--trusted-checkpoint "
+			"FILE)");
+		cli_err("hint: --self-consistency-only checks the log against the key beside it, "
+			"which proves nothing about who wrote the log");
+		return -1;
+	}
+	*anchor = a->self ? "self-consistency-only" : a->pub ? "pubkey" : "trusted-checkpoint";
+	return 0;
+}
+
+static void verify_text(const struct fctl_audit_report *rep, const char *log, struct fctl_buf *out)
+{
+	char hex[65];
+
+	for (size_t i = 0; i < rep->n; i++)
+		fctl_buf_printf(out, "%s: %s\n", fctl_audit_finding_name(rep->f[i].kind),
+				rep->f[i].msg);
+	fctl_format_hex(rep->root, 32, hex);
+	if (rep->n_errors)
+		fctl_buf_printf(out, "audit log %s FAILS verification: %zu problem%s\n", log,
+				rep->n_errors, rep->n_errors == 1 ? "" : "s");
+	else
+		fctl_buf_printf(out,
+				"audit log %s verified: %" PRIu64 " records in %" PRIu64
+				" file%s, signed checkpoint at %" PRIu64 ", root %s\n",
+				log, rep->records, rep->files, rep->files == 1 ? "" : "s",
+				rep->checkpoint_size, hex);
+	fctl_buf_printf(out, "%" PRIu64 " unsigned record%s (past the latest signed%s checkpoint)\n",
+			rep->unsigned_records, rep->unsigned_records == 1 ? "" : "s",
+			rep->witnessed_size ? " and witnessed" : "");
+	if (rep->trusted_size)
+		fctl_buf_printf(out, "extends the trusted checkpoint of %" PRIu64 " records\n",
+				rep->trusted_size);
+	if (!strcmp(rep->anchor, "self-consistency-only"))
+		fctl_buf_puts(out, "SELF-CONSISTENCY ONLY: checked against the key beside the log; "
+				   "this proves nothing about who wrote the log (pin --pubkey or "
+				   "--trusted-checkpoint)\n");
+}
+
 static int do_verify(struct args *a)
 {
-	struct fctl_audit_report rep;
+	struct fctl_audit_report rep = { 0 };
 	struct fctl_buf out = { 0 };
-	const char *log = fctl_audit_log_path(a->log, true);
-	char *cps = a->cps ? NULL : default_checkpoints(log);
-	char *pub = a->pub ? NULL : fctl_audit_beside(log, "audit.pub");
+	struct fctl_audit_verify_opts o = {
+		.log_path = fctl_audit_log_path(a->log, true),
+		.checkpoint_path = a->cps,
+		.pubkey_path = a->pub,
+		.trusted_checkpoint = a->trusted,
+		.origin = a->origin,
+		.allow_unsigned_tail = a->unsigned_ok,
+		.witness_pubs = a->wpub,
+		.n_witness_pubs = a->n_wpub,
+		.witnesses = (unsigned int)a->witnesses,
+		.cosignatures_path = a->cosigs,
+	};
+	const char *anchor;
 	int r, rc;
 
-	r = fctl_audit_verify(log, a->cps ? a->cps : cps, a->pub ? a->pub : pub, &rep);
+	if (verify_anchor(a, &anchor) < 0)
+		return EXIT_USAGE;
+	if (a->witnesses && !a->n_wpub) {
+		cli_err("audit verify: --witnesses K needs the witnesses' keys (--witness-pub FILE)");
+		return EXIT_USAGE;
+	}
+	r = fctl_audit_verify_with(&o, &rep);
 	if (r < 0) {
 		cli_err("audit verify: %s", strerror(-r));
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	rep.anchor = anchor;
 	if (a->json) {
 		fctl_audit_report_json(&rep, &out);
 		fctl_buf_putc(&out, '\n');
 	} else {
-		char hex[65];
-
-		for (size_t i = 0; i < rep.n; i++)
-			fctl_buf_printf(&out, "%s: %s\n", fctl_audit_finding_name(rep.f[i].kind),
-					rep.f[i].msg);
-		fctl_format_hex(rep.root, 32, hex);
-		if (rep.n_errors)
-			fctl_buf_printf(&out, "audit log %s FAILS verification: %zu problem%s\n", log,
-					rep.n_errors, rep.n_errors == 1 ? "" : "s");
-		else
-			fctl_buf_printf(&out,
-					"audit log %s verified: %" PRIu64 " records in %" PRIu64
-					" file%s, signed checkpoint at %" PRIu64 ", root %s\n",
-					log, rep.records, rep.files, rep.files == 1 ? "" : "s",
-					rep.checkpoint_size, hex);
+		verify_text(&rep, o.log_path, &out);
 	}
 	cli_write(stdout, &out);
 	rc = rep.n_errors ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&out);
 	fctl_audit_report_release(&rep);
-	free(cps);
-	free(pub);
 	return rc;
 }
 
@@ -243,6 +315,7 @@ struct show_ctx {
 	char since[32], until[32];
 	struct fctl_buf out;
 	size_t n;
+	size_t bad; /* records not in the canonical form: not shown */
 };
 
 static void text_field(struct fctl_buf *o, const char *line, size_t len, const char *key,
@@ -260,9 +333,20 @@ static void text_field(struct fctl_buf *o, const char *line, size_t len, const c
 static int show_one(void *ctx, const char *line, size_t len)
 {
 	struct show_ctx *c = ctx;
-	char *t = NULL, *ch = NULL;
+	char *t = NULL, *ch = NULL, why[256];
 	bool keep = true;
 
+	if (fctl_audit_record_check(line, len, NULL, why, sizeof(why)) < 0) {
+		/* what jq and this reader would make of it may differ: show none of it */
+		char *seq = NULL;
+
+		fctl_audit_field(line, len, "seq", &seq);
+		cli_err("audit show: seq %s is not a canonical record (%s): not shown; run 'audit "
+			"verify'", seq ? seq : "?", why);
+		free(seq);
+		c->bad++;
+		return 0;
+	}
 	if (fctl_audit_field(line, len, "time", &t) < 0)
 		keep = false;
 	if (keep && c->since[0] && strcmp(t, c->since) < 0)
@@ -341,7 +425,7 @@ static int do_show(struct args *a)
 	}
 	if (a->json)
 		fctl_buf_puts(&c.out, c.n ? "\n]\n" : "]\n");
-	rc = cli_write(stdout, &c.out) < 0 ? EXIT_USAGE : EXIT_OK;
+	rc = cli_write(stdout, &c.out) < 0 ? EXIT_USAGE : c.bad ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&c.out);
 	return rc;
@@ -421,6 +505,8 @@ int cmd_audit(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	sub = argv[1];
+	if (!strcmp(sub, "proof") || !strcmp(sub, "note") || !strcmp(sub, "witness"))
+		return cmd_audit_proof(sub, argc - 1, argv + 1);
 	rc = parse(sub, argc - 1, argv + 1, &a);
 	if (rc >= 0)
 		return rc;
@@ -433,8 +519,8 @@ int cmd_audit(int argc, char **argv)
 	if (strcmp(sub, "append") == 0 || strcmp(sub, "checkpoint") == 0 ||
 	    strcmp(sub, "rotate") == 0)
 		return do_write(sub, &a);
-	cli_err("audit: unknown subcommand '%s' (keygen, verify, show, append, checkpoint, rotate)",
-		sub);
+	cli_err("audit: unknown subcommand '%s' (keygen, verify, show, append, checkpoint, rotate, "
+		"proof, note, witness)", sub);
 	return EXIT_USAGE;
 }
 

@@ -190,7 +190,10 @@ collect() { # name share: the host's audit log (not its private checkpoint key)
 	done
 	[ -s "$d/audit.log" ] || { echo "no audit log in $2"; return 1; }
 	echo "$(grep -c . "$d/audit.log") records from $2/audit.log -> $d"
-	"$FCTL" audit verify --log "$d/audit.log" --pubkey "$d/audit.pub"
+	# the copy is not where the guest wrote it: its checkpoints name the guest's host and
+	# path (the origin), which this pipeline just collected; every checkpoint must name it
+	"$FCTL" audit verify --log "$d/audit.log" --pubkey "$d/audit.pub" \
+		--origin "$(head -n 1 "$d/audit.log.checkpoints" 2>/dev/null)"
 }
 
 if [ $LAB = 1 ]; then

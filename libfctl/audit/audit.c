@@ -157,19 +157,16 @@ static void opt_str(struct fctl_buf *b, const char *key, const char *v)
 	if (!v)
 		return;
 	fctl_buf_printf(b, ",\"%s\":", key);
-	fctl_buf_json_str(b, v);
+	fctl_audit_json_str(b, v);
 }
 
-/* Everything after "prev": ,"time":...} */
+/* Everything after "time" (which the writer adds under its lock): ,"actor":...} */
 static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
 {
-	char t[32];
-
-	now_rfc3339(t);
-	fctl_buf_printf(b, ",\"time\":\"%s\",\"actor\":{", t);
+	fctl_buf_puts(b, ",\"actor\":{");
 	if (e->actor_cert) {
 		fctl_buf_puts(b, "\"cert\":");
-		fctl_buf_json_str(b, e->actor_cert);
+		fctl_audit_json_str(b, e->actor_cert);
 	} else {
 		uid_t uid = e->has_actor_uid ? e->actor_uid : getuid();
 		struct passwd pw, *res = NULL;
@@ -177,27 +174,27 @@ static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
 
 		fctl_buf_puts(b, "\"user\":");
 		if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res)
-			fctl_buf_json_str(b, res->pw_name);
+			fctl_audit_json_str(b, res->pw_name);
 		else
 			fctl_buf_puts(b, "null");
 		fctl_buf_printf(b, ",\"uid\":%u", (unsigned int)uid);
 	}
 	fctl_buf_puts(b, "},\"action\":");
-	fctl_buf_json_str(b, e->action);
+	fctl_audit_json_str(b, e->action);
 	opt_str(b, "change", e->change_id);
 	opt_str(b, "host", e->host);
 	opt_str(b, "link", e->link);
 	opt_str(b, "secy", e->secy);
 	if (e->profile_name) {
 		fctl_buf_puts(b, ",\"profile\":{\"name\":");
-		fctl_buf_json_str(b, e->profile_name);
+		fctl_audit_json_str(b, e->profile_name);
 		fctl_buf_printf(b, ",\"version\":%" PRIu64, e->profile_version);
 		if (e->profile_sha256)
 			fctl_buf_printf(b, ",\"sha256\":\"%s\"", e->profile_sha256);
 		fctl_buf_putc(b, '}');
 	}
 	fctl_buf_puts(b, ",\"result\":");
-	fctl_buf_json_str(b, e->result);
+	fctl_audit_json_str(b, e->result);
 	if (e->has_counts)
 		fctl_buf_printf(b, ",\"ops\":%" PRIu64 ",\"writes\":%" PRIu64, e->ops, e->writes);
 	opt_str(b, "error", e->error);
@@ -418,11 +415,15 @@ static int catch_up(struct fctl_audit *a)
 static void format_line(struct fctl_audit *a, struct fctl_buf *out, const char *body,
 			size_t blen)
 {
-	char hex[65];
+	char hex[65], t[32];
 	size_t start = out->len;
 
+	/* the time is taken under the lock, so the log's order is the order of its times
+	 * (unless the clock steps back) */
+	now_rfc3339(t);
 	fctl_format_hex(a->last, 32, hex);
-	fctl_buf_printf(out, "{\"seq\":%" PRIu64 ",\"prev\":\"%s\"", a->seq + 1, hex);
+	fctl_buf_printf(out, "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",\"time\":\"%s\"", a->seq + 1,
+			hex, t);
 	fctl_buf_append(out, body, blen);
 	fctl_audit_leaf_hash(out->data + start, out->len - start, a->last);
 	fctl_audit_tree_push(&a->tree, a->last);
@@ -708,7 +709,19 @@ int fctl_audit_open(const struct fctl_audit_opts *o, struct fctl_audit **out, ch
 	else if (a->log && asprintf(&a->cpath, "%s.checkpoints", a->log) < 0)
 		a->cpath = NULL;
 	a->key_path = o->key_path ? fctl_strdup(o->key_path) : NULL;
-	a->origin = fctl_strdup(o->origin ? o->origin : FCTL_AUDIT_ORIGIN);
+	if (o->origin) {
+		a->origin = fctl_strdup(o->origin);
+	} else if (a->log) {
+		char origin[FCTL_AUDIT_ORIGIN_MAX];
+
+		fctl_mkdir_parents(a->log, 0750); /* the origin names the resolved directory */
+		if (fctl_audit_origin(a->log, origin, sizeof(origin)) < 0) {
+			r = -ENAMETOOLONG;
+			snprintf(err, errlen, "cannot name the log '%s' as a checkpoint origin", a->log);
+			goto fail;
+		}
+		a->origin = fctl_strdup(origin);
+	}
 	a->batch = o->batch ? o->batch : 256;
 	a->every = o->checkpoint_every;
 	a->rotate_bytes = o->rotate_bytes;

@@ -2,6 +2,7 @@
 /* The audit open policy: which log, which checkpoint key (made on first use), who acts. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,5 +116,62 @@ int fctl_audit_open_policy(const struct fctl_audit_policy *p, struct fctl_audit 
 	r = flags;
 out:
 	free(key);
+	return r;
+}
+
+/* s appended to out at *o, percent-encoding what a note key name cannot hold */
+static int origin_put(char *out, size_t n, size_t *o, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		bool plain = c > 0x20 && c < 0x7f && c != '%' && c != '+';
+
+		if (*o + (plain ? 1 : 3) >= n)
+			return -ENAMETOOLONG;
+		if (plain)
+			out[(*o)++] = (char)c;
+		else
+			*o += (size_t)snprintf(out + *o, n - *o, "%%%02X", c);
+	}
+	out[*o] = '\0';
+	return 0;
+}
+
+int fctl_audit_origin(const char *log_path, char *out, size_t n)
+{
+	char host[256] = "", dir[PATH_MAX], *res;
+	const char *slash = strrchr(log_path, '/'), *base = slash ? slash + 1 : log_path;
+	size_t o = 0;
+	int r;
+
+	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+		snprintf(host, sizeof(host), "localhost");
+	if (slash) {
+		char d[PATH_MAX];
+
+		snprintf(d, sizeof(d), "%.*s", (int)(slash - log_path), log_path);
+		res = realpath(d[0] ? d : "/", dir);
+	} else {
+		res = realpath(".", dir);
+	}
+	if (!res) {
+		/* a directory that does not exist (yet): the path as given, made absolute */
+		char cwd[PATH_MAX] = "";
+
+		if (log_path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		if (slash && snprintf(dir, sizeof(dir), "%s%s%.*s", cwd, cwd[0] ? "/" : "",
+				      (int)(slash - log_path), log_path) >= (int)sizeof(dir))
+			return -ENAMETOOLONG;
+		if (!slash)
+			snprintf(dir, sizeof(dir), "%s", cwd);
+	}
+	r = origin_put(out, n, &o, host, strlen(host));
+	if (r == 0 && strcmp(dir, "/") != 0)
+		r = origin_put(out, n, &o, dir, strlen(dir));
+	if (r == 0)
+		r = origin_put(out, n, &o, "/", 1);
+	if (r == 0)
+		r = origin_put(out, n, &o, base, strlen(base));
 	return r;
 }

@@ -48,7 +48,7 @@ fill() { # n records act-1..act-n, checkpoint at close
 }
 # verify_kind NAME KIND [MESSAGE-SUBSTRING]: verify exits 1 and names KIND
 verify_kind() {
-	"$FCTL" audit verify --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+	"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 	rc=$?
 	if [ $rc -ne 1 ]; then
 		fail "$1" "exit $rc, expected 1"
@@ -78,9 +78,9 @@ fi
 # --- a good log ---
 newlog good
 fill 10
-"$FCTL" audit verify --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+"$FCTL" audit verify --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 if [ $? -eq 0 ] && grep -q "verified: 10 records" "$TMP/out"; then pass "good log verifies (exit 0)"; else fail "good log verifies (exit 0)"; fi
-"$FCTL" audit verify --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 if jq -e '.ok and .records == 10 and .checkpoint_size == 10 and .errors == 0' "$TMP/out" >/dev/null; then
 	pass "verify --json"
 else
@@ -127,7 +127,17 @@ newlog cpreplace
 cp "$TMP/samekey" "$D/audit.key" && cp "$TMP/samepub" "$D/audit.pub"
 fill 3
 cp "$TMP/other/audit.log.checkpoints" "$LOG.checkpoints"
-verify_kind "replace a checkpoint (same key, other log): mismatch named" checkpoint-mismatch "does not match the recomputed root of the first 3"
+verify_kind "replace a checkpoint (same key, other log): its origin names the other log" wrong-origin "names the log '$(hostname)$(realpath "$TMP")/other/audit.log'"
+# the same, with the other log's checkpoints naming this log: the roots differ
+ORIGIN=$(hostname)$(realpath "$D")/audit.log
+newlog other2
+cp "$TMP/samekey" "$D/audit.key" && cp "$TMP/samepub" "$D/audit.pub"
+for i in 1 2 3; do append --action "other-$i" --result applied --origin "$ORIGIN"; done
+newlog cpreplace
+cp "$TMP/samekey" "$D/audit.key" && cp "$TMP/samepub" "$D/audit.pub"
+fill 3
+cp "$TMP/other2/audit.log.checkpoints" "$LOG.checkpoints"
+verify_kind "replace a checkpoint (same key, same origin, other records): mismatch named" checkpoint-mismatch "does not match the recomputed root of the first 3"
 
 newlog nocp && fill 2
 rm -f "$LOG.checkpoints"
@@ -145,7 +155,7 @@ p1=$!
 "$FCTL" audit append --log "$LOG" --action b --result ok --count 1000 --batch 11 2>"$TMP/err2" &
 p2=$!
 wait $p1 && wait $p2 || fail "concurrent writers exit 0"
-"$FCTL" audit verify --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 if [ $? -eq 0 ] && jq -e '.ok and .records == 2000' "$TMP/out" >/dev/null &&
 	[ "$(grep -c '"action":"a"' "$LOG")" = 1000 ] && [ "$(grep -c '"action":"b"' "$LOG")" = 1000 ] &&
 	[ "$(jq -s 'map(.seq) == [range(1;2001)]' "$LOG")" = true ]; then
@@ -182,7 +192,7 @@ else
 		fail "kill -9 mid-append: torn tail at its exact line and offset" "the writer was not caught mid-record"
 	fi
 	append --action after-crash --result ok
-	"$FCTL" audit verify --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+	"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 	if [ $? -eq 0 ] && jq -e --arg o "byte offset $offset" 'any(.findings[]; .kind == "warning" and (.message | contains($o)))' "$TMP/out" >/dev/null &&
 		grep -q '"action":"log-repair"' "$LOG"; then
 		pass "the next writer terminates the torn record and records a log-repair naming it"
@@ -196,7 +206,7 @@ newlog rotate
 fill 3
 "$FCTL" audit rotate --log "$LOG" 2>"$TMP/err" || fail "audit rotate"
 fill 2
-"$FCTL" audit verify --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
 if [ $? -eq 0 ] && jq -e '.files == 2 and .records == 5' "$TMP/out" >/dev/null && head -c 9 "$LOG" | grep -q '"seq":4'; then
 	pass "rotation: the new file continues the chain; verify follows both files"
 else

@@ -130,7 +130,7 @@ rec=$(on h1 "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] |
 	pass "1-audit-record-with-kcv" || fail "1-audit-record-with-kcv" "want kcv $kcv_for_zero, record $rec"
 on h1 grep -rqiF -f "$WORK/keys/lab-pair.key" /var/lib/fabricctl &&
 	fail "1-key-never-in-state-or-audit" || pass "1-key-never-in-state-or-audit"
-on h1 "$F" audit verify >/dev/null && pass "1-audit-verifies" || fail "1-audit-verifies"
+on h1 "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null && pass "1-audit-verifies" || fail "1-audit-verifies"
 
 # --- 2. the independent oracle agrees with fabricctl show --json --------------
 oracle() {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -452,16 +453,17 @@ static void test_signature_by_another_key(void **state)
 {
 	struct fx *f = *state;
 	struct fctl_audit_report r;
-	char other[160], err[256];
+	char other[160], err[256], origin[FCTL_AUDIT_ORIGIN_MAX];
 	struct fctl_buf note = { 0 };
 	uint8_t root[32] = { 0 };
 
 	write_log(f, f->log, 3, 0);
+	assert_int_equal(fctl_audit_origin(f->log, origin, sizeof(origin)), 0);
 	/* a checkpoint signed by someone else's key, appended */
 	snprintf(other, sizeof(other), "%s/other", f->dir);
 	assert_int_equal(fctl_audit_keygen(other, err, sizeof(err)), 0);
 	strcat(other, "/audit.key");
-	assert_int_equal(fctl_audit_checkpoint_sign(other, FCTL_AUDIT_ORIGIN, 3, root, &note, err,
+	assert_int_equal(fctl_audit_checkpoint_sign(other, origin, 3, root, &note, err,
 						    sizeof(err)),
 			 0);
 	{
@@ -723,6 +725,366 @@ static void test_policy_path_and_actor(void **state)
 	free(text);
 }
 
+/* --- canonical records, unsigned tails, origins, proofs, witnesses --- */
+
+static void test_canonical_writer_output(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_opts o = { .log_path = f->log, .key_path = f->key };
+	const char *ids[] = { "0011223344556677" }, *kcvs[] = { "a1b2c3", "000000" };
+	const char *odd = "q\"b\\n\nt\tr\r\x01\x1f\x7f caf\xc3\xa9 \xf0\x9f\x94\x91 bad\xff\xc0\xaf end";
+	struct fctl_audit_entry e = {
+		.action = "apply", .result = odd, .actor_cert = "CN=a \"b\"", .change_id = "CHG-1",
+		.host = "", .link = odd, .secy = "ms0", .profile_name = odd, .profile_version = 18446744073709551615ULL,
+		.profile_sha256 = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+		.has_counts = true, .ops = 0, .writes = 12, .error = odd, .detail = "",
+		.key_ids = ids, .n_key_ids = 1, .kcvs = kcvs, .n_kcvs = 2, .key_state = "active",
+	};
+	struct fctl_audit_entry plain = { .action = "x", .result = "y", .has_actor_uid = true,
+					  .actor_uid = 4294967295u };
+	struct fctl_audit *a = NULL;
+	char err[256], why[256], *p, *l;
+	size_t len;
+
+	assert_int_equal(fctl_audit_open(&o, &a, err, sizeof(err)), 0);
+	assert_int_equal(fctl_audit_append(a, &e), 0);
+	assert_int_equal(fctl_audit_append(a, &plain), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+	p = slurp(f->log, &len);
+	for (l = p; *l; l = strchr(l, '\n') + 1) {
+		size_t n = (size_t)(strchr(l, '\n') - l);
+
+		why[0] = '\0';
+		assert_int_equal(fctl_audit_record_check(l, n, NULL, why, sizeof(why)), 0);
+	}
+	/* the bytes that are no UTF-8 became U+FFFD, one each */
+	assert_non_null(strstr(p, "bad\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end"));
+	assert_non_null(strstr(p, "\\u0001\\u001f\\u007f caf\xc3\xa9"));
+	free(p);
+}
+
+static void test_canonical_rejects(void **state)
+{
+	static const char good[] =
+		"{\"seq\":4,\"prev\":\"0000000000000000000000000000000000000000000000000000000000000000\","
+		"\"time\":\"2026-05-01T12:00:00.123456Z\",\"actor\":{\"user\":\"root\",\"uid\":0},"
+		"\"action\":\"apply\",\"host\":\"h1\",\"result\":\"ok\",\"ops\":1,\"writes\":2}";
+	static const struct {
+		const char *from, *to, *why;
+	} bad[] = {
+		{ "\"result\":\"ok\"", "\"result\":\"ok\",\"result\":\"failed\"", "\"result\"" },
+		{ "\"action\":\"apply\",\"host\":\"h1\"", "\"host\":\"h1\",\"action\":\"apply\"", "action" },
+		{ "\"writes\":2}", "\"writes\":2,\"x\":1}", "\"x\"" },
+		{ "\"h1\"", "\"h\\u0031\"", "escape" },
+		{ "\"h1\"", "\"h\\/1\"", "escape" },
+		{ "\"h1\"", "\"h\\u001F\"", "escape" },
+		{ "\"h1\"", "\"h\\u000a\"", "escape" },
+		{ "\"h1\"", "\"h\x01\"", "control" },
+		{ "\"h1\"", "\"h\xc0\xaf\"", "UTF-8" },
+		{ "\"h1\"", "\"h\xed\xa0\x80\"", "UTF-8" },
+		{ "\"ops\":1", "\"ops\":01", "leading zero" },
+		{ "\"ops\":1", "\"ops\":1.0", "writes" },
+		{ "\"uid\":0", "\"uid\":4294967296", "range" },
+		{ "\"uid\":0", "\"uid\":-0", "number" },
+		{ ",\"actor\"", ", \"actor\"", "actor" },
+		{ "12:00:00.123456Z", "12:00:00.123Z", "time" },
+		{ "2026-05-01", "2026-02-30", "real UTC" },
+		{ "\"action\":\"apply\"", "\"action\":\"\"", "empty" },
+		{ "\"seq\":4", "\"seq\":0", "from 1" },
+		{ "\"writes\":2}", "\"writes\":2} ", "after" },
+		{ "\"ops\":1,\"writes\":2", "\"ops\":1", "writes" },
+		{ "\"prev\":\"0", "\"prev\":\"A", "hex" },
+	};
+	char line[1024], why[256];
+
+	(void)state;
+	assert_int_equal(fctl_audit_record_check(good, strlen(good), NULL, why, sizeof(why)), 0);
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(bad); i++) {
+		const char *at = strstr(good, bad[i].from);
+
+		assert_non_null(at);
+		snprintf(line, sizeof(line), "%.*s%s%s", (int)(at - good), good, bad[i].to,
+			 at + strlen(bad[i].from));
+		why[0] = '\0';
+		if (fctl_audit_record_check(line, strlen(line), NULL, why, sizeof(why)) != -EINVAL ||
+		    !strstr(why, bad[i].why))
+			fail_msg("case %zu (%s) not rejected as '%s': %s", i, line, bad[i].why, why);
+	}
+}
+
+/* Appends a record made from the last one by a text replacement, chained, and signs. */
+static void forge_last(struct fx *f, const char *from, const char *to)
+{
+	struct fctl_audit_opts o = { .log_path = f->log, .key_path = f->key };
+	struct fctl_audit *a = NULL;
+	char err[256], line[2048], hex[65], *p, *last, *at;
+	uint8_t h[32];
+	size_t len, n;
+	uint64_t seq;
+
+	p = slurp(f->log, &len);
+	p[len - 1] = '\0';
+	last = strrchr(p, '\n') ? strrchr(p, '\n') + 1 : p;
+	n = strlen(last);
+	fctl_audit_leaf_hash(last, n, h);
+	fctl_format_hex(h, 32, hex);
+	assert_int_equal(fctl_audit_parse_head(last, n, &seq, h), 0);
+	at = strstr(last, "\"time\"");
+	snprintf(line, sizeof(line), "{\"seq\":%" PRIu64 ",\"prev\":\"%s\",%s", seq + 1, hex, at);
+	at = strstr(line, from);
+	assert_non_null(at);
+	{
+		char tail[2048];
+
+		snprintf(tail, sizeof(tail), "%s", at + strlen(from));
+		snprintf(at, sizeof(line) - (size_t)(at - line), "%s%s\n", to, tail);
+	}
+	{
+		int fd = open(f->log, O_WRONLY | O_APPEND);
+
+		assert_true(write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+		close(fd);
+	}
+	free(p);
+	assert_int_equal(fctl_audit_open(&o, &a, err, sizeof(err)), 0);
+	assert_int_equal(fctl_audit_checkpoint(a), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+}
+
+static void test_duplicate_key_fails_verify(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_report r;
+	const struct fctl_audit_finding *x;
+
+	write_log(f, f->log, 3, 0);
+	forge_last(f, "\"result\":\"applied\"", "\"result\":\"applied\",\"result\":\"failed\"");
+	verify(f, &r);
+	dump(&r);
+	x = find(&r, FCTL_AUDIT_NONCANONICAL);
+	assert_non_null(x);
+	assert_int_equal(x->line, 4);
+	assert_int_equal(x->seq, 4);
+	assert_non_null(strstr(x->msg, "\"result\""));
+	assert_int_equal(r.n_errors, 1);
+	fctl_audit_report_release(&r);
+}
+
+static void test_time_backwards_fails_verify(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_report r;
+	char *p;
+	size_t len;
+
+	write_log(f, f->log, 2, 0);
+	p = slurp(f->log, &len);
+	{
+		/* an hour and a day before (same format): the year and day changed */
+		char from[16], to[16];
+		const char *t = strstr(p, "\"time\":\"") + 8;
+
+		snprintf(from, sizeof(from), "\"time\":\"%.4s", t);
+		snprintf(to, sizeof(to), "\"time\":\"%04d", atoi(t) - 1);
+		forge_last(f, from, to);
+	}
+	free(p);
+	verify(f, &r);
+	dump(&r);
+	assert_non_null(find(&r, FCTL_AUDIT_TIME));
+	assert_int_equal(find(&r, FCTL_AUDIT_TIME)->line, 3);
+	fctl_audit_report_release(&r);
+}
+
+static void test_unsigned_tail(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_opts o = { .log_path = f->log }; /* no key */
+	struct fctl_audit_verify_opts v = { .log_path = f->log, .pubkey_path = f->pub };
+	struct fctl_audit_entry e = { .action = "late", .result = "ok" };
+	struct fctl_audit_report r;
+	struct fctl_audit *a = NULL;
+	char err[256];
+
+	write_log(f, f->log, 4, 0);
+	assert_int_equal(fctl_audit_open(&o, &a, err, sizeof(err)), 0);
+	assert_int_equal(fctl_audit_append(a, &e), 0);
+	assert_int_equal(fctl_audit_append(a, &e), 0);
+	assert_int_equal(fctl_audit_close(a), 0);
+	assert_int_equal(fctl_audit_verify_with(&v, &r), 0);
+	assert_non_null(find(&r, FCTL_AUDIT_UNSIGNED_TAIL));
+	assert_int_equal(r.unsigned_records, 2);
+	assert_int_equal(r.n_errors, 1);
+	fctl_audit_report_release(&r);
+	v.allow_unsigned_tail = true;
+	assert_int_equal(fctl_audit_verify_with(&v, &r), 0);
+	assert_int_equal(r.n_errors, 0);
+	assert_int_equal(r.unsigned_records, 2);
+	assert_non_null(find(&r, FCTL_AUDIT_WARNING));
+	fctl_audit_report_release(&r);
+}
+
+static void test_origin_names_the_log(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_verify_opts v = { .log_path = f->log, .pubkey_path = f->pub };
+	struct fctl_audit_report r;
+	char want[FCTL_AUDIT_ORIGIN_MAX], host[256] = "", dir[4096], *p;
+	size_t len;
+
+	write_log(f, f->log, 2, 0);
+	gethostname(host, sizeof(host) - 1);
+	assert_non_null(realpath(f->dir, dir));
+	snprintf(want, sizeof(want), "%s%s/audit.log", host, dir);
+	p = slurp(f->cps, &len);
+	assert_int_equal(strncmp(p, want, strlen(want)), 0);
+	assert_int_equal(p[strlen(want)], '\n');
+	free(p);
+	assert_int_equal(fctl_audit_verify_with(&v, &r), 0);
+	assert_int_equal(r.n_errors, 0);
+	assert_string_equal(r.origin, want);
+	fctl_audit_report_release(&r);
+	v.origin = "gpu99/var/lib/fabricctl/audit/audit.log";
+	assert_int_equal(fctl_audit_verify_with(&v, &r), 0);
+	assert_non_null(find(&r, FCTL_AUDIT_WRONG_ORIGIN));
+	fctl_audit_report_release(&r);
+	assert_int_equal(fctl_audit_origin("/a b/c+d%e/audit.log", want, sizeof(want)), 0);
+	assert_non_null(strstr(want, "/a%20b/c%2Bd%25e/audit.log"));
+}
+
+static void test_proofs_against_recursive(void **state)
+{
+	uint8_t l[40][32], path[FCTL_AUDIT_PROOF_MAX][32], root[32], old[32], want[32];
+	size_t plen;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		fctl_audit_leaf_hash(&i, sizeof(i), l[i]);
+	for (uint64_t n = 1; n <= 40; n++) {
+		fctl_audit_mth((const uint8_t(*)[32])l, n, root);
+		mth(l, n, want);
+		assert_memory_equal(root, want, 32);
+		for (uint64_t i = 0; i < n; i++) {
+			assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, n, i, path,
+								    &plen), 0);
+			assert_int_equal(fctl_audit_inclusion_check(i, n, l[i], (const uint8_t(*)[32])path,
+								    plen, root), 1);
+			assert_int_equal(fctl_audit_inclusion_check(i, n, l[(i + 1) % 40],
+								    (const uint8_t(*)[32])path, plen,
+								    root), 0);
+		}
+		for (uint64_t m = 1; m <= n; m++) {
+			assert_int_equal(fctl_audit_consistency_proof((const uint8_t(*)[32])l, n, m, path,
+								      &plen), 0);
+			mth(l, m, old);
+			assert_int_equal(fctl_audit_consistency_check(m, n, old, root,
+								      (const uint8_t(*)[32])path,
+								      plen), 1);
+			old[0] ^= 1;
+			assert_int_equal(fctl_audit_consistency_check(m, n, old, root,
+								      (const uint8_t(*)[32])path,
+								      plen), 0);
+		}
+	}
+	assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, 3, 3, path, &plen),
+			 -EINVAL);
+	assert_int_equal(fctl_audit_consistency_proof((const uint8_t(*)[32])l, 3, 0, path, &plen),
+			 -EINVAL);
+}
+
+static void latest_note(struct fx *f, struct fctl_buf *b)
+{
+	uint64_t size;
+
+	fctl_buf_reset(b);
+	assert_int_equal(fctl_audit_latest_checkpoint(f->cps, b, &size), 0);
+}
+
+static int witness(struct fx *f, const char *wdir, const struct fctl_buf *note, uint64_t old,
+		   struct fctl_buf *out, char *err)
+{
+	uint8_t (*lv)[32] = NULL, path[FCTL_AUDIT_PROOF_MAX][32];
+	uint64_t n = 0;
+	char key[160], state[160];
+	struct fctl_audit_witness_req q = { .name = "w.example", .log_pub = f->pub,
+					    .note = note->data, .note_len = note->len };
+	int r;
+
+	snprintf(key, sizeof(key), "%s/audit.key", wdir);
+	snprintf(state, sizeof(state), "%s/state", wdir);
+	q.key_path = key;
+	q.state_path = state;
+	assert_int_equal(fctl_audit_leaves(f->log, &lv, &n), 0);
+	if (old && old <= n) {
+		assert_int_equal(fctl_audit_consistency_proof((const uint8_t(*)[32])lv, n, old, path,
+							      &q.plen), 0);
+		q.old_size = old;
+		q.new_size = n;
+		q.path = (const uint8_t(*)[32])path;
+	}
+	fctl_buf_reset(out);
+	r = fctl_audit_witness_cosign(&q, out, err, 256);
+	free(lv);
+	return r;
+}
+
+static void test_witness(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_buf note = { 0 }, out = { 0 }, all = { 0 };
+	char err[256], wdir[128], wpub[160], *p;
+	const char *pubs[1] = { wpub };
+	struct fctl_audit_verify_opts v = { .log_path = f->log, .pubkey_path = f->pub,
+					    .witness_pubs = pubs, .n_witness_pubs = 1,
+					    .witnesses = 1 };
+	struct fctl_audit_report r;
+	size_t len;
+
+	snprintf(wdir, sizeof(wdir), "%s/w", f->dir);
+	snprintf(wpub, sizeof(wpub), "%s/audit.pub", wdir);
+	assert_int_equal(fctl_audit_keygen(wdir, err, sizeof(err)), 0);
+	write_log(f, f->log, 3, 0);
+	latest_note(f, &note);
+	assert_int_equal(witness(f, wdir, &note, 0, &out, err), 0);
+	fctl_buf_append(&all, out.data, out.len);
+	write_log(f, f->log, 2, 0); /* 5 records */
+	latest_note(f, &note);
+	assert_int_equal(witness(f, wdir, &note, 0, &out, err), -EINVAL); /* no proof */
+	assert_int_equal(witness(f, wdir, &note, 3, &out, err), 0);
+	fctl_buf_append(&all, out.data, out.len);
+	{
+		char cp[160];
+
+		snprintf(cp, sizeof(cp), "%s.cosignatures", f->log);
+		spit(cp, all.data, all.len);
+	}
+	assert_int_equal(fctl_audit_verify_with(&v, &r), 0);
+	dump(&r);
+	assert_int_equal(r.n_errors, 0);
+	assert_int_equal(r.witnessed_size, 5);
+	fctl_audit_report_release(&r);
+	/* an older checkpoint, then a rewritten log, are refused */
+	p = slurp(f->cps, &len);
+	fctl_buf_reset(&note);
+	fctl_buf_append(&note, p, (size_t)(strstr(p, "\n\n") - p) + 2);
+	fctl_buf_append(&note, strstr(p, "\n\n") + 2,
+			(size_t)(strstr(strstr(p, "\n\n") + 2, "\n\n") - strstr(p, "\n\n")));
+	assert_int_equal(witness(f, wdir, &note, 0, &out, err), -ESTALE);
+	assert_non_null(strstr(err, "older"));
+	free(p);
+	p = slurp(f->log, &len);
+	*strstr(p, "act-1") = 'A';
+	spit(f->log, p, len);
+	free(p);
+	write_log(f, f->log, 1, 0); /* 6 records, the writer signs what it found */
+	latest_note(f, &note);
+	assert_int_equal(witness(f, wdir, &note, 5, &out, err), -ESTALE);
+	assert_non_null(strstr(err, "not consistent"));
+	fctl_buf_release(&note);
+	fctl_buf_release(&out);
+	fctl_buf_release(&all);
+}
+
 #define FX(t) cmocka_unit_test_setup_teardown(t, fx_setup, fx_teardown)
 
 int main(void)
@@ -749,6 +1111,14 @@ int main(void)
 		FX(test_policy_makes_the_key_and_signs),
 		FX(test_policy_without_a_key),
 		FX(test_policy_path_and_actor),
+		cmocka_unit_test(test_canonical_rejects),
+		cmocka_unit_test(test_proofs_against_recursive),
+		FX(test_canonical_writer_output),
+		FX(test_duplicate_key_fails_verify),
+		FX(test_time_backwards_fails_verify),
+		FX(test_unsigned_tail),
+		FX(test_origin_names_the_log),
+		FX(test_witness),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,7 +29,10 @@
 
 #define FCTL_AUDIT_DIR "/var/lib/fabricctl/audit"
 #define FCTL_AUDIT_LOG FCTL_AUDIT_DIR "/audit.log"
-#define FCTL_AUDIT_ORIGIN "fabricctl-audit"
+#define FCTL_AUDIT_ORIGIN_LEGACY "fabricctl-audit" /* the one origin of logs before v2 */
+#define FCTL_AUDIT_ORIGIN_MAX 512
+#define FCTL_AUDIT_TIME_SKEW_US (300LL * 1000000) /* time may step back this much */
+#define FCTL_AUDIT_PROOF_MAX 130 /* hashes in a proof, at most */
 #define FCTL_AUDIT_KCV_LEN 6     /* hex digits */
 #define FCTL_AUDIT_KEYID_LEN 16  /* hex digits */
 #define FCTL_AUDIT_MAX_KEYS 64   /* key ids / KCVs per record */
@@ -53,6 +56,25 @@ void fctl_audit_tree_push(struct fctl_audit_tree *t, const uint8_t leaf[32]);
 void fctl_audit_tree_root(const struct fctl_audit_tree *t, uint8_t root[32]);
 
 /* --- records --- */
+
+/*
+ * The canonical record (docs/audit.md "Canonical form"): the writer's serialization is
+ * the only one accepted. fctl_audit_json_str writes a string the writer's way (\" \\ \n
+ * \t \r, \u00xx lowercase for the other control characters and DEL, all else raw; a
+ * byte that is not part of well-formed UTF-8 becomes U+FFFD).
+ */
+int fctl_audit_json_str(struct fctl_buf *b, const char *s);
+
+struct fctl_audit_record {
+	uint64_t seq;
+	uint8_t prev[32];
+	int64_t time_us; /* microseconds since the epoch */
+};
+
+/* 0 when the line (without its newline) is a record in the canonical form, filling rec
+ * (may be NULL); -EINVAL with "byte N: reason" in why otherwise. */
+int fctl_audit_record_check(const char *line, size_t len, struct fctl_audit_record *rec,
+			    char *why, size_t whylen);
 
 struct fctl_audit_entry {
 	const char *action;       /* required: apply, rollback, recover, drift, key-state, ... */
@@ -100,7 +122,7 @@ struct fctl_audit_opts {
 	const char *log_path;        /* NULL: FCTL_AUDIT_LOG */
 	const char *checkpoint_path; /* NULL: LOG.checkpoints */
 	const char *key_path;        /* Ed25519 private key (PEM); NULL: no checkpoints */
-	const char *origin;          /* NULL: FCTL_AUDIT_ORIGIN */
+	const char *origin;          /* NULL: fctl_audit_origin(log_path) */
 	unsigned int checkpoint_every; /* also sign after this many records; 0: only at close */
 	unsigned int batch;          /* records per group commit (auto sync); 0: 256 */
 	uint64_t rotate_bytes;       /* start a new file beyond this size; 0: never */
@@ -172,6 +194,11 @@ int fctl_audit_peer_uid(int fd, uid_t *uid);
 
 /* --- keys and checkpoints --- */
 
+/* The origin line of a log's checkpoints: this host's name and the log's absolute path
+ * (its directory resolved), "gpu01/var/lib/fabricctl/audit/audit.log", with space, '%',
+ * '+' and bytes outside printable ASCII written %XX. -ENAMETOOLONG beyond n. */
+int fctl_audit_origin(const char *log_path, char *out, size_t n);
+
 /* Writes DIR/audit.key (PKCS#8 PEM, mode 0600) and DIR/audit.pub (PEM). Refuses to
  * overwrite. */
 int fctl_audit_keygen(const char *dir, char *err, size_t errlen);
@@ -186,7 +213,7 @@ struct fctl_audit_checkpoint {
 	uint64_t line;        /* first line of the note in the file */
 	uint64_t size;
 	uint8_t root[32];
-	char origin[256];
+	char origin[FCTL_AUDIT_ORIGIN_MAX];
 	int sig;              /* 1 good signature by the key, 0 none by it, -1 bad, -2 malformed */
 	char why[256];        /* for sig <= 0 */
 };
@@ -227,6 +254,12 @@ enum fctl_audit_finding_kind {
 	FCTL_AUDIT_NO_SIGNATURE,
 	FCTL_AUDIT_ROOT_MISMATCH,
 	FCTL_AUDIT_IO,
+	FCTL_AUDIT_NONCANONICAL,  /* a record not in the canonical form */
+	FCTL_AUDIT_TIME,          /* time went backwards by more than the tolerance */
+	FCTL_AUDIT_UNSIGNED_TAIL, /* records past the latest signed checkpoint */
+	FCTL_AUDIT_WRONG_ORIGIN,  /* a checkpoint of another log */
+	FCTL_AUDIT_INCONSISTENT,  /* the log does not extend the trusted checkpoint */
+	FCTL_AUDIT_WITNESS,       /* fewer cosignatures than required */
 };
 
 const char *fctl_audit_finding_name(enum fctl_audit_finding_kind k);
@@ -247,6 +280,11 @@ struct fctl_audit_report {
 	uint64_t checkpoints;
 	uint64_t checkpoint_size; /* size of the latest valid checkpoint */
 	uint8_t root[32];         /* of all records */
+	uint64_t unsigned_records; /* past the latest signed (and witnessed) checkpoint */
+	const char *anchor;       /* "pubkey", "trusted-checkpoint", "self-consistency-only" */
+	uint64_t trusted_size;    /* size of the trusted checkpoint, 0: none */
+	uint64_t witnessed_size;  /* largest size with enough cosignatures, 0: none */
+	char origin[FCTL_AUDIT_ORIGIN_MAX]; /* the origin checked */
 	struct fctl_audit_finding *f;
 	size_t n, cap;
 	size_t n_errors;
@@ -255,11 +293,78 @@ struct fctl_audit_report {
 void fctl_audit_report_release(struct fctl_audit_report *r);
 int fctl_audit_report_json(const struct fctl_audit_report *r, struct fctl_buf *out);
 
-/* Verifies the log (all files) against the checkpoints and the public key. Returns 0
+struct fctl_audit_verify_opts {
+	const char *log_path;
+	const char *checkpoint_path;    /* NULL: LOG.checkpoints */
+	const char *pubkey_path;        /* the pinned audit key; NULL: audit.pub beside the log */
+	const char *trusted_checkpoint; /* a note an auditor kept: the log must extend it */
+	const char *origin;             /* expected origin; NULL: fctl_audit_origin(log) */
+	bool any_origin;                /* origin NULL: accept one origin, whatever it is */
+	bool allow_unsigned_tail;       /* records past the latest checkpoint: a warning */
+	const char *const *witness_pubs; /* pinned witness keys (PEM) */
+	size_t n_witness_pubs;
+	unsigned int witnesses;         /* cosignatures required (by distinct pinned keys) */
+	const char *cosignatures_path;  /* NULL: LOG.cosignatures */
+	int64_t time_skew_us;           /* 0: FCTL_AUDIT_TIME_SKEW_US; < 0: time unchecked */
+};
+
+/* Verifies the log (all files): every record canonical, the chain (seq from 1 by one,
+ * prev), the time rule, the signed checkpoints of the right origin, the tail covered, the
+ * trusted checkpoint extended (a consistency proof), the cosignatures required. Returns 0
  * when the verification ran (r->n_errors says whether it holds), negative errno when
  * the log could not be read at all. */
+int fctl_audit_verify_with(const struct fctl_audit_verify_opts *o, struct fctl_audit_report *r);
+/* fctl_audit_verify_with with the public key given, any one origin, no unsigned tail. */
 int fctl_audit_verify(const char *log_path, const char *checkpoint_path, const char *pubkey_path,
 		      struct fctl_audit_report *r);
+
+/* --- proofs (RFC 9162 section 2.1) over the leaf hashes of the records --- */
+
+/* The leaf hashes of every record of the log, in order (*leaves malloc'd). */
+int fctl_audit_leaves(const char *log_path, uint8_t (**leaves)[32], uint64_t *n);
+/* MTH of leaves[0..n) (SHA-256 of nothing for n = 0). */
+void fctl_audit_mth(const uint8_t (*leaves)[32], uint64_t n, uint8_t root[32]);
+/* PATH(index, D[n]): -EINVAL unless index < n. */
+int fctl_audit_inclusion_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t index,
+			       uint8_t (*path)[32], size_t *plen);
+/* PROOF(m, D[n]): -EINVAL unless 0 < m <= n (m = n: the empty proof). */
+int fctl_audit_consistency_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t m,
+				 uint8_t (*path)[32], size_t *plen);
+/* The verification algorithms of RFC 9162 2.1.3.2 and 2.1.4.2: 1 holds, 0 does not. */
+int fctl_audit_inclusion_check(uint64_t index, uint64_t size, const uint8_t leaf[32],
+			       const uint8_t (*path)[32], size_t plen, const uint8_t root[32]);
+int fctl_audit_consistency_check(uint64_t m, uint64_t n, const uint8_t old_root[32],
+				 const uint8_t root[32], const uint8_t (*path)[32], size_t plen);
+
+/* --- witnesses (C2SP tlog-witness, tlog-cosignature/v1 Ed25519) --- */
+
+/* C2SP cosignature key id: SHA-256(name || "\n" || 0x04 || pub)[0..3]. */
+void fctl_audit_cosig_keyid(const char *name, const uint8_t pub[32], uint8_t id[4]);
+/* 1 when the signature line "— name base64" (without its newline) is a valid
+ * cosignature/v1 by pub over the note body (origin, size, root lines with newlines);
+ * 0 when it is not (or another key's); the cosigning time in *ts. */
+int fctl_audit_cosig_check(const uint8_t pub[32], const char *line, size_t len,
+			   const char *body, size_t blen, uint64_t *ts);
+
+struct fctl_audit_witness_req {
+	const char *key_path;   /* the witness's Ed25519 private key */
+	const char *name;       /* the witness's key name */
+	const char *state_path; /* the witness's state: the log's key, last size and root */
+	const char *log_pub;    /* the log's public key; NULL: the one pinned in the state */
+	const char *note;       /* the checkpoint (signed note text) */
+	size_t note_len;
+	/* the consistency proof from the state's size to the note's (none from 0) */
+	uint64_t old_size, new_size;
+	const uint8_t (*path)[32];
+	size_t plen;
+};
+
+/* Checks the note's signature by the log key, that its origin is the state's, that it
+ * does not go back, and the consistency proof from the last cosigned (size, root); then
+ * cosigns: the note with the witness's signature line added in out, the state replaced.
+ * -EINVAL (or -ESTALE: an older or conflicting checkpoint) with the reason in err. */
+int fctl_audit_witness_cosign(const struct fctl_audit_witness_req *q, struct fctl_buf *out,
+			      char *err, size_t errlen);
 
 /* --- reading --- */
 

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+/* Audit log proofs: Merkle audit paths and consistency proofs, RFC 9162 section 2.1. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fctl/audit.h"
+
+struct leaves {
+	uint8_t (*v)[32];
+	uint64_t n, cap;
+};
+
+static int add_leaf(void *ctx, const char *line, size_t len)
+{
+	struct leaves *l = ctx;
+
+	if (l->n == l->cap) {
+		uint64_t cap = l->cap ? l->cap * 2 : 1024;
+		void *p = realloc(l->v, (size_t)cap * 32);
+
+		if (!p)
+			return -ENOMEM;
+		l->v = p;
+		l->cap = cap;
+	}
+	fctl_audit_leaf_hash(line, len, l->v[l->n++]);
+	return 0;
+}
+
+int fctl_audit_leaves(const char *log_path, uint8_t (**leaves)[32], uint64_t *n)
+{
+	struct leaves l = { 0 };
+	int r = fctl_audit_read(log_path, add_leaf, &l);
+
+	if (r < 0) {
+		free(l.v);
+		return r;
+	}
+	*leaves = l.v;
+	*n = l.n;
+	return 0;
+}
+
+/* the largest power of two smaller than n (n > 1) */
+static uint64_t split(uint64_t n)
+{
+	uint64_t k = 1;
+
+	while (k << 1 < n)
+		k <<= 1;
+	return k;
+}
+
+void fctl_audit_mth(const uint8_t (*leaves)[32], uint64_t n, uint8_t root[32])
+{
+	struct fctl_audit_tree t;
+
+	fctl_audit_tree_init(&t);
+	for (uint64_t i = 0; i < n; i++)
+		fctl_audit_tree_push(&t, leaves[i]);
+	fctl_audit_tree_root(&t, root);
+}
+
+static void put(uint8_t (*path)[32], size_t *plen, const uint8_t h[32])
+{
+	memcpy(path[(*plen)++], h, 32);
+}
+
+/* PATH(m, D[n]) of RFC 9162 2.1.3.1, hashes appended leaf side first */
+static void audit_path(const uint8_t (*d)[32], uint64_t n, uint64_t m, uint8_t (*path)[32],
+		       size_t *plen)
+{
+	uint8_t h[32];
+	uint64_t k;
+
+	if (n <= 1)
+		return;
+	k = split(n);
+	if (m < k) {
+		audit_path(d, k, m, path, plen);
+		fctl_audit_mth(d + k, n - k, h);
+	} else {
+		audit_path(d + k, n - k, m - k, path, plen);
+		fctl_audit_mth(d, k, h);
+	}
+	put(path, plen, h);
+}
+
+int fctl_audit_inclusion_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t index,
+			       uint8_t (*path)[32], size_t *plen)
+{
+	if (index >= n)
+		return -EINVAL;
+	*plen = 0;
+	audit_path(leaves, n, index, path, plen);
+	return 0;
+}
+
+/* SUBPROOF(m, D[n], b) of RFC 9162 2.1.4.1 */
+static void subproof(const uint8_t (*d)[32], uint64_t n, uint64_t m, bool b, uint8_t (*path)[32],
+		     size_t *plen)
+{
+	uint8_t h[32];
+	uint64_t k;
+
+	if (m == n) {
+		if (!b) {
+			fctl_audit_mth(d, n, h);
+			put(path, plen, h);
+		}
+		return;
+	}
+	k = split(n);
+	if (m <= k) {
+		subproof(d, k, m, b, path, plen);
+		fctl_audit_mth(d + k, n - k, h);
+	} else {
+		subproof(d + k, n - k, m - k, false, path, plen);
+		fctl_audit_mth(d, k, h);
+	}
+	put(path, plen, h);
+}
+
+int fctl_audit_consistency_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t m,
+				 uint8_t (*path)[32], size_t *plen)
+{
+	if (m == 0 || m > n)
+		return -EINVAL;
+	*plen = 0;
+	subproof(leaves, n, m, true, path, plen);
+	return 0;
+}
+
+int fctl_audit_inclusion_check(uint64_t index, uint64_t size, const uint8_t leaf[32],
+			       const uint8_t (*path)[32], size_t plen, const uint8_t root[32])
+{
+	uint64_t fn = index, sn = size - 1;
+	uint8_t r[32];
+
+	if (index >= size)
+		return 0;
+	memcpy(r, leaf, 32);
+	for (size_t i = 0; i < plen; i++) {
+		if (sn == 0)
+			return 0;
+		if ((fn & 1) || fn == sn) {
+			fctl_audit_node_hash(path[i], r, r);
+			while (!(fn & 1) && fn != 0) {
+				fn >>= 1;
+				sn >>= 1;
+			}
+		} else {
+			fctl_audit_node_hash(r, path[i], r);
+		}
+		fn >>= 1;
+		sn >>= 1;
+	}
+	return sn == 0 && memcmp(r, root, 32) == 0;
+}
+
+int fctl_audit_consistency_check(uint64_t m, uint64_t n, const uint8_t old_root[32],
+				 const uint8_t root[32], const uint8_t (*path)[32], size_t plen)
+{
+	uint8_t fr[32], sr[32];
+	uint64_t fn, sn;
+	size_t i = 0;
+
+	if (m == 0 || m > n)
+		return 0;
+	if (m == n)
+		return plen == 0 && memcmp(old_root, root, 32) == 0;
+	if (plen == 0)
+		return 0;
+	/* a first tree of a power of two leaves is itself the first node of the path */
+	if ((m & (m - 1)) == 0) {
+		memcpy(fr, old_root, 32);
+	} else {
+		memcpy(fr, path[0], 32);
+		i = 1;
+	}
+	memcpy(sr, fr, 32);
+	fn = m - 1;
+	sn = n - 1;
+	while (fn & 1) {
+		fn >>= 1;
+		sn >>= 1;
+	}
+	for (; i < plen; i++) {
+		if (sn == 0)
+			return 0;
+		if ((fn & 1) || fn == sn) {
+			fctl_audit_node_hash(path[i], fr, fr);
+			fctl_audit_node_hash(path[i], sr, sr);
+			while (!(fn & 1) && fn != 0) {
+				fn >>= 1;
+				sn >>= 1;
+			}
+		} else {
+			fctl_audit_node_hash(sr, path[i], sr);
+		}
+		fn >>= 1;
+		sn >>= 1;
+	}
+	return sn == 0 && memcmp(fr, old_root, 32) == 0 && memcmp(sr, root, 32) == 0;
+}
