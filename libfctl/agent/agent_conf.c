@@ -15,7 +15,14 @@ void fctl_agent_config_init(struct fctl_agent_config *c)
 	c->profile_dir = fctl_strdup("/var/lib/fabricctl/agent");
 	c->drift_interval_s = 60;
 	c->drift_debounce_ms = 500;
-	c->max_connections = 64;
+	c->max_connections = FCTL_AGENT_MAX_CONNECTIONS;
+	c->max_handshakes_per_address = FCTL_AGENT_MAX_HANDSHAKES_PER_ADDRESS;
+	c->handshake_timeout_s = FCTL_AGENT_HANDSHAKE_TIMEOUT_S;
+	c->max_unix_connections = FCTL_AGENT_MAX_UNIX_CONNECTIONS;
+	c->unix_root_reserve = FCTL_AGENT_UNIX_ROOT_RESERVE;
+	c->max_metrics_connections = FCTL_AGENT_MAX_METRICS_CONNECTIONS;
+	c->refusal_interval_s = FCTL_AGENT_REFUSAL_INTERVAL_S;
+	c->max_refusal_sources = FCTL_AGENT_MAX_REFUSAL_SOURCES;
 	c->timeout_s = 30;
 	c->max_frame = FCTL_AGENT_MAX_FRAME;
 	c->max_buffered = FCTL_AGENT_MAX_BUFFERED;
@@ -43,6 +50,45 @@ static int set_uint(unsigned *dst, const char *v, uint64_t max, bool duration)
 	return 0;
 }
 
+/* The connection limits: unsigned keys with a range (min 0 allowed only where it means
+ * something: the root reserve). */
+static int set_limit(struct fctl_agent_config *c, const char *key, const char *v)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		unsigned min, max;
+		bool duration;
+	} lims[] = {
+		{ "max_handshakes_per_address",
+		  offsetof(struct fctl_agent_config, max_handshakes_per_address), 1, 4096, false },
+		{ "handshake_timeout", offsetof(struct fctl_agent_config, handshake_timeout_s), 1,
+		  3600, true },
+		{ "max_unix_connections", offsetof(struct fctl_agent_config, max_unix_connections),
+		  1, 4096, false },
+		{ "unix_root_reserve", offsetof(struct fctl_agent_config, unix_root_reserve), 0,
+		  4095, false },
+		{ "max_metrics_connections",
+		  offsetof(struct fctl_agent_config, max_metrics_connections), 1, 4096, false },
+		{ "refusal_interval", offsetof(struct fctl_agent_config, refusal_interval_s), 1,
+		  3600, true },
+		{ "max_refusal_sources", offsetof(struct fctl_agent_config, max_refusal_sources),
+		  1, 1024, false },
+	};
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(lims); i++) {
+		unsigned *dst = (unsigned *)((char *)c + lims[i].off), n;
+
+		if (strcmp(key, lims[i].key) != 0)
+			continue;
+		if (set_uint(&n, v, lims[i].max, lims[i].duration) < 0 || n < lims[i].min)
+			return -EINVAL;
+		*dst = n;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const char *v)
 {
 	static const struct {
@@ -65,10 +111,14 @@ int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const ch
 		{ "audit_log", offsetof(struct fctl_agent_config, audit_log) },
 	};
 	unsigned mf;
+	int r;
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(strs); i++)
 		if (strcmp(key, strs[i].key) == 0)
 			return set_str((char **)((char *)c + strs[i].off), v);
+	r = set_limit(c, key, v);
+	if (r != -ENOENT)
+		return r;
 	if (strcmp(key, "drift_interval") == 0)
 		return set_uint(&c->drift_interval_s, v, 86400, true);
 	if (strcmp(key, "drift_debounce_ms") == 0)

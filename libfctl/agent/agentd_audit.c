@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The agent's audit log: opened at start, one call site for its events, closed at exit. */
+#include <stdio.h>
+
 #include "agentd_int.h"
 
 /*
@@ -38,23 +40,44 @@ void fctl_agentd_audit_close(struct agent *a)
  * rollbacks, recoveries, drift and repairs. Without an audit log, the event goes to
  * the log only.
  */
+static void append(struct agent *a, const char *action, const char *result,
+		   const char *actor_cert, bool has_uid, uid_t uid, const char *detail)
+{
+	struct fctl_audit_entry e = {
+		.action = action,
+		.result = result,
+		.actor_cert = actor_cert,
+		.has_actor_uid = has_uid,
+		.actor_uid = uid,
+		.host = a->host,
+		.detail = detail,
+	};
+
+	if (!a->audit)
+		return;
+	if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+		fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+}
+
+void fctl_agentd_audit_actor(struct agent *a, const char *action, const char *result,
+			     const char *actor_cert, bool has_uid, uid_t uid, const char *detail)
+{
+	char who[64] = "";
+
+	if (!actor_cert && has_uid)
+		snprintf(who, sizeof(who), "uid %u", (unsigned)uid);
+	fctl_agentd_log("%s %s%s%s%s%s", action, result, actor_cert || who[0] ? " by " : "",
+			actor_cert ? actor_cert : who, detail ? ": " : "", detail ? detail : "");
+	append(a, action, result, actor_cert, has_uid, uid, detail);
+}
+
 void fctl_agentd_audit_event(struct agent *a, const char *action, const char *result,
 			     const struct conn *c, const char *detail)
 {
+	/* the log line names c->who (with the pid on the Unix socket); the record its
+	 * certificate subject or peer, else its uid */
 	fctl_agentd_log("%s %s%s%s%s%s", action, result, c ? " by " : "", c ? c->who : "",
 			detail ? ": " : "", detail ? detail : "");
-	if (a->audit) {
-		struct fctl_audit_entry e = {
-			.action = action,
-			.result = result,
-			.actor_cert = c && c->kind == C_TLS ? c->who : NULL,
-			.has_actor_uid = c && c->has_uid,
-			.actor_uid = c ? c->uid : 0,
-			.host = a->host,
-			.detail = detail,
-		};
-
-		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
-			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
-	}
+	append(a, action, result, c && c->kind != C_UNIX && c->who[0] ? c->who : NULL,
+	       c && c->has_uid, c ? c->uid : 0, detail);
 }

@@ -62,6 +62,11 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			 cfg->max_buffered, (unsigned)cfg->max_frame);
 		r = -EINVAL;
 	}
+	if (r == 0 && cfg->unix_root_reserve >= cfg->max_unix_connections) {
+		snprintf(err, errlen, "unix_root_reserve (%u) must be below max_unix_connections "
+			 "(%u)", cfg->unix_root_reserve, cfg->max_unix_connections);
+		r = -EINVAL;
+	}
 	if (r == 0 && cfg->listen)
 		r = fctl_tls_ctx_new(true, cfg->cert, cfg->key, cfg->ca, &ctx, err, errlen);
 	if (r == 0 && cfg->crl && !cfg->listen) {

@@ -371,18 +371,16 @@ void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
 			return;
 		}
 		fctl_tls_error(c->ssl, e, sizeof(e));
-		a->st.refused[FCTL_REFUSED_NO_CERT]++;
-		fctl_agentd_audit_event(a, "connect", "refused", c, e);
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_NO_CERT, e);
 		return;
 	}
 	c->handshake = false;
+	/* authenticated: from here the idle and request deadline */
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
 	snprintf(e, sizeof(e), "the certificate names no role");
 	if (fctl_tls_peer_roles(c->ssl, a->pol, &c->roles, c->who, sizeof(c->who), e,
 				sizeof(e)) < 0 || !c->roles) {
-		a->st.refused[FCTL_REFUSED_NO_ROLE]++;
-		fctl_agentd_audit_event(a, "connect", "refused", c, e);
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_NO_ROLE, e);
 		return;
 	}
 	c->role = fctl_roles_primary(c->roles);
@@ -390,60 +388,127 @@ void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
 	fctl_agentd_conn_readable(a, c);
 }
 
-void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind)
+/* The connections of kind that are not closing, and of those from peer still in their
+ * TLS handshake (peer NULL: not counted). */
+static unsigned pool_count(const struct agent *a, enum conn_kind kind, const char *peer,
+			   unsigned *handshakes)
+{
+	unsigned n = 0, h = 0;
+
+	for (const struct conn *c = a->conns; c; c = c->next) {
+		if (c->kind != kind || c->closing)
+			continue;
+		n++;
+		if (peer && c->handshake && strcmp(c->peer, peer) == 0)
+			h++;
+	}
+	if (handshakes)
+		*handshakes = h;
+	return n;
+}
+
+/* The Unix socket: root, or the group, while the pool (minus root's reserve for
+ * others) has room. false: refused (c closing). */
+static bool admit_unix(struct agent *a, struct conn *c)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
+	unsigned n, max = a->cfg.max_unix_connections;
+	char d[160];
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		fctl_agentd_conn_close(a, c);
+		return false;
+	}
+	c->uid = cr.uid;
+	c->has_uid = true;
+	snprintf(c->who, sizeof(c->who), "uid %u (pid %d)", (unsigned)cr.uid, (int)cr.pid);
+	snprintf(c->peer, sizeof(c->peer), "uid %u", (unsigned)cr.uid);
+	if (cr.uid != 0 && !(a->has_gid && cr.gid == a->gid)) {
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_PEER, "not root and not in the agent's group");
+		return false;
+	}
+	n = pool_count(a, C_UNIX, NULL, NULL) - 1; /* c is one of them */
+	if (cr.uid != 0)
+		max = max > a->cfg.unix_root_reserve ? max - a->cfg.unix_root_reserve : 0;
+	if (n >= max) {
+		snprintf(d, sizeof(d), "the Unix socket holds %u connections "
+			 "(max_unix_connections %u, %u of them for root only)", n,
+			 a->cfg.max_unix_connections, a->cfg.unix_root_reserve);
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_UNIX_BUSY, d);
+		return false;
+	}
+	c->role = FCTL_ROLE_LOCAL;
+	c->roles = FCTL_ROLE_BIT(FCTL_ROLE_LOCAL);
+	return true;
+}
+
+/* TLS and metrics: the peer's address, the pool, and for TLS the handshakes of the
+ * address. false: refused (c closing). */
+static bool admit_tcp(struct agent *a, struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char h[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?", d[160];
+	unsigned n, hs;
+
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), port, sizeof(port),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(c->peer, sizeof(c->peer), "%s", h);
+	snprintf(c->who, sizeof(c->who), "%s peer %s port %s", c->kind == C_TLS ? "tls" : "metrics",
+		 h, port);
+	if (c->kind == C_HTTP) {
+		n = pool_count(a, C_HTTP, NULL, NULL) - 1;
+		if (n >= a->cfg.max_metrics_connections) {
+			snprintf(d, sizeof(d), "the metrics endpoint holds %u connections "
+				 "(max_metrics_connections %u)", n, a->cfg.max_metrics_connections);
+			fctl_agentd_refuse(a, c, FCTL_REFUSED_METRICS_BUSY, d);
+			return false;
+		}
+		c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.handshake_timeout_s * 1000;
+		return true;
+	}
+	n = pool_count(a, C_TLS, c->peer, &hs) - 1;
+	if (n >= a->cfg.max_connections) {
+		snprintf(d, sizeof(d), "the TLS listener holds %u connections (max_connections %u)",
+			 n, a->cfg.max_connections);
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_BUSY, d);
+		return false;
+	}
+	/* hs: the others (c is not in its handshake yet) */
+	if (hs >= a->cfg.max_handshakes_per_address) {
+		snprintf(d, sizeof(d), "%u TLS handshakes in progress from this address "
+			 "(max_handshakes_per_address %u)", hs, a->cfg.max_handshakes_per_address);
+		fctl_agentd_refuse(a, c, FCTL_REFUSED_PER_ADDRESS, d);
+		return false;
+	}
+	c->ssl = SSL_new(a->ctx);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+		fctl_agentd_conn_close(a, c);
+		return false;
+	}
+	SSL_set_accept_state(c->ssl);
+	c->handshake = true;
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.handshake_timeout_s * 1000;
+	return true;
+}
+
+void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind)
+{
 	struct conn *c;
 	int fd;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (a->st.connections >= a->cfg.max_connections) {
-		a->st.refused[FCTL_REFUSED_BUSY]++;
-		close(fd);
-		return;
-	}
 	c = conn_new(a, kind, fd);
 	if (!c) {
 		close(fd);
 		return;
 	}
-	if (kind == C_UNIX) {
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
-			fctl_agentd_conn_close(a, c);
-			return;
-		}
-		c->uid = cr.uid;
-		c->has_uid = true;
-		snprintf(c->who, sizeof(c->who), "uid %u (pid %d)", (unsigned)cr.uid, (int)cr.pid);
-		if (cr.uid != 0 && !(a->has_gid && cr.gid == a->gid)) {
-			a->st.refused[FCTL_REFUSED_PEER]++;
-			fctl_agentd_audit_event(a, "connect", "refused", c,
-						"not root and not in the agent's group");
-			fctl_agentd_conn_close(a, c);
-			return;
-		}
-		c->role = FCTL_ROLE_LOCAL;
-		c->roles = FCTL_ROLE_BIT(FCTL_ROLE_LOCAL);
-	} else if (kind == C_TLS) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		char h[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
-
-		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-			getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), port, sizeof(port),
-				    NI_NUMERICHOST | NI_NUMERICSERV);
-		snprintf(c->who, sizeof(c->who), "tls peer %s port %s", h, port);
-		c->ssl = SSL_new(a->ctx);
-		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
-			fctl_agentd_conn_close(a, c);
-			return;
-		}
-		SSL_set_accept_state(c->ssl);
-		c->handshake = true;
-	}
+	if (!(kind == C_UNIX ? admit_unix(a, c) : admit_tcp(a, c)))
+		return;
 	if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, fd, EPOLLIN, c) < 0) {
 		fctl_agentd_conn_close(a, c);
 		return;

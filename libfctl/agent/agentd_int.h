@@ -45,6 +45,14 @@
  * responses not yet written count against cfg.max_buffered for the whole agent (a
  * frame that would exceed it is refused from its header); at most cfg.max_workers
  * workers run at once (a request beyond that is refused, never queued).
+ *
+ * Connection limits: each listener has its own pool (cfg.max_connections for TLS,
+ * cfg.max_unix_connections, of which cfg.unix_root_reserve only uid 0 may take, and
+ * cfg.max_metrics_connections), counted over the connections not closing; a source
+ * address holds at most cfg.max_handshakes_per_address TLS connections that have not
+ * finished their handshake, which must finish within cfg.handshake_timeout_s. Refused
+ * connections go through fctl_agentd_refuse: counted, and audited at most once per
+ * reason and source per cfg.refusal_interval_s (agentd_refusal.c).
  */
 
 #define EXIT_REFUSED 13 /* RESULT of a request the role does not allow */
@@ -60,6 +68,7 @@ struct conn {
 	enum fctl_role role; /* the one hello and status name: fctl_roles_primary(roles) */
 	unsigned roles;      /* what requests are checked against (fctl/tls.h) */
 	char who[320];      /* "uid 0" or "CN=alice,OU=operator" */
+	char peer[64];      /* the source: numeric address (TLS, metrics) or "uid N" (Unix) */
 	uid_t uid;
 	bool has_uid;
 	uint8_t hdr[FCTL_PROTO_HDR_LEN];
@@ -85,11 +94,35 @@ struct conn {
 	size_t held;       /* bytes of frame and response counted in agent.buffered */
 };
 
+/* One reason and source of refusals, audited once, then counted (agentd_refusal.c). */
+struct refusal_src {
+	enum fctl_refusal why;
+	enum conn_kind kind;
+	char source[64];
+	char detail[256];
+	bool has_uid;
+	uid_t uid;
+	uint64_t repeats; /* refusals since its last record */
+	uint64_t seen;    /* refusals in this interval */
+};
+
+/* The refusals of the current interval. */
+struct refusals {
+	struct refusal_src *src; /* cfg.max_refusal_sources at most */
+	size_t n, cap;
+	uint64_t total;          /* refused in this interval */
+	uint64_t unrecorded;     /* of which not audited one by one (in counts or the summary) */
+	uint64_t overflow;       /* of which from sources beyond the table (summary only) */
+	uint64_t by_reason[FCTL_REFUSED_MAX];
+	bool armed;              /* refusal_tfd runs */
+	uint64_t start_ms;       /* the interval began (armed) */
+};
+
 struct agent {
 	const struct fctl_agent_ops *ops;
 	struct fctl_agent_config cfg;
 	struct fctl_engine_opts eo;
-	int ep, sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd;
+	int ep, sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd, refusal_tfd;
 	SSL_CTX *ctx;
 	struct fctl_tls_policy *pol;
 	gid_t gid;
@@ -104,6 +137,7 @@ struct agent {
 	char host[256];
 	struct fctl_nl *sa_nl; /* netlink of the SA requests, kept open between them */
 	struct fctl_audit *audit;
+	struct refusals refusals;
 };
 
 /* --- agentd_loop.c: the loop's clock, log and epoll --- */
@@ -127,6 +161,23 @@ void fctl_agentd_audit_close(struct agent *a);
  * c (may be NULL) is the actor, detail may be NULL. */
 void fctl_agentd_audit_event(struct agent *a, const char *action, const char *result,
 			     const struct conn *c, const char *detail);
+/* The same with the actor given field by field: a certificate subject or peer (may be
+ * NULL), else a uid (has_uid), else the agent itself. */
+void fctl_agentd_audit_actor(struct agent *a, const char *action, const char *result,
+			     const char *actor_cert, bool has_uid, uid_t uid, const char *detail);
+
+/* --- agentd_refusal.c: refused connections, counted and audited in aggregate --- */
+
+/* Refuses c (a connection not yet, or just, authenticated): counts why, audits it
+ * (the first refusal of this reason, detail and source at once, the next ones of the
+ * interval as one record with their count), closes c. */
+void fctl_agentd_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
+			const char *detail);
+/* refusal_tfd fired: one record per reason and source refused again since its last
+ * record, and a summary record when any refusal was not audited one by one. */
+void fctl_agentd_refusals_flush(struct agent *a);
+/* Teardown: flushes what is counted, frees the table. */
+void fctl_agentd_refusals_release(struct agent *a);
 
 /* --- agentd_listen.c: the sockets the loop watches --- */
 

@@ -57,9 +57,15 @@ static void sweep_timeouts(struct agent *a)
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->deadline && c->deadline <= t && !c->child && !c->closing) {
+		if (c->deadline && c->deadline <= t && !c->child && !c->closing && c->handshake) {
+			char d[96];
+
+			snprintf(d, sizeof(d), "no TLS handshake within %u s (handshake_timeout)",
+				 a->cfg.handshake_timeout_s);
+			fctl_agentd_refuse(a, c, FCTL_REFUSED_HANDSHAKE_TIMEOUT, d);
+		} else if (c->deadline && c->deadline <= t && !c->child && !c->closing) {
 			a->st.refused[FCTL_REFUSED_TIMEOUT]++;
-			if (c->hdr_got || c->handshake || c->writing)
+			if (c->hdr_got || c->writing)
 				fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
 			fctl_agentd_conn_close(a, c);
 		}
@@ -78,7 +84,7 @@ static int next_timeout(struct agent *a)
 	return best <= t ? 0 : (int)(best - t > 60000 ? 60000 : best - t);
 }
 
-/* Blocks the signals the signalfd takes; the epoll, the signalfd and the two timerfds. */
+/* Blocks the signals the signalfd takes; the epoll, the signalfd and the three timerfds. */
 static int loop_setup(struct agent *a, char *err, size_t errlen)
 {
 	sigset_t mask;
@@ -95,7 +101,9 @@ static int loop_setup(struct agent *a, char *err, size_t errlen)
 	a->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	a->drift_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	a->debounce_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (a->ep < 0 || a->sfd < 0 || a->drift_tfd < 0 || a->debounce_tfd < 0) {
+	a->refusal_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (a->ep < 0 || a->sfd < 0 || a->drift_tfd < 0 || a->debounce_tfd < 0 ||
+	    a->refusal_tfd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-r));
 		return r;
@@ -146,8 +154,8 @@ static int open_listeners(struct agent *a, char *err, size_t errlen)
 /* Link notifications (optional) and every fd of the loop into the epoll. */
 static int watch_fds(struct agent *a, char *err, size_t errlen)
 {
-	int *fds[] = { &a->sfd, &a->drift_tfd, &a->debounce_tfd, &a->nl_fd, &a->unix_fd,
-		       &a->tcp_fd, &a->http_fd };
+	int *fds[] = { &a->sfd, &a->drift_tfd, &a->debounce_tfd, &a->refusal_tfd, &a->nl_fd,
+		       &a->unix_fd, &a->tcp_fd, &a->http_fd };
 	int r;
 
 	a->nl_fd = fctl_agentd_open_netlink();
@@ -208,6 +216,9 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 	} else if (p == &a->debounce_tfd) {
 		if (read(a->debounce_tfd, &ticks, sizeof(ticks)) > 0)
 			fctl_agentd_drift_check(a, "link event");
+	} else if (p == &a->refusal_tfd) {
+		if (read(a->refusal_tfd, &ticks, sizeof(ticks)) > 0)
+			fctl_agentd_refusals_flush(a);
 	} else if (p == &a->nl_fd) {
 		char buf[8192];
 
@@ -251,8 +262,8 @@ static int serve(struct agent *a, char *err, size_t errlen)
 /* Stops the workers and the repair, frees the connections, closes every fd. */
 static void teardown(struct agent *a)
 {
-	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd, a->sfd,
-		      a->ep };
+	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd,
+		      a->refusal_tfd, a->sfd, a->ep };
 
 	while (a->conns) {
 		struct conn *c = a->conns;
@@ -279,6 +290,7 @@ static void teardown(struct agent *a)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	fctl_nl_close(a->sa_nl);
+	fctl_agentd_refusals_release(a); /* the counts of the interval, before the log closes */
 	fctl_agentd_audit_close(a);
 	fctl_tls_ctx_free(a->ctx);
 	fctl_tls_policy_free(a->pol);
@@ -288,7 +300,8 @@ static void teardown(struct agent *a)
 int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 {
 	struct agent a = { .ops = ops, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
-			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1 };
+			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1,
+			   .refusal_tfd = -1 };
 	struct fctl_agent_config cfg;
 	int r;
 

@@ -21,6 +21,10 @@ static const char *const refusal_names[] = {
 	[FCTL_REFUSED_BUSY] = "max_connections",
 	[FCTL_REFUSED_WORKERS] = "max_workers",
 	[FCTL_REFUSED_BUFFERED] = "max_buffered",
+	[FCTL_REFUSED_PER_ADDRESS] = "max_handshakes_per_address",
+	[FCTL_REFUSED_HANDSHAKE_TIMEOUT] = "handshake_timeout",
+	[FCTL_REFUSED_UNIX_BUSY] = "max_unix_connections",
+	[FCTL_REFUSED_METRICS_BUSY] = "max_metrics_connections",
 };
 
 const char *fctl_refusal_name(enum fctl_refusal r)
@@ -115,6 +119,10 @@ int fctl_metrics_render(const struct fctl_engine_opts *o, const struct fctl_agen
 	for (unsigned k = 0; k < FCTL_REFUSED_MAX; k++)
 		fctl_buf_printf(out, "fabricctl_agent_refused_total{reason=\"%s\"} %" PRIu64 "\n",
 				fctl_refusal_name((enum fctl_refusal)k), st->refused[k]);
+	head(out, "fabricctl_agent_refusals_aggregated_total", "counter",
+	     "Refusals audited only in a count or a summary record, not one by one.");
+	fctl_buf_printf(out, "fabricctl_agent_refusals_aggregated_total %" PRIu64 "\n",
+			st->refusals_aggregated);
 	head(out, "fabricctl_profile_applied", "gauge", "1 when a profile was applied on this host.");
 	fctl_buf_printf(out, "fabricctl_profile_applied %d\n", st->applied);
 	if (st->applied) {

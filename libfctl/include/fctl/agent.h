@@ -31,6 +31,18 @@ struct ssl_ctx_st;
 #define FCTL_AGENT_MAX_FRAME (1u << 20)
 #define FCTL_AGENT_MAX_BUFFERED (8u << 20)
 #define FCTL_AGENT_MAX_WORKERS 4
+/* Connection limits (docs/agent.md, "Limits"): one pool per listener; per source
+ * address, TLS connections still in their handshake; the handshake deadline; slots of
+ * the Unix socket only root may take; refusals audited at most once per reason and
+ * source per interval (the rest counted), for so many sources per interval. */
+#define FCTL_AGENT_MAX_CONNECTIONS 64
+#define FCTL_AGENT_MAX_HANDSHAKES_PER_ADDRESS 8
+#define FCTL_AGENT_HANDSHAKE_TIMEOUT_S 5
+#define FCTL_AGENT_MAX_UNIX_CONNECTIONS 16
+#define FCTL_AGENT_UNIX_ROOT_RESERVE 4
+#define FCTL_AGENT_MAX_METRICS_CONNECTIONS 4
+#define FCTL_AGENT_REFUSAL_INTERVAL_S 60
+#define FCTL_AGENT_MAX_REFUSAL_SOURCES 32
 
 struct fctl_agent_config {
 	char *socket_path;  /* "" = no Unix socket */
@@ -48,7 +60,14 @@ struct fctl_agent_config {
 	unsigned drift_interval_s; /* 0 = no periodic check */
 	unsigned drift_debounce_ms;
 	bool drift_repair;  /* re-apply the last applied profile when drift is found */
-	unsigned max_connections;
+	unsigned max_connections;  /* TLS connections, those in their handshake included */
+	unsigned max_handshakes_per_address; /* TLS connections in their handshake, per address */
+	unsigned handshake_timeout_s; /* a TLS handshake (a metrics request) must end within */
+	unsigned max_unix_connections;
+	unsigned unix_root_reserve;   /* of max_unix_connections, the slots only uid 0 takes */
+	unsigned max_metrics_connections;
+	unsigned refusal_interval_s;  /* refusals of one reason and source: one record per */
+	unsigned max_refusal_sources; /* reason+source pairs audited per interval */
 	unsigned timeout_s;
 	uint32_t max_frame;        /* a request frame, header included */
 	unsigned max_buffered;     /* bytes of frames and responses held at once, in total */
@@ -122,6 +141,10 @@ enum fctl_refusal {
 	FCTL_REFUSED_BUSY,        /* max_connections reached */
 	FCTL_REFUSED_WORKERS,     /* max_workers requests running */
 	FCTL_REFUSED_BUFFERED,    /* max_buffered bytes held */
+	FCTL_REFUSED_PER_ADDRESS, /* max_handshakes_per_address from this address */
+	FCTL_REFUSED_HANDSHAKE_TIMEOUT, /* no TLS handshake within handshake_timeout */
+	FCTL_REFUSED_UNIX_BUSY,   /* max_unix_connections reached (for this peer) */
+	FCTL_REFUSED_METRICS_BUSY, /* max_metrics_connections reached */
 	FCTL_REFUSED_MAX,
 };
 
@@ -130,6 +153,7 @@ const char *fctl_refusal_name(enum fctl_refusal r);
 struct fctl_agent_stats {
 	uint64_t requests[FCTL_MSG_RECOVER + 1][2]; /* [type][0 ok, 1 failed] */
 	uint64_t refused[FCTL_REFUSED_MAX];
+	uint64_t refusals_aggregated; /* refusals audited only in a count, not one by one */
 	uint64_t connections; /* open now */
 	bool drift_known;
 	bool drift;
