@@ -7,7 +7,7 @@
 # Prints PASS/FAIL per check and "unit_hardening: N passed, M failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+BUILD=$(realpath -m -- "${FCTL_BUILD_DIR:-$ROOT/build}")
 UNIT=$ROOT/scripts/fabricctl-agent.service
 PASS=0 FAIL=0
 pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
