@@ -198,10 +198,12 @@ expect_fail wrong-audit-key-pinned "the checkpoint is not signed by .*other" "$T
 	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/other/audit.pub"
 expect_fail trusted-checkpoint-of-another-log "your trusted checkpoint is not signed by the bundle's audit key" "$T/good" \
 	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --trusted-checkpoint "$T/other/audit.log.checkpoints"
-# history rewritten by someone holding the host's audit key, then signed by both (honest) signers
-mkdir "$T/rewritten" && cp "$T/host/audit.key" "$T/host/audit.pub" "$T/rewritten/" &&
-	records "$T/rewritten" h7 && evidence "$T/rw.tar" "$T/rewritten" alice bob &&
+# history rewritten in place (same host, same path, so the same origin) by someone
+# holding the host's audit key, then signed by both (honest) signers
+mv "$T/host" "$T/host.orig" && mkdir "$T/host" && cp "$T/host.orig/audit.key" "$T/host.orig/audit.pub" "$T/host/" &&
+	records "$T/host" h7 && evidence "$T/rw.tar" "$T/host" alice bob &&
 	mkdir "$T/rw" && tar -xf "$T/rw.tar" -C "$T/rw" || cannot "the rewritten log"
+rm -rf "$T/host" && mv "$T/host.orig" "$T/host" || cannot "restore the genuine log"
 expect_fail history-rewritten-vs-trusted-checkpoint "differ from the ones your trusted checkpoint covers" "$T/rw" \
 	"${PIN[@]}" --trusted-checkpoint "$T/trusted.cp"
 # --- the tar itself ----------------------------------------------------------------------------
