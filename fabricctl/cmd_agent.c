@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "fctl/agent.h"
@@ -155,11 +156,17 @@ int cmd_agent(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static char keys[32][32];
-	struct fctl_agent_ops ops;
+	struct fctl_agent_ops ops = { 0 };
 	struct agent_args aa = { 0 };
 	char err[768] = "";
 	int ch, idx = 0, r;
 
+	/* the agent's worker, re-executed by the agent (fctl_agent_worker_main) */
+	if (argc == 3 && strcmp(argv[1], "--worker") == 0 && strcmp(argv[2], "3") == 0) {
+		ops.run = run_request;
+		ops.ctx = &aa;
+		_exit(fctl_agent_worker_main(&ops, 3));
+	}
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		switch (ch) {

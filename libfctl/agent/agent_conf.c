@@ -27,6 +27,7 @@ void fctl_agent_config_init(struct fctl_agent_config *c)
 	c->max_frame = FCTL_AGENT_MAX_FRAME;
 	c->max_buffered = FCTL_AGENT_MAX_BUFFERED;
 	c->max_workers = FCTL_AGENT_MAX_WORKERS;
+	c->worker_user = fctl_strdup("nobody");
 }
 
 static int set_str(char **dst, const char *v)
@@ -109,6 +110,7 @@ int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const ch
 		{ "host", offsetof(struct fctl_agent_config, host) },
 		{ "profile_dir", offsetof(struct fctl_agent_config, profile_dir) },
 		{ "audit_log", offsetof(struct fctl_agent_config, audit_log) },
+		{ "worker_user", offsetof(struct fctl_agent_config, worker_user) },
 	};
 	unsigned mf;
 	int r;
@@ -206,7 +208,7 @@ void fctl_agent_config_release(struct fctl_agent_config *c)
 {
 	char **strs[] = { &c->socket_path, &c->group, &c->listen, &c->cert, &c->key,
 			  &c->ca, &c->policy, &c->crl, &c->metrics, &c->state_dir, &c->netns,
-			  &c->host, &c->profile_dir, &c->audit_log };
+			  &c->host, &c->profile_dir, &c->audit_log, &c->worker_user };
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(strs); i++) {
 		free(*strs[i]);

@@ -2,6 +2,7 @@
 /* The agent's running configuration: applied at start and again on SIGHUP. */
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,8 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	struct fctl_tls_policy *pol = NULL;
 	SSL_CTX *ctx = NULL;
 	bool has_gid = false;
-	gid_t gid = 0;
+	gid_t gid = 0, wgid = 0;
+	uid_t wuid = 0;
 	int r = 0;
 
 	if (!cfg->listen && a->tcp_fd >= 0) {
@@ -94,6 +96,19 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			has_gid = true;
 		}
 	}
+	if (r == 0) {
+		struct passwd *pw = cfg->worker_user ? getpwnam(cfg->worker_user) : NULL;
+
+		if (!pw || pw->pw_uid == 0 || pw->pw_gid == 0) {
+			snprintf(err, errlen, "worker_user '%s' %s", cfg->worker_user ? cfg->worker_user : "",
+				 pw ? "is root: read-only workers must run unprivileged"
+				    : "does not exist");
+			r = -EINVAL;
+		} else {
+			wuid = pw->pw_uid;
+			wgid = pw->pw_gid;
+		}
+	}
 	if (r < 0) {
 		fctl_tls_ctx_free(ctx);
 		fctl_tls_policy_free(pol);
@@ -102,6 +117,8 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	/* every field from the new configuration, a removed group included */
 	a->gid = gid;
 	a->has_gid = has_gid;
+	a->worker_uid = wuid;
+	a->worker_gid = wgid;
 	fctl_tls_ctx_free(a->ctx);
 	fctl_tls_policy_free(a->pol);
 	a->ctx = ctx;

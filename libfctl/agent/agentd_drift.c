@@ -2,9 +2,7 @@
 /* The agent's drift scheduling: debounced and periodic checks, the repair worker. */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -30,15 +28,9 @@ static void spawn_repair(struct agent *a, uint64_t version)
 		struct fctl_agent_request rq = { .type = FCTL_MSG_ROLLBACK, .to_version = version,
 						 .host = a->cfg.host, .state_dir = a->cfg.state_dir,
 						 .netns = a->cfg.netns, .options = FCTL_OPT_JSON };
-		sigset_t none;
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (null >= 0)
-			dup2(null, 1);
-		_exit(a->ops->run(a->ops->ctx, &rq) & 0xff);
+		/* output to /dev/null, errors to the agent's log; a writer: not sandboxed */
+		fctl_agentd_exec_worker(a, open("/dev/null", O_WRONLY | O_CLOEXEC), 2, &rq, false);
 	}
 	if (pid > 0) {
 		a->repair_child = pid;

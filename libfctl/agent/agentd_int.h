@@ -24,9 +24,11 @@
  * signalfd (TERM/INT/HUP/CHLD), two timerfds (periodic drift check, debounce
  * after link events) and a NETLINK_ROUTE socket subscribed to link and address
  * events. Nothing polls: with no traffic and no timer due the process sleeps
- * in epoll_wait. Requests that touch the engine run in a forked worker (one per
- * request, killed with the agent: PR_SET_PDEATHSIG) whose stdout and stderr go
- * to memfds that become the response's OUTPUT and ERROR.
+ * in epoll_wait. Requests that touch the engine run in a worker (one per
+ * request, killed with the agent: PR_SET_PDEATHSIG) that re-executes the agent's
+ * binary (no memory of the agent's survives: agentd_sandbox.c) and whose stdout
+ * and stderr go to memfds that become the response's OUTPUT and ERROR; read-only
+ * workers drop to worker_user, no capabilities, no_new_privs and seccomp.
  *
  * Ownership of a struct conn (one rule, everywhere): only
  * fctl_agentd_conn_collect frees a connection, and the loop calls it once per
@@ -138,6 +140,17 @@ struct agent {
 	struct fctl_nl *sa_nl; /* netlink of the SA requests, kept open between them */
 	struct fctl_audit *audit;
 	struct refusals refusals;
+	int exe_fd;             /* the agent's own binary, re-executed by every worker */
+	uid_t worker_uid;       /* worker_user: what read-only workers run as */
+	gid_t worker_gid;
+};
+
+/* What a worker is told besides its request (agentd_sandbox.c). */
+struct fctl_wreq {
+	bool drop;     /* a request that changes nothing: sandboxed as uid:gid */
+	uid_t uid;
+	gid_t gid;
+	pid_t parent;  /* the agent: the worker exits when it is not its parent */
 };
 
 /* --- agentd_loop.c: the loop's clock, log and epoll --- */
@@ -227,7 +240,7 @@ void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uin
  * fctl_agentd_sa_request and starts a worker for the rest. */
 void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
 
-/* --- agentd_worker.c: forked workers --- */
+/* --- agentd_worker.c: workers, forked and re-executed --- */
 
 /* Spools the request's profile to a file only this request uses (a new unique name
  * in profile_dir, O_EXCL, 0600), forks the worker with its output in memfds: 0 or
@@ -235,6 +248,21 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m);
 /* Reaps the exited workers (and the drift repair) and sends their responses. */
 void fctl_agentd_reap(struct agent *a);
+
+/* Opens the agent's own binary (/proc/self/exe) for the workers: 0 or a negative errno
+ * with err filled. */
+int fctl_agentd_worker_init(struct agent *a, char *err, size_t errlen);
+/* In a forked child: becomes the worker of rq (fd_out, fd_err its stdout and stderr;
+ * drop: sandboxed as worker_user) by re-executing the agent's binary with the request
+ * in a memfd. Does not return. */
+_Noreturn void fctl_agentd_exec_worker(const struct agent *a, int fd_out, int fd_err,
+				       const struct fctl_agent_request *rq, bool drop);
+
+/* --- agentd_sandbox.c: the re-executed worker --- */
+
+/* The request as "key=value\0" strings (b: appended). 0 or -ENOMEM. */
+int fctl_agentd_wreq_encode(const struct fctl_agent_request *rq, const struct fctl_wreq *w,
+			    struct fctl_buf *b);
 
 /* --- agentd_sa.c: the SA requests of key rotation --- */
 

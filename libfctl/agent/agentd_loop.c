@@ -263,7 +263,7 @@ static int serve(struct agent *a, char *err, size_t errlen)
 static void teardown(struct agent *a)
 {
 	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd,
-		      a->refusal_tfd, a->sfd, a->ep };
+		      a->refusal_tfd, a->sfd, a->ep, a->exe_fd };
 
 	while (a->conns) {
 		struct conn *c = a->conns;
@@ -301,7 +301,7 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 {
 	struct agent a = { .ops = ops, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
 			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1,
-			   .refusal_tfd = -1 };
+			   .refusal_tfd = -1, .exe_fd = -1 };
 	struct fctl_agent_config cfg;
 	int r;
 
@@ -309,7 +309,9 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 	fctl_agent_config_init(&cfg);
 	a.st.start_time = fctl_agentd_wall();
 	fctl_agentd_harden();
-	r = loop_setup(&a, err, errlen);
+	r = fctl_agentd_worker_init(&a, err, errlen);
+	if (r == 0)
+		r = loop_setup(&a, err, errlen);
 	if (r < 0)
 		goto out;
 	r = ops->load_config(ops->ctx, &cfg, err, errlen);

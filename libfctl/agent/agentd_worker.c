@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The agent's forked workers: one per engine request (apply, plan, ...), output in memfds. */
+/* The agent's workers: one per engine request (apply, plan, ...), re-executed, output in memfds. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +76,76 @@ static void spawn_undo(struct conn *c)
 	drop_spool(c);
 }
 
+int fctl_agentd_worker_init(struct agent *a, char *err, size_t errlen)
+{
+	struct stat st;
+	int r;
+
+	/* this very binary, whatever happens to its path later (an upgrade): each worker
+	 * runs the code the agent runs */
+	a->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (a->exe_fd < 0 || fstat(a->exe_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !(st.st_mode & S_IXUSR)) {
+		r = a->exe_fd < 0 ? -errno : -ENOEXEC;
+		snprintf(err, errlen, "cannot open the agent's own binary for its workers: %s",
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* Moves fd to at least 10 (out of the way of 0..3); -1 stays -1. */
+static int high_fd(int fd)
+{
+	return fd < 0 ? -1 : fcntl(fd, F_DUPFD, 10);
+}
+
+_Noreturn void fctl_agentd_exec_worker(const struct agent *a, int fd_out, int fd_err,
+				       const struct fctl_agent_request *rq, bool drop)
+{
+	static char *const argv[] = { "fabricctl", "agent", "--worker", "3", NULL };
+	struct fctl_wreq w = { .drop = drop, .uid = a->worker_uid, .gid = a->worker_gid,
+			       .parent = getppid() };
+	struct fctl_buf b = { 0 };
+	extern char **environ;
+	sigset_t none;
+	int req, null, out, err, exe;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	req = memfd_create("fctl-request", MFD_CLOEXEC);
+	if (req >= 0 && fctl_agentd_wreq_encode(rq, &w, &b) == 0) {
+		size_t off = 0;
+
+		while (off < b.len) {
+			ssize_t k = write(req, b.data + off, b.len - off);
+
+			if (k <= 0)
+				break;
+			off += (size_t)k;
+		}
+	}
+	null = high_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	out = high_fd(fd_out);
+	err = high_fd(fd_err);
+	req = high_fd(req);
+	exe = high_fd(a->exe_fd);
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(out, 1);
+	dup2(err, 2);
+	if (req < 0 || dup2(req, 3) < 0 || exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0) {
+		dprintf(2, "fabricctl agent: cannot pass the worker its request\n");
+		_exit(2);
+	}
+	/* nothing else of the agent's reaches the worker: no socket, no log, no listener */
+	syscall(SYS_close_range, 5, ~0u, 0);
+	syscall(SYS_execveat, 4, "", argv, environ, AT_EMPTY_PATH);
+	dprintf(2, "fabricctl agent: cannot start the worker: %s\n", strerror(errno));
+	_exit(2);
+}
+
 static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
 	struct fctl_agent_request rq = {
@@ -90,21 +161,8 @@ static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		.has_actor_uid = c->kind != C_TLS && c->has_uid,
 		.actor_uid = c->uid,
 	};
-	sigset_t none;
-	int code, null;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null >= 0)
-		dup2(null, 0);
-	dup2(c->fd_out, 1);
-	dup2(c->fd_err, 2);
-	code = a->ops->run(a->ops->ctx, &rq);
-	fflush(stdout);
-	fflush(stderr);
-	_exit(code & 0xff);
+	fctl_agentd_exec_worker(a, c->fd_out, c->fd_err, &rq, !c->req_writes);
 }
 
 int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)

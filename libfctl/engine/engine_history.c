@@ -21,7 +21,7 @@ int fctl_engi_history_read(const char *dir, struct fctl_history_entry **out, siz
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/history/index", dir);
-	f = fopen(path, "re");
+	f = fctl_fopen_ro(path);
 	if (!f) {
 		*out = NULL;
 		*n = 0;

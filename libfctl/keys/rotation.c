@@ -38,7 +38,7 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 	if (!ifname_ok(ifname))
 		return -EINVAL;
 	snprintf(path, sizeof(path), "%s/%s", dir, ifname);
-	f = fopen(path, "re");
+	f = fctl_fopen_ro(path);
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
@@ -167,12 +167,17 @@ int fctl_rotation_overlay(struct fctl_host_state *hs, const char *dir)
 {
 	DIR *d;
 	struct dirent *de;
-	int r = 0;
+	int fd, r = 0;
 
 	/* the records there, not one open per SecY of the profile: most were never rotated */
-	d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+	fd = fctl_open_ro(dir, O_DIRECTORY);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		r = errno;
+		if (fd >= 0)
+			close(fd);
+		return r == ENOENT ? 0 : -r;
+	}
 	while (r == 0 && (de = readdir(d))) {
 		struct fctl_link *l;
 		struct fctl_rotation_cur c;

@@ -696,9 +696,9 @@ int fctl_profile_load(const char *file, struct fctl_diags *d, struct fctl_profil
 	ssize_t n;
 	int fd, r;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = fctl_open_ro(file, O_NOCTTY); /* an agent worker's profile is preopened */
 	if (fd < 0) {
-		r = -errno;
+		r = fd;
 		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "io", NULL, "cannot open: %s",
 			      strerror(-r));
 		return r;

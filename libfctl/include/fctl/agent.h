@@ -6,8 +6,8 @@
  * local Unix socket (peer credentials: root or a configured group), a TCP port
  * with mutual TLS (roles from the client certificate), an HTTP endpoint with
  * Prometheus metrics, drift checks on a timer and on netlink link events. Each
- * request runs in a forked worker whose stdout/stderr are captured and sent
- * back, so a remote command prints exactly what the local one prints; the
+ * request runs in a worker (the program re-executed: fctl_agent_worker_main)
+ * whose stdout/stderr are captured and sent back, so a remote command prints exactly what the local one prints; the
  * worker calls back into the program (struct fctl_agent_ops.run).
  */
 #ifndef FCTL_AGENT_H
@@ -72,6 +72,7 @@ struct fctl_agent_config {
 	uint32_t max_frame;        /* a request frame, header included */
 	unsigned max_buffered;     /* bytes of frames and responses held at once, in total */
 	unsigned max_workers;      /* request workers at once; more are refused */
+	char *worker_user;         /* read-only workers run as this user (default nobody) */
 };
 
 void fctl_agent_config_init(struct fctl_agent_config *c);
@@ -109,6 +110,15 @@ struct fctl_agent_ops {
 	 * an interrupted apply (fctl_engine_opts.keymgr_path); NULL: none */
 	const char *keymgr_path;
 };
+
+/* The worker mode of the program (`fabricctl agent --worker FD`, started only by the
+ * agent, which re-executes its own binary for every request: the worker never shares
+ * the agent's memory). FD holds the request. For a request that changes nothing the
+ * worker first opens what it reads, then drops to the agent's worker_user with no
+ * capabilities, no_new_privs and a seccomp allow-list; writing workers keep the
+ * agent's privileges. Then ops->run; returns its exit code (2 when the sandbox could
+ * not be set up, with the reason on stderr). */
+int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd);
 
 /* Runs until SIGTERM/SIGINT. Returns 0 on a clean shutdown, negative errno when it
  * could not start (err says why). */

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define FCTL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -48,6 +49,17 @@ char *fctl_buf_steal(struct fctl_buf *b);
 int fctl_buf_json_str(struct fctl_buf *b, const char *s);
 /* XML: append s with &<>"' escaped. */
 int fctl_buf_xml_str(struct fctl_buf *b, const char *s);
+
+/* Read-only opens that may be served from files opened earlier: a process about to
+ * lose the right to open some paths (an agent worker dropping to an unprivileged
+ * user) opens them first with fctl_preopen_add (which takes fd); fctl_open_ro(path)
+ * then returns a new descriptor of that open file, rewound, and opens path itself
+ * (O_RDONLY | O_CLOEXEC | flags) when it was not preopened. The fd or a negative
+ * errno (with errno set as open(2) sets it). */
+int fctl_preopen_add(const char *path, int fd);
+int fctl_open_ro(const char *path, int flags);
+/* fopen(path, "re") through fctl_open_ro: NULL with errno set on failure. */
+FILE *fctl_fopen_ro(const char *path);
 
 /* Secrets. */
 void fctl_memzero(void *p, size_t n);
