@@ -236,8 +236,11 @@ void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o)
 	}
 	line = f.data;
 	fctl_mx_label(base, sizeof(base), "host", src->host);
-	fctl_mx_label(base, sizeof(base), "link", word(line, "link", v, sizeof(v)) ? v : "");
-	fctl_mx_label(base, sizeof(base), "peer", word(line, "peer", v, sizeof(v)) ? v : "");
+	/* "-" is the probe's word for none */
+	fctl_mx_label(base, sizeof(base), "link",
+		      word(line, "link", v, sizeof(v)) && strcmp(v, "-") ? v : "");
+	fctl_mx_label(base, sizeof(base), "peer",
+		      word(line, "peer", v, sizeof(v)) && strcmp(v, "-") ? v : "");
 	fctl_mx_head(o, "fabricctl_probe_last_run_timestamp_seconds", "gauge",
 		     "Unix time the last probe run ended.");
 	if (word(line, "time", v, sizeof(v)))
