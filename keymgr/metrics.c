@@ -66,8 +66,8 @@ int km_metrics_textfile(const char *path, const char *cmd, const struct km_resul
 			cmd, wall_s);
 	head(&b, "fabricctl_keymgr_last_run_links", "Links of the last run, by result.");
 	for (int k = 0; k < 3; k++)
-		fctl_buf_printf(&b, "fabricctl_keymgr_last_run_links{command=\"%s\",result=\"%s\"} %u\n",
-				cmd, results[k], count[k]);
+		fctl_buf_printf(&b, "fabricctl_keymgr_last_run_links{command=\"%s\","
+				    "result=\"%s\"} %u\n", cmd, results[k], count[k]);
 	link_family(&b, "fabricctl_keymgr_link_committed",
 		    "1 when the link's rotation in the last run committed, 0 when it rolled back "
 		    "or failed.", res, n, false, false);

@@ -16,7 +16,8 @@ static void put_safe(struct fctl_buf *b, const char *key, const char *v)
 {
 	fctl_buf_printf(b, " %s=", key);
 	for (const unsigned char *c = (const unsigned char *)(v && *v ? v : "-"); *c; c++)
-		fctl_buf_putc(b, *c <= ' ' || *c == '"' || *c == '\\' || *c >= 0x7f ? '_' : (char)*c);
+		fctl_buf_putc(b, *c <= ' ' || *c == '"' || *c == '\\' || *c >= 0x7f ? '_'
+										   : (char)*c);
 }
 
 static uint64_t res_loss(const struct probe_result *r)
@@ -44,7 +45,8 @@ int probe_report_last(const struct probe_report *rep, int exit_code, double now,
 		if (r->ran && r->has_lat)
 			fctl_buf_printf(b, " latency_p50_seconds=%.9g latency_p99_seconds=%.9g"
 					   " latency_p999_seconds=%.9g",
-					r->ex.p50_us / 1e6, r->ex.p99_us / 1e6, r->ex.p999_us / 1e6);
+					r->ex.p50_us / 1e6, r->ex.p99_us / 1e6,
+					r->ex.p999_us / 1e6);
 		else if (r->ran)
 			fctl_buf_printf(b, " bandwidth_bytes_per_second=%.9g", r->gbps * 1e9 / 8);
 		if (r->ran)
@@ -101,8 +103,8 @@ static void per_test(struct fctl_buf *b, const struct probe_report *rep, const c
 			const char *pct[3] = { "50", "99", "99.9" };
 
 			for (int k = 0; k < 3; k++)
-				fctl_buf_printf(b, "%s{%s,percentile=\"%s\"} %.9g\n", name, set, pct[k],
-						q[k] / 1e6);
+				fctl_buf_printf(b, "%s{%s,percentile=\"%s\"} %.9g\n", name, set,
+						pct[k], q[k] / 1e6);
 		} else if (w == W_BW && r->ran && !r->has_lat) {
 			fctl_buf_printf(b, "%s{%s} %.9g\n", name, set, r->gbps * 1e9 / 8);
 		} else if ((w == W_LOSS || w == W_RETRANS) && r->ran) {
@@ -119,7 +121,8 @@ int probe_report_textfile(const struct probe_report *rep, int exit_code, double 
 
 	label(base, sizeof(base), "peer", rep->peer);
 	label(base, sizeof(base), "link", rep->link);
-	head(b, "fabricctl_probe_last_run_timestamp_seconds", "Unix time the last probe run ended.");
+	head(b, "fabricctl_probe_last_run_timestamp_seconds",
+	     "Unix time the last probe run ended.");
 	fctl_buf_printf(b, "fabricctl_probe_last_run_timestamp_seconds{%s} %.3f\n", base, now);
 	head(b, "fabricctl_probe_exit_code",
 	     "Exit code of the last probe run: 0 passed, 1 failed its SLO, 2 could not run.");

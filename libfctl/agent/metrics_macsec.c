@@ -31,7 +31,8 @@ struct counter {
 
 static const struct counter counters[] = {
 	{ "out_pkts_untagged", SECY(out_pkts_untagged), "OutPktsUntagged: sent without a SecTAG." },
-	{ "in_pkts_untagged", SECY(in_pkts_untagged), "InPktsUntagged: received without a SecTAG." },
+	{ "in_pkts_untagged", SECY(in_pkts_untagged),
+	  "InPktsUntagged: received without a SecTAG." },
 	{ "out_pkts_too_long", SECY(out_pkts_too_long), "OutPktsTooLong: too long to send." },
 	{ "in_pkts_no_tag", SECY(in_pkts_no_tag), "InPktsNoTag: dropped, no SecTAG (strict)." },
 	{ "in_pkts_bad_tag", SECY(in_pkts_bad_tag), "InPktsBadTag: invalid SecTAG." },

@@ -194,7 +194,8 @@ static void probe_result(const char *base, const char *line, struct fctl_buf *o,
 		    { "latency_p999_seconds", "99.9" } };
 	char set[768], test[32] = "", size[24] = "", v[64];
 
-	if (!word(line, "test", test, sizeof(test)) || !word(line, "size_bytes", size, sizeof(size)))
+	if (!word(line, "test", test, sizeof(test)) ||
+	    !word(line, "size_bytes", size, sizeof(size)))
 		return;
 	snprintf(set, sizeof(set), "%s", base);
 	fctl_mx_label(set, sizeof(set), "test", test);
@@ -223,7 +224,8 @@ void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o)
 		  "Latency percentiles (50, 99, 99.9; exact, nearest rank) of the last run." },
 		{ "fabricctl_probe_bandwidth_bytes_per_second", "Bandwidth of the last run." },
 		{ "fabricctl_probe_loss_packets", "Packets lost in the last run (both ends)." },
-		{ "fabricctl_probe_retransmissions", "Retransmissions in the last run (both ends)." },
+		{ "fabricctl_probe_retransmissions",
+		  "Retransmissions in the last run (both ends)." },
 	};
 	char path[4200], base[512] = "", v[256];
 	struct fctl_buf f = { 0 };
@@ -253,7 +255,8 @@ void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o)
 			   word(line, "exit", v, sizeof(v)) && strcmp(v, "0") == 0);
 	for (size_t k = 0; k < FCTL_ARRAY_SIZE(per_test); k++) {
 		fctl_mx_head(o, per_test[k][0], "gauge", per_test[k][1]);
-		for (const char *p = strstr(f.data, "\nresult "); p; p = strstr(p + 1, "\nresult ")) {
+		for (const char *p = strstr(f.data, "\nresult "); p;
+		     p = strstr(p + 1, "\nresult ")) {
 			char one[1024];
 			size_t n = strcspn(p + 1, "\n");
 

@@ -104,9 +104,9 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 	if (c->switched_at || c->completed_at || c->n_completed || c->n_rolled_back ||
 	    c->n_failed)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n,
-			      "switched %" PRIu64 "\ncompleted %" PRIu64 "\ncompleted_version %" PRIu32
-			      "\ncompleted_total %" PRIu64 "\nrolled_back_total %" PRIu64
-			      "\nfailed_total %" PRIu64 "\n",
+			      "switched %" PRIu64 "\ncompleted %" PRIu64
+			      "\ncompleted_version %" PRIu32 "\ncompleted_total %" PRIu64
+			      "\nrolled_back_total %" PRIu64 "\nfailed_total %" PRIu64 "\n",
 			      c->switched_at, c->completed_at, c->completed_version, c->n_completed,
 			      c->n_rolled_back, c->n_failed);
 	return fctl_file_replace(path, tmp, buf, (size_t)n, 0600, FCTL_FILE_SYNC_DIR);
