@@ -120,6 +120,11 @@ int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *ve
  * NULL) receives the response's output, NUL-terminated. */
 int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_buf *out, char *err,
 	    size_t errlen);
+/* metrics.c: the last run of cmd (rotate, recover) in node_exporter's textfile format,
+ * replacing path atomically (a temporary file beside it, then a rename). res[n] may be
+ * empty (a run that stopped before rotating); rc is the run's exit code. */
+int km_metrics_textfile(const char *path, const char *cmd, const struct km_result *res,
+			size_t n, int rc, double wall_s);
 /* Closes every agent connection (idle ones time out at the agent anyway). */
 void km_close_conns(struct km *k);
 void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,

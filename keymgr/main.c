@@ -37,6 +37,7 @@
 
 /* options (globals of the program's main file only) */
 static const char *opt_cert, *opt_key, *opt_ca, *opt_state_dir = KM_STATE_DIR, *opt_audit;
+static const char *opt_textfile; /* --metrics-textfile */
 static bool opt_all, opt_json, opt_compromised;
 static unsigned opt_count, opt_timeout = 10;
 static double opt_cryptoperiod = -1, opt_overlap = -1;
@@ -53,6 +54,8 @@ static void usage(FILE *f)
 	      "         --timeout SEC (per agent request, default 10)\n"
 	      "         --cryptoperiod SEC --overlap SEC (override the profile's key policy)\n"
 	      "         --json (rotate, status: one JSON object / array on stdout)\n"
+	      "         --metrics-textfile PATH (rotate, recover: the run in node_exporter's\n"
+	      "           textfile format, written atomically)\n"
 	      "rotate takes the links together: each through prepare..switch, one overlap\n"
 	      "wait for all of them, then each link's check and retirement.\n"
 	      "LINK is PROFILE-LINK.VLAN-ID as `status` prints it, e.g. h1-h2.100.\n"
@@ -398,13 +401,31 @@ static void report(const struct km *k, const struct km_result *res, size_t n, do
 		       n ? step_sum / (double)n : 0, k->kms_ops, k->agent_requests, k->agent_connects);
 }
 
+static bool textfile_written;
+
+/* --metrics-textfile: the run (rotate, recover) for node_exporter; a failure is said. */
+static void textfile(const char *cmd, const struct km_result *res, size_t n, int rc,
+		     double wall_ms)
+{
+	int r;
+
+	if (!opt_textfile || textfile_written)
+		return;
+	textfile_written = true;
+	r = km_metrics_textfile(opt_textfile, cmd, res, n, rc, wall_ms / 1e3);
+	if (r < 0)
+		fprintf(stderr, "fabricctl-keymgr: --metrics-textfile %s not written: %s\n",
+			opt_textfile, strerror(-r));
+}
+
 /* rotate LINK...|--all, recover: the links named (or all of them). */
 static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_names)
 {
 	bool recover = strcmp(cmd, "recover") == 0;
 	struct km_link **sel = calloc(k->n_links ? k->n_links : 1, sizeof(*sel));
 	struct km_result *res = calloc(k->n_links ? k->n_links : 1, sizeof(*res));
-	size_t n = 0;
+	size_t n = 0, n_res = 0;
+	double t0 = now_ms();
 	int rc = 0;
 
 	if (!sel || !res) {
@@ -444,12 +465,13 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 				rc = rc_of(r);
 		}
 	} else if (rc == 0) {
-		double t0 = now_ms();
 		int r = km_rotate_batch(k, sel, n, res, n > 1 && isatty(STDERR_FILENO) && !opt_json);
 
 		report(k, res, n, now_ms() - t0);
 		rc = r == 0 ? 0 : rc_of(r);
+		n_res = n;
 	}
+	textfile(cmd, res, n_res, rc, now_ms() - t0);
 	km_close_conns(k);
 	free(sel);
 	free(res);
@@ -537,6 +559,7 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'A' },
 		{ "compromised", no_argument, NULL, 'X' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "metrics-textfile", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -596,6 +619,7 @@ int main(int argc, char **argv)
 		case 'A': opt_all = true; break;
 		case 'X': opt_compromised = true; break;
 		case 'j': opt_json = true; break;
+		case 'M': opt_textfile = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -626,6 +650,8 @@ int main(int argc, char **argv)
 		rc = rotate_or_recover(&k, cmd, argv + optind, argc - 1 - optind);
 	}
 out:
+	if (strcmp(cmd, "rotate") == 0 || strcmp(cmd, "recover") == 0)
+		textfile(cmd, NULL, 0, rc, 0); /* a run that stopped before rotating */
 	close_audit(&k);
 	km_links_free(&k);
 	fctl_profile_free(k.profile);

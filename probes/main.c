@@ -25,9 +25,12 @@ static const struct {
 	  "      [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]\n"
 	  "      [--qp-timeout N] [--retry-count N] [--rnr-retry N] [--depth N]\n"
 	  "      [--stall-timeout S] [--connect-timeout S] [--gid-index N] [--ib-port N]\n"
-	  "      [--audit-log PATH] [--change ID]\n"
+	  "      [--audit-log PATH] [--change ID] [--metrics-textfile PATH] [--state-dir DIR]\n"
 	  "    every verdict is an audit record (action probe): --audit-log or FCTL_AUDIT_LOG,\n"
 	  "    --change or FCTL_CHANGE_ID, as for apply\n"
+	  "    the run for monitoring: STATE_DIR/probe/last (--state-dir, default\n"
+	  "    /var/lib/fabricctl when it exists) for the agent's metrics, and with\n"
+	  "    --metrics-textfile node_exporter's textfile format (written atomically)\n"
 	  "    tests: send_lat write_lat read_lat send_bw write_bw read_bw" },
 };
 

@@ -119,6 +119,17 @@ int probe_report_json(const struct probe_report *rep, struct fctl_buf *out);
 int probe_report_junit(const struct probe_report *rep, struct fctl_buf *out);
 int probe_report_text(const struct probe_report *rep, struct fctl_buf *out);
 
+/* The last run for monitoring (metrics.c, docs/probes.md "Metrics"): the report the
+ * agent reads from STATE_DIR/probe/last, and the node_exporter textfile. exit_code is
+ * the run's exit code, now the unix time it ended. */
+int probe_report_last(const struct probe_report *rep, int exit_code, double now,
+		      struct fctl_buf *out);
+int probe_report_textfile(const struct probe_report *rep, int exit_code, double now,
+			  struct fctl_buf *out);
+/* Replaces path with b all or nothing (a temporary file in the same directory, then a
+ * rename); mode 0644. 0 or a negative errno. */
+int probe_write_atomic(const char *path, const struct fctl_buf *b);
+
 /* The server's end travels to the client as lines: "END ..."/"CTR name delta"/"MS ...". */
 int probe_end_to_wire(const struct probe_end *e, struct fctl_buf *out);
 /* Parses one line into e; returns 1 when the line was the last ("FIN"), 0 for

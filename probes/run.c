@@ -10,12 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "fctl/audit.h"
 #include "fctl/profile.h"
+#include "fctl/state.h"
 #include "prog.h"
 
 #define CTL_MS 30000
@@ -44,6 +47,8 @@ struct run_opts {
 	bool bidir;	    /* --bidirectional */
 	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
 	const char *change;    /* --change (else $FCTL_CHANGE_ID) */
+	const char *textfile;  /* --metrics-textfile: node_exporter's textfile format */
+	const char *state_dir; /* --state-dir: STATE_DIR/probe/last for the agent */
 	char profile_sha256[65];
 };
 
@@ -173,6 +178,10 @@ static int parse_value_opt(const char *opt, const char *v, struct run_opts *o)
 		o->link = v;
 	} else if (strcmp(opt, "--audit-log") == 0) {
 		o->audit_log = v;
+	} else if (strcmp(opt, "--metrics-textfile") == 0) {
+		o->textfile = v;
+	} else if (strcmp(opt, "--state-dir") == 0) {
+		o->state_dir = v;
 	} else if (strcmp(opt, "--change") == 0) {
 		o->change = v;
 	} else if (strcmp(opt, "--qp-timeout") == 0) {
@@ -548,6 +557,46 @@ static bool run_all(struct conn *c, const struct run_opts *o, struct probe_repor
 	return env_error;
 }
 
+/*
+ * The run for monitoring, whatever its result: STATE_DIR/probe/last for the agent (with
+ * --state-dir, or FCTL_STATE_DIR when that directory exists: a managed host), and the
+ * textfile with --metrics-textfile. A file that cannot be written is said on stderr;
+ * the exit code stays the run's.
+ */
+static void write_last(const struct run_opts *o, const struct probe_report *rep, int rc)
+{
+	struct fctl_buf b = { 0 };
+	struct timespec ts;
+	char path[4200];
+	struct stat sb;
+	double now;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (o->state_dir || (stat(FCTL_STATE_DIR, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+		snprintf(path, sizeof(path), "%s/probe/last", o->state_dir ? o->state_dir
+									   : FCTL_STATE_DIR);
+		r = fctl_mkdir_parents(path, 0755);
+		if (r == 0)
+			r = probe_report_last(rep, rc, now, &b);
+		if (r == 0)
+			r = probe_write_atomic(path, &b);
+		if (r < 0)
+			perr("run: %s not written: %s", path, strerror(-r));
+	}
+	if (o->textfile) {
+		fctl_buf_reset(&b);
+		r = probe_report_textfile(rep, rc, now, &b);
+		if (r == 0)
+			r = probe_write_atomic(o->textfile, &b);
+		if (r < 0)
+			perr("run: --metrics-textfile %s not written: %s", o->textfile,
+			     strerror(-r));
+	}
+	fctl_buf_release(&b);
+}
+
 int probe_run(int argc, char **argv)
 {
 	struct run_opts o = { .out = OUT_TEXT, .connect_ms = 5000, .cm_ms = 10000,
@@ -618,6 +667,7 @@ int probe_run(int argc, char **argv)
 		rc = PROBE_EXIT_ERROR;
 	}
 out:
+	write_last(&o, &rep, rc);
 	fctl_audit_close(audit);
 	fctl_buf_release(&b);
 	if (c.fd >= 0)

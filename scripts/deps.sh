@@ -20,6 +20,9 @@ PKGS=(
 	# key management: pkcs11.h (build), a SoftHSM2 token, a PyKMIP server and
 	# pkcs11-tool for tests/kms
 	libp11-kit-dev softhsm2 python3-pykmip opensc
+	# metrics: promtool (check metrics, check/test rules) and the server tests/metrics
+	# scrapes the agent with (started and stopped by the test, never as a service)
+	prometheus
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -100,6 +100,9 @@ if want unit; then
 	suite kms 600 tests/kms/kms.sh "$ROOT/build"
 	# attack tests: each reproduces a finding of the security review (tests/security/)
 	suite security 1800 tests/security/run.sh "$ROOT/build"
+	# the metrics against promtool and a real Prometheus scraping an agent; the alert
+	# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
+	suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan

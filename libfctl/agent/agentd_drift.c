@@ -66,6 +66,7 @@ void fctl_agentd_drift_check(struct agent *a, const char *why)
 	a->st.drift_checks++;
 	a->st.drift_known = true;
 	a->st.drift = rep.ops > 0;
+	snprintf(a->st.drift_ifnames, sizeof(a->st.drift_ifnames), "%s", rep.ifnames);
 	a->st.drift_last_check = fctl_agentd_wall();
 	a->st.applied = rep.applied;
 	a->st.applied_version = rep.version;

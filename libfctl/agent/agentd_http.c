@@ -5,6 +5,25 @@
 
 #include "agentd_int.h"
 
+/* The scrape's sources: the agent's counters, its audit log, the control connections
+ * (the scrape's own connection and other scrapes are not counted). */
+static void render(struct agent *a, struct fctl_buf *body)
+{
+	struct fctl_metrics_src src = {
+		.eo = &a->eo,
+		.st = &a->st,
+		.host = a->host,
+		.audit_open = a->audit != NULL,
+		.audit_records = a->audit ? fctl_audit_size(a->audit) : 0,
+		.audit_log = fctl_audit_log_path(a->cfg.audit_log, false),
+		.now = fctl_agentd_wall(),
+	};
+
+	for (const struct conn *c = a->conns; c; c = c->next)
+		src.control_connections += c->kind != C_HTTP && !c->closing;
+	fctl_metrics_render(&src, body);
+}
+
 void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 {
 	struct fctl_buf body = { 0 }, resp = { 0 };
@@ -25,7 +44,7 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 		fctl_buf_puts(&resp, "HTTP/1.0 431 Request Header Fields Too Large\r\n\r\n");
 	} else if (strncmp(c->http, "GET /metrics ", 13) == 0 ||
 		   strncmp(c->http, "GET /metrics\r", 13) == 0) {
-		fctl_metrics_render(&a->eo, &a->st, &body);
+		render(a, &body);
 		fctl_buf_printf(&resp, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
 				       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 				body.len);

@@ -327,10 +327,17 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 	r = watch_fds(&a, err, errlen);
 	if (r < 0)
 		goto out;
-	fctl_agentd_log("serving host %s: socket %s, mutual TLS %s, metrics %s, drift every %us%s",
-			a.host, a.unix_fd >= 0 ? a.cfg.socket_path : "off",
-			a.cfg.listen ? a.cfg.listen : "off", a.cfg.metrics ? a.cfg.metrics : "off",
-			a.cfg.drift_interval_s, a.cfg.drift_repair ? " (repair on)" : "");
+	{
+		char drift[48] = "periodic drift checks off";
+
+		if (a.cfg.drift_interval_s)
+			snprintf(drift, sizeof(drift), "drift every %us", a.cfg.drift_interval_s);
+		fctl_agentd_log("serving host %s: socket %s, mutual TLS %s, metrics %s, %s%s",
+				a.host, a.unix_fd >= 0 ? a.cfg.socket_path : "off",
+				a.cfg.listen ? a.cfg.listen : "off",
+				a.cfg.metrics ? a.cfg.metrics : "off", drift,
+				a.cfg.drift_repair ? " (repair on)" : "");
+	}
 	fctl_agentd_drift_check(&a, "start");
 	r = serve(&a, err, errlen);
 	if (r < 0)

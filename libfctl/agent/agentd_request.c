@@ -7,6 +7,14 @@
 #include "agentd_int.h"
 #include "fctl/rotation.h"
 
+void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsigned result)
+{
+	unsigned role = (unsigned)c->role;
+
+	if (role < FCTL_AGENT_ROLES && type <= FCTL_MSG_SA_RETIRE && result < FCTL_REQ_RESULTS)
+		a->st.requests[role][type][result]++;
+}
+
 static void status_output(struct agent *a, const struct conn *c, bool json, struct fctl_buf *o)
 {
 	const struct fctl_agent_stats *s = &a->st;
@@ -58,6 +66,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		char d[128];
 
 		a->st.refused[FCTL_REFUSED_ROLE]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_REFUSED);
 		snprintf(d, sizeof(d), "role %s may not %s", fctl_role_name(c->role), tn);
 		fctl_agentd_audit_event(a, tn, "refused", c, d);
 		fctl_agentd_respond_error(a, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
@@ -79,7 +88,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		x.version_max = (uint16_t)v;
 		snprintf(x.role, sizeof(x.role), "%s", fctl_role_name(c->role));
 		snprintf(x.agent, sizeof(x.agent), "%s fabricctl %s", a->host, FCTL_VERSION);
-		a->st.requests[m->type][0]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_OK);
 		fctl_agentd_respond(a, c, m->id, 0, NULL, 0, NULL, 0, &x);
 		return;
 	}
@@ -87,7 +96,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		struct fctl_buf o = { 0 };
 
 		status_output(a, c, m->options & FCTL_OPT_JSON, &o);
-		a->st.requests[m->type][0]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_OK);
 		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 		fctl_buf_release(&o);
 		return;
@@ -97,7 +106,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 
 		fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
 		if (fctl_rotation_busy(rdir, ifn, sizeof(ifn))) {
-			a->st.requests[m->type][1]++;
+			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 			fctl_agentd_respond_error(a, c, m->id, 2, "a key rotation is in progress "
 						  "on '%s': try again", ifn);
 			return;
@@ -105,7 +114,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	}
 	if (a->workers >= a->cfg.max_workers) {
 		a->st.refused[FCTL_REFUSED_WORKERS]++;
-		a->st.requests[m->type][1]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		fctl_agentd_respond_error(a, c, m->id, 2, "busy: %u requests are running "
 					  "(max_workers %u): try again", a->workers,
 					  a->cfg.max_workers);
@@ -113,7 +122,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	}
 	r = fctl_agentd_spawn(a, c, m);
 	if (r < 0) {
-		a->st.requests[m->type][1]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		fctl_agentd_respond_error(a, c, m->id, 2, "cannot start the %s: %s", tn,
 					  strerror(-r));
 	}

@@ -210,6 +210,7 @@ static bool sa_admitted(struct sa_req *q)
 		char d[128];
 
 		a->st.refused[FCTL_REFUSED_ROLE]++;
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_REFUSED);
 		snprintf(d, sizeof(d), "role %s may not %s (key-custodian only)",
 			 fctl_role_name(c->role), q->tn);
 		fctl_agentd_audit_event(a, q->tn, "refused", c, d);
@@ -218,6 +219,7 @@ static bool sa_admitted(struct sa_req *q)
 		return false;
 	}
 	if (a->writers) {
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		wipe_key(c, m);
 		fctl_agentd_respond_error(a, c, m->id, 2,
 					  "an apply is running on this host: try again");
@@ -225,6 +227,7 @@ static bool sa_admitted(struct sa_req *q)
 	}
 	if (m->type != FCTL_MSG_SA_DUMP && !a->audit) {
 		/* fail-secure, as keymgr: no SA change without its audit record */
+		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		wipe_key(c, m);
 		fctl_agentd_respond_error(a, c, m->id, 2, "the audit log is unavailable: SA "
 					  "changes are refused until it can be written");
@@ -353,6 +356,11 @@ static int sa_encoding(struct sa_req *q)
 	op->changes = FCTL_CHG_ENCODING_SA;
 	r = sa_exec(q->nl, op, NULL, 0, q->err, sizeof(q->err));
 	if (r == 0) {
+		/* for the metrics: when the key changed, and how often it went back */
+		if (q->cur.an != (uint8_t)m->an && m->type == FCTL_MSG_TXSA_SWITCH)
+			q->cur.switched_at = (uint64_t)time(NULL);
+		else if (q->cur.an != (uint8_t)m->an)
+			q->cur.n_rolled_back++;
 		q->cur.an = (uint8_t)m->an;
 		q->cur.version = m->key_version;
 		/* the record names the key reference it belongs to (when told) */
@@ -397,6 +405,11 @@ static int sa_retire(struct sa_req *q)
 	if (r == 0 && !rx && q->cur.busy_until) {
 		/* the TX SA goes last in a retirement: the lease ends */
 		q->cur.busy_until = 0;
+		if (q->cur.version > q->cur.completed_version) { /* not a rollback's end */
+			q->cur.completed_at = (uint64_t)time(NULL);
+			q->cur.completed_version = q->cur.version;
+			q->cur.n_completed++;
+		}
 		r = fctl_rotation_write(q->rdir, m->ifname, &q->cur);
 	}
 	if (rx) {
@@ -489,6 +502,10 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 	if (!has_cur)
 		sa_first_cur(&q);
 	r = sa_change(&q);
+	if (r < 0 && has_cur) { /* counted for the metrics, in the record that exists */
+		q.cur.n_failed++;
+		fctl_rotation_write(q.rdir, m->ifname, &q.cur);
+	}
 	if (sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err) < 0 &&
 	    r == 0) {
 		snprintf(q.err, sizeof(q.err), "%s: the SA change was made but its audit record "
@@ -503,6 +520,7 @@ done:
 		fctl_nl_close(q.nl);
 		a->sa_nl = NULL;
 	}
+	fctl_agentd_count(a, c, m->type, r < 0 ? FCTL_REQ_FAILED : FCTL_REQ_OK);
 	if (r < 0)
 		fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err[0] ? q.err : strerror(-r));
 	else

@@ -252,7 +252,8 @@ void fctl_agentd_reap(struct agent *a)
 						code == 0 ? "done" : "failed", c, d);
 			fctl_agentd_drift_schedule(a, 200);
 		}
-		a->st.requests[c->req_type][code == 0 || code == 1 ? 0 : 1]++;
+		fctl_agentd_count(a, c, c->req_type,
+				  code == 0 || code == 1 ? FCTL_REQ_OK : FCTL_REQ_FAILED);
 		read_memfd(c->fd_out, &out);
 		read_memfd(c->fd_err, &err);
 		if (WIFSIGNALED(status))

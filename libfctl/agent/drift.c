@@ -7,6 +7,21 @@
 #include "fctl/agent.h"
 #include "fctl/engine.h"
 
+/* Adds name to the space-separated list once (the per-link drift of the metrics). */
+static void add_ifname(char *list, size_t len, const char *name)
+{
+	size_t n = strlen(name), used = strlen(list);
+
+	if (!n)
+		return;
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return;
+	if (used + n + 2 > len)
+		return;
+	snprintf(list + used, len - used, "%s%s", used ? " " : "", name);
+}
+
 int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report *out,
 		     char *err, size_t errlen)
 {
@@ -43,6 +58,8 @@ int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report 
 				break;
 			off += (size_t)k;
 		}
+		for (size_t i = 0; i < plan->n_ops; i++)
+			add_ifname(rep.ifnames, sizeof(rep.ifnames), plan->ops[i].ifname);
 	}
 	fctl_plan_free(plan);
 	fctl_profile_free(p);

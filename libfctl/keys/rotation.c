@@ -54,6 +54,18 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 			has_v = true;
 		} else if (sscanf(line, "busy %" SCNu64, &u) == 1) {
 			c.busy_until = u;
+		} else if (sscanf(line, "switched %" SCNu64, &u) == 1) {
+			c.switched_at = u;
+		} else if (sscanf(line, "completed_version %" SCNu32, &v) == 1) {
+			c.completed_version = v;
+		} else if (sscanf(line, "completed_total %" SCNu64, &u) == 1) {
+			c.n_completed = u;
+		} else if (sscanf(line, "completed %" SCNu64, &u) == 1) {
+			c.completed_at = u;
+		} else if (sscanf(line, "rolled_back_total %" SCNu64, &u) == 1) {
+			c.n_rolled_back = u;
+		} else if (sscanf(line, "failed_total %" SCNu64, &u) == 1) {
+			c.n_failed = u;
 		} else if (strncmp(line, "keyid ", 6) == 0) {
 			line[strcspn(line, "\n")] = 0;
 			if (fctl_parse_hex(line + 6, c.keyid, FCTL_KEYID_LEN) < 0) {
@@ -72,7 +84,7 @@ int fctl_rotation_read(const char *dir, const char *ifname, struct fctl_rotation
 
 int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_rotation_cur *c)
 {
-	char path[4096], tmp[4200], buf[192];
+	char path[4096], tmp[4200], buf[448];
 	int n;
 
 	if (!ifname_ok(ifname) || c->an >= FCTL_MAX_AN)
@@ -89,6 +101,14 @@ int fctl_rotation_write(const char *dir, const char *ifname, const struct fctl_r
 		fctl_format_hex(c->keyid, FCTL_KEYID_LEN, kid);
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "keyid %s\n", kid);
 	}
+	if (c->switched_at || c->completed_at || c->n_completed || c->n_rolled_back ||
+	    c->n_failed)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n,
+			      "switched %" PRIu64 "\ncompleted %" PRIu64
+			      "\ncompleted_version %" PRIu32 "\ncompleted_total %" PRIu64
+			      "\nrolled_back_total %" PRIu64 "\nfailed_total %" PRIu64 "\n",
+			      c->switched_at, c->completed_at, c->completed_version, c->n_completed,
+			      c->n_rolled_back, c->n_failed);
 	return fctl_file_replace(path, tmp, buf, (size_t)n, 0600, FCTL_FILE_SYNC_DIR);
 }
 

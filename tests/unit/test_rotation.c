@@ -77,6 +77,41 @@ static void test_secy_set_moves_sa(void **st)
 	free(m.rxsc);
 }
 
+/* The metrics fields of a record (switch and completion times, outcome counts) survive a
+ * write and a read; a record without them reads as zeros. */
+static void test_state_file_metrics_fields(void **st)
+{
+	char dir[] = "/tmp/fctl-rot-XXXXXX", path[64];
+	struct fctl_rotation_cur c = { .an = 1, .version = 7, .switched_at = 1700000000,
+				       .completed_at = 1700000100, .completed_version = 7,
+				       .n_completed = 6, .n_rolled_back = 2, .n_failed = 3 },
+				 got;
+	FILE *f;
+
+	(void)st;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fctl_rotation_write(dir, "ms1", &c), 0);
+	assert_int_equal(fctl_rotation_read(dir, "ms1", &got), 0);
+	assert_int_equal(got.switched_at, 1700000000);
+	assert_int_equal(got.completed_at, 1700000100);
+	assert_int_equal(got.completed_version, 7);
+	assert_int_equal(got.n_completed, 6);
+	assert_int_equal(got.n_rolled_back, 2);
+	assert_int_equal(got.n_failed, 3);
+	snprintf(path, sizeof(path), "%s/ms2", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("an 0\nversion 2\nbusy 0\n", f);
+	fclose(f);
+	assert_int_equal(fctl_rotation_read(dir, "ms2", &got), 0);
+	assert_int_equal(got.switched_at, 0);
+	assert_int_equal(got.n_completed, 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ms1", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_state_file_roundtrip_and_overlay(void **st)
 {
 	char dir[] = "/tmp/fctl-rot-XXXXXX", be[] = "file", id[] = "keys/k";
@@ -381,6 +416,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(test_secy_set_moves_sa),
 		cmocka_unit_test(test_state_file_roundtrip_and_overlay),
+		cmocka_unit_test(test_state_file_metrics_fields),
 		cmocka_unit_test(test_proto_sa_roundtrip),
 		cmocka_unit_test(test_key_fetch_file_versions),
 		cmocka_unit_test(test_record_applies_to_its_key_only),

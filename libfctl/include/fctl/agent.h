@@ -134,6 +134,7 @@ struct fctl_drift_report {
 	char profile[129];
 	size_t ops;          /* operations that would bring the host back: 0 = no drift */
 	char summary[512];   /* the first operations, "create-link ms100; add-addr ms100" */
+	char ifnames[256];   /* the interfaces those operations touch, space-separated */
 };
 
 /* Plans the last applied profile (history version 0) against the live state. */
@@ -160,24 +161,46 @@ enum fctl_refusal {
 
 const char *fctl_refusal_name(enum fctl_refusal r);
 
+/* Requests are counted by the role the connection has (enum fctl_role of fctl/tls.h,
+ * FCTL_ROLE_NONE .. FCTL_ROLE_LOCAL), the request type, and the result. */
+#define FCTL_AGENT_ROLES 5
+enum { FCTL_REQ_OK, FCTL_REQ_FAILED, FCTL_REQ_REFUSED, FCTL_REQ_RESULTS };
+
 struct fctl_agent_stats {
-	uint64_t requests[FCTL_MSG_RECOVER + 1][2]; /* [type][0 ok, 1 failed] */
+	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_SA_RETIRE + 1][FCTL_REQ_RESULTS];
 	uint64_t refused[FCTL_REFUSED_MAX];
 	uint64_t refusals_aggregated; /* refusals audited only in a count, not one by one */
-	uint64_t connections; /* open now */
+	uint64_t connections; /* open now (control and metrics) */
 	bool drift_known;
 	bool drift;
 	double drift_last_check; /* unix time */
+	char drift_ifnames[256]; /* the interfaces the last check found drifting */
 	uint64_t drift_checks, drift_detected, drift_repairs, drift_repair_failures;
 	bool applied;
 	uint64_t applied_version;
 	double start_time;
 };
 
-/* Prometheus text format: the agent's counters, then per-SecY MACsec counters and
- * SA PN usage read live over netlink. */
-int fctl_metrics_render(const struct fctl_engine_opts *o, const struct fctl_agent_stats *st,
-			struct fctl_buf *out);
+/* What a scrape reads besides the live state (agentd_http.c fills it). */
+struct fctl_metrics_src {
+	const struct fctl_engine_opts *eo; /* state dir, netns, host */
+	const struct fctl_agent_stats *st;
+	const char *host;         /* the host label of the per-host series */
+	uint64_t control_connections; /* open control connections (not the scrape's) */
+	bool audit_open;
+	uint64_t audit_records;   /* records in the audit log (fctl_audit_size) */
+	const char *audit_log;    /* its path: LOG.checkpoints holds its signed checkpoints */
+	double now;               /* unix time of the scrape */
+};
+
+/* Prometheus text format (0.0.4): one group per family, each with HELP and TYPE; the
+ * agent's counters, the SecY and SA series read live over netlink, rotation records
+ * (STATE_DIR/rotation), the last probe report (STATE_DIR/probe/last) and the audit
+ * log. Names, labels and meanings: docs/agent.md, "Metrics". */
+int fctl_metrics_render(const struct fctl_metrics_src *src, struct fctl_buf *out);
+
+/* Path of the last probe report of a state dir: STATE_DIR/probe/last (docs/probes.md). */
+void fctl_probe_last_path(const char *state_dir, const char *netns, char *out, size_t len);
 
 /* --- client --- */
 

@@ -16,6 +16,16 @@
  *                   reference the record belongs to (absent in records of agents
  *                   before it was added: such a record is taken as the profile's)
  *
+ * and, for the metrics (docs/agent.md; absent in older records, read as 0):
+ *
+ *   switched T            unix seconds of the last switch to a new AN (txsa-switch)
+ *   completed T           unix seconds of the last completed rotation: the lease
+ *                         ended (TX SA retired) with a version above completed_version
+ *   completed_version V   the version that completion installed
+ *   completed_total N     rotations completed on this SecY
+ *   rolled_back_total N   encoding-sa requests that moved the encoding SA back
+ *   failed_total N        SA change requests of a rotation the agent could not carry out
+ *
  * When the record's V is above the profile's key version (0 when unpinned; a KMS
  * reference pins its first version) and its K is the KEYID of the profile's
  * reference at V, render + fctl_rotation_overlay() put the desired SA at AN A with
@@ -38,6 +48,9 @@ struct fctl_rotation_cur {
 	uint64_t busy_until; /* unix seconds, 0 = no rotation in progress */
 	bool has_keyid;
 	uint8_t keyid[FCTL_KEYID_LEN]; /* KEYID of {backend, id, version} */
+	uint64_t switched_at, completed_at; /* unix seconds, 0 = never */
+	uint32_t completed_version;
+	uint64_t n_completed, n_rolled_back, n_failed;
 };
 
 /* STATE_DIR/rotation of fctl_state_dir_path(state_dir, netns) (fctl/state.h). */
