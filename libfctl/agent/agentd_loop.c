@@ -316,8 +316,10 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 			a.host, a.unix_fd >= 0 ? a.cfg.socket_path : "off",
 			a.cfg.listen ? a.cfg.listen : "off", a.cfg.metrics ? a.cfg.metrics : "off",
 			a.cfg.drift_interval_s, a.cfg.drift_repair ? " (repair on)" : "");
+	fctl_agentd_notify("READY=1");
 	fctl_agentd_drift_check(&a, "start");
 	r = serve(&a, err, errlen);
+	fctl_agentd_notify("STOPPING=1");
 	if (r < 0)
 		goto out;
 	fctl_agentd_log("shutting down (SIGTERM)");
