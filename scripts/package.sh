@@ -48,6 +48,10 @@ done
 rm -rf "$STAGE"
 DESTDIR=$STAGE cmake --install "$B" --strip >/dev/null
 DOC=$STAGE/usr/share/doc/fabricctl
+# as dh_strip: no .comment or .note sections (the CET property notes stay)
+for elf in "$STAGE/usr/sbin/fabricctl" "$STAGE"/usr/libexec/fabricctl/fabricctl-*; do
+	strip --remove-section=.comment --remove-section=.note "$elf"
+done
 [ -x "$STAGE/usr/sbin/fabricctl" ] && [ -d "$DOC" ] || die "cmake --install left no /usr/sbin/fabricctl"
 
 # 4. Debian policy: manual pages and the changelog compressed (gzip -9n), the
@@ -55,6 +59,8 @@ DOC=$STAGE/usr/share/doc/fabricctl
 gzip -9nf "$STAGE"/usr/share/man/man8/*.8
 install -m 0644 "$ROOT/packaging/debian/copyright" "$DOC/copyright"
 gzip -9nc "$ROOT/packaging/debian/changelog" >"$DOC/changelog.gz"
+install -D -m 0644 "$ROOT/packaging/debian/lintian-overrides" \
+	"$STAGE/usr/share/lintian/overrides/fabricctl"
 find "$STAGE" -type d -exec chmod 0755 {} +
 find "$STAGE" -type f -exec chmod go-w {} +
 mkdir -p "$STAGE/DEBIAN"
