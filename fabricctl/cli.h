@@ -23,12 +23,29 @@ enum out_format {
 	OUT_JUNIT,
 };
 
+/* One entry of the command table (main.c): the one source of `fabricctl help`, the
+ * manual pages and the bash completion (help_gen.c). */
 struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	const char *synopsis;
-	const char *help;
+	const char *synopsis; /* lines after "fabricctl "; later lines are indented */
+	const char *help;     /* paragraphs; indented blocks; an "Exit:" paragraph */
+	const char *summary;  /* one line, lower case: the manual page's NAME */
 };
+
+/* What the generators of help_gen.c read: the table and usage()'s lines. */
+struct cli_doc {
+	const struct cmd *cmds;
+	size_t n;
+	const char *tagline;    /* one sentence */
+	const char *exit_codes; /* lines, each ending in a newline */
+};
+/* The hidden forms of `fabricctl help`, for the build (scripts/gen-docs.sh):
+ *   help --man [COMMAND]     the roff manual page fabricctl(8) or fabricctl-COMMAND(8)
+ *   help --bash-completion   the bash completion script (commands, subcommands, options)
+ *   help --commands          the command names, one a line
+ * Returns an exit code, or -1 when argv[1] is none of these (the caller goes on). */
+int cli_help_gen(const struct cli_doc *doc, int argc, char **argv);
 
 int cmd_validate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

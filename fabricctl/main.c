@@ -23,7 +23,8 @@ static const struct cmd commands[] = {
 	  "  --strict      treat warnings as errors\n"
 	  "  -q, --quiet   print nothing; use the exit code\n"
 	  "\n"
-	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n" },
+	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n",
+	  "check profiles against the schema and the kernel's rules" },
 	{ "plan", cmd_plan,
 	  "plan [--json] [--netns NAME] [--host HOST] PROFILE\n"
 	  "       plan --offline [--json] [--host HOST]... NEW [--from OLD]",
@@ -47,7 +48,8 @@ static const struct cmd commands[] = {
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
 	  "  --json           machine-readable plan\n"
 	  "\n"
-	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error.\n" },
+	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error.\n",
+	  "show the ordered netlink operations a profile needs" },
 	{ "apply", cmd_apply, "apply [--json] [--dry-run] [--netns NAME] [--host HOST] PROFILE",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
@@ -67,25 +69,29 @@ static const struct cmd commands[] = {
 	  "  -q, --quiet      no output on success\n"
 	  "\n"
 	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
-	  "I/O, key or environment error (nothing written), 3 failed and rolled back.\n" },
+	  "I/O, key or environment error (nothing written), 3 failed and rolled back.\n",
+	  "apply a profile to this host, all or nothing" },
 	{ "rollback", cmd_rollback, "rollback --to VERSION [--json] [--netns NAME] [--host HOST]",
 	  "Apply an earlier profile version again, from the copy stored in the history\n"
 	  "when it was applied (see 'history'). Same guarantees as 'apply'.\n"
 	  "\n"
-	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n" },
+	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n",
+	  "apply an earlier profile version again" },
 	{ "recover", cmd_recover, "recover [--json] [--netns NAME]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
 	  "state recorded in the journal before that apply started. 'apply' does this by\n"
 	  "itself first; 'recover' does only this.\n"
 	  "\n"
-	  "Exit: 0 recovered or nothing to do, 2 environment error, 3 recovery failed.\n" },
+	  "Exit: 0 recovered or nothing to do, 2 environment error, 3 recovery failed.\n",
+	  "finish an apply a crash interrupted" },
 	{ "show", cmd_show, "show [--json] [--netns NAME] [--host HOST]",
 	  "Print the live VLAN/MACsec state of this host. Text output is a profile (YAML)\n"
 	  "that validates and can be diffed or saved, like 'wg showconf'; peers are named\n"
 	  "after the MAC in their SCI. Keys are never shown: SAs are named by key id.\n"
 	  "Only links of the last applied profile are shown once one was applied.\n"
 	  "\n"
-	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n" },
+	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n",
+	  "print the live VLAN/MACsec state of this host as a profile" },
 	{ "diff", cmd_diff,
 	  "diff [--json] [--netns NAME] [--host HOST] PROFILE\n"
 	  "       diff [--json] [--host HOST]... OLD NEW",
@@ -96,9 +102,11 @@ static const struct cmd commands[] = {
 	  "  --json           {\"host\", \"drift\", \"changes\":[...]} or {\"hosts\":[...]}\n"
 	  "\n"
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
-	  "I/O or netlink error.\n" },
+	  "I/O or netlink error.\n",
+	  "show drift of this host, or the changes between two profiles" },
 	{ "history", cmd_history, "history [--json] [--netns NAME]",
-	  "List the profile versions applied on this host, oldest first.\n" },
+	  "List the profile versions applied on this host, oldest first.\n",
+	  "list the profile versions applied on this host" },
 	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup|keys|links [ARGS]",
 	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
 	  "wired host to host over 127.0.0.1, each running this machine's binaries: a\n"
@@ -121,7 +129,8 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab exec h1 -- fabricctl apply profiles/lab-pair.yaml\n"
 	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
-	  "  fabricctl lab down\n" },
+	  "  fabricctl lab down\n",
+	  "run a lab of qemu VMs with Debian's stock kernel" },
 	{ "rotate", cmd_rotate,
 	  "rotate [LINK... | --all] [--compromised] [--json] --cert F --key F --ca F\n"
 	  "              [--agent HOST=ADDR:PORT]... [--state-dir DIR] [--audit-log PATH]\n"
@@ -135,13 +144,15 @@ static const struct cmd commands[] = {
 	  "result per link with each step's time, KMS operations and agent requests.\n"
 	  "Runs fabricctl-keymgr; see docs/rotation.md.\n"
 	  "Exit: 0 rotated, 1 rolled back (old key still in use), 2 usage, 3 failed\n"
-	  "with the journal kept ('keys recover').\n" },
+	  "with the journal kept ('keys recover').\n",
+	  "rotate MACsec keys make-before-break through the agents" },
 	{ "keys", cmd_keys,
 	  "keys watch|recover|status [--count N] [--json] OPTIONS PROFILE",
 	  "Key manager: 'watch' rotates on the profile's cryptoperiod and PN threshold,\n"
 	  "'recover' finishes or undoes an interrupted rotation from its journal,\n"
 	  "'status' shows each link's AN and key version on both ends. Runs\n"
-	  "fabricctl-keymgr; see docs/rotation.md.\n" },
+	  "fabricctl-keymgr; see docs/rotation.md.\n",
+	  "watch, recover and show key rotations (the key manager)" },
 	{ "probe", cmd_probe,
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
 	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"
@@ -157,7 +168,8 @@ static const struct cmd commands[] = {
 	  "FCTL_AUDIT_LOG, --change ID or FCTL_CHANGE_ID, as for apply (docs/audit.md).\n"
 	  "\n"
 	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"
-	  "error (no RDMA device, peer unreachable, peer gone).\n" },
+	  "error (no RDMA device, peer unreachable, peer gone).\n",
+	  "run RDMA latency and bandwidth probes over a link" },
 	{ "audit", cmd_audit,
 	  "audit keygen|verify|show|append|checkpoint|rotate|proof|note|witness [OPTIONS]",
 	  "The tamper-evident audit log (docs/audit.md): one JSON record a line, each\n"
@@ -195,7 +207,8 @@ static const struct cmd commands[] = {
 	  "/var/lib/fabricctl/audit/audit.log; the key and public key are audit.key and\n"
 	  "audit.pub beside it unless --key/--pubkey say otherwise.\n"
 	  "\n"
-	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n" },
+	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n",
+	  "keep and verify the tamper-evident audit log" },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
@@ -218,7 +231,8 @@ static const struct cmd commands[] = {
 	  "                    (besides /var/lib/fabricctl/history, or --history DIR)\n"
 	  "  --operator NAME   who assembled the bundle (default: the local user)\n"
 	  "\n"
-	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n" },
+	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
+	  "write a signed, deterministic evidence bundle for auditors" },
 	{ "agent", cmd_agent,
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
 	  "       [--policy FILE] [--crl FILE] [--metrics ADDR:PORT] [--group NAME]\n"
@@ -239,31 +253,40 @@ static const struct cmd commands[] = {
 	  "  --drift-interval D  periodic drift check (default 60s, 0 = off)\n"
 	  "  --drift-repair      re-apply the last applied profile when drift is found\n"
 	  "  --profile-dir DIR   received profiles land here; relative key ids resolve here\n"
-	  "                      (default /var/lib/fabricctl/agent)\n" },
+	  "                      (default /var/lib/fabricctl/agent)\n",
+	  "run this host's agent (remote requests, drift, metrics)" },
 	{ "status", cmd_status, "status [--json] [--target HOST|--fabric] [--inventory FILE]",
 	  "Ask agents how they are: host, applied version, drift, your role. Without\n"
-	  "--target or --fabric, the local agent's Unix socket.\n" },
-	{ "version", cmd_version, "version [--json]", "Print the version.\n" },
-	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n" },
+	  "--target or --fabric, the local agent's Unix socket.\n",
+	  "ask agents how they are" },
+	{ "version", cmd_version, "version [--json]", "Print the version.\n",
+	  "print the version" },
+	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n",
+	  "show help for fabricctl or one command" },
 };
+
+/* usage()'s lines, shared with the manual page (help_gen.c) */
+static const char tagline[] = "Apply and verify versioned VLAN/MACsec profiles on Linux hosts.";
+static const char exit_codes[] =
+	"Exit codes: 0 success, 1 invalid input or failed check, 2 usage, I/O or\n"
+	"environment error, 3 an operation failed on a host and was rolled back.\n";
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s COMMAND [OPTIONS] [ARGS]\n"
 		"\n"
-		"Apply and verify versioned VLAN/MACsec profiles on Linux hosts.\n"
+		"%s\n"
 		"\n"
 		"Commands:\n",
-		prog_name);
+		prog_name, tagline);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %s\n", commands[i].synopsis);
 	fprintf(f, "\n"
 		   "Run '%s help COMMAND' or '%s COMMAND --help' for details.\n"
-		   "Exit codes: 0 success, 1 invalid input or failed check, 2 usage, I/O or\n"
-		   "environment error, 3 an operation failed on a host and was rolled back.\n"
+		   "%s"
 		   "Profiles: docs/profile.md. Set NO_COLOR to disable colour.\n",
-		prog_name, prog_name);
+		prog_name, prog_name, exit_codes);
 }
 
 void cli_usage_cmd(const char *name)
@@ -279,10 +302,18 @@ void cli_usage_cmd(const char *name)
 
 static int cmd_help(int argc, char **argv)
 {
+	static const struct cli_doc doc = { commands, FCTL_ARRAY_SIZE(commands), tagline,
+					    exit_codes };
+	int r;
+
 	if (argc < 2) {
 		usage(stdout);
 		return EXIT_OK;
 	}
+	/* hidden: the manual pages and the completion the build makes (help_gen.c) */
+	r = cli_help_gen(&doc, argc, argv);
+	if (r >= 0)
+		return r;
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(commands); i++) {
 		if (strcmp(commands[i].name, argv[1]) == 0) {
 			cli_usage_cmd(argv[1]);

@@ -8,12 +8,16 @@ PKGS=(
 	# build
 	build-essential cmake pkg-config
 	libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
-	libssl-dev libyaml-dev libcmocka-dev
+	libssl-dev libyaml-dev libcmocka-dev libsystemd-dev
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks
 	clang libclang-rt-dev jq python3 openssl time xxd
 	# evidence bundles: DSSE signatures checked by a second, independent Ed25519
 	# implementation (tests/security/evidence_tamper.sh)
 	python3-securesystemslib
+	# the profile JSON Schema test (Debian's python3), manual pages
+	python3-jsonschema python3-yaml man-db bsdextrautils
+	# the Debian package (scripts/package.sh, tests/package)
+	dpkg-dev fakeroot lintian
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 iputils-ping curl procps
 	rdma-core ibverbs-utils perftest

@@ -4,6 +4,8 @@
 #   2. ASan+UBSan build, the same tests under the sanitizers
 #      (both builds with -DFCTL_TEST_HOOKS=ON: the lab tests inject faults)
 #   release-hooks: a Release build without that option carries no test hook
+#   package: the Debian package (scripts/package.sh): lintian, dpkg -i, the installed
+#            files and units, dpkg --purge (tests/package/package.sh)
 #   3. libFuzzer over the profile parser, bounded time (clang)
 #   4. the real-kernel lab: qemu VMs with Debian's stock kernel
 #        smoke (the lab itself), nl_live (netlink layer), apply (apply engine)
@@ -11,14 +13,14 @@
 # is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
 # on any failure.
 #
-# Environment: FCTL_FUZZ_SECONDS (default 60), FCTL_TEST_ONLY="unit asan release fuzz lab"
+# Environment: FCTL_FUZZ_SECONDS (default 60), FCTL_TEST_ONLY="unit asan release package fuzz lab"
 # to run a subset while developing (CI runs everything), FCTL_JOBS (default nproc).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=${FCTL_JOBS:-$(nproc)}
-ONLY=${FCTL_TEST_ONLY:-unit asan release fuzz lab}
+ONLY=${FCTL_TEST_ONLY:-unit asan release package fuzz lab}
 PASSED=()
 FAILED=()
 T0=$(date +%s)
@@ -128,6 +130,11 @@ release_build() {
 export -f release_build
 if want release; then
 	suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
+fi
+
+# the Debian package: built, linted, installed, checked and purged on this machine
+if want package; then
+	suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
 fi
 
 # 3. fuzzing (bounded)

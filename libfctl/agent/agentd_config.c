@@ -148,6 +148,7 @@ void fctl_agentd_reload(struct agent *a)
 	char err[512] = "";
 	int r;
 
+	fctl_agentd_notify("RELOADING=1");
 	fctl_agent_config_init(&cfg);
 	r = a->ops->load_config(a->ops->ctx, &cfg, err, sizeof(err));
 	if (r == 0)
@@ -158,4 +159,5 @@ void fctl_agentd_reload(struct agent *a)
 	else
 		fctl_agentd_log("configuration, certificates and policy reloaded (listen addresses "
 				"change on restart)");
+	fctl_agentd_notify("READY=1");
 }

@@ -299,5 +299,9 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			     size_t errlen);
 /* SIGHUP: loads and applies the configuration again, or keeps the running one. */
 void fctl_agentd_reload(struct agent *a);
+/* Tells systemd (sd_notify) the agent's state: "READY=1" once it listens and recovered,
+ * "RELOADING=1" and "READY=1" around a reload, "STOPPING=1" on shutdown. A no-op
+ * outside a Type=notify unit or in a build without libsystemd. */
+void fctl_agentd_notify(const char *state);
 
 #endif

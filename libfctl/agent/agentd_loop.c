@@ -338,8 +338,10 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 				a.cfg.metrics ? a.cfg.metrics : "off", drift,
 				a.cfg.drift_repair ? " (repair on)" : "");
 	}
+	fctl_agentd_notify("READY=1");
 	fctl_agentd_drift_check(&a, "start");
 	r = serve(&a, err, errlen);
+	fctl_agentd_notify("STOPPING=1");
 	if (r < 0)
 		goto out;
 	fctl_agentd_log("shutting down (SIGTERM)");

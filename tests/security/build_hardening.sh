@@ -47,6 +47,12 @@ if grep -q -- '-fsanitize=address' "$CC_JSON"; then
 else
 	fort=$(grep -c -- '-D_FORTIFY_SOURCE=3' "$CC_JSON")
 	[ "$fort" = "$compiles" ] && pass "_FORTIFY_SOURCE=3 on $compiles compiles" || fail "_FORTIFY_SOURCE=3" "$fort of $compiles"
+	# and in force: a later -U_FORTIFY_SOURCE once undid it without a trace in the count
+	for b in fabricctl/fabricctl keymgr/fabricctl-keymgr probes/fabricctl-probe; do
+		chk=$(readelf -sW --dyn-syms "$BUILD/$b" 2>/dev/null | grep -c '__[a-z0-9_]*_chk@' || true)
+		chk=$((chk - $(readelf -sW --dyn-syms "$BUILD/$b" 2>/dev/null | grep -c '__stack_chk_fail@' || true)))
+		[ "$chk" -gt 0 ] && pass "$b: fortified calls ($chk)" || fail "$b: fortified calls" "none"
+	done
 fi
 echo "build_hardening: $PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
