@@ -4,8 +4,8 @@
 # kernel (which has MACsec, VLAN and soft-RoCE), wired to each other over
 # loopback sockets and driven by commands.  See docs/lab.md.
 #
-#   lab.sh setup
-#   lab.sh up [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
+#   lab.sh setup [--kernel SERIES]
+#   lab.sh up [--kernel SERIES] [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
 #             [--wiring SPEC] [--mac HOST.PORT=MAC]... [--ifname HOST.PORT=NAME]...
 #             [--mtu HOST.PORT=MTU]... [--name HOST=NAME]...
 #       SPEC: comma-separated hA.ethP=hB.ethQ (a link) or hA.ethP (a NIC with no
@@ -25,6 +25,14 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 SCRIPTS=${SELF%/*}
 REPO=${SCRIPTS%/*}
 LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab}
+# The kernel series the guests boot: Debian 12's stock 6.1 unless --kernel or
+# FCTL_LAB_KERNEL names another one that Debian ships (6.12 from bookworm's security
+# updates / backports). FCTL_LAB_KVER names one exact installed kernel instead.
+KERNEL_SERIES=${FCTL_LAB_KERNEL:-6.1}
+# The image package `setup --kernel SERIES` installs when no kernel of the series is
+# there: pinned, so CI boots the same kernel every run (a newer point release of the
+# series is taken only when the pinned one has left the archive, and `setup` says so).
+declare -A KERNEL_PKG=([6.1]=linux-image-amd64 [6.12]=linux-image-6.12.117+deb12-amd64)
 WIRING=
 CACHE_DIR=${FCTL_LAB_CACHE:-/var/cache/fabricctl-lab}
 GUEST_INIT=$SCRIPTS/lab-guest-init.sh
@@ -93,7 +101,7 @@ ensure_packages() {
 		missing+=(ibverbs-providers)
 	# A kernel chosen with FCTL_LAB_KVER is the caller's business.
 	if [[ -z ${FCTL_LAB_KVER:-} && -z $(find_kver 2>/dev/null) ]]; then
-		missing+=(linux-image-amd64)
+		missing+=("$(kernel_pkg)")
 	fi
 	((${#missing[@]} == 0)) && return 0
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
@@ -104,8 +112,23 @@ ensure_packages() {
 		die "apt-get install ${missing[*]} failed"
 }
 
-# Newest kernel under /boot that has its modules and MACsec; FCTL_LAB_KVER
-# overrides.  Never hard-coded: the image package moves with point releases.
+# The package that brings a kernel of KERNEL_SERIES: the pinned one, else (it left the
+# archive) the newest image of the series the archive has.
+kernel_pkg() {
+	local p=${KERNEL_PKG[$KERNEL_SERIES]:-}
+	if [[ -n $p ]] && apt-cache show "$p" >/dev/null 2>&1; then
+		echo "$p"
+		return 0
+	fi
+	p=$(apt-cache search --names-only "^linux-image-${KERNEL_SERIES//./\\.}\\.[0-9]+\\+deb12-amd64\$" 2>/dev/null |
+		awk '{print $1}' | sort -V | tail -1)
+	[[ -n $p ]] || die "no kernel image of series $KERNEL_SERIES in the archive (apt-get update?)"
+	say "the pinned kernel package ${KERNEL_PKG[$KERNEL_SERIES]:-"(none)"} is not in the archive: using $p"
+	echo "$p"
+}
+
+# Newest kernel of KERNEL_SERIES under /boot that has its modules and MACsec;
+# FCTL_LAB_KVER names one exactly. Never a hard-coded point release: those move.
 find_kver() {
 	local v
 	if [[ -n ${FCTL_LAB_KVER:-} ]]; then
@@ -114,7 +137,7 @@ find_kver() {
 		echo "$FCTL_LAB_KVER"
 		return 0
 	fi
-	for v in $(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' 2>/dev/null |
+	for v in $(find /boot -maxdepth 1 -name "vmlinuz-$KERNEL_SERIES.*" -printf '%f\n' 2>/dev/null |
 		sed 's/^vmlinuz-//' | sort -V -r); do
 		if [[ -f /lib/modules/$v/modules.dep ]] && modprobe -S "$v" --show-depends macsec >/dev/null 2>&1; then
 			echo "$v"
@@ -195,10 +218,16 @@ build_initramfs() {
 }
 
 cmd_setup() {
+	while (($#)); do
+		case "$1" in
+		--kernel) kernel_series "${2:?--kernel needs a series, e.g. 6.1 or 6.12}" && shift 2 ;;
+		*) die "setup: unknown argument '$1'" ;;
+		esac
+	done
 	need_root
 	ensure_packages
 	local kver initrd
-	kver=$(find_kver) || die "no kernel with modules under /boot (install linux-image-amd64)"
+	kver=$(find_kver) || die "no $KERNEL_SERIES kernel with modules under /boot (run: lab.sh setup --kernel $KERNEL_SERIES)"
 	initrd=$(build_initramfs "$kver")
 	echo "kernel:    /boot/vmlinuz-$kver"
 	echo "initramfs: $initrd"
@@ -641,12 +670,19 @@ start_qemu() {
 	qemu-system-x86_64 "${args[@]}" </dev/null >"$hd/qemu.err" 2>&1 {LOCKFD}>&-
 }
 
+# --kernel SERIES: "6.1", "6.12" (digits and one dot)
+kernel_series() {
+	[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || die "--kernel takes a series such as 6.1 or 6.12, not '$1'"
+	KERNEL_SERIES=$1
+}
+
 cmd_up() {
 	local hosts=2 hosts_given=0 mem=512 lifetime=1800 boot_timeout=180
 	WIRING=
 	OPT_MAC=() OPT_IFNAME=() OPT_MTU=() OPT_NAME=()
 	while (($#)); do
 		case "$1" in
+		--kernel) kernel_series "${2:?--kernel needs a series, e.g. 6.1 or 6.12}" && shift 2 ;;
 		--hosts) hosts=${2:?--hosts needs a number} hosts_given=1 && shift 2 ;;
 		--wiring)
 			WIRING=${2:?--wiring needs a spec, e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0}
@@ -688,8 +724,9 @@ cmd_up() {
 
 	ensure_packages
 	local kver initrd avail need
-	kver=$(find_kver) || die "no kernel with modules under /boot (install linux-image-amd64)"
+	kver=$(find_kver) || die "no $KERNEL_SERIES kernel with modules under /boot (run: lab.sh setup --kernel $KERNEL_SERIES)"
 	initrd=$(build_initramfs "$kver")
+	say "kernel $kver (series $KERNEL_SERIES)"
 
 	avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
 	need=$((hosts * (mem + TB_MB + 96) + 512))

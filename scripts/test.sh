@@ -161,6 +161,15 @@ if want lab; then
 	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
 	suite lab-rotation 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/rotation.sh
+	# the kernels users run: the netlink, apply and rotation suites again on Debian's
+	# 6.12 (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
+	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
+	suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
+		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
+	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
+		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
+	suite lab-rotation-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 \
+		FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/rotation.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
 		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -172,7 +181,8 @@ fi
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
-	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation; do
+	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-nl-612 \
+	/var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
