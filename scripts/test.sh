@@ -159,7 +159,7 @@ if want lab; then
 	suite lab-ci-pipeline 600 env FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/ci_pipeline.sh
 	# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
 	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
-	suite lab-rotation 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
+	suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/rotation.sh
 	# the kernels users run: the netlink, apply and rotation suites again on Debian's
 	# 6.12 (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
@@ -168,7 +168,7 @@ if want lab; then
 		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
 	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
 		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-	suite lab-rotation-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 \
+	suite lab-rotation-6.12 1800 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 \
 		FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/rotation.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
