@@ -22,6 +22,9 @@ refused() { # name, dir, expected message part, lab.sh verb...
 	shift 3
 	out=$(bash "$LAB" "$@" --dir "$dir" 2>&1)
 	rc=$?
+	# a lab.sh that failed to refuse booted guests there: stop them (a lab.sh that
+	# refuses the directory refuses this too)
+	[ "$1" = up ] && bash "$LAB" down --dir "$dir" >/dev/null 2>&1
 	if [ $rc -ne 0 ] && grep -q -- "$want" <<<"$out" && [ ! -e "$T/victim/.lock" ] &&
 		{ [ -L "$dir" ] || [ ! -e "$dir/.lock" ]; }; then
 		pass "$name"
