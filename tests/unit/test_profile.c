@@ -1016,6 +1016,43 @@ static void test_shipped_profiles(void **state)
 	load_expect(dir, "lab-pair-v3.yaml", 0, 0, NULL, 0, 0);
 }
 
+/* fctl_state_to_profile's output (`fabricctl show`) validates, with or without links */
+static void showconf_validates(const struct fctl_host_state *hs)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf b = { 0 };
+
+	assert_int_equal(fctl_state_to_profile(hs, &b), 0);
+	assert_int_equal(fctl_profile_parse("show.yaml", (const unsigned char *)b.data, b.len, &d,
+					    &p), 0);
+	assert_non_null(p);
+	fctl_profile_validate(p, &d);
+	if (d.n_errors) {
+		print_message("%s", b.data);
+		dump(&d);
+	}
+	assert_int_equal(d.n_errors, 0);
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+	fctl_buf_release(&b);
+}
+
+static void test_showconf_validates(void **state)
+{
+	struct fctl_host_state *hs = fctl_host_state_new("h1");
+	struct fctl_link *l;
+
+	assert_non_null(hs);
+	showconf_validates(hs); /* no managed link: empty lists, not bare keys */
+	l = fctl_host_state_add_link(hs, FCTL_LINK_VLAN, "eth0.100");
+	assert_non_null(l);
+	snprintf(l->parent, sizeof(l->parent), "eth0");
+	l->vid = 100;
+	showconf_validates(hs);
+	fctl_host_state_free(hs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1037,6 +1074,7 @@ int main(void)
 		cmocka_unit_test(test_diag_formats),
 		cmocka_unit_test(test_data_files),
 		cmocka_unit_test(test_shipped_profiles),
+		cmocka_unit_test(test_showconf_validates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
