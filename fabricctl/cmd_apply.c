@@ -19,6 +19,7 @@ struct common {
 	bool quiet;
 	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
 	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
+	bool audit;            /* diff: --audit (or --audit-log) records drift */
 };
 
 enum {
@@ -32,6 +33,7 @@ enum {
 	OPT_FROM,
 	OPT_AUDIT_LOG,
 	OPT_CHANGE,
+	OPT_AUDIT,
 };
 
 static const struct option common_opts[] = {
@@ -43,6 +45,7 @@ static const struct option common_opts[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "change", required_argument, NULL, OPT_CHANGE },
+	{ "audit", no_argument, NULL, OPT_AUDIT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -88,6 +91,13 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			break;
 		case OPT_CHANGE:
 			c->change_id = optarg;
+			break;
+		case OPT_AUDIT:
+			if (strcmp(cmd, "diff") != 0) {
+				cli_err("%s: unknown option '--audit'", cmd);
+				return EXIT_USAGE;
+			}
+			c->audit = true;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -420,6 +430,28 @@ out:
 	return rc;
 }
 
+/* diff --audit: one drift record. Negative errno when it could not be written (said). */
+static int record_drift(const struct common *c, const struct fctl_profile *p, const char *host,
+			int links)
+{
+	struct fctl_audit *audit = NULL;
+	char detail[64];
+	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
+				      .change_id = c->change_id, .p = p, .detail = detail };
+	int r;
+
+	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
+		 links == 1 ? "" : "s", links == 1 ? "s" : "");
+	r = cli_audit_open(c->audit_log, &audit);
+	if (r == 0)
+		r = cli_audit_record(audit, &ev);
+	if (cli_audit_close(audit) < 0 && r == 0)
+		r = -EIO;
+	if (r < 0)
+		cli_err("diff: --audit: the drift was not recorded");
+	return r;
+}
+
 /* diff PROFILE: drift between the profile and the live state */
 int cmd_diff_live(int argc, char **argv)
 {
@@ -428,6 +460,7 @@ int cmd_diff_live(int argc, char **argv)
 	struct fctl_plan *plan = NULL;
 	struct fctl_buf out = { 0 }, part = { 0 };
 	char err[768] = "";
+	bool audit_failed = false;
 	struct common c;
 	int r, rc = parse_common("diff", argc, argv, &c, NULL);
 
@@ -447,18 +480,9 @@ int cmd_diff_live(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (r > 0) { /* drift is recorded; a read command does not fail for the log */
-		struct fctl_audit *audit = NULL;
-		char detail[64];
-		struct cli_audit_event ev = { .action = "drift", .result = "found", .host = want->host,
-					      .change_id = c.change_id, .p = p, .detail = detail };
-
-		snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", r,
-			 r == 1 ? "" : "s", r == 1 ? "s" : "");
-		if (cli_audit_open(c.audit_log, &audit) == 0)
-			cli_audit_record(audit, &ev);
-		cli_audit_close(audit);
-	}
+	/* a read command writes nothing unless asked: drift is recorded with --audit */
+	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, want->host, r) < 0)
+		audit_failed = true;
 	if (c.json) {
 		fctl_buf_puts(&out, "{\"host\":");
 		fctl_buf_json_str(&out, want->host);
@@ -473,7 +497,7 @@ int cmd_diff_live(int argc, char **argv)
 				p->name, p->version);
 	}
 	cli_write(stdout, &out);
-	rc = r ? EXIT_INVALID : EXIT_OK;
+	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&out);
 	fctl_buf_release(&part);

