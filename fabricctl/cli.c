@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -39,6 +40,11 @@ int cli_write(FILE *f, const struct fctl_buf *b)
 
 int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok)
 {
+	return cli_load_profile(file, out, quiet_ok, false);
+}
+
+int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json)
+{
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	struct fctl_buf b = { 0 };
@@ -47,7 +53,11 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	r = fctl_profile_load(file, &d, &p);
 	if (p)
 		fctl_profile_validate(p, &d);
-	if (d.n && (d.n_errors || !quiet_ok)) {
+	if (json && d.n_errors) {
+		/* --json: the findings are the document on stdout, as validate --json has them */
+		fctl_diags_to_json(&d, &file, 1, &b);
+		cli_write(stdout, &b);
+	} else if (d.n && (d.n_errors || !quiet_ok)) {
 		fctl_diags_to_text(&d, &b, cli_color(stderr));
 		cli_write(stderr, &b);
 	}
@@ -66,4 +76,16 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	}
 	*out = p;
 	return EXIT_OK;
+}
+
+int cli_need_regular(const char *cmd, const char *file)
+{
+	struct stat st;
+
+	if (strcmp(file, "-") != 0 && (stat(file, &st) < 0 || S_ISREG(st.st_mode)))
+		return EXIT_OK; /* a missing file is said by the load */
+	cli_err("%s: '%s': PROFILE must be a regular file here (it is read again to be "
+		"stored or sent); standard input and pipes are for validate, plan and diff",
+		cmd, file);
+	return EXIT_USAGE;
 }

@@ -87,6 +87,12 @@ int cli_write(FILE *f, const struct fctl_buf *b);
 /* Loads and validates one profile, printing findings to stderr in text form unless quiet.
  * Returns EXIT_OK, EXIT_INVALID or EXIT_USAGE. */
 int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok);
+/* The same; json: an invalid profile's findings go to stdout as validate --json prints
+ * them (one object: valid, errors, warnings, files, findings), not to stderr as text. */
+int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json);
+/* EXIT_OK when file is a regular file (or missing), else EXIT_USAGE after saying that cmd
+ * (apply, the remote commands) reads its profile twice and needs a regular file. */
+int cli_need_regular(const char *cmd, const char *file);
 /* Prints a command's help to stdout. */
 void cli_usage_cmd(const char *name);
 

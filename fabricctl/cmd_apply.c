@@ -299,7 +299,10 @@ int cmd_apply(int argc, char **argv)
 		cli_err("apply: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_need_regular("apply", argv[optind]);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = do_apply("apply", &c, p);
@@ -406,7 +409,7 @@ int cmd_plan_live(int argc, char **argv)
 		cli_err("plan: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	r = fctl_engine_plan(p, &c.eo, &plan, NULL, NULL, err, sizeof(err));
@@ -466,7 +469,7 @@ int cmd_diff_live(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	r = fctl_engine_plan(p, &c.eo, &plan, &live, &want, err, sizeof(err));

@@ -753,8 +753,12 @@ int cmd_lab(int argc, char **argv)
 		cli_err("lab: scripts/lab.sh not found (set FCTL_LAB_SCRIPT)");
 		return EXIT_USAGE;
 	}
+	/* lab.sh's usage and messages name what the user typed, not the script */
+	setenv("FCTL_LAB_PROG", "fabricctl lab", 1);
 	if (argc >= 2 && strcmp(argv[1], "up") == 0) {
 		for (int a = 2; a < argc; a++) {
+			if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0)
+				break; /* lab.sh prints the help of up */
 			if (strcmp(argv[a], "--profile") == 0 ||
 			    strncmp(argv[a], "--profile=", 10) == 0)
 				return lab_up_profile(script, argc, argv);

@@ -214,9 +214,9 @@ int cmd_plan(int argc, char **argv)
 		}
 		return cmd_plan_live(argc, argv);
 	}
-	rc = cli_load_valid_profile(argv[optind], &nw, true);
+	rc = cli_load_profile(argv[optind], &nw, true, json);
 	if (rc == EXIT_OK && from)
-		rc = cli_load_valid_profile(from, &old, true);
+		rc = cli_load_profile(from, &old, true, json);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, nw, old);
 	if (rc != EXIT_OK)
@@ -305,9 +305,9 @@ int cmd_diff(int argc, char **argv)
 			"(diff PROFILE); OLD NEW compares files");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &a, true);
+	rc = cli_load_profile(argv[optind], &a, true, json);
 	if (rc == EXIT_OK)
-		rc = cli_load_valid_profile(argv[optind + 1], &b, true);
+		rc = cli_load_profile(argv[optind + 1], &b, true, json);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, a, b);
 	if (rc != EXIT_OK)

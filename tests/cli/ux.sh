@@ -138,5 +138,55 @@ else
 	skip "read commands do not make /var/lib/fabricctl" "it exists already"
 fi
 
+# ---- standard input and pipes; --help exits 0; --json keeps stdout JSON ----
+I=$SRC/examples/invalid/typos.yaml
+"$FCTL" validate - <"$P" >"$TMP/out" 2>"$TMP/err" && pass "validate - (a file on stdin): exit 0" ||
+	fail "validate - (a file on stdin): exit 0"
+cat "$P" | "$FCTL" validate - >"$TMP/out" 2>"$TMP/err" && pass "validate - (a pipe): exit 0" ||
+	fail "validate - (a pipe): exit 0"
+cat "$I" | "$FCTL" validate - >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep_out "validate - names findings '-'" "^-:18:5: error: .*\[unknown-key\]" ||
+	fail "validate - of an invalid profile: exit 1"
+if command -v bash >/dev/null 2>&1; then
+	bash -c '"$0" validate <(cat "$1")' "$FCTL" "$P" >"$TMP/out" 2>"$TMP/err" &&
+		pass "validate <(cat FILE): exit 0" || fail "validate <(cat FILE): exit 0"
+	bash -c '"$0" plan --offline <(cat "$1")' "$FCTL" "$P" >"$TMP/out" 2>"$TMP/err" &&
+		pass "plan --offline <(cat FILE): exit 0" || fail "plan --offline <(cat FILE): exit 0"
+	bash -c '"$0" apply --dry-run <(cat "$1")' "$FCTL" "$P" >"$TMP/out" 2>"$TMP/err"
+	[ $? -eq 2 ] && grep_out "apply of a pipe: a usage error that says why" "regular file" "$TMP/err" ||
+		fail "apply of a pipe: exit 2"
+else
+	skip "validate <(cat FILE)" "bash is not installed"
+fi
+mkdir "$TMP/nofiles"
+run "validate --json of a directory without profiles: exit 2" 2 validate --json "$TMP/nofiles" &&
+	json "validate --json of a directory without profiles" '.valid == false and .errors == 1 and
+		.findings[0].code == "io" and .findings[0].file == "'"$TMP/nofiles"'"'
+run "plan --offline --json of an invalid profile: exit 1" 1 plan --offline --json "$I" &&
+	json "plan --offline --json of an invalid profile: findings as JSON" '.valid == false and
+		.errors == 4 and (.findings | length) >= 4 and .findings[0].file == "'"$I"'"'
+run "plan --offline --json of an invalid FROM: exit 1" 1 plan --offline --json "$P" --from "$I" &&
+	json "plan --offline --json --from invalid: findings as JSON" '.valid == false'
+run "diff --json of an invalid profile: exit 1" 1 diff --json "$P" "$I" &&
+	json "diff --json of an invalid profile: findings as JSON" '.valid == false'
+run "apply --dry-run --json of an invalid profile: exit 1" 1 apply --dry-run --json "$I" &&
+	json "apply --json of an invalid profile: findings as JSON" '.valid == false'
+
+run "lab up --help: exit 0" 0 lab up --help &&
+	grep_out "lab up --help on stdout, as 'fabricctl lab'" "^  fabricctl lab up " &&
+	no_out "lab help does not say lab.sh" "lab\.sh"
+run "lab up --profile F --help: exit 0" 0 lab up --profile "$P" --help && pass "lab up --profile F --help: exit 0"
+cmds=$("$FCTL" help | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
+[ -n "$cmds" ] || fail "help lists the commands"
+for c in $cmds; do
+	run "$c --help: exit 0" 0 "$c" --help && [ -s "$TMP/out" ] && pass "$c --help: exit 0, on stdout"
+	run "help $c: exit 0" 0 help "$c" && pass "help $c: exit 0"
+done
+for sc in "lab down" "lab status" "lab exec" "lab exec-bg" "lab wait" "lab kill" \
+	"lab keys" "lab links" "probe run" "probe serve" "keys watch" "keys recover" "keys status"; do
+	# shellcheck disable=SC2086 # two words
+	run "$sc --help: exit 0" 0 $sc --help && [ -s "$TMP/out" ] && pass "$sc --help: exit 0, on stdout"
+done
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]

@@ -378,6 +378,28 @@ static void test_huge_file(void **state)
 	rmdir(dir);
 }
 
+/* a pipe (`validate <(cat f)`, /dev/fd/N) is read to its end, and bounded */
+static void test_load_pipe(void **state)
+{
+	static const char yaml[] = "schema: 1\nprofile:\n  name: p\n  version: 1\nhosts: []\n";
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	char path[32];
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], yaml, sizeof(yaml) - 1), (ssize_t)sizeof(yaml) - 1);
+	close(fds[1]);
+	snprintf(path, sizeof(path), "/dev/fd/%d", fds[0]);
+	assert_int_equal(fctl_profile_load(path, &d, &p), 0);
+	assert_non_null(p);
+	assert_int_equal(d.n_errors, 0);
+	assert_string_equal(p->dir, "."); /* a stream's key ids resolve from here */
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+	close(fds[0]);
+}
+
 /* Large but legal size: the node limit bounds memory and time. */
 static void test_node_limit(void **state)
 {
@@ -1075,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_data_files),
 		cmocka_unit_test(test_shipped_profiles),
 		cmocka_unit_test(test_showconf_validates),
+		cmocka_unit_test(test_load_pipe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
