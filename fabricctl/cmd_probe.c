@@ -37,7 +37,8 @@ int cmd_probe(int argc, char **argv)
 	args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
 		return EXIT_USAGE;
-	args[0] = (char *)(uintptr_t)bin; /* execv's argv is not const, but is not written */
+	/* argv[0] "fabricctl": the probe names itself 'fabricctl probe' in usage and errors */
+	args[0] = (char *)(uintptr_t)"fabricctl"; /* execv's argv is not written */
 	for (int a = 1; a < argc; a++)
 		args[a] = argv[a];
 	fflush(stdout);

@@ -41,7 +41,8 @@ static int run_keymgr(const char *verb, int argc, char **argv)
 	args = calloc((size_t)argc + 2, sizeof(*args));
 	if (!args)
 		return EXIT_USAGE;
-	args[n++] = (char *)(uintptr_t)bin; /* execv's argv is not const, but is not written */
+	/* argv[0] "fabricctl": keymgr names its commands 'fabricctl rotate', 'fabricctl keys' */
+	args[n++] = (char *)(uintptr_t)"fabricctl"; /* execv's argv is not written */
 	if (verb)
 		args[n++] = (char *)(uintptr_t)verb;
 	for (int a = 1; a < argc; a++)

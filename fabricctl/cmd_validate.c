@@ -159,10 +159,13 @@ int cmd_validate(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			fmt = OUT_JSON;
-			break;
 		case 'J':
-			fmt = OUT_JUNIT;
+			if (fmt != OUT_TEXT && fmt != (c == 'j' ? OUT_JSON : OUT_JUNIT)) {
+				cli_err("validate: --json and --junit go to the same stdout; "
+					"give one");
+				return EXIT_USAGE;
+			}
+			fmt = c == 'j' ? OUT_JSON : OUT_JUNIT;
 			break;
 		case 's':
 			strict = true;
@@ -194,14 +197,17 @@ int cmd_validate(int argc, char **argv)
 			io_error = true;
 		fctl_profile_free(p);
 	}
-	for (size_t i = 0; i < d.n; i++)
-		warnings += d.v[i].severity == FCTL_SEV_WARNING;
-	if (strict)
-		for (size_t i = 0; i < d.n; i++)
-			if (d.v[i].severity == FCTL_SEV_WARNING) {
-				d.v[i].severity = FCTL_SEV_ERROR;
-				d.n_errors++;
-			}
+	/* each finding counts once: under --strict a warning is an error, not both */
+	for (size_t i = 0; i < d.n; i++) {
+		if (d.v[i].severity != FCTL_SEV_WARNING)
+			continue;
+		if (strict) {
+			d.v[i].severity = FCTL_SEV_ERROR;
+			d.n_errors++;
+		} else {
+			warnings++;
+		}
+	}
 
 	print_report(fmt, quiet, &d, &files, warnings, &out);
 	rc = io_error ? EXIT_USAGE : d.n_errors ? EXIT_INVALID : EXIT_OK;

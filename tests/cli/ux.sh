@@ -188,5 +188,49 @@ for sc in "lab down" "lab status" "lab exec" "lab exec-bg" "lab wait" "lab kill"
 	run "$sc --help: exit 0" 0 $sc --help && [ -s "$TMP/out" ] && pass "$sc --help: exit 0, on stdout"
 done
 
+# ---- help and names the user types ----
+run "-V: exit 0" 0 -V && grep_out "-V prints the version" "^fabricctl [0-9]+\.[0-9]+"
+run "--version --json" 0 --version --json && json "--version --json" '.name == "fabricctl"'
+run "help with a typo: exit 2" 2 help valdate &&
+	grep_out "help with a typo has a hint" "did you mean 'validate'" "$TMP/err"
+run "validate --json --junit: usage" 2 validate --json --junit "$P" && empty_out "validate --json --junit prints nothing"
+run "validate --junit --json: usage" 2 validate --junit --json "$P" && pass "validate --junit --json: usage"
+cp "$P" "$TMP/nokey.yaml"
+run "--strict: exit 1" 1 validate --strict "$TMP/nokey.yaml" &&
+	grep_out "--strict counts a warning once, as an error" "^1 file checked: 1 error, 0 warnings$"
+run "--strict --json" 1 validate --strict --json "$TMP/nokey.yaml" &&
+	json "--strict --json counts once" '.errors == 1 and .warnings == 0'
+run "keys status --help" 0 keys status --help &&
+	grep_out "keymgr's usage says 'fabricctl keys status'" "fabricctl keys status " &&
+	grep_out "keymgr's usage says 'fabricctl rotate'" "usage: fabricctl rotate " &&
+	no_out "keymgr's usage does not say fabricctl-keymgr" "fabricctl-keymgr (rotate|watch|recover|status)"
+run "keys status without a profile: exit 2" 2 keys status &&
+	grep_out "keymgr's errors say fabricctl" "^fabricctl: status: no profile given" "$TMP/err"
+run "probe run --help" 0 probe run --help &&
+	grep_out "probe's usage says 'fabricctl probe run'" "^usage: fabricctl probe run " &&
+	no_out "probe's usage does not say fabricctl-probe" "fabricctl-probe (run|serve)"
+for c in plan apply rollback recover show diff history status; do
+	run "help $c" 0 help "$c" &&
+		grep_out "help $c: --target" "^  --target HOST " &&
+		grep_out "help $c: unix:PATH" "unix:PATH" &&
+		grep_out "help $c: --json" "^  --json "
+done
+run "help history" 0 help history && grep_out "help history: --state-dir" "^  --state-dir DIR"
+run "help rollback" 0 help rollback && grep_out "help rollback: --to" "^  --to VERSION"
+run "help status" 0 help status && grep_out "help status: the default socket" "unix:/run/fabricctl/agent.sock"
+# every option a command's synopsis names is explained in its help (probe's are in
+# 'fabricctl probe run --help', which the probe program prints)
+for c in $cmds; do
+	[ "$c" = probe ] && continue
+	"$FCTL" help "$c" >"$TMP/h" 2>/dev/null
+	syn=$(sed -n '1,/^$/p' "$TMP/h" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+	missing=
+	for o in $syn; do
+		sed '1,/^$/d' "$TMP/h" | grep -qE -- "(^|[ ,'/])$o([ =,'/]|$)" || missing="$missing $o"
+	done
+	if [ -n "$missing" ]; then fail "help $c explains every option of its synopsis" "missing:$missing"
+	else pass "help $c explains every option of its synopsis"; fi
+done
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
