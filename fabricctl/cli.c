@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,4 +89,43 @@ int cli_need_regular(const char *cmd, const char *file)
 		"stored or sent); standard input and pipes are for validate, plan and diff",
 		cmd, file);
 	return EXIT_USAGE;
+}
+
+bool cli_in_build_tree(void)
+{
+	static int cached = -1;
+	char exe[PATH_MAX], build[PATH_MAX];
+	size_t n;
+
+	if (cached >= 0)
+		return cached;
+	cached = 0;
+	if (!realpath("/proc/self/exe", exe) || !realpath(FCTL_BUILD_DIR, build))
+		return false;
+	n = strlen(build);
+	cached = strncmp(exe, build, n) == 0 && exe[n] == '/';
+	return cached;
+}
+
+const char *cli_helper_path(const char *env, const char *build, const char *inst, int mode)
+{
+	const char *e = env ? getenv(env) : NULL;
+
+	if (cli_in_build_tree()) {
+		if (e && *e && access(e, mode) == 0)
+			return e;
+		if (access(build, mode) == 0)
+			return build;
+	}
+	return access(inst, mode) == 0 ? inst : NULL;
+}
+
+void cli_helper_missing(const char *cmd, const char *name, const char *env, const char *build,
+			const char *inst)
+{
+	if (cli_in_build_tree())
+		cli_err("%s: %s not found (looked in %s and %s; set %s)", cmd, name, build, inst,
+			env);
+	else
+		cli_err("%s: %s not found (looked in %s, where it is installed)", cmd, name, inst);
 }

@@ -47,9 +47,19 @@ int cmd_status(int argc, char **argv);
  * arguments ask for the local form. */
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+/* The running binary (realpath of /proc/self/exe) is inside this build's tree. */
+bool cli_in_build_tree(void);
+/* A helper program fabricctl runs (keymgr, the probe, lab.sh), access(mode) allowed: when
+ * the running binary is in the build tree, $env then build, then inst; an installed
+ * fabricctl looks only at inst, under its install prefix (a build tree under /tmp, or
+ * the environment of a root shell, does not choose what it runs). NULL when none is. */
+const char *cli_helper_path(const char *env, const char *build, const char *inst, int mode);
+/* Says where a missing helper was looked for. */
+void cli_helper_missing(const char *cmd, const char *name, const char *env, const char *build,
+			const char *inst);
 int cmd_rotate(int argc, char **argv);
-/* fabricctl-keymgr (cmd_rotate.c): $FCTL_KEYMGR_BIN, else this build's, else the
- * installed one, the first that is executable; NULL when none is. */
+/* fabricctl-keymgr (cmd_rotate.c), as cli_helper_path finds it ($FCTL_KEYMGR_BIN and this
+ * build's only from the build tree, else the installed one); NULL when none is. */
 const char *cli_keymgr_path(void);
 int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);

@@ -232,5 +232,41 @@ for c in $cmds; do
 	else pass "help $c explains every option of its synopsis"; fi
 done
 
+# ---- an installed fabricctl runs only installed helpers ----
+# A copy outside the build tree must not run the build tree's keymgr, probe or lab.sh,
+# nor what the environment names: a package built under /tmp would otherwise run
+# whatever is later put at that path, as root.
+mkdir -p "$TMP/inst"
+cp "$FCTL" "$TMP/inst/fabricctl"
+printf '#!/bin/sh\ntouch "%s/evil-ran"\n' "$TMP" >"$TMP/evil"
+chmod +x "$TMP/evil"
+FI=$TMP/inst/fabricctl
+# the build tree's binary does use them (so the checks below can fail)
+FCTL_PROBE_BIN=$TMP/evil "$FCTL" probe run --help >/dev/null 2>&1
+if [ -e "$TMP/evil-ran" ]; then pass "build tree: FCTL_PROBE_BIN is used"; else fail "build tree: FCTL_PROBE_BIN is used"; fi
+rm -f "$TMP/evil-ran"
+"$FCTL" probe run --help >"$TMP/out" 2>&1 && grep_out "build tree: its probe runs" "^usage: fabricctl probe run"
+installed_helper=0
+for h in /usr/libexec/fabricctl /usr/local/libexec/fabricctl; do
+	[ -e "$h/fabricctl-probe" ] || [ -e "$h/fabricctl-keymgr" ] && installed_helper=1
+done
+for args in "probe run --help" "keys status --help" "rotate --help-me" "lab status"; do
+	# shellcheck disable=SC2086 # words
+	FCTL_PROBE_BIN=$TMP/evil FCTL_KEYMGR_BIN=$TMP/evil FCTL_LAB_SCRIPT=$TMP/evil \
+		"$FI" $args >"$TMP/out" 2>"$TMP/err"
+	if [ -e "$TMP/evil-ran" ]; then
+		fail "installed: '$args' ignores the helper the environment names"
+	else
+		pass "installed: '$args' ignores the helper the environment names"
+	fi
+	rm -f "$TMP/evil-ran"
+	if [ $installed_helper -eq 1 ]; then
+		skip "installed: '$args' does not run the build tree's helper" "helpers are installed here"
+	else
+		grep_out "installed: '$args' does not run the build tree's helper" \
+			"not found \(looked in [^ ]+, where it is installed\)" "$TMP/err"
+	fi
+done
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
