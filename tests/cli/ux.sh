@@ -268,5 +268,31 @@ for args in "probe run --help" "keys status --help" "rotate --help-me" "lab stat
 	fi
 done
 
+# ---- validate --junit: one testcase per finding, with file and line ----
+junit_check() {
+	name=$1
+	shift
+	if [ $have_py -eq 0 ]; then
+		skip "$name" "python3 is not installed"
+	elif python3 "$SRC/tests/cli/junit_check.py" "$TMP/out" "$@" >"$TMP/py" 2>&1; then
+		pass "$name"
+	else
+		fail "$name" "$(tail -1 "$TMP/py")"
+	fi
+}
+run "junit: findings of typos.yaml" 1 validate --junit "$I" &&
+	junit_check "junit: one failure per error, a skipped per warning, each with line=" \
+		failure=4 error=0 skipped=1 lines=1 valid=0
+run "junit: a valid file" 0 validate --junit "$TMP/nokey.yaml" &&
+	junit_check "junit: a valid file has a passing testcase, its warning is visible" \
+		failure=0 skipped=1 valid=1 lines=1
+run "junit: --strict" 1 validate --junit --strict "$TMP/nokey.yaml" &&
+	junit_check "junit: --strict makes the warning a failure" failure=1 skipped=0 valid=0
+run "junit: I/O errors are errors" 2 validate --junit "$TMP/missing.yaml" "$TMP/nofiles" "$P" &&
+	junit_check "junit: I/O errors are <error>s without a line" error=2 failure=0 valid=1
+head -c 4096 /dev/urandom >"$TMP/random.yaml"
+run "junit: random bytes" 1 validate --junit "$TMP/random.yaml" &&
+	junit_check "junit: random bytes still give well-formed XML"
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
