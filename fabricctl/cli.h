@@ -36,6 +36,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_teardown(int argc, char **argv);
 int cmd_plan_live(int argc, char **argv);
 int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);

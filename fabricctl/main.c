@@ -117,6 +117,31 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "\n"
 	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n" },
+	{ "teardown", cmd_teardown,
+	  "teardown [--dry-run] [--json] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
+	  "             [--audit-log PATH] [--change ID] [-q]",
+	  "Remove every link fabricctl manages on this host (those of the last applied\n"
+	  "profile: addresses, SAs, RX channels, MACsec and VLAN devices), back to nothing\n"
+	  "fabricctl made. All or nothing, as apply: the prior state goes to the journal\n"
+	  "first, a failed step rolls every removal back, a fresh dump must hold none of\n"
+	  "them, and the result is an audit record (action teardown). Links fabricctl did\n"
+	  "not make are left alone. The history is kept: 'rollback --to VERSION' applies\n"
+	  "a version again.\n"
+	  "\n"
+	  "  --dry-run        the plan of the removals; nothing changed, nothing recorded\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log (default $FCTL_AUDIT_LOG, else\n"
+	  "                   /var/lib/fabricctl/audit/audit.log); refused when it cannot\n"
+	  "                   be written\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
+	  "  --json           result as JSON, as for apply (profile null, result removed,\n"
+	  "                   unchanged, planned, rolled-back, failed or refused)\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  "Exit: 0 removed or nothing to remove, 2 usage, I/O or environment error\n"
+	  "(nothing changed), 3 failed and rolled back.\n" },
 	{ "recover", cmd_recover,
 	  "recover [--json] [--netns NAME] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"

@@ -294,5 +294,28 @@ head -c 4096 /dev/urandom >"$TMP/random.yaml"
 run "junit: random bytes" 1 validate --junit "$TMP/random.yaml" &&
 	junit_check "junit: random bytes still give well-formed XML"
 
+# ---- teardown: arguments (the engine's removals are in tests/unit/test_engine.c) ----
+TD=$TMP/td
+run "teardown PROFILE: usage" 2 teardown "$P" && grep_out "teardown takes no PROFILE" "takes no PROFILE" "$TMP/err"
+run "teardown --to: usage" 2 teardown --to 1 && pass "teardown --to: usage"
+run "rollback --to 0 points to teardown" 2 rollback --to 0 &&
+	grep_out "rollback --to 0 names teardown" "fabricctl teardown" "$TMP/err"
+run "teardown --dry-run on a host with nothing applied" 0 teardown --dry-run --host h1 --state-dir "$TD/state" &&
+	grep_out "teardown --dry-run: nothing to remove" "nothing to remove"
+[ -e "$TD" ] && fail "teardown --dry-run writes nothing" || pass "teardown --dry-run writes nothing"
+run "teardown --dry-run --json" 0 teardown --dry-run --json --host h1 --state-dir "$TD/state" &&
+	json "teardown --dry-run --json" '.result == "planned" and .profile == null and .plan.summary.ops == 0'
+# nothing was applied under this state directory: nothing is managed, the kernel is not touched
+FCTL_AUDIT_LOG=$TD/audit/audit.log "$FCTL" teardown --json --host h1 --state-dir "$TD/state" \
+	>"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ]; then
+	json "teardown with nothing managed: unchanged" '.result == "unchanged" and .ops_done == 0'
+	grep_out "teardown is audited" '"action":"teardown".*"result":"unchanged"' "$TD/audit/audit.log"
+elif grep -q "CAP_NET_ADMIN\|netlink" "$TMP/err"; then
+	skip "teardown with nothing managed" "no netlink here"
+else
+	fail "teardown with nothing managed: exit 0"
+fi
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
