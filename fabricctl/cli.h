@@ -15,6 +15,9 @@ enum {
 	EXIT_INVALID = 1, /* the input was read and is invalid, or a check failed */
 	EXIT_USAGE = 2,   /* usage, I/O or environment error */
 	EXIT_FAILED = 3,  /* an operation on a host failed (and was rolled back) */
+	/* plan --detailed-exitcode only (0 there means: no changes) */
+	EXIT_PLAN_CHANGES = 4,    /* the plan has changes, none disruptive */
+	EXIT_PLAN_DISRUPTIVE = 5, /* the plan has a disruptive change */
 };
 
 enum out_format {
@@ -38,6 +41,12 @@ int cmd_rollback(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_teardown(int argc, char **argv);
 int cmd_plan_live(int argc, char **argv);
+/* A plan's text (as plan prints it) as Markdown for a review comment: a heading per host,
+ * its operations in a ```diff block, the summary, a note on disruptive changes. */
+void cli_plan_markdown(const struct fctl_buf *text, struct fctl_buf *md);
+/* plan's exit: EXIT_OK, or with --detailed-exitcode EXIT_PLAN_CHANGES or
+ * EXIT_PLAN_DISRUPTIVE when there are operations. */
+int cli_plan_exit(bool detailed, size_t ops, size_t disruptive);
 int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);

@@ -20,6 +20,8 @@ struct common {
 	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
 	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
 	bool audit;            /* diff: --audit (or --audit-log) records drift */
+	bool markdown;         /* plan: --markdown */
+	bool detailed;         /* plan: --detailed-exitcode */
 };
 
 enum {
@@ -34,6 +36,8 @@ enum {
 	OPT_AUDIT_LOG,
 	OPT_CHANGE,
 	OPT_AUDIT,
+	OPT_MARKDOWN,
+	OPT_DETAILED,
 };
 
 static const struct option common_opts[] = {
@@ -46,6 +50,8 @@ static const struct option common_opts[] = {
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "change", required_argument, NULL, OPT_CHANGE },
 	{ "audit", no_argument, NULL, OPT_AUDIT },
+	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -98,6 +104,18 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 				return EXIT_USAGE;
 			}
 			c->audit = true;
+			break;
+		case OPT_MARKDOWN:
+		case OPT_DETAILED:
+			if (strcmp(cmd, "plan") != 0) {
+				cli_err("%s: unknown option '%s'", cmd,
+					ch == OPT_MARKDOWN ? "--markdown" : "--detailed-exitcode");
+				return EXIT_USAGE;
+			}
+			if (ch == OPT_MARKDOWN)
+				c->markdown = true;
+			else
+				c->detailed = true;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -510,9 +528,18 @@ int cmd_plan_live(int argc, char **argv)
 	} else {
 		fctl_buf_printf(&out, "plan: live state -> profile %s version %" PRIu64 "\n",
 				p->name, p->version);
-		fctl_plan_to_text(plan, &out, cli_color(stdout));
+		fctl_plan_to_text(plan, &out, cli_color(stdout) && !c.markdown);
 	}
-	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
+	if (c.markdown) {
+		struct fctl_buf md = { 0 };
+
+		cli_plan_markdown(&out, &md);
+		fctl_buf_release(&out);
+		out = md;
+	}
+	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
+					 : cli_plan_exit(c.detailed, plan->n_ops,
+							 fctl_plan_count_disruptive(plan));
 out:
 	fctl_buf_release(&out);
 	fctl_plan_free(plan);

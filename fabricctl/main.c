@@ -43,8 +43,9 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n" },
 	{ "plan", cmd_plan,
-	  "plan [--json] [--netns NAME] [--host HOST] PROFILE\n"
-	  "       plan --offline [--json] [--host HOST]... NEW [--from OLD]",
+	  "plan [--json|--markdown] [--detailed-exitcode] [--netns NAME] [--host HOST] PROFILE\n"
+	  "       plan --offline [--json|--markdown] [--detailed-exitcode] [--host HOST]...\n"
+	  "            NEW [--from OLD]",
 	  "Compute the ordered operations that take a host to the state PROFILE\n"
 	  "describes: create VLAN, create MACsec SecY (protect on), add RX channel, add\n"
 	  "RX SA, add TX SA, bring up, add addresses, and the removals, in a safe order\n"
@@ -64,10 +65,15 @@ static const struct cmd commands[] = {
 	  "  --netns NAME     act inside network namespace NAME (/run/netns/NAME)\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
 	  "  --json           machine-readable plan\n"
+	  "  --markdown       the plan as Markdown, for a review comment (a section per\n"
+	  "                   host, its operations in a diff block, disruptive called out)\n"
+	  "  --detailed-exitcode  exit 0 only when there is nothing to do: 4 changes, 5 a\n"
+	  "                   disruptive change (1 and 2 keep their meaning)\n"
 	  "\n"
 	  REMOTE_HELP
 	  "\n"
-	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error.\n" },
+	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error; with\n"
+	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n" },
 	{ "apply", cmd_apply,
 	  "apply [--json] [--dry-run] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
 	  "             [--audit-log PATH] [--change ID] [-q] PROFILE",

@@ -317,5 +317,63 @@ else
 	fail "teardown with nothing managed: exit 0"
 fi
 
+# ---- plan --detailed-exitcode and --markdown; the shipped CI installs fabricctl ----
+V2=$SRC/examples/changes/lab-pair-v2.yaml V3=$SRC/examples/changes/lab-pair-v3.yaml
+run "plan --detailed-exitcode: no changes: 0" 0 plan --offline --detailed-exitcode "$P" --from "$P" &&
+	pass "plan --detailed-exitcode: no changes: 0"
+run "plan --detailed-exitcode: changes: 4" 4 plan --offline --detailed-exitcode "$V2" --from "$P" &&
+	grep_out "plan --detailed-exitcode prints the plan" "^total: 2 operations"
+run "plan --detailed-exitcode: disruptive: 5" 5 plan --offline --detailed-exitcode "$V3" --from "$V2" &&
+	pass "plan --detailed-exitcode: disruptive: 5"
+run "plan --detailed-exitcode --json: 5" 5 plan --offline --detailed-exitcode --json "$V3" --from "$V2" &&
+	json "plan --detailed-exitcode --json" '.summary.disruptive == 2'
+run "plan --detailed-exitcode of an invalid profile: 1" 1 plan --offline --detailed-exitcode "$I" &&
+	pass "plan --detailed-exitcode of an invalid profile: 1"
+run "plan without --detailed-exitcode: 0 with changes" 0 plan --offline "$V3" --from "$V2" &&
+	pass "plan without --detailed-exitcode: 0 with changes"
+run "plan --markdown" 0 plan --offline --markdown "$V3" --from "$V2" &&
+	grep_out "markdown: a heading per host" '^#### host `h1`$' &&
+	grep_out "markdown: ops in a diff block" '^```diff$' &&
+	grep_out "markdown: op lines" '^- delete macsec ms100: .*\[disruptive\]$' &&
+	grep_out "markdown: disruptive called out" '^> \*\*Disruptive\*\*' &&
+	grep_out "markdown: total" '^\*\*total: 14 operations on 2 hosts, 2 disruptive\*\*$' &&
+	if [ "$(grep -c '^```' "$TMP/out")" -eq 4 ]; then pass "markdown: fences balance"; else fail "markdown: fences balance"; fi
+run "plan --markdown of no changes" 0 plan --offline --markdown "$P" --from "$P" &&
+	grep_out "markdown: no changes" "^No changes\.$" && no_out "markdown: no empty diff block" '^```'
+run "plan --markdown --json: usage" 2 plan --offline --markdown --json "$P" && pass "plan --markdown --json: usage"
+run "apply --markdown: unknown" 2 apply --dry-run --markdown "$P" && pass "apply --markdown: unknown"
+run "apply --detailed-exitcode: unknown" 2 apply --dry-run --detailed-exitcode "$P" &&
+	pass "apply --detailed-exitcode: unknown"
+# live: nothing of lab-pair is on this machine, so everything is to be created
+"$FCTL" plan --detailed-exitcode --markdown --host h1 --state-dir "$TMP/live-state" "$P" >"$TMP/out" 2>"$TMP/err"
+case $? in
+4) grep_out "live plan --markdown --detailed-exitcode: 4" '^\+ create vlan eth0\.100' ;;
+2) skip "live plan --detailed-exitcode" "no netlink here" ;;
+*) fail "live plan --detailed-exitcode: 4" ;;
+esac
+
+if [ $have_py -eq 1 ] && python3 -c 'import yaml' 2>/dev/null; then
+	if python3 - "$SRC/examples/ci" <<-'PY' >"$TMP/py" 2>&1; then
+		import sys, yaml
+		d = sys.argv[1]
+		gh = yaml.safe_load(open(d + "/github-actions.yml"))
+		for job in ("check", "lab"):
+		    runs = [s.get("run", "") for s in gh["jobs"][job]["steps"]]
+		    inst = [i for i, r in enumerate(runs) if "cmake --install" in r or "make install" in r]
+		    pipe = [i for i, r in enumerate(runs) if "pipeline.sh" in r]
+		    assert inst and pipe and inst[0] < pipe[0], "github %s: no install before pipeline.sh" % job
+		gl = yaml.safe_load(open(d + "/gitlab-ci.yml"))
+		for job in ("check", "lab"):
+		    before = "\n".join(gl[job].get("before_script", []))
+		    assert "cmake --install" in before, "gitlab %s: no install before the script" % job
+	PY
+		pass "the shipped CI workflows install fabricctl before pipeline.sh"
+	else
+		fail "the shipped CI workflows install fabricctl before pipeline.sh" "$(tail -1 "$TMP/py")"
+	fi
+else
+	skip "the shipped CI workflows install fabricctl" "python3 yaml is not installed"
+fi
+
 echo "ux: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
