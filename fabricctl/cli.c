@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -39,6 +41,11 @@ int cli_write(FILE *f, const struct fctl_buf *b)
 
 int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok)
 {
+	return cli_load_profile(file, out, quiet_ok, false);
+}
+
+int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json)
+{
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	struct fctl_buf b = { 0 };
@@ -47,7 +54,11 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	r = fctl_profile_load(file, &d, &p);
 	if (p)
 		fctl_profile_validate(p, &d);
-	if (d.n && (d.n_errors || !quiet_ok)) {
+	if (json && d.n_errors) {
+		/* --json: the findings are the document on stdout, as validate --json has them */
+		fctl_diags_to_json(&d, &file, 1, &b);
+		cli_write(stdout, &b);
+	} else if (d.n && (d.n_errors || !quiet_ok)) {
 		fctl_diags_to_text(&d, &b, cli_color(stderr));
 		cli_write(stderr, &b);
 	}
@@ -66,4 +77,55 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	}
 	*out = p;
 	return EXIT_OK;
+}
+
+int cli_need_regular(const char *cmd, const char *file)
+{
+	struct stat st;
+
+	if (strcmp(file, "-") != 0 && (stat(file, &st) < 0 || S_ISREG(st.st_mode)))
+		return EXIT_OK; /* a missing file is said by the load */
+	cli_err("%s: '%s': PROFILE must be a regular file here (it is read again to be "
+		"stored or sent); standard input and pipes are for validate, plan and diff",
+		cmd, file);
+	return EXIT_USAGE;
+}
+
+bool cli_in_build_tree(void)
+{
+	static int cached = -1;
+	char exe[PATH_MAX], build[PATH_MAX];
+	size_t n;
+
+	if (cached >= 0)
+		return cached;
+	cached = 0;
+	if (!realpath("/proc/self/exe", exe) || !realpath(FCTL_BUILD_DIR, build))
+		return false;
+	n = strlen(build);
+	cached = strncmp(exe, build, n) == 0 && exe[n] == '/';
+	return cached;
+}
+
+const char *cli_helper_path(const char *env, const char *build, const char *inst, int mode)
+{
+	const char *e = env ? getenv(env) : NULL;
+
+	if (cli_in_build_tree()) {
+		if (e && *e && access(e, mode) == 0)
+			return e;
+		if (access(build, mode) == 0)
+			return build;
+	}
+	return access(inst, mode) == 0 ? inst : NULL;
+}
+
+void cli_helper_missing(const char *cmd, const char *name, const char *env, const char *build,
+			const char *inst)
+{
+	if (cli_in_build_tree())
+		cli_err("%s: %s not found (looked in %s and %s; set %s)", cmd, name, build, inst,
+			env);
+	else
+		cli_err("%s: %s not found (looked in %s, where it is installed)", cmd, name, inst);
 }

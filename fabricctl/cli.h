@@ -15,6 +15,9 @@ enum {
 	EXIT_INVALID = 1, /* the input was read and is invalid, or a check failed */
 	EXIT_USAGE = 2,   /* usage, I/O or environment error */
 	EXIT_FAILED = 3,  /* an operation on a host failed (and was rolled back) */
+	/* plan --detailed-exitcode only (0 there means: no changes) */
+	EXIT_PLAN_CHANGES = 4,    /* the plan has changes, none disruptive */
+	EXIT_PLAN_DISRUPTIVE = 5, /* the plan has a disruptive change */
 };
 
 enum out_format {
@@ -53,7 +56,14 @@ int cmd_diff(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_teardown(int argc, char **argv);
 int cmd_plan_live(int argc, char **argv);
+/* A plan's text (as plan prints it) as Markdown for a review comment: a heading per host,
+ * its operations in a ```diff block, the summary, a note on disruptive changes. */
+void cli_plan_markdown(const struct fctl_buf *text, struct fctl_buf *md);
+/* plan's exit: EXIT_OK, or with --detailed-exitcode EXIT_PLAN_CHANGES or
+ * EXIT_PLAN_DISRUPTIVE when there are operations. */
+int cli_plan_exit(bool detailed, size_t ops, size_t disruptive);
 int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);
@@ -64,9 +74,19 @@ int cmd_status(int argc, char **argv);
  * arguments ask for the local form. */
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+/* The running binary (realpath of /proc/self/exe) is inside this build's tree. */
+bool cli_in_build_tree(void);
+/* A helper program fabricctl runs (keymgr, the probe, lab.sh), access(mode) allowed: when
+ * the running binary is in the build tree, $env then build, then inst; an installed
+ * fabricctl looks only at inst, under its install prefix (a build tree under /tmp, or
+ * the environment of a root shell, does not choose what it runs). NULL when none is. */
+const char *cli_helper_path(const char *env, const char *build, const char *inst, int mode);
+/* Says where a missing helper was looked for. */
+void cli_helper_missing(const char *cmd, const char *name, const char *env, const char *build,
+			const char *inst);
 int cmd_rotate(int argc, char **argv);
-/* fabricctl-keymgr (cmd_rotate.c): $FCTL_KEYMGR_BIN, else this build's, else the
- * installed one, the first that is executable; NULL when none is. */
+/* fabricctl-keymgr (cmd_rotate.c), as cli_helper_path finds it ($FCTL_KEYMGR_BIN and this
+ * build's only from the build tree, else the installed one); NULL when none is. */
 const char *cli_keymgr_path(void);
 int cmd_keys(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
@@ -106,6 +126,12 @@ int cli_write(FILE *f, const struct fctl_buf *b);
 /* Loads and validates one profile, printing findings to stderr in text form unless quiet.
  * Returns EXIT_OK, EXIT_INVALID or EXIT_USAGE. */
 int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool quiet_ok);
+/* The same; json: an invalid profile's findings go to stdout as validate --json prints
+ * them (one object: valid, errors, warnings, files, findings), not to stderr as text. */
+int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json);
+/* EXIT_OK when file is a regular file (or missing), else EXIT_USAGE after saying that cmd
+ * (apply, the remote commands) reads its profile twice and needs a regular file. */
+int cli_need_regular(const char *cmd, const char *file);
 /* Prints a command's help to stdout. */
 void cli_usage_cmd(const char *name);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl apply | plan (live) | show | diff PROFILE | rollback | recover | history */
+/* fabricctl apply | plan (live) | show | diff PROFILE | rollback | teardown | recover | history */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,6 +19,9 @@ struct common {
 	bool quiet;
 	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
 	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
+	bool audit;            /* diff: --audit (or --audit-log) records drift */
+	bool markdown;         /* plan: --markdown */
+	bool detailed;         /* plan: --detailed-exitcode */
 };
 
 enum {
@@ -32,6 +35,9 @@ enum {
 	OPT_FROM,
 	OPT_AUDIT_LOG,
 	OPT_CHANGE,
+	OPT_AUDIT,
+	OPT_MARKDOWN,
+	OPT_DETAILED,
 };
 
 static const struct option common_opts[] = {
@@ -43,6 +49,9 @@ static const struct option common_opts[] = {
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "change", required_argument, NULL, OPT_CHANGE },
+	{ "audit", no_argument, NULL, OPT_AUDIT },
+	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -88,6 +97,25 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			break;
 		case OPT_CHANGE:
 			c->change_id = optarg;
+			break;
+		case OPT_AUDIT:
+			if (strcmp(cmd, "diff") != 0) {
+				cli_err("%s: unknown option '--audit'", cmd);
+				return EXIT_USAGE;
+			}
+			c->audit = true;
+			break;
+		case OPT_MARKDOWN:
+		case OPT_DETAILED:
+			if (strcmp(cmd, "plan") != 0) {
+				cli_err("%s: unknown option '%s'", cmd,
+					ch == OPT_MARKDOWN ? "--markdown" : "--detailed-exitcode");
+				return EXIT_USAGE;
+			}
+			if (ch == OPT_MARKDOWN)
+				c->markdown = true;
+			else
+				c->detailed = true;
 			break;
 		case 'q':
 			c->quiet = true;
@@ -289,7 +317,10 @@ int cmd_apply(int argc, char **argv)
 		cli_err("apply: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_need_regular("apply", argv[optind]);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = do_apply("apply", &c, p);
@@ -313,6 +344,11 @@ int cmd_rollback(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
+	if (to && fctl_parse_u64(to, &ver) == 0 && ver == 0) {
+		cli_err("rollback: version 0 is the host before fabricctl made anything: that is "
+			"'fabricctl teardown' (try 'fabricctl teardown --dry-run' first)");
+		return EXIT_USAGE;
+	}
 	if (!to || optind != argc || fctl_parse_u64(to, &ver) < 0 || ver == 0) {
 		cli_err("rollback: expected --to VERSION (a profile version from 'fabricctl "
 			"history')");
@@ -334,6 +370,88 @@ int cmd_rollback(int argc, char **argv)
 	fctl_diags_release(&d);
 	rc = do_apply("rollback", &c, p);
 	fctl_profile_free(p);
+	return rc;
+}
+
+/* teardown's text: what was (or would be) removed, and how it ended */
+static void teardown_text(struct fctl_buf *out, const struct common *c,
+			  const struct fctl_apply_result *res, int r)
+{
+	if (res->recovered)
+		fctl_buf_printf(out, "recovered: an interrupted apply was rolled back first\n");
+	if (res->plan && res->plan->n_ops)
+		fctl_plan_to_text(res->plan, out, cli_color(stdout));
+	if (r < 0)
+		return;
+	if (!res->plan || !res->plan->n_ops)
+		fctl_buf_printf(out, "host %s: no link fabricctl manages is present; nothing to "
+				     "remove\n", res->host);
+	else if (c->eo.dry_run)
+		fctl_buf_printf(out, "dry run: nothing changed\n");
+	else
+		fctl_buf_printf(out,
+				"removed every link fabricctl manages on %s: %zu operations, %" PRIu64
+				" netlink writes, %.3f s (the history is kept: 'rollback --to "
+				"VERSION' applies one again)\n",
+				res->host, res->ops_done, res->writes, res->seconds);
+}
+
+/* teardown: remove every link fabricctl manages here, all or nothing, audited as apply */
+int cmd_teardown(int argc, char **argv)
+{
+	struct fctl_apply_result res;
+	struct fctl_audit *audit = NULL;
+	struct fctl_buf out = { 0 };
+	const char *result;
+	struct common c;
+	int r, rc = parse_common("teardown", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	if (optind != argc) {
+		cli_err("teardown: unexpected argument '%s' (it takes no PROFILE: it removes the "
+			"links of the last applied one)", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!c.eo.dry_run && cli_audit_open(c.audit_log, &audit) < 0) {
+		cli_err("teardown: refused: the audit log cannot be written, nothing was changed "
+			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)");
+		return EXIT_USAGE;
+	}
+	if (!c.json && !c.quiet && isatty(fileno(stderr)))
+		c.eo.progress = progress;
+	r = fctl_engine_teardown(&c.eo, &res);
+	if (r == 0)
+		result = c.eo.dry_run ? "planned" : res.plan && res.plan->n_ops ? "removed"
+										   : "unchanged";
+	else if (res.refused)
+		result = "refused";
+	else
+		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
+	if (c.json)
+		result_json(&out, NULL, &res, result);
+	else if (!c.quiet || r < 0)
+		teardown_text(&out, &c, &res, r);
+	cli_write(stdout, &out);
+	if (r < 0 && res.refused) {
+		rc = env_error("teardown", r, res.error);
+	} else if (r < 0) {
+		cli_err("teardown failed on %s: %s", res.host, res.error);
+		if (res.rolled_back && res.restored_exactly)
+			cli_err("rolled back: %s is exactly as it was before", res.host);
+		else
+			cli_err("ROLLBACK INCOMPLETE on %s: run 'fabricctl recover' and inspect "
+				"with 'fabricctl show'", res.host);
+		rc = EXIT_FAILED;
+	} else {
+		rc = EXIT_OK;
+	}
+	if (!c.eo.dry_run)
+		audit_apply(audit, "teardown", &c, NULL, &res, result, &rc);
+	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
+		rc = EXIT_USAGE;
+	fctl_buf_release(&out);
+	fctl_apply_result_release(&res);
 	return rc;
 }
 
@@ -396,7 +514,7 @@ int cmd_plan_live(int argc, char **argv)
 		cli_err("plan: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	r = fctl_engine_plan(p, &c.eo, &plan, NULL, NULL, err, sizeof(err));
@@ -410,14 +528,45 @@ int cmd_plan_live(int argc, char **argv)
 	} else {
 		fctl_buf_printf(&out, "plan: live state -> profile %s version %" PRIu64 "\n",
 				p->name, p->version);
-		fctl_plan_to_text(plan, &out, cli_color(stdout));
+		fctl_plan_to_text(plan, &out, cli_color(stdout) && !c.markdown);
 	}
-	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
+	if (c.markdown) {
+		struct fctl_buf md = { 0 };
+
+		cli_plan_markdown(&out, &md);
+		fctl_buf_release(&out);
+		out = md;
+	}
+	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
+					 : cli_plan_exit(c.detailed, plan->n_ops,
+							 fctl_plan_count_disruptive(plan));
 out:
 	fctl_buf_release(&out);
 	fctl_plan_free(plan);
 	fctl_profile_free(p);
 	return rc;
+}
+
+/* diff --audit: one drift record. Negative errno when it could not be written (said). */
+static int record_drift(const struct common *c, const struct fctl_profile *p, const char *host,
+			int links)
+{
+	struct fctl_audit *audit = NULL;
+	char detail[64];
+	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
+				      .change_id = c->change_id, .p = p, .detail = detail };
+	int r;
+
+	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
+		 links == 1 ? "" : "s", links == 1 ? "s" : "");
+	r = cli_audit_open(c->audit_log, &audit);
+	if (r == 0)
+		r = cli_audit_record(audit, &ev);
+	if (cli_audit_close(audit) < 0 && r == 0)
+		r = -EIO;
+	if (r < 0)
+		cli_err("diff: --audit: the drift was not recorded");
+	return r;
 }
 
 /* diff PROFILE: drift between the profile and the live state */
@@ -428,12 +577,13 @@ int cmd_diff_live(int argc, char **argv)
 	struct fctl_plan *plan = NULL;
 	struct fctl_buf out = { 0 }, part = { 0 };
 	char err[768] = "";
+	bool audit_failed = false;
 	struct common c;
 	int r, rc = parse_common("diff", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
-	rc = cli_load_valid_profile(argv[optind], &p, true);
+	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	r = fctl_engine_plan(p, &c.eo, &plan, &live, &want, err, sizeof(err));
@@ -447,18 +597,9 @@ int cmd_diff_live(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (r > 0) { /* drift is recorded; a read command does not fail for the log */
-		struct fctl_audit *audit = NULL;
-		char detail[64];
-		struct cli_audit_event ev = { .action = "drift", .result = "found", .host = want->host,
-					      .change_id = c.change_id, .p = p, .detail = detail };
-
-		snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", r,
-			 r == 1 ? "" : "s", r == 1 ? "s" : "");
-		if (cli_audit_open(c.audit_log, &audit) == 0)
-			cli_audit_record(audit, &ev);
-		cli_audit_close(audit);
-	}
+	/* a read command writes nothing unless asked: drift is recorded with --audit */
+	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, want->host, r) < 0)
+		audit_failed = true;
 	if (c.json) {
 		fctl_buf_puts(&out, "{\"host\":");
 		fctl_buf_json_str(&out, want->host);
@@ -473,7 +614,7 @@ int cmd_diff_live(int argc, char **argv)
 				p->name, p->version);
 	}
 	cli_write(stdout, &out);
-	rc = r ? EXIT_INVALID : EXIT_OK;
+	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&out);
 	fctl_buf_release(&part);

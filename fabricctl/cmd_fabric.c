@@ -385,7 +385,9 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* a refused peer closes mid-write: an error, not a death */
 	if (rm->profile_file) {
 		/* findings name the file here, before anything is sent */
-		rc = cli_load_valid_profile(rm->profile_file, &rm->profile, true);
+		rc = cli_need_regular(rm->cmd, rm->profile_file);
+		if (rc == EXIT_OK)
+			rc = cli_load_profile(rm->profile_file, &rm->profile, true, rm->json);
 		if (rc != EXIT_OK)
 			return rc;
 		r = read_bytes(rm->profile_file, &rm->bytes, &n_bytes);

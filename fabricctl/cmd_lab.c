@@ -39,15 +39,11 @@
 #define LAB_DEFAULT_MTU 1500
 #define LAB_KEY_MAX 32 /* bytes: GCM-AES-256 */
 
+/* The source tree's script and $FCTL_LAB_SCRIPT only for a fabricctl of the build tree. */
 static const char *find_script(void)
 {
-	static char src[] = FCTL_SOURCE_DIR "/scripts/lab.sh", inst[] = FCTL_DATADIR "/lab.sh";
-	const char *candidates[] = { getenv("FCTL_LAB_SCRIPT"), src, inst };
-
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++)
-		if (candidates[i] && access(candidates[i], R_OK) == 0)
-			return candidates[i];
-	return NULL;
+	return cli_helper_path("FCTL_LAB_SCRIPT", FCTL_SOURCE_DIR "/scripts/lab.sh",
+			       FCTL_DATADIR "/lab.sh", R_OK);
 }
 
 /* A NULL-terminated argv that grows; strings it owns are freed with it. */
@@ -750,11 +746,16 @@ int cmd_lab(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "links") == 0)
 		return lab_links(argc, argv);
 	if (!script) {
-		cli_err("lab: scripts/lab.sh not found (set FCTL_LAB_SCRIPT)");
+		cli_helper_missing("lab", "lab.sh", "FCTL_LAB_SCRIPT", FCTL_SOURCE_DIR "/scripts/lab.sh",
+				   FCTL_DATADIR "/lab.sh");
 		return EXIT_USAGE;
 	}
+	/* lab.sh's usage and messages name what the user typed, not the script */
+	setenv("FCTL_LAB_PROG", "fabricctl lab", 1);
 	if (argc >= 2 && strcmp(argv[1], "up") == 0) {
 		for (int a = 2; a < argc; a++) {
+			if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0)
+				break; /* lab.sh prints the help of up */
 			if (strcmp(argv[a], "--profile") == 0 ||
 			    strncmp(argv[a], "--profile=", 10) == 0)
 				return lab_up_profile(script, argc, argv);

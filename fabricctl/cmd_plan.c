@@ -110,7 +110,7 @@ static void plan_header(struct fctl_buf *out, bool json, const struct fctl_profi
  * Plans one host from OLD (or nothing) to NEW (or nothing), appends the plan to out and
  * counts it in t. Returns 0 or a negative errno.
  */
-static int plan_host(struct fctl_buf *out, bool json, const struct fctl_profile *nw,
+static int plan_host(struct fctl_buf *out, bool json, bool color, const struct fctl_profile *nw,
 		     const struct fctl_profile *old, const char *host, struct plan_totals *t)
 {
 	struct fctl_host_state *a = NULL, *b = NULL;
@@ -128,7 +128,7 @@ static int plan_host(struct fctl_buf *out, bool json, const struct fctl_profile 
 				fctl_buf_putc(out, ',');
 			fctl_plan_to_json(plan, out);
 		} else {
-			fctl_plan_to_text(plan, out, cli_color(stdout));
+			fctl_plan_to_text(plan, out, color);
 		}
 		t->shown++;
 		t->total += plan->n_ops;
@@ -152,6 +152,60 @@ static void plan_summary(struct fctl_buf *out, bool json, const struct plan_tota
 				t->shown == 1 ? "" : "s", t->disruptive);
 }
 
+/* Appends line (len bytes) of a plan's text to md as Markdown; *fence says whether a
+ * ```diff block is open. */
+static void md_line(struct fctl_buf *md, const char *line, size_t len, bool *fence, bool *ops)
+{
+	if (len >= 6 && strncmp(line, "plan: ", 6) == 0) {
+		fctl_buf_printf(md, "### fabricctl %.*s\n\n", (int)len, line);
+	} else if (len >= 5 && strncmp(line, "host ", 5) == 0 && line[len - 1] == ':') {
+		fctl_buf_printf(md, "#### host `%.*s`\n\n", (int)(len - 6), line + 5);
+		*ops = false;
+	} else if (len >= 8 && strncmp(line, "  plan: ", 8) == 0) {
+		if (*fence)
+			fctl_buf_puts(md, "```\n\n");
+		*fence = false;
+		if (!*ops)
+			fctl_buf_puts(md, "No changes.\n\n");
+		else
+			fctl_buf_printf(md, "%.*s\n\n", (int)(len - 8), line + 8);
+		if (*ops && !memmem(line, len, " 0 disruptive", 13))
+			fctl_buf_puts(md, "> **Disruptive**: traffic on the links marked "
+					  "`[disruptive]` stops while this runs; it needs a "
+					  "maintenance window.\n\n");
+	} else if (len >= 7 && strncmp(line, "total: ", 7) == 0) {
+		fctl_buf_printf(md, "**%.*s**\n", (int)len, line);
+	} else if (len >= 2 && strncmp(line, "  ", 2) == 0 && strncmp(line, "  no changes", 12)) {
+		if (!*fence)
+			fctl_buf_puts(md, "```diff\n");
+		*fence = *ops = true;
+		fctl_buf_printf(md, "%.*s\n", (int)(len - 2), line + 2);
+	}
+}
+
+void cli_plan_markdown(const struct fctl_buf *text, struct fctl_buf *md)
+{
+	const char *p = text->data, *end = text->data + text->len;
+	bool fence = false, ops = false;
+
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		md_line(md, p, len, &fence, &ops);
+		p = nl ? nl + 1 : end;
+	}
+	if (fence)
+		fctl_buf_puts(md, "```\n");
+}
+
+int cli_plan_exit(bool detailed, size_t ops, size_t disruptive)
+{
+	if (!detailed || !ops)
+		return EXIT_OK;
+	return disruptive ? EXIT_PLAN_DISRUPTIVE : EXIT_PLAN_CHANGES;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("plan", argc, argv); /* --fabric, --target */
@@ -163,6 +217,8 @@ int cmd_plan(int argc, char **argv)
 		{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
 		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
 		{ "netns", required_argument, NULL, 'n' }, { "state-dir", required_argument, NULL, 'S' },
+		{ "detailed-exitcode", no_argument, NULL, 'd' },
+		{ "markdown", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 	};
 	struct fctl_profile *nw = NULL, *old = NULL;
@@ -170,7 +226,7 @@ int cmd_plan(int argc, char **argv)
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	struct plan_totals totals = { 0 };
-	bool offline = false, json = false;
+	bool offline = false, json = false, markdown = false, detailed = false;
 	size_t nh;
 	int c, rc;
 
@@ -193,6 +249,12 @@ int cmd_plan(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			markdown = true;
+			break;
+		case 'd':
+			detailed = true;
+			break;
 		case 'n':
 		case 'S':
 			break; /* live plan options */
@@ -207,6 +269,10 @@ int cmd_plan(int argc, char **argv)
 		cli_err("plan: expected exactly one profile (NEW)");
 		return EXIT_USAGE;
 	}
+	if (json && markdown) {
+		cli_err("plan: --json and --markdown go to the same stdout; give one");
+		return EXIT_USAGE;
+	}
 	if (!offline) {
 		if (from) {
 			cli_err("plan: --from needs --offline (the live plan starts from the kernel)");
@@ -214,9 +280,9 @@ int cmd_plan(int argc, char **argv)
 		}
 		return cmd_plan_live(argc, argv);
 	}
-	rc = cli_load_valid_profile(argv[optind], &nw, true);
+	rc = cli_load_profile(argv[optind], &nw, true, json);
 	if (rc == EXIT_OK && from)
-		rc = cli_load_valid_profile(from, &old, true);
+		rc = cli_load_profile(from, &old, true, json);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, nw, old);
 	if (rc != EXIT_OK)
@@ -227,14 +293,24 @@ int cmd_plan(int argc, char **argv)
 	for (size_t i = 0; i < nh; i++) {
 		if (!wanted(&filt, hosts[i]))
 			continue;
-		if (plan_host(&out, json, nw, old, hosts[i], &totals) < 0) {
+		if (plan_host(&out, json, !markdown && cli_color(stdout), nw, old, hosts[i],
+			      &totals) < 0) {
 			rc = EXIT_USAGE;
 			goto out;
 		}
 	}
 	plan_summary(&out, json, &totals);
+	if (markdown) {
+		struct fctl_buf md = { 0 };
+
+		cli_plan_markdown(&out, &md);
+		fctl_buf_release(&out);
+		out = md;
+	}
 	if (cli_write(stdout, &out) < 0)
 		rc = EXIT_USAGE;
+	else
+		rc = cli_plan_exit(detailed, totals.total, totals.disruptive);
 out:
 	fctl_buf_release(&out);
 	fctl_profile_free(nw);
@@ -254,6 +330,9 @@ int cmd_diff(int argc, char **argv)
 		{ "host", required_argument, NULL, 'H' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "state-dir", required_argument, NULL, 'S' },
+		{ "audit", no_argument, NULL, 'a' },
+		{ "audit-log", required_argument, NULL, 'a' },
+		{ "change", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -261,7 +340,7 @@ int cmd_diff(int argc, char **argv)
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	const char *hosts[1024];
-	bool json = false;
+	bool json = false, audit = false;
 	size_t nh, ndiff = 0, shown = 0;
 	int c, rc;
 
@@ -278,6 +357,9 @@ int cmd_diff(int argc, char **argv)
 			}
 			filt.v[filt.n++] = optarg;
 			break;
+		case 'a':
+			audit = true;
+			break; /* live diff options */
 		case 'n':
 		case 'S':
 			break; /* live diff options */
@@ -294,9 +376,14 @@ int cmd_diff(int argc, char **argv)
 		cli_err("diff: expected PROFILE (drift against the live state) or OLD NEW");
 		return EXIT_USAGE;
 	}
-	rc = cli_load_valid_profile(argv[optind], &a, true);
+	if (audit) {
+		cli_err("diff: --audit, --audit-log and --change record drift of the live state "
+			"(diff PROFILE); OLD NEW compares files");
+		return EXIT_USAGE;
+	}
+	rc = cli_load_profile(argv[optind], &a, true, json);
 	if (rc == EXIT_OK)
-		rc = cli_load_valid_profile(argv[optind + 1], &b, true);
+		rc = cli_load_profile(argv[optind + 1], &b, true, json);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, a, b);
 	if (rc != EXIT_OK)

@@ -2,7 +2,8 @@
 /*
  * fabricctl probe ...: runs the probe program, fabricctl-probe (probes/), so
  * that the fabricctl binary never links libibverbs. The program is looked for
- * in $FCTL_PROBE_BIN, next to this build's binaries, then where it is installed.
+ * where it is installed; a fabricctl run from its build tree looks first in
+ * $FCTL_PROBE_BIN and next to this build's binaries (cli_helper_path).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,13 +16,8 @@
 
 static const char *find_probe(void)
 {
-	static char build[] = FCTL_PROBE_BUILD_PATH, inst[] = FCTL_PROBE_INSTALL_PATH;
-	const char *candidates[] = { getenv("FCTL_PROBE_BIN"), build, inst };
-
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++)
-		if (candidates[i] && *candidates[i] && access(candidates[i], X_OK) == 0)
-			return candidates[i];
-	return NULL;
+	return cli_helper_path("FCTL_PROBE_BIN", FCTL_PROBE_BUILD_PATH, FCTL_PROBE_INSTALL_PATH,
+			       X_OK);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -30,14 +26,15 @@ int cmd_probe(int argc, char **argv)
 	char **args;
 
 	if (!bin) {
-		cli_err("probe: fabricctl-probe not found (looked in %s and %s; set FCTL_PROBE_BIN)",
-			FCTL_PROBE_BUILD_PATH, FCTL_PROBE_INSTALL_PATH);
+		cli_helper_missing("probe", "fabricctl-probe", "FCTL_PROBE_BIN", FCTL_PROBE_BUILD_PATH,
+				   FCTL_PROBE_INSTALL_PATH);
 		return EXIT_USAGE;
 	}
 	args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
 		return EXIT_USAGE;
-	args[0] = (char *)(uintptr_t)bin; /* execv's argv is not const, but is not written */
+	/* argv[0] "fabricctl": the probe names itself 'fabricctl probe' in usage and errors */
+	args[0] = (char *)(uintptr_t)"fabricctl"; /* execv's argv is not written */
 	for (int a = 1; a < argc; a++)
 		args[a] = argv[a];
 	fflush(stdout);

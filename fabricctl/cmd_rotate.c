@@ -3,9 +3,10 @@
  * fabricctl rotate ... / fabricctl keys ...: run the key manager, fabricctl-keymgr
  * (keymgr/), so that the fabricctl binary never talks to a KMS. `rotate ARGS` is
  * `fabricctl-keymgr rotate ARGS`; `keys CMD ARGS` is `fabricctl-keymgr CMD ARGS`
- * (watch, recover, status). The program is looked for in $FCTL_KEYMGR_BIN, next to
- * this build's binaries, then where it is installed; apply finds it the same way to
- * get the keys of KMS references from it (fctl/keysrc.h).
+ * (watch, recover, status). The program is looked for where it is installed; a
+ * fabricctl run from its build tree looks first in $FCTL_KEYMGR_BIN and next to this
+ * build's binaries. apply finds it the same way to get the keys of KMS references
+ * from it (fctl/keysrc.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,13 +19,8 @@
 
 const char *cli_keymgr_path(void)
 {
-	static char build[] = FCTL_KEYMGR_BUILD_PATH, inst[] = FCTL_KEYMGR_INSTALL_PATH;
-	const char *candidates[] = { getenv("FCTL_KEYMGR_BIN"), build, inst };
-
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(candidates); i++)
-		if (candidates[i] && *candidates[i] && access(candidates[i], X_OK) == 0)
-			return candidates[i];
-	return NULL;
+	return cli_helper_path("FCTL_KEYMGR_BIN", FCTL_KEYMGR_BUILD_PATH, FCTL_KEYMGR_INSTALL_PATH,
+			       X_OK);
 }
 
 static int run_keymgr(const char *verb, int argc, char **argv)
@@ -34,14 +30,15 @@ static int run_keymgr(const char *verb, int argc, char **argv)
 	int n = 0;
 
 	if (!bin) {
-		cli_err("%s: fabricctl-keymgr not found (looked in %s and %s; set FCTL_KEYMGR_BIN)",
-			argv[0], FCTL_KEYMGR_BUILD_PATH, FCTL_KEYMGR_INSTALL_PATH);
+		cli_helper_missing(argv[0], "fabricctl-keymgr", "FCTL_KEYMGR_BIN",
+				   FCTL_KEYMGR_BUILD_PATH, FCTL_KEYMGR_INSTALL_PATH);
 		return EXIT_USAGE;
 	}
 	args = calloc((size_t)argc + 2, sizeof(*args));
 	if (!args)
 		return EXIT_USAGE;
-	args[n++] = (char *)(uintptr_t)bin; /* execv's argv is not const, but is not written */
+	/* argv[0] "fabricctl": keymgr names its commands 'fabricctl rotate', 'fabricctl keys' */
+	args[n++] = (char *)(uintptr_t)"fabricctl"; /* execv's argv is not written */
 	if (verb)
 		args[n++] = (char *)(uintptr_t)verb;
 	for (int a = 1; a < argc; a++)

@@ -57,7 +57,8 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 			snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
 			if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 				r = scan_dir(f, path, depth + 1);
-			else if (is_yaml(ents[i]->d_name))
+			else if (is_yaml(ents[i]->d_name) && stat(path, &st) == 0 &&
+				 S_ISREG(st.st_mode)) /* a FIFO found in a scan would block */
 				r = add_file(f, path);
 		}
 		free(ents[i]);
@@ -69,10 +70,11 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 /*
  * Collects the files named by argv[first..argc-1]: a directory adds its *.yaml / *.yml
  * files (sorted; trailing slashes are cut from argv), anything else is added as named.
- * A directory that cannot be read or holds no profile sets *io_error after saying so.
+ * A directory that cannot be read or holds no profile sets *io_error, with a finding in d.
  * Returns EXIT_OK, or EXIT_USAGE when out of memory.
  */
-static int collect_files(struct files *files, int argc, char **argv, int first, bool *io_error)
+static int collect_files(struct files *files, int argc, char **argv, int first,
+			 struct fctl_diags *d, bool *io_error)
 {
 	for (int i = first; i < argc; i++) {
 		struct stat st;
@@ -86,12 +88,14 @@ static int collect_files(struct files *files, int argc, char **argv, int first, 
 				argv[i][--len] = '\0';
 			r = scan_dir(files, argv[i], 0);
 
+			/* findings of the directory: every format reports them */
 			if (r < 0) {
-				cli_err("validate: cannot read directory '%s': %s", argv[i],
-					strerror(-r));
+				fctl_diag_add(d, FCTL_SEV_ERROR, argv[i], 0, 0, "io", NULL,
+					      "cannot read directory: %s", strerror(-r));
 				*io_error = true;
 			} else if (files->n == before) {
-				cli_err("validate: no *.yaml or *.yml files in '%s'", argv[i]);
+				fctl_diag_add(d, FCTL_SEV_ERROR, argv[i], 0, 0, "io", NULL,
+					      "no *.yaml or *.yml files in this directory");
 				*io_error = true;
 			}
 			if (files->n - before > 1)
@@ -155,10 +159,13 @@ int cmd_validate(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			fmt = OUT_JSON;
-			break;
 		case 'J':
-			fmt = OUT_JUNIT;
+			if (fmt != OUT_TEXT && fmt != (c == 'j' ? OUT_JSON : OUT_JUNIT)) {
+				cli_err("validate: --json and --junit go to the same stdout; "
+					"give one");
+				return EXIT_USAGE;
+			}
+			fmt = c == 'j' ? OUT_JSON : OUT_JUNIT;
 			break;
 		case 's':
 			strict = true;
@@ -177,7 +184,7 @@ int cmd_validate(int argc, char **argv)
 		cli_err("validate: expected at least one FILE or DIR");
 		return EXIT_USAGE;
 	}
-	if (collect_files(&files, argc, argv, optind, &io_error) != EXIT_OK)
+	if (collect_files(&files, argc, argv, optind, &d, &io_error) != EXIT_OK)
 		return EXIT_USAGE;
 
 	for (size_t i = 0; i < files.n; i++) {
@@ -190,14 +197,17 @@ int cmd_validate(int argc, char **argv)
 			io_error = true;
 		fctl_profile_free(p);
 	}
-	for (size_t i = 0; i < d.n; i++)
-		warnings += d.v[i].severity == FCTL_SEV_WARNING;
-	if (strict)
-		for (size_t i = 0; i < d.n; i++)
-			if (d.v[i].severity == FCTL_SEV_WARNING) {
-				d.v[i].severity = FCTL_SEV_ERROR;
-				d.n_errors++;
-			}
+	/* each finding counts once: under --strict a warning is an error, not both */
+	for (size_t i = 0; i < d.n; i++) {
+		if (d.v[i].severity != FCTL_SEV_WARNING)
+			continue;
+		if (strict) {
+			d.v[i].severity = FCTL_SEV_ERROR;
+			d.n_errors++;
+		} else {
+			warnings++;
+		}
+	}
 
 	print_report(fmt, quiet, &d, &files, warnings, &out);
 	rc = io_error ? EXIT_USAGE : d.n_errors ? EXIT_INVALID : EXIT_OK;

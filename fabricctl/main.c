@@ -11,6 +11,21 @@ const char *prog_name = "fabricctl";
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
+/* The options of the remote form (--target, --fabric) of the host commands. */
+#define REMOTE_HELP                                                                       \
+	"Remote, through the agents (docs/agent.md), instead of this host's kernel:\n"      \
+	"  --target HOST    one agent: a host of the inventory, or an endpoint ADDR:PORT,\n" \
+	"                   [V6]:PORT or unix:PATH (an agent's Unix socket, e.g.\n"        \
+	"                   unix:/run/fabricctl/agent.sock); prints what that host prints\n" \
+	"  --fabric         every host of the inventory, in parallel\n"                     \
+	"  --inventory FILE 'HOST ENDPOINT' lines (default: the profile's hosts[].agent)\n"  \
+	"  --profile FILE   the profile that names the hosts (when no PROFILE is given)\n"  \
+	"  --cert F --key F --ca F\n"                                                        \
+	"                   mutual TLS identity (default $FCTL_CERT, $FCTL_KEY, $FCTL_CA)\n" \
+	"  --parallel N     with --fabric: hosts at a time (1..64, default 8)\n"            \
+	"  --timeout DUR    per agent request (1s..1h)\n"                                   \
+	"  -q, --quiet      with --fabric: no progress lines\n"
+
 static const struct cmd commands[] = {
 	{ "validate", cmd_validate, "validate [--json|--junit] [--strict] FILE|DIR...",
 	  "Check profiles: YAML structure, types and ranges, the kernel's MACsec rules,\n"
@@ -18,16 +33,20 @@ static const struct cmd commands[] = {
 	  "MTU budgets. Every finding is reported as FILE:LINE:COLUMN with what was found\n"
 	  "and what was expected. A DIR is searched for *.yaml and *.yml files.\n"
 	  "\n"
+	  "FILE '-' is standard input; a pipe works as a file (validate <(git show ...)).\n"
+	  "\n"
 	  "  --json        one JSON object on stdout: {valid, errors, warnings, files, findings}\n"
-	  "  --junit       JUnit XML on stdout, one testcase per file (for CI annotations)\n"
-	  "  --strict      treat warnings as errors\n"
+	  "  --junit       JUnit XML on stdout, one testcase per finding (CI annotations)\n"
+	  "                (--json and --junit exclude each other)\n"
+	  "  --strict      treat warnings as errors (each finding is counted once)\n"
 	  "  -q, --quiet   print nothing; use the exit code\n"
 	  "\n"
 	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n",
 	  "check profiles against the schema and the kernel's rules" },
 	{ "plan", cmd_plan,
-	  "plan [--json] [--netns NAME] [--host HOST] PROFILE\n"
-	  "       plan --offline [--json] [--host HOST]... NEW [--from OLD]",
+	  "plan [--json|--markdown] [--detailed-exitcode] [--netns NAME] [--host HOST] PROFILE\n"
+	  "       plan --offline [--json|--markdown] [--detailed-exitcode] [--host HOST]...\n"
+	  "            NEW [--from OLD]",
 	  "Compute the ordered operations that take a host to the state PROFILE\n"
 	  "describes: create VLAN, create MACsec SecY (protect on), add RX channel, add\n"
 	  "RX SA, add TX SA, bring up, add addresses, and the removals, in a safe order\n"
@@ -47,10 +66,19 @@ static const struct cmd commands[] = {
 	  "  --netns NAME     act inside network namespace NAME (/run/netns/NAME)\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
 	  "  --json           machine-readable plan\n"
+	  "  --markdown       the plan as Markdown, for a review comment (a section per\n"
+	  "                   host, its operations in a diff block, disruptive called out)\n"
+	  "  --detailed-exitcode  exit 0 only when there is nothing to do: 4 changes, 5 a\n"
+	  "                   disruptive change (1 and 2 keep their meaning)\n"
 	  "\n"
-	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error.\n",
+	  REMOTE_HELP
+	  "\n"
+	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error; with\n"
+	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
 	  "show the ordered netlink operations a profile needs" },
-	{ "apply", cmd_apply, "apply [--json] [--dry-run] [--netns NAME] [--host HOST] PROFILE",
+	{ "apply", cmd_apply,
+	  "apply [--json] [--dry-run] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
+	  "             [--audit-log PATH] [--change ID] [-q] PROFILE",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -65,47 +93,130 @@ static const struct cmd commands[] = {
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log (default $FCTL_AUDIT_LOG, else\n"
+	  "                   /var/lib/fabricctl/audit/audit.log); apply is refused when it\n"
+	  "                   cannot be written\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
 	  "  --json           result as JSON: result, ops, netlink writes, error\n"
 	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  REMOTE_HELP
+	  "  --partial        with --fabric: keep the hosts that applied when others fail\n"
 	  "\n"
 	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
 	  "I/O, key or environment error (nothing written), 3 failed and rolled back.\n",
 	  "apply a profile to this host, all or nothing" },
-	{ "rollback", cmd_rollback, "rollback --to VERSION [--json] [--netns NAME] [--host HOST]",
+	{ "rollback", cmd_rollback,
+	  "rollback --to VERSION [--json] [--dry-run] [--netns NAME] [--host HOST]\n"
+	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Apply an earlier profile version again, from the copy stored in the history\n"
-	  "when it was applied (see 'history'). Same guarantees as 'apply'.\n"
+	  "when it was applied (see 'history'). Same guarantees as 'apply'. To remove\n"
+	  "everything fabricctl made instead, 'teardown' ('--to 0' says so).\n"
+	  "\n"
+	  "  --to VERSION     the profile version to go back to (from 'history')\n"
+	  "  --dry-run        plan only\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log, as for apply\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
+	  "  --json           result as JSON, as for apply\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  REMOTE_HELP
 	  "\n"
 	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n",
 	  "apply an earlier profile version again" },
-	{ "recover", cmd_recover, "recover [--json] [--netns NAME]",
+	{ "teardown", cmd_teardown,
+	  "teardown [--dry-run] [--json] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
+	  "             [--audit-log PATH] [--change ID] [-q]",
+	  "Remove every link fabricctl manages on this host (those of the last applied\n"
+	  "profile: addresses, SAs, RX channels, MACsec and VLAN devices), back to nothing\n"
+	  "fabricctl made. All or nothing, as apply: the prior state goes to the journal\n"
+	  "first, a failed step rolls every removal back, a fresh dump must hold none of\n"
+	  "them, and the result is an audit record (action teardown). Links fabricctl did\n"
+	  "not make are left alone. The history is kept: 'rollback --to VERSION' applies\n"
+	  "a version again.\n"
+	  "\n"
+	  "  --dry-run        the plan of the removals; nothing changed, nothing recorded\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log (default $FCTL_AUDIT_LOG, else\n"
+	  "                   /var/lib/fabricctl/audit/audit.log); refused when it cannot\n"
+	  "                   be written\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
+	  "  --json           result as JSON, as for apply (profile null, result removed,\n"
+	  "                   unchanged, planned, rolled-back, failed or refused)\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  "Exit: 0 removed or nothing to remove, 2 usage, I/O or environment error\n"
+	  "(nothing changed), 3 failed and rolled back.\n",
+	  "remove every link fabricctl manages on this host" },
+	{ "recover", cmd_recover,
+	  "recover [--json] [--netns NAME] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
 	  "state recorded in the journal before that apply started. 'apply' does this by\n"
 	  "itself first; 'recover' does only this.\n"
 	  "\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  the journal (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log (recovery goes ahead when it cannot be written)\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
+	  "  --json           {host, recovered, rolled_back, restored_exactly}\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  REMOTE_HELP
+	  "\n"
 	  "Exit: 0 recovered or nothing to do, 2 environment error, 3 recovery failed.\n",
 	  "finish an apply a crash interrupted" },
-	{ "show", cmd_show, "show [--json] [--netns NAME] [--host HOST]",
+	{ "show", cmd_show, "show [--json] [--netns NAME] [--host HOST] [--state-dir DIR]",
 	  "Print the live VLAN/MACsec state of this host. Text output is a profile (YAML)\n"
 	  "that validates and can be diffed or saved, like 'wg showconf'; peers are named\n"
 	  "after the MAC in their SCI. Keys are never shown: SAs are named by key id.\n"
 	  "Only links of the last applied profile are shown once one was applied.\n"
 	  "\n"
-	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n",
+	  "  --json           the host-state JSON (links, SAs with pn and key_id, addresses)\n"
+	  "  --host HOST      the host name written in the output (default: hostname)\n"
+	  "  --netns NAME     read inside network namespace NAME\n"
+	  "  --state-dir DIR  where the last applied profile is (default /var/lib/fabricctl)\n"
+	  "\n"
+	  REMOTE_HELP,
 	  "print the live VLAN/MACsec state of this host as a profile" },
 	{ "diff", cmd_diff,
-	  "diff [--json] [--netns NAME] [--host HOST] PROFILE\n"
+	  "diff [--json] [--netns NAME] [--host HOST] [--audit] PROFILE\n"
 	  "       diff [--json] [--host HOST]... OLD NEW",
 	  "With one PROFILE: drift between the live state of this host (-) and the\n"
 	  "profile (+). With OLD NEW: per host, how the state NEW describes differs from\n"
 	  "OLD: links added (+), removed (-) and changed (~) with the differing lines.\n"
+	  "diff writes nothing unless --audit asks it to record drift.\n"
 	  "\n"
 	  "  --json           {\"host\", \"drift\", \"changes\":[...]} or {\"hosts\":[...]}\n"
+	  "  --host HOST      live: the profile host this machine is (default: hostname);\n"
+	  "                   OLD NEW: only this host (repeatable)\n"
+	  "  --netns NAME     live: read inside network namespace NAME\n"
+	  "  --state-dir DIR  live: where the last applied profile is (default\n"
+	  "                   /var/lib/fabricctl)\n"
+	  "  --audit          live: record drift found as an audit record (action drift)\n"
+	  "  --audit-log PATH the log --audit writes (implies --audit; else $FCTL_AUDIT_LOG,\n"
+	  "                   else /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --change ID      the change id of that record (else $FCTL_CHANGE_ID)\n"
+	  "\n"
+	  REMOTE_HELP
 	  "\n"
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
 	  "I/O or netlink error.\n",
 	  "show drift of this host, or the changes between two profiles" },
-	{ "history", cmd_history, "history [--json] [--netns NAME]",
-	  "List the profile versions applied on this host, oldest first.\n",
+	{ "history", cmd_history, "history [--json] [--netns NAME] [--state-dir DIR]",
+	  "List the profile versions applied on this host, oldest first: sequence,\n"
+	  "version, profile name, time applied (UTC) and the SHA-256 of the stored copy\n"
+	  "('rollback --to VERSION' applies that copy again).\n"
+	  "\n"
+	  "  --json           [{seq, version, profile, applied, sha256, stored}]\n"
+	  "  --netns NAME     the history of network namespace NAME\n"
+	  "  --state-dir DIR  the history (default /var/lib/fabricctl)\n"
+	  "\n"
+	  REMOTE_HELP,
 	  "list the profile versions applied on this host" },
 	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup|keys|links [ARGS]",
 	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
@@ -143,6 +254,17 @@ static const struct cmd commands[] = {
 	  "--compromised: no overlap, the old version marked compromised. --json: a\n"
 	  "result per link with each step's time, KMS operations and agent requests.\n"
 	  "Runs fabricctl-keymgr; see docs/rotation.md.\n"
+	  "  --all                    every protected link of the profile\n"
+	  "  --compromised            no overlap; the old key version is marked compromised\n"
+	  "\n"
+	  "  --cert F --key F --ca F  key-custodian identity for the agents\n"
+	  "  --agent HOST=ADDR:PORT   an agent endpoint (default: the profile's hosts[].agent)\n"
+	  "  --state-dir DIR          rotation journal (default /var/lib/fabricctl/keymgr)\n"
+	  "  --audit-log PATH         the audit log (default $FCTL_AUDIT_LOG)\n"
+	  "  --timeout SEC            per agent request (default 10)\n"
+	  "  --cryptoperiod SEC, --overlap SEC  override the profile's key policy\n"
+	  "  --json                   one JSON object (rotate) or array (status) on stdout\n"
+	  "\n"
 	  "Exit: 0 rotated, 1 rolled back (old key still in use), 2 usage, 3 failed\n"
 	  "with the journal kept ('keys recover').\n",
 	  "rotate MACsec keys make-before-break through the agents" },
@@ -151,7 +273,16 @@ static const struct cmd commands[] = {
 	  "Key manager: 'watch' rotates on the profile's cryptoperiod and PN threshold,\n"
 	  "'recover' finishes or undoes an interrupted rotation from its journal,\n"
 	  "'status' shows each link's AN and key version on both ends. Runs\n"
-	  "fabricctl-keymgr; see docs/rotation.md.\n",
+	  "fabricctl-keymgr; see docs/rotation.md.\n"
+	  "  --count N                watch: stop after N rotations\n"
+	  "\n"
+	  "  --cert F --key F --ca F  key-custodian identity for the agents\n"
+	  "  --agent HOST=ADDR:PORT   an agent endpoint (default: the profile's hosts[].agent)\n"
+	  "  --state-dir DIR          rotation journal (default /var/lib/fabricctl/keymgr)\n"
+	  "  --audit-log PATH         the audit log (default $FCTL_AUDIT_LOG)\n"
+	  "  --timeout SEC            per agent request (default 10)\n"
+	  "  --cryptoperiod SEC, --overlap SEC  override the profile's key policy\n"
+	  "  --json                   one JSON object (rotate) or array (status) on stdout\n",
 	  "watch, recover and show key rotations (the key manager)" },
 	{ "probe", cmd_probe,
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
@@ -221,6 +352,7 @@ static const struct cmd commands[] = {
 	  "the records name, VERIFY.md and verify.sh. The same inputs give the same bytes.\n"
 	  "The audit log must verify first.\n"
 	  "\n"
+	  "  --out FILE.tar    the bundle to write\n"
 	  "  --sign KEY        Ed25519 private key (PEM, 'audit keygen' makes one); repeatable\n"
 	  "  --since/--until T 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH\n"
 	  "  --change ID       only records of this change\n"
@@ -253,13 +385,34 @@ static const struct cmd commands[] = {
 	  "  --drift-interval D  periodic drift check (default 60s, 0 = off)\n"
 	  "  --drift-repair      re-apply the last applied profile when drift is found\n"
 	  "  --profile-dir DIR   received profiles land here; relative key ids resolve here\n"
-	  "                      (default /var/lib/fabricctl/agent)\n",
+	  "                      (default /var/lib/fabricctl/agent)\n"
+	  "  --cert F --key F --ca F  the agent's TLS identity and the fabric CA\n"
+	  "  --group NAME        members of group NAME may use the Unix socket\n"
+	  "  --state-dir DIR     journal and history (default /var/lib/fabricctl)\n"
+	  "  --netns NAME        act inside network namespace NAME\n"
+	  "  --host HOST         the profile host this machine is (default: hostname)\n"
+	  "  --audit-log PATH    the agent's audit log (default $FCTL_AUDIT_LOG, else\n"
+	  "                      /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --max-connections N, --max-workers N, --max-frame BYTES, --max-buffered BYTES\n"
+	  "                      limits of the server; --timeout DUR per connection\n",
 	  "run this host's agent (remote requests, drift, metrics)" },
-	{ "status", cmd_status, "status [--json] [--target HOST|--fabric] [--inventory FILE]",
+	{ "status", cmd_status,
+	  "status [--json] [--target HOST|ADDR:PORT|unix:PATH | --fabric] [--inventory FILE]\n"
+	  "             [--cert F --key F --ca F] [--parallel N] [--timeout DUR] [-q]",
 	  "Ask agents how they are: host, applied version, drift, your role. Without\n"
-	  "--target or --fabric, the local agent's Unix socket.\n",
+	  "--target or --fabric, the local agent's Unix socket\n"
+	  "(unix:/run/fabricctl/agent.sock).\n"
+	  "\n"
+	  "  --json           the agents' answers as JSON\n"
+	  "\n"
+	  REMOTE_HELP
+	  "\n"
+	  "Exit: 0 every agent answered, 2 an agent could not be reached or refused.\n",
 	  "ask agents how they are" },
-	{ "version", cmd_version, "version [--json]", "Print the version.\n",
+	{ "version", cmd_version, "version [--json]",
+	  "Print the version ('fabricctl --version' and '-V' too).\n"
+	  "\n"
+	  "  --json           {\"name\":\"fabricctl\",\"version\":..., \"schema\":...}\n",
 	  "print the version" },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n",
 	  "show help for fabricctl or one command" },
@@ -300,6 +453,21 @@ void cli_usage_cmd(const char *name)
 	}
 }
 
+/* "unknown command", with the nearest command name when one is close */
+static void unknown_command(const char *name)
+{
+	const char *names[FCTL_ARRAY_SIZE(commands)];
+	const char *guess;
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(commands); i++)
+		names[i] = commands[i].name;
+	guess = fctl_did_you_mean(name, names, FCTL_ARRAY_SIZE(commands));
+	if (guess)
+		cli_err("unknown command '%s'; did you mean '%s'?", name, guess);
+	else
+		cli_err("unknown command '%s'; see '%s --help'", name, prog_name);
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	static const struct cli_doc doc = { commands, FCTL_ARRAY_SIZE(commands), tagline,
@@ -320,13 +488,19 @@ static int cmd_help(int argc, char **argv)
 			return EXIT_OK;
 		}
 	}
-	cli_err("unknown command '%s'", argv[1]);
+	unknown_command(argv[1]);
 	return EXIT_USAGE;
 }
 
 static int cmd_version(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--json") == 0)
+	bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+
+	if (argc > 1 + json) {
+		cli_err("version: unknown argument '%s' (version [--json])", argv[1 + json]);
+		return EXIT_USAGE;
+	}
+	if (json)
 		printf("{\"name\":\"fabricctl\",\"version\":\"%s\",\"schema\":%d}\n", FCTL_VERSION,
 		       FCTL_SCHEMA_VERSION);
 	else
@@ -336,9 +510,6 @@ static int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *names[FCTL_ARRAY_SIZE(commands)];
-	const char *guess;
-
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -347,10 +518,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0)
-		return cmd_version(1, argv);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		return cmd_version(argc - 1, argv + 1);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(commands); i++) {
-		names[i] = commands[i].name;
 		if (strcmp(commands[i].name, argv[1]) == 0) {
 			if (argc > 2 && (strcmp(argv[2], "--help") == 0 ||
 					 strcmp(argv[2], "-h") == 0)) {
@@ -360,10 +530,6 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 		}
 	}
-	guess = fctl_did_you_mean(argv[1], names, FCTL_ARRAY_SIZE(commands));
-	if (guess)
-		cli_err("unknown command '%s'; did you mean '%s'?", argv[1], guess);
-	else
-		cli_err("unknown command '%s'; see '%s --help'", argv[1], prog_name);
+	unknown_command(argv[1]);
 	return EXIT_USAGE;
 }

@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +43,33 @@ static bool opt_all, opt_json, opt_compromised;
 static unsigned opt_count, opt_timeout = 10;
 static double opt_cryptoperiod = -1, opt_overlap = -1;
 
+/* The name the user typed: fabricctl runs this program with argv[0] "fabricctl", and its
+ * commands are then 'fabricctl rotate' and 'fabricctl keys watch|recover|status'. */
+static const char *km_prog = "fabricctl-keymgr";
+static bool km_via_fabricctl;
+
+static void kerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void kerr(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", km_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
 static void usage(FILE *f)
 {
-	fputs("usage: fabricctl-keymgr rotate [LINK... | --all] [--compromised] OPTIONS PROFILE\n"
-	      "       fabricctl-keymgr watch [--count N] OPTIONS PROFILE\n"
-	      "       fabricctl-keymgr recover OPTIONS PROFILE\n"
-	      "       fabricctl-keymgr status [--json] OPTIONS PROFILE\n"
-	      "options: --cert F --key F --ca F (key-custodian identity for the agents)\n"
+	const char *keys = km_via_fabricctl ? " keys" : "";
+
+	fprintf(f,
+		"usage: %s rotate [LINK... | --all] [--compromised] OPTIONS PROFILE\n"
+		"       %s%s watch [--count N] OPTIONS PROFILE\n"
+		"       %s%s recover OPTIONS PROFILE\n"
+		"       %s%s status [--json] OPTIONS PROFILE\n",
+		km_prog, km_prog, keys, km_prog, keys, km_prog, keys);
+	fputs("options: --cert F --key F --ca F (key-custodian identity for the agents)\n"
 	      "         --agent HOST=ADDR:PORT (default: the profile's hosts[].agent)\n"
 	      "         --state-dir DIR (default " KM_STATE_DIR ") --audit-log FILE\n"
 	      "         --timeout SEC (per agent request, default 10)\n"
@@ -431,7 +452,7 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 	if (!sel || !res) {
 		free(sel);
 		free(res);
-		fprintf(stderr, "fabricctl-keymgr: out of memory\n");
+		kerr("out of memory\n");
 		return 2;
 	}
 	for (int a = 0; a < n_names; a++) { /* every name must be a link of the profile */
@@ -440,7 +461,7 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 		while (i < k->n_links && strcmp(names[a], k->links[i].name) != 0)
 			i++;
 		if (i == k->n_links) {
-			fprintf(stderr, "fabricctl-keymgr: %s: no protected link '%s' in the profile "
+			kerr("%s: no protected link '%s' in the profile "
 				"(see status)\n", cmd, names[a]);
 			rc = 2;
 		}
@@ -454,7 +475,7 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 			sel[n++] = &k->links[i];
 	}
 	if (rc == 0 && !n) {
-		fprintf(stderr, "fabricctl-keymgr: %s: name a link (see status) or --all\n", cmd);
+		kerr("%s: name a link (see status) or --all\n", cmd);
 		rc = 2;
 	}
 	if (rc == 0 && recover) {
@@ -488,11 +509,11 @@ static int open_audit(struct km *k)
 	int r = fctl_audit_open_policy(&p, &k->audit, err, sizeof(err));
 
 	if (r < 0)
-		fprintf(stderr, "fabricctl-keymgr: audit log: %s\n", err);
+		kerr("audit log: %s\n", err);
 	else if (r & FCTL_AUDIT_KEY_CREATED)
-		fprintf(stderr, "fabricctl-keymgr: audit: %s\n", err);
+		kerr("audit: %s\n", err);
 	else if (r & FCTL_AUDIT_UNSIGNED)
-		fprintf(stderr, "fabricctl-keymgr: warning: audit: %s\n", err);
+		kerr("warning: audit: %s\n", err);
 	return r < 0 ? r : 0;
 }
 
@@ -501,7 +522,7 @@ static void close_audit(struct km *k)
 	int r = fctl_audit_close(k->audit);
 
 	if (r < 0)
-		fprintf(stderr, "fabricctl-keymgr: audit: the closing checkpoint was not written: %s\n",
+		kerr("audit: the closing checkpoint was not written: %s\n",
 			strerror(-r));
 	k->audit = NULL;
 }
@@ -517,7 +538,7 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 	if (r == 0)
 		fctl_profile_validate(k->profile, d);
 	if (r < 0 || d->n_errors) {
-		fprintf(stderr, "fabricctl-keymgr: '%s' does not load or validate (run fabricctl "
+		kerr("'%s' does not load or validate (run fabricctl "
 			"validate)\n", profile);
 		return 2;
 	}
@@ -525,16 +546,16 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 	k->timeout_s = opt_timeout;
 	k->compromised = opt_compromised;
 	if ((!opt_cert || !opt_key || !opt_ca) && !(opt_cert == NULL && opt_key == NULL)) {
-		fprintf(stderr, "fabricctl-keymgr: --cert, --key and --ca go together\n");
+		kerr("--cert, --key and --ca go together\n");
 		return 2;
 	}
 	if (opt_cert && fctl_tls_ctx_new(false, opt_cert, opt_key, opt_ca, &k->tls, err,
 					 sizeof(err)) < 0) {
-		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		kerr("%s\n", err);
 		return 2;
 	}
 	if (km_links_from_profile(k, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fabricctl-keymgr: %s\n", err);
+		kerr("%s\n", err);
 		return 2;
 	}
 	/* a rotation nobody can account for is refused */
@@ -570,10 +591,13 @@ int main(int argc, char **argv)
 	int cmd_at = 0;
 	int c, rc = 0, r;
 
+	if (argc > 0 && argv[0] && strcmp(argv[0], "fabricctl") == 0) {
+		km_prog = "fabricctl";
+		km_via_fabricctl = true;
+	}
 	r = fctl_kms_register();
 	if (r < 0) {
-		fprintf(stderr, "fabricctl-keymgr: cannot register the KMS backends: %s\n",
-			strerror(-r));
+		kerr("cannot register the KMS backends: %s\n", strerror(-r));
 		return 2;
 	}
 	if (argc > 1 && strcmp(argv[1], "fetch-sak") == 0)
@@ -594,7 +618,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!cmd_at) {
-		fprintf(stderr, "fabricctl-keymgr: no command (rotate, watch, recover, status)\n");
+		kerr("no command (rotate, watch, recover, status)\n");
 		usage(stderr);
 		return 2;
 	}
@@ -605,7 +629,7 @@ int main(int argc, char **argv)
 		case 'a': opt_ca = optarg; break;
 		case 'g':
 			if (k.n_agents == KM_MAX_AGENTS || !strchr(optarg, '=')) {
-				fprintf(stderr, "fabricctl-keymgr: --agent expects HOST=ADDR:PORT\n");
+				kerr("--agent expects HOST=ADDR:PORT\n");
 				return 2;
 			}
 			k.agents[k.n_agents++] = optarg;
@@ -626,12 +650,12 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "rotate") && strcmp(cmd, "watch") && strcmp(cmd, "recover") &&
 	    strcmp(cmd, "status")) {
-		fprintf(stderr, "fabricctl-keymgr: unknown command '%s'\n", cmd);
+		kerr("unknown command '%s'\n", cmd);
 		usage(stderr);
 		return 2;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "fabricctl-keymgr: %s: no profile given\n", cmd);
+		kerr("%s: no profile given\n", cmd);
 		return 2;
 	}
 	profile = argv[argc - 1];

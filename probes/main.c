@@ -68,6 +68,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* run through fabricctl (argv[0] "fabricctl"): say what the user typed */
+	if (argc > 0 && argv[0] && strcmp(argv[0], "fabricctl") == 0)
+		prog = "fabricctl probe";
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(argc < 2 ? stderr : stdout);

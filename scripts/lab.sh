@@ -76,8 +76,13 @@ need_range() {
 	if ! is_uint "$1" || (($1 < $2 || $1 > $3)); then die "$4"; fi
 }
 
+# The name the user typed: fabricctl runs this script with FCTL_LAB_PROG="fabricctl lab".
+PROG=${FCTL_LAB_PROG:-lab.sh}
+[[ $PROG =~ ^[A-Za-z0-9._/\ -]{1,64}$ ]] || PROG=lab.sh
+
 usage() {
-	sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" | sed '/^set -euo/,$d'
+	sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" | sed '/^set -euo/,$d' |
+		sed "s|lab\.sh|$PROG|g"
 }
 
 # --- packages, kernel, initramfs -------------------------------------------
@@ -718,7 +723,7 @@ cmd_up() {
 		for h in "$LAB_DIR"/h[0-9]*; do
 			qemu_pid "${h##*/}" >/dev/null && alive=1
 		done
-		((alive)) && die "a lab is already up in $LAB_DIR (run: lab.sh down --dir $LAB_DIR)"
+		((alive)) && die "a lab is already up in $LAB_DIR (run: $PROG down --dir $LAB_DIR)"
 		(cmd_down)
 	fi
 
@@ -935,7 +940,7 @@ resolve_host() {
 HOST_ID=
 require_host() {
 	local h=$1
-	[[ -f $(state_file) ]] || die "no lab is up in $LAB_DIR (run: lab.sh up)"
+	[[ -f $(state_file) ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
 	h=$(resolve_host "$1") || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
 	HOST_ID=$h
 	[[ -d $(host_dir "$h") ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
@@ -1089,7 +1094,7 @@ cmd_wait() {
 			;;
 		esac
 	done
-	[[ -n $h && -n $id ]] || die "usage: lab.sh wait [--timeout SEC] HOST JOB"
+	[[ -n $h && -n $id ]] || die "usage: $PROG wait [--timeout SEC] HOST JOB"
 	is_uint "$timeout" || die "--timeout must be whole seconds"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
@@ -1108,7 +1113,7 @@ cmd_kill() {
 			;;
 		esac
 	done
-	[[ -n $h && -n $id ]] || die "usage: lab.sh kill HOST JOB"
+	[[ -n $h && -n $id ]] || die "usage: $PROG kill HOST JOB"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
 	h=$HOST_ID
@@ -1120,9 +1125,29 @@ cmd_kill() {
 
 # --- main -------------------------------------------------------------------
 
+# wants_help VERB ARGS...: --help or -h among the options of VERB. exec and exec-bg
+# look only before the host: what follows is the guest's command line.
+wants_help() {
+	local verb=$1 a
+	shift
+	for a in "$@"; do
+		case "$a" in
+		-h | --help) return 0 ;;
+		--) return 1 ;;
+		-*) ;;
+		*) [[ $verb == exec || $verb == exec-bg ]] && return 1 ;;
+		esac
+	done
+	return 1
+}
+
 main() {
 	local verb=${1:-}
 	(($#)) && shift
+	if [[ -n $verb && $verb != -* && $verb != help ]] && wants_help "$verb" "$@"; then
+		usage
+		return 0
+	fi
 	case "$verb" in
 	setup) cmd_setup "$@" ;;
 	up) cmd_up "$@" ;;

@@ -137,8 +137,11 @@ step validate "$FCTL" validate --strict "$NEW"
 if [ -f "$WORK/previous.yaml" ]; then
 	step plan "$FCTL" plan --offline "$NEW" --from "$WORK/previous.yaml"
 	"$FCTL" plan --offline --json "$NEW" --from "$WORK/previous.yaml" >"$OUT/plan.json" 2>/dev/null
+	# for a review comment: the plan as Markdown, disruptive changes called out
+	"$FCTL" plan --offline --markdown "$NEW" --from "$WORK/previous.yaml" >"$OUT/plan.md" 2>/dev/null
 else
 	step plan "$FCTL" plan --offline "$NEW"
+	"$FCTL" plan --offline --markdown "$NEW" >"$OUT/plan.md" 2>/dev/null
 fi
 
 # 3. the lab: apply on every host, probe every link, collect the audit logs

@@ -434,13 +434,97 @@ static int verify(struct eng *e, const struct fctl_host_state *want,
 	return r;
 }
 
+/* A rotation holds SAs of two keys until its lease ends: a change now would undo half of
+ * it (the agent refuses its own requests the same way). -EBUSY with res->error. */
+static int rotation_check(const struct fctl_engine_opts *o, struct fctl_apply_result *res)
+{
+	char rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+
+	fctl_rotation_dir(o->state_dir, o->netns, rdir, sizeof(rdir));
+	if (!fctl_rotation_busy(rdir, ifn, sizeof(ifn)))
+		return 0;
+	snprintf(res->error, sizeof(res->error), "a key rotation is in progress on '%s': try "
+		 "again when it ends", ifn);
+	return -EBUSY;
+}
+
+/*
+ * Runs res->plan (live -> want; prev: the last applied profile's state) all or nothing:
+ * every key first (a missing one refuses it, res->refused), the journal, the ops, a
+ * fresh dump that must plan to nothing; on a failure the host goes back to live. p is
+ * what the journal names (NULL: none). Returns 0 or a negative errno, res->error set.
+ */
+static int execute(struct eng *e, const struct fctl_profile *p, const struct fctl_host_state *live,
+		   const struct fctl_host_state *want, const struct fctl_host_state *prev,
+		   struct fctl_apply_result *res)
+{
+	struct fctl_key **keys = NULL;
+	int r;
+
+	/* every key first: a missing or bad key refuses the apply before any write */
+	r = fetch_keys(e->o, res->plan, &keys, res->error, sizeof(res->error));
+	if (r < 0) {
+		res->refused = true;
+		return r;
+	}
+	/* name the keys for the audit trail by check value, never by value */
+	for (size_t i = 0; i < res->plan->n_ops && res->n_kcvs < FCTL_APPLY_MAX_KCVS; i++) {
+		char kcv[7];
+		bool dup = false;
+
+		if (!keys[i])
+			continue;
+		fctl_key_kcv_hex(keys[i], kcv);
+		for (size_t k = 0; k < res->n_kcvs && !dup; k++)
+			dup = strcmp(res->kcvs[k], kcv) == 0;
+		if (!dup)
+			memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
+	}
+	r = fctl_engi_journal_begin(e, p, live, res->plan);
+	if (r < 0) {
+		snprintf(res->error, sizeof(res->error), "cannot write the journal in '%s': %s",
+			 e->dir, strerror(-r));
+		goto out;
+	}
+	r = fctl_engi_run_plan(e, res->plan, keys, "apply", true, &res->ops_done, &res->failed_op,
+		     res->error, sizeof(res->error));
+	if (r == 0)
+		r = verify(e, want, prev, res);
+	if (r < 0) {
+		res->failed = true;
+		if (restore(e, live, want, NULL, res) == 0 && res->restored_exactly)
+			fctl_engi_journal_end(e);
+		goto out;
+	}
+	fctl_engi_journal_end(e);
+out:
+	free_keys(keys, res->plan->n_ops);
+	return r;
+}
+
+/* What every change ends with: counters, time, and refused when nothing was written. */
+static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int r)
+{
+	struct fctl_nl_stats st;
+
+	if (e->nl) {
+		e->ops->get_stats(e->nl, &st);
+		res->writes = st.writes;
+		res->round_trips = st.round_trips;
+	}
+	res->seconds = now_s() - t0;
+	eng_close(e);
+	if (r < 0 && !res->failed)
+		res->failed = true;
+	if (r < 0 && res->writes == 0 && !res->recovered)
+		res->refused = true;
+}
+
 int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
 		      struct fctl_apply_result *res)
 {
 	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL;
 	const struct fctl_host_state *prev = NULL;
-	struct fctl_key **keys = NULL;
-	struct fctl_nl_stats st;
 	double t0 = now_s();
 	struct eng e;
 	int r;
@@ -452,17 +536,9 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		return r;
 	snprintf(res->host, sizeof(res->host), "%s", e.host);
 	if (!o->dry_run) {
-		/* a rotation holds SAs of two keys until its lease ends: an apply now would
-		 * undo half of it (the agent refuses its own requests the same way) */
-		char rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
-
-		fctl_rotation_dir(o->state_dir, o->netns, rdir, sizeof(rdir));
-		if (fctl_rotation_busy(rdir, ifn, sizeof(ifn))) {
-			snprintf(res->error, sizeof(res->error), "a key rotation is in progress on "
-				 "'%s': try again when it ends", ifn);
-			r = -EBUSY;
+		r = rotation_check(o, res);
+		if (r < 0)
 			goto out;
-		}
 	}
 	if (!fctl_profile_find_host(p, e.host)) {
 		snprintf(res->error, sizeof(res->error),
@@ -488,61 +564,60 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		goto out;
 	if (o->dry_run || res->plan->n_ops == 0)
 		goto record;
-
-	/* every key first: a missing or bad key refuses the apply before any write */
-	r = fetch_keys(o, res->plan, &keys, res->error, sizeof(res->error));
-	if (r < 0) {
-		res->refused = true;
+	r = execute(&e, p, live, want, prev, res);
+	if (r < 0)
 		goto out;
-	}
-	/* name the keys for the audit trail by check value, never by value */
-	for (size_t i = 0; i < res->plan->n_ops && res->n_kcvs < FCTL_APPLY_MAX_KCVS; i++) {
-		char kcv[7];
-		bool dup = false;
-
-		if (!keys[i])
-			continue;
-		fctl_key_kcv_hex(keys[i], kcv);
-		for (size_t k = 0; k < res->n_kcvs && !dup; k++)
-			dup = strcmp(res->kcvs[k], kcv) == 0;
-		if (!dup)
-			memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
-	}
-	r = fctl_engi_journal_begin(&e, p, live, res->plan);
-	if (r < 0) {
-		snprintf(res->error, sizeof(res->error), "cannot write the journal in '%s': %s",
-			 e.dir, strerror(-r));
-		goto out;
-	}
-	r = fctl_engi_run_plan(&e, res->plan, keys, "apply", true, &res->ops_done, &res->failed_op,
-		     res->error, sizeof(res->error));
-	if (r == 0)
-		r = verify(&e, want, prev, res);
-	if (r < 0) {
-		res->failed = true;
-		if (restore(&e, live, want, NULL, res) == 0 && res->restored_exactly)
-			fctl_engi_journal_end(&e);
-		goto out;
-	}
-	fctl_engi_journal_end(&e);
 record:
 	if (!o->dry_run)
 		fctl_engi_history_record(&e, p, res->error, sizeof(res->error));
 out:
-	if (e.nl) {
-		e.ops->get_stats(e.nl, &st);
-		res->writes = st.writes;
-		res->round_trips = st.round_trips;
-	}
-	res->seconds = now_s() - t0;
-	free_keys(keys, res->plan ? res->plan->n_ops : 0);
+	finish(&e, res, t0, r);
 	fctl_host_state_free(want);
 	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
-	eng_close(&e);
-	if (r < 0 && !res->failed)
-		res->failed = true;
-	if (r < 0 && res->writes == 0 && !res->recovered)
+	return r;
+}
+
+int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res)
+{
+	struct fctl_host_state *none = NULL, *prev_owned = NULL, *live = NULL;
+	const struct fctl_host_state *prev = NULL;
+	double t0 = now_s();
+	struct eng e;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->failed_op = -1;
+	r = eng_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
+	if (r < 0) {
 		res->refused = true;
+		return r;
+	}
+	snprintf(res->host, sizeof(res->host), "%s", e.host);
+	none = fctl_host_state_new(e.host); /* the state wanted: nothing fabricctl made */
+	r = none ? 0 : -ENOMEM;
+	if (r == 0 && !o->dry_run)
+		r = rotation_check(o, res);
+	if (r == 0 && !o->dry_run) {
+		r = recover_locked(&e, none, res);
+		r = r > 0 ? 0 : r; /* 1: an interrupted apply was rolled back first */
+	}
+	if (r < 0)
+		goto out;
+	/* what fabricctl manages: the links of the last applied profile (an apply removes
+	 * those a new version drops, and recovery has just finished an interrupted one) */
+	fctl_engi_last_applied(&e, NULL, NULL, &prev, &prev_owned);
+	r = fctl_engi_read_live(&e, none, prev, NULL, &live, res->error, sizeof(res->error));
+	if (r < 0)
+		goto out;
+	fctl_engi_restrict_live(live, none, prev, NULL);
+	r = fctl_plan_compute(live, none, &res->plan);
+	if (r == 0 && !o->dry_run && res->plan->n_ops)
+		r = execute(&e, NULL, live, none, prev, res);
+out:
+	finish(&e, res, t0, r);
+	fctl_host_state_free(none);
+	fctl_host_state_free(prev_owned);
+	fctl_host_state_free(live);
 	return r;
 }

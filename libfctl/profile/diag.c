@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,48 +145,166 @@ int fctl_diags_to_json(const struct fctl_diags *d, const char *const *files, siz
 	return o->oom ? -12 : 0;
 }
 
+/* Whole-file I/O findings are JUnit errors (the check could not run); the rest are
+ * failures (the profile is wrong) or, as warnings, skipped test cases with the message. */
+static bool is_io(const struct fctl_diag *g)
+{
+	return g->severity == FCTL_SEV_ERROR && strcmp(g->code, "io") == 0;
+}
+
+struct junit_counts {
+	size_t tests, failures, errors, skipped;
+};
+
+static void junit_count(const struct fctl_diags *d, const char *file, struct junit_counts *c)
+{
+	size_t errors = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct fctl_diag *g = &d->v[i];
+
+		if (strcmp(g->file, file) != 0)
+			continue;
+		c->tests++;
+		if (g->severity == FCTL_SEV_WARNING)
+			c->skipped++;
+		else if (is_io(g))
+			c->errors++;
+		else
+			c->failures++;
+		errors += g->severity == FCTL_SEV_ERROR;
+	}
+	if (!errors)
+		c->tests++; /* the passing test case "valid" */
+}
+
+static void junit_text(struct fctl_buf *o, const struct fctl_diag *g)
+{
+	struct fctl_buf t = { 0 };
+
+	if (g->line)
+		fctl_buf_printf(&t, "%s:%u:%u: ", g->file, g->line, g->col);
+	else
+		fctl_buf_printf(&t, "%s: ", g->file);
+	fctl_buf_printf(&t, "%s: %s [%s]\n", g->severity == FCTL_SEV_ERROR ? "error" : "warning",
+			g->msg, g->code);
+	if (g->hint)
+		fctl_buf_printf(&t, "  hint: %s\n", g->hint);
+	fctl_buf_xml_str(o, t.data);
+	if (t.oom)
+		o->oom = true;
+	fctl_buf_release(&t);
+}
+
+static void junit_case(struct fctl_buf *o, const struct fctl_diag *g)
+{
+	const char *tag = g->severity == FCTL_SEV_WARNING ? "skipped" : is_io(g) ? "error"
+											 : "failure";
+
+	fctl_buf_puts(o, "    <testcase classname=\"");
+	fctl_buf_xml_str(o, g->file);
+	fctl_buf_puts(o, "\" name=\"");
+	if (g->line)
+		fctl_buf_printf(o, "%u:%u ", g->line, g->col);
+	fctl_buf_xml_str(o, g->code);
+	fctl_buf_puts(o, "\" file=\"");
+	fctl_buf_xml_str(o, g->file);
+	fctl_buf_putc(o, '"');
+	if (g->line) /* a finding about the whole file has no line, rather than line 0 */
+		fctl_buf_printf(o, " line=\"%u\"", g->line);
+	fctl_buf_printf(o, ">\n      <%s", tag);
+	if (strcmp(tag, "skipped") != 0) {
+		fctl_buf_puts(o, " type=\"");
+		fctl_buf_xml_str(o, g->code);
+		fctl_buf_putc(o, '"');
+	}
+	fctl_buf_puts(o, " message=\"");
+	if (g->severity == FCTL_SEV_WARNING)
+		fctl_buf_puts(o, "warning: ");
+	fctl_buf_xml_str(o, g->msg);
+	fctl_buf_puts(o, "\">");
+	junit_text(o, g);
+	fctl_buf_printf(o, "</%s>\n", tag);
+	if (g->severity == FCTL_SEV_WARNING) {
+		fctl_buf_puts(o, "      <system-out>");
+		junit_text(o, g);
+		fctl_buf_puts(o, "</system-out>\n");
+	}
+	fctl_buf_puts(o, "    </testcase>\n");
+}
+
+static void junit_suite(struct fctl_buf *o, const struct fctl_diags *d, const char *file)
+{
+	struct junit_counts c = { 0 };
+	bool errors = false;
+
+	junit_count(d, file, &c);
+	fctl_buf_puts(o, "  <testsuite name=\"");
+	fctl_buf_xml_str(o, file);
+	fctl_buf_puts(o, "\" file=\"");
+	fctl_buf_xml_str(o, file);
+	fctl_buf_printf(o, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\">\n",
+			c.tests, c.failures, c.errors, c.skipped);
+	for (size_t i = 0; i < d->n; i++) {
+		if (strcmp(d->v[i].file, file) != 0)
+			continue;
+		errors |= d->v[i].severity == FCTL_SEV_ERROR;
+		junit_case(o, &d->v[i]);
+	}
+	if (!errors) {
+		fctl_buf_puts(o, "    <testcase classname=\"");
+		fctl_buf_xml_str(o, file);
+		fctl_buf_puts(o, "\" name=\"valid\" file=\"");
+		fctl_buf_xml_str(o, file);
+		fctl_buf_puts(o, "\"/>\n");
+	}
+	fctl_buf_puts(o, "  </testsuite>\n");
+}
+
+/* The files a report covers: those checked, then those only findings name (a directory
+ * without profiles), each once. *out is malloc'd. */
+static int junit_files(const struct fctl_diags *d, const char *const *files, size_t n_files,
+		       const char ***out, size_t *n)
+{
+	const char **v = calloc(n_files + d->n + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t f = 0; f < n_files; f++)
+		v[k++] = files[f];
+	for (size_t i = 0; i < d->n; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = strcmp(v[j], d->v[i].file) == 0;
+		if (!seen)
+			v[k++] = d->v[i].file;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 int fctl_diags_to_junit(const struct fctl_diags *d, const char *const *files, size_t n_files,
 			struct fctl_buf *o)
 {
-	size_t failing = 0;
+	struct junit_counts all = { 0 };
+	const char **v;
+	size_t n;
 
-	for (size_t f = 0; f < n_files; f++)
-		failing += errors_in(d, files[f]) > 0;
+	if (junit_files(d, files, n_files, &v, &n) < 0)
+		return -ENOMEM;
+	for (size_t f = 0; f < n; f++)
+		junit_count(d, v[f], &all);
 	fctl_buf_puts(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fctl_buf_printf(o,
-			"<testsuites name=\"fabricctl validate\" tests=\"%zu\" failures=\"%zu\">\n"
-			"  <testsuite name=\"fabricctl validate\" tests=\"%zu\" failures=\"%zu\" "
-			"errors=\"0\" skipped=\"0\">\n",
-			n_files, failing, n_files, failing);
-	for (size_t f = 0; f < n_files; f++) {
-		size_t ne = errors_in(d, files[f]);
-
-		fctl_buf_puts(o, "    <testcase classname=\"profile\" name=\"");
-		fctl_buf_xml_str(o, files[f]);
-		fctl_buf_puts(o, "\" file=\"");
-		fctl_buf_xml_str(o, files[f]);
-		fctl_buf_puts(o, "\">\n");
-		if (ne) {
-			struct fctl_buf body = { 0 };
-
-			for (size_t i = 0; i < d->n; i++) {
-				const struct fctl_diag *g = &d->v[i];
-
-				if (strcmp(g->file, files[f]) != 0 || g->severity != FCTL_SEV_ERROR)
-					continue;
-				fctl_buf_printf(&body, "%s:%u:%u: %s [%s]\n", g->file, g->line,
-						g->col, g->msg, g->code);
-				if (g->hint)
-					fctl_buf_printf(&body, "  hint: %s\n", g->hint);
-			}
-			fctl_buf_printf(o, "      <failure type=\"invalid-profile\" message=\"%zu error%s\">",
-					ne, ne == 1 ? "" : "s");
-			fctl_buf_xml_str(o, body.data);
-			fctl_buf_puts(o, "</failure>\n");
-			fctl_buf_release(&body);
-		}
-		fctl_buf_puts(o, "    </testcase>\n");
-	}
-	fctl_buf_puts(o, "  </testsuite>\n</testsuites>\n");
-	return o->oom ? -12 : 0;
+			"<testsuites name=\"fabricctl validate\" tests=\"%zu\" failures=\"%zu\" "
+			"errors=\"%zu\" skipped=\"%zu\">\n",
+			all.tests, all.failures, all.errors, all.skipped);
+	for (size_t f = 0; f < n; f++)
+		junit_suite(o, d, v[f]);
+	fctl_buf_puts(o, "</testsuites>\n");
+	free(v);
+	return o->oom ? -ENOMEM : 0;
 }

@@ -688,49 +688,110 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	return 0;
 }
 
+/* Reads fd to its end into *out (NUL-terminated); at most max bytes, -EFBIG past them. */
+static int read_fd(int fd, size_t max, unsigned char **out, size_t *len)
+{
+	size_t cap = 0, n = 0;
+	unsigned char *data = NULL;
+	ssize_t k;
+
+	for (;;) {
+		if (n + 1 >= cap) {
+			size_t ncap = cap ? cap * 2 : 65536;
+			unsigned char *nd;
+
+			if (ncap > max + 2)
+				ncap = max + 2;
+			if (ncap <= n + 1) {
+				free(data);
+				return -EFBIG;
+			}
+			nd = realloc(data, ncap);
+			if (!nd) {
+				free(data);
+				return -ENOMEM;
+			}
+			data = nd;
+			cap = ncap;
+		}
+		k = read(fd, data + n, cap - n - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			k = -errno;
+			free(data);
+			return (int)k;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n > max) {
+			free(data);
+			return -EFBIG;
+		}
+	}
+	data[n] = '\0';
+	*out = data;
+	*len = n;
+	return 0;
+}
+
 int fctl_profile_load(const char *file, struct fctl_diags *d, struct fctl_profile **out)
 {
+	bool std_in = strcmp(file, "-") == 0;
 	unsigned char *data = NULL;
 	struct stat st;
 	size_t len = 0;
-	ssize_t n;
 	int fd, r;
 
-	fd = fctl_open_ro(file, O_NOCTTY); /* an agent worker's profile is preopened */
+	fd = std_in ? STDIN_FILENO : fctl_open_ro(file, O_NOCTTY); /* an agent worker's profile is preopened */
 	if (fd < 0) {
 		r = fd;
 		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "io", NULL, "cannot open: %s",
 			      strerror(-r));
 		return r;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "io", NULL, "not a regular file");
-		close(fd);
-		return -EINVAL;
+	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		r = -EINVAL;
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "io", NULL,
+			      "not a regular file, pipe or standard input");
+		if (!std_in)
+			close(fd);
+		return r;
 	}
-	if ((uint64_t)st.st_size > YAML_MAX_FILE) {
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > YAML_MAX_FILE) {
 		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "too-large", NULL,
 			      "file is %lld bytes; profiles are limited to %u bytes",
 			      (long long)st.st_size, YAML_MAX_FILE);
 		close(fd);
 		return -EFBIG;
 	}
-	data = malloc((size_t)st.st_size + 1);
-	if (!data) {
+	r = read_fd(fd, YAML_MAX_FILE, &data, &len);
+	if (!std_in)
 		close(fd);
-		return -ENOMEM;
-	}
-	while (len < (size_t)st.st_size) {
-		n = read(fd, data + len, (size_t)st.st_size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
+	if (r == -EFBIG)
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "too-large", NULL,
+			      "more than %u bytes; profiles are limited to %u bytes", YAML_MAX_FILE,
+			      YAML_MAX_FILE);
+	else if (r < 0)
+		fctl_diag_add(d, FCTL_SEV_ERROR, file, 0, 0, "io", NULL, "cannot read: %s",
+			      strerror(-r));
+	if (r < 0)
+		return r;
 	r = fctl_profile_parse(file, data, len, d, out);
 	free(data);
+	if (r == 0 && !S_ISREG(st.st_mode)) {
+		/* a stream has no directory of its own: relative key ids resolve from here */
+		char *dot = strdup(".");
+
+		if (!dot) {
+			fctl_profile_free(*out);
+			*out = NULL;
+			return -ENOMEM;
+		}
+		free((*out)->dir);
+		(*out)->dir = dot;
+	}
 	return r;
 }
 

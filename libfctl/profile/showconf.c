@@ -104,14 +104,16 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 {
 	const char *host = hs->host && *hs->host ? hs->host : "localhost";
-	bool any_macsec = false;
+	bool any_macsec = false, any_port = false;
 
 	fctl_buf_printf(o, "# live state of host %s, read from the kernel by fabricctl %s\n", host,
 			FCTL_VERSION);
 	fctl_buf_printf(o, "schema: %d\nprofile:\n  name: live-%s\n  version: 1\n",
 			FCTL_SCHEMA_VERSION, host);
-	for (size_t i = 0; i < hs->n_links; i++)
+	for (size_t i = 0; i < hs->n_links; i++) {
 		any_macsec |= hs->links[i].kind == FCTL_LINK_MACSEC;
+		any_port |= first_on_parent(hs, i);
+	}
 	if (any_macsec) {
 		fctl_buf_puts(o, "macsec:\n");
 		for (size_t i = 0; i < hs->n_links; i++)
@@ -119,7 +121,8 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 				policy(o, &hs->links[i]);
 	}
 	/* this host: one port per VLAN parent; peers: one host per RX SC MAC */
-	fctl_buf_printf(o, "hosts:\n  - name: %s\n    ports:\n", host);
+	/* no managed link: empty lists, written as such (a bare key is a null scalar) */
+	fctl_buf_printf(o, "hosts:\n  - name: %s\n    ports:%s\n", host, any_port ? "" : " []");
 	for (size_t i = 0; i < hs->n_links; i++) {
 		const struct fctl_link *v = &hs->links[i], *m;
 		char mac[18];
@@ -154,7 +157,7 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 					v->parent, v->has_mtu ? v->mtu : 1500);
 		}
 	}
-	fctl_buf_puts(o, "links:\n");
+	fctl_buf_puts(o, any_port ? "links:\n" : "links: []\n");
 	for (size_t i = 0; i < hs->n_links; i++) {
 		const struct fctl_link *v = &hs->links[i], *m, *top;
 		char name[40];

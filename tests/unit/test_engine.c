@@ -932,6 +932,124 @@ static void test_crash_every_point_change(void **st)
 	crash_every_point(v1, v2);
 }
 
+/* A link fabricctl did not make: teardown must leave it alone. */
+static void add_foreign_vlan(struct fake *f)
+{
+	struct fctl_link *l = fctl_host_state_add_link(f->hs, FCTL_LINK_VLAN, "eth0.999");
+
+	assert_non_null(l);
+	snprintf(l->parent, sizeof(l->parent), "eth0");
+	l->vid = 999;
+}
+
+static void test_teardown(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+	char *only_foreign;
+
+	(void)st;
+	run_init(&r);
+	add_foreign_vlan(&r.f);
+	only_foreign = state_text(r.f.hs);
+	/* nothing applied yet: nothing to remove, nothing sent */
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	assert_int_equal(res.plan->n_ops, 0);
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	/* --dry-run: the plan of the removals, nothing sent */
+	r.f.calls = 0;
+	r.o.dry_run = true;
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	assert_true(res.plan->n_ops >= 3);
+	for (size_t i = 0; i < res.plan->n_ops; i++)
+		assert_true(res.plan->ops[i].kind == FCTL_OP_LINK_DEL ||
+			    res.plan->ops[i].kind == FCTL_OP_ADDR_DEL ||
+			    res.plan->ops[i].kind == FCTL_OP_LINK_DOWN ||
+			    res.plan->ops[i].kind == FCTL_OP_TXSA_DEL ||
+			    res.plan->ops[i].kind == FCTL_OP_RXSA_DEL ||
+			    res.plan->ops[i].kind == FCTL_OP_RXSC_DEL);
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+	r.o.dry_run = false;
+
+	/* the removals: every link of v1 goes, the foreign one stays */
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	assert_false(res.failed);
+	assert_true(res.ops_done == res.plan->n_ops && res.ops_done > 0);
+	assert_false(journal_exists(&r));
+	fctl_apply_result_release(&res);
+	{
+		char *now = state_text(r.f.hs);
+
+		assert_string_equal(now, only_foreign);
+		free(now);
+	}
+	assert_no_violation(&r.f);
+	/* again: nothing left */
+	r.f.calls = 0;
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	assert_int_equal(res.plan->n_ops, 0);
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+	/* the history is kept: the profile applies again */
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	free(only_foreign);
+	fake_release(&r.f);
+}
+
+/* Teardown fails at exec call k, for every k: the host is back as it was, exactly. */
+static void test_teardown_rollback_every_op(void **st)
+{
+	long n;
+
+	(void)st;
+	{
+		struct fctl_apply_result res;
+		struct run r;
+
+		run_init(&r);
+		assert_int_equal(apply(&r, v2, &res), 0);
+		fctl_apply_result_release(&res);
+		r.f.calls = 0;
+		assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+		n = r.f.calls;
+		fctl_apply_result_release(&res);
+		fake_release(&r.f);
+	}
+	assert_true(n > 3);
+	for (long k = 0; k < n; k++) {
+		struct fctl_apply_result res;
+		struct run r;
+		char *before, *after;
+
+		run_init(&r);
+		add_foreign_vlan(&r.f);
+		assert_int_equal(apply(&r, v2, &res), 0);
+		fctl_apply_result_release(&res);
+		before = state_text(r.f.hs);
+		r.f.calls = 0;
+		r.f.fail_at = k;
+		assert_true(fctl_engine_teardown(&r.o, &res) < 0);
+		assert_true(res.failed && res.rolled_back && res.restored_exactly);
+		assert_false(journal_exists(&r));
+		fctl_apply_result_release(&res);
+		after = state_text(r.f.hs);
+		if (strcmp(before, after) != 0)
+			fail_msg("teardown failing at exec %ld: state before\n%s\nstate after\n%s", k,
+				 before, after);
+		assert_no_violation(&r.f);
+		free(before);
+		free(after);
+		fake_release(&r.f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -942,6 +1060,8 @@ int main(void)
 		cmocka_unit_test(test_rollback_every_op_change),
 		cmocka_unit_test(test_crash_every_point_first_apply),
 		cmocka_unit_test(test_crash_every_point_change),
+		cmocka_unit_test(test_teardown),
+		cmocka_unit_test(test_teardown_rollback_every_op),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

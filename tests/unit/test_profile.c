@@ -378,6 +378,28 @@ static void test_huge_file(void **state)
 	rmdir(dir);
 }
 
+/* a pipe (`validate <(cat f)`, /dev/fd/N) is read to its end, and bounded */
+static void test_load_pipe(void **state)
+{
+	static const char yaml[] = "schema: 1\nprofile:\n  name: p\n  version: 1\nhosts: []\n";
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	char path[32];
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], yaml, sizeof(yaml) - 1), (ssize_t)sizeof(yaml) - 1);
+	close(fds[1]);
+	snprintf(path, sizeof(path), "/dev/fd/%d", fds[0]);
+	assert_int_equal(fctl_profile_load(path, &d, &p), 0);
+	assert_non_null(p);
+	assert_int_equal(d.n_errors, 0);
+	assert_string_equal(p->dir, "."); /* a stream's key ids resolve from here */
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+	close(fds[0]);
+}
+
 /* Large but legal size: the node limit bounds memory and time. */
 static void test_node_limit(void **state)
 {
@@ -1016,6 +1038,43 @@ static void test_shipped_profiles(void **state)
 	load_expect(dir, "lab-pair-v3.yaml", 0, 0, NULL, 0, 0);
 }
 
+/* fctl_state_to_profile's output (`fabricctl show`) validates, with or without links */
+static void showconf_validates(const struct fctl_host_state *hs)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf b = { 0 };
+
+	assert_int_equal(fctl_state_to_profile(hs, &b), 0);
+	assert_int_equal(fctl_profile_parse("show.yaml", (const unsigned char *)b.data, b.len, &d,
+					    &p), 0);
+	assert_non_null(p);
+	fctl_profile_validate(p, &d);
+	if (d.n_errors) {
+		print_message("%s", b.data);
+		dump(&d);
+	}
+	assert_int_equal(d.n_errors, 0);
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+	fctl_buf_release(&b);
+}
+
+static void test_showconf_validates(void **state)
+{
+	struct fctl_host_state *hs = fctl_host_state_new("h1");
+	struct fctl_link *l;
+
+	assert_non_null(hs);
+	showconf_validates(hs); /* no managed link: empty lists, not bare keys */
+	l = fctl_host_state_add_link(hs, FCTL_LINK_VLAN, "eth0.100");
+	assert_non_null(l);
+	snprintf(l->parent, sizeof(l->parent), "eth0");
+	l->vid = 100;
+	showconf_validates(hs);
+	fctl_host_state_free(hs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1037,6 +1096,8 @@ int main(void)
 		cmocka_unit_test(test_diag_formats),
 		cmocka_unit_test(test_data_files),
 		cmocka_unit_test(test_shipped_profiles),
+		cmocka_unit_test(test_showconf_validates),
+		cmocka_unit_test(test_load_pipe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

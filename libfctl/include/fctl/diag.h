@@ -47,7 +47,10 @@ void fctl_diags_sort(struct fctl_diags *d);
 int fctl_diags_to_text(const struct fctl_diags *d, struct fctl_buf *out, bool color);
 int fctl_diags_to_json(const struct fctl_diags *d, const char *const *files, size_t n_files,
 		       struct fctl_buf *out);
-/* JUnit XML: one testcase per file, failures carry the findings. */
+/* JUnit XML (docs/cli.md): one testsuite per file, one testcase per finding with file=
+ * and line= (no line for a whole-file finding): an error finding is a <failure>, an I/O
+ * finding (code io) an <error>, a warning a <skipped> with its message and <system-out>;
+ * a file without error findings has a passing testcase "valid". */
 int fctl_diags_to_junit(const struct fctl_diags *d, const char *const *files, size_t n_files,
 			struct fctl_buf *out);
 

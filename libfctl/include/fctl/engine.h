@@ -104,6 +104,15 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
 		      struct fctl_apply_result *res);
 
+/* Removes every link fabricctl manages on this host (those of the last applied profile),
+ * all or nothing as an apply to an empty profile: lock, recovery of an interrupted
+ * apply, journal, the removals, a fresh dump that must hold none of them; on a failure
+ * the host goes back to its state before. Links fabricctl did not make are not touched;
+ * the history is kept (rollback --to VERSION applies a version again). o->dry_run plans
+ * only. Returns 0 (res->plan says what was removed; no ops: nothing was managed), or a
+ * negative errno as fctl_engine_apply. */
+int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
+
 /* Rolls back an interrupted apply if the journal says there is one.
  * Returns 1 when it recovered, 0 when there was nothing to do, < 0 on error. */
 int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res);

@@ -150,7 +150,9 @@ struct fctl_profile {
 
 /* Reads and parses file; findings go to d. Returns 0 with *out set when the file could
  * be read and parsed into a model (which may still carry findings: check d->n_errors),
- * or a negative errno when it could not be read or parsed at all (*out = NULL). */
+ * or a negative errno when it could not be read or parsed at all (*out = NULL).
+ * file "-" is standard input; a pipe (`<(...)`, /dev/fd/N) or a FIFO is read to its end
+ * (at most 64 MiB): relative key ids of such a stream resolve from the current directory. */
 int fctl_profile_load(const char *file, struct fctl_diags *d, struct fctl_profile **out);
 /* The same, from memory; name is used in findings. */
 int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
