@@ -157,6 +157,9 @@ if want lab; then
 	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/agent.sh
 	suite lab-ci-pipeline 600 env FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/ci_pipeline.sh
+	# the Debian package installed, the pipeline in the lab with /usr/sbin/fabricctl, purged
+	suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
+		bash tests/lab/package_lab.sh
 	# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
 	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
 	suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
@@ -182,7 +185,7 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
 	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-nl-612 \
-	/var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612; do
+	/var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 /var/tmp/fabricctl-lab-package; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
