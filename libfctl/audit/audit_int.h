@@ -41,4 +41,8 @@ void fctl_audit_check_trusted(const struct fctl_audit_verify_opts *o,
 void fctl_audit_check_witnesses(const struct fctl_audit_verify_opts *o,
 				const struct fctl_audit_seen *s, struct fctl_audit_report *r);
 
+/* The 4-byte key id of a signed note's key (C2SP signed-note): SHA-256(name || "\n" ||
+ * alg || pub)[0..3]; alg 0x01 Ed25519 note signatures, 0x04 tlog cosignatures. */
+void fctl_audit_keyid_alg(const char *name, uint8_t alg, const uint8_t pub[32], uint8_t id[4]);
+
 #endif

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "audit_int.h"
 #include "fctl/audit.h"
 
 static const char em_dash[] = "\xe2\x80\x94 "; /* "— " starts a signature line */
@@ -190,12 +191,12 @@ int fctl_audit_ed25519_verify(const uint8_t pub[32], const void *msg, size_t len
 	return r;
 }
 
-void fctl_audit_note_keyid(const char *name, const uint8_t pub[32], uint8_t id[4])
+void fctl_audit_keyid_alg(const char *name, uint8_t alg, const uint8_t pub[32], uint8_t id[4])
 {
 	uint8_t h[32];
 	unsigned int n = 32;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	static const uint8_t nl_alg[2] = { '\n', 0x01 }; /* 0x01: Ed25519 */
+	const uint8_t nl_alg[2] = { '\n', alg };
 
 	if (!ctx || EVP_DigestInit_ex2(ctx, EVP_sha256(), NULL) != 1 ||
 	    EVP_DigestUpdate(ctx, name, strlen(name)) != 1 ||
@@ -204,6 +205,11 @@ void fctl_audit_note_keyid(const char *name, const uint8_t pub[32], uint8_t id[4
 		abort();
 	EVP_MD_CTX_free(ctx);
 	memcpy(id, h, 4);
+}
+
+void fctl_audit_note_keyid(const char *name, const uint8_t pub[32], uint8_t id[4])
+{
+	fctl_audit_keyid_alg(name, 0x01, pub, id); /* 0x01: Ed25519 */
 }
 
 int fctl_audit_keygen(const char *dir, char *err, size_t errlen)

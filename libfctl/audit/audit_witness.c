@@ -16,18 +16,7 @@ static const char em_dash[] = "\xe2\x80\x94 ";
 
 void fctl_audit_cosig_keyid(const char *name, const uint8_t pub[32], uint8_t id[4])
 {
-	static const uint8_t nl_alg[2] = { '\n', 0x04 }; /* 0x04: cosignature/v1 */
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned int n = 32;
-	uint8_t h[32];
-
-	if (!ctx || EVP_DigestInit_ex2(ctx, EVP_sha256(), NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, name, strlen(name)) != 1 ||
-	    EVP_DigestUpdate(ctx, nl_alg, 2) != 1 || EVP_DigestUpdate(ctx, pub, 32) != 1 ||
-	    EVP_DigestFinal_ex(ctx, h, &n) != 1)
-		abort();
-	EVP_MD_CTX_free(ctx);
-	memcpy(id, h, 4);
+	fctl_audit_keyid_alg(name, 0x04, pub, id); /* 0x04: cosignature/v1 */
 }
 
 /* "cosignature/v1\ntime T\n" || body */
