@@ -779,7 +779,7 @@ static void test_missing_key_refuses(void **st)
 	struct fctl_apply_result res;
 	char path[600];
 	struct run r;
-	char *before;
+	char *before, *after;
 
 	(void)st;
 	run_init(&r);
@@ -795,7 +795,9 @@ static void test_missing_key_refuses(void **st)
 	assert_false(journal_exists(&r));
 	fctl_apply_result_release(&res);
 	assert_int_equal(chmod(path, 0600), 0);
-	assert_string_equal(state_text(r.f.hs), before);
+	after = state_text(r.f.hs);
+	assert_string_equal(after, before);
+	free(after);
 	free(before);
 	fake_release(&r.f);
 }
