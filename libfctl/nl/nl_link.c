@@ -455,6 +455,51 @@ static int set_new_addrgen(struct fctl_nl *nl, const struct fctl_op *op, const c
 	return r;
 }
 
+/* After a link's address generation went to none: removes every IPv6 address it still
+ * has, the link-local one the kernel made before included (a mode change removes none).
+ * The live state does not hold the link-local address of a link that was no carrier. */
+static int flush_addrs6(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			struct fctl_nl_err *err)
+{
+	struct fctl_nli_link_info info;
+	struct nl_cache *cache = NULL;
+	struct nl_object *o;
+	char w[128];
+	int r;
+
+	snprintf(w, sizeof(w), "%s: removing its IPv6 addresses", what);
+	r = fctl_nli_link_get(nl, op_ifname(op), &info, err);
+	if (r < 0)
+		return r;
+	nl->stats.round_trips++;
+	r = rtnl_addr_alloc_cache(nl->rt, &cache);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		fctl_nli_err_set(err, r, w);
+		return r;
+	}
+	for (o = nl_cache_get_first(cache); o && r == 0; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_msg *msg = NULL;
+
+		if (rtnl_addr_get_ifindex(a) != info.ifindex || rtnl_addr_get_family(a) != AF_INET6)
+			continue;
+		r = rtnl_addr_build_delete_request(a, 0, &msg);
+		if (r < 0) {
+			r = fctl_nl_errno(r);
+			break;
+		}
+		r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
+		nlmsg_free(msg);
+		if (r == -EADDRNOTAVAIL)
+			r = 0; /* gone meanwhile (a failed DAD) */
+	}
+	nl_cache_free(cache);
+	if (r < 0)
+		fctl_nli_err_set(err, r, w);
+	return r;
+}
+
 int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl_nl_err *err)
 {
 	char what[96];
@@ -471,6 +516,9 @@ int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl
 	}
 	if (r == 0 && op->kind == FCTL_OP_LINK_ADD && op->link.has_addrgen)
 		r = set_new_addrgen(nl, op, what, err);
+	if (r == 0 && op->kind == FCTL_OP_LINK_CHANGE && (op->changes & FCTL_CHG_ADDRGEN) &&
+	    op->link.addrgen == FCTL_ADDRGEN_NONE)
+		r = flush_addrs6(nl, op, what, err);
 	return r < 0 ? r : 0;
 }
 

@@ -322,6 +322,18 @@ static void link_change(struct fctl_link *l, const struct fctl_op *op)
 		l->addrgen = op->link.addrgen;
 		l->has_addrgen = true;
 	}
+	/* as fctl_nl_exec does: none then removes the link's IPv6 addresses */
+	if ((c & FCTL_CHG_ADDRGEN) && l->addrgen == FCTL_ADDRGEN_NONE) {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < l->n_addrs; i++) {
+			if (strchr(l->addrs[i], ':'))
+				free(l->addrs[i]);
+			else
+				l->addrs[kept++] = l->addrs[i];
+		}
+		l->n_addrs = kept;
+	}
 }
 
 /* Deleting a VLAN takes its MACsec uppers with it, as the kernel does. */

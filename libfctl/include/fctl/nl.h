@@ -74,7 +74,9 @@ int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_s
 /* Executes one plan operation. key/key_len: the SAK for TXSA_ADD and RXSA_ADD,
  * NULL/0 otherwise. err (may be NULL) is filled on failure. A LINK_ADD whose link
  * has an address generation mode sets it with a second request before anything
- * brings the link up (a kernel without IPv6 on the link satisfies "none"). */
+ * brings the link up (a kernel without IPv6 on the link satisfies "none"). A
+ * LINK_CHANGE that turns address generation to none then removes every IPv6
+ * address the link still has, the kernel's link-local one included. */
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
 		 size_t key_len, struct fctl_nl_err *err);
 
