@@ -213,6 +213,12 @@ static unsigned link_changes(const struct fctl_link *c, const struct fctl_link *
 		fctl_buf_printf(d, "%smtu %" PRIu32 " -> %" PRIu32, d->len ? ", " : "", c->mtu,
 				w->mtu);
 	}
+	/* compared only where both sides know it: a live link without IPv6 generates nothing */
+	if (w->has_addrgen && c->has_addrgen && c->addrgen != w->addrgen) {
+		ch |= FCTL_CHG_ADDRGEN;
+		fctl_buf_printf(d, "%saddrgenmode %s -> %s", d->len ? ", " : "",
+				fctl_addrgen_name(c->addrgen), fctl_addrgen_name(w->addrgen));
+	}
 	if (w->kind == FCTL_LINK_MACSEC) {
 		const struct fctl_macsec *cm = &c->macsec, *wm = &w->macsec;
 
@@ -523,6 +529,8 @@ static void text_link_attrs(struct fctl_buf *o, const struct fctl_link *l)
 	}
 	if (l->has_mtu)
 		fctl_buf_printf(o, ", mtu %" PRIu32, l->mtu);
+	if (l->has_addrgen)
+		fctl_buf_printf(o, ", addrgenmode %s", fctl_addrgen_name(l->addrgen));
 	fctl_buf_putc(o, ')');
 }
 
@@ -667,6 +675,10 @@ int fctl_plan_to_json(const struct fctl_plan *p, struct fctl_buf *o)
 			}
 			if (op->link.has_mtu)
 				fctl_buf_printf(o, ",\"mtu\":%" PRIu32, op->link.mtu);
+			if (op->link.has_addrgen && (op->kind == FCTL_OP_LINK_ADD ||
+						     (op->changes & FCTL_CHG_ADDRGEN)))
+				fctl_buf_printf(o, ",\"addrgenmode\":\"%s\"",
+						fctl_addrgen_name(op->link.addrgen));
 			break;
 		case FCTL_OP_RXSC_ADD:
 		case FCTL_OP_RXSC_DEL:

@@ -38,6 +38,13 @@ static const struct name_map proto_names[] = {
 	{ "802.1ad", FCTL_VLAN_8021AD },
 };
 
+static const struct name_map addrgen_names[] = {
+	{ "eui64", FCTL_ADDRGEN_EUI64 },
+	{ "none", FCTL_ADDRGEN_NONE },
+	{ "stable_secret", FCTL_ADDRGEN_STABLE_PRIVACY },
+	{ "random", FCTL_ADDRGEN_RANDOM },
+};
+
 static const char *map_name(const struct name_map *m, size_t n, int v)
 {
 	for (size_t i = 0; i < n; i++)
@@ -74,6 +81,7 @@ DEFINE_NAMES(fctl_cipher, cipher, cipher_names)
 DEFINE_NAMES(fctl_validate, validate, validate_names)
 DEFINE_NAMES(fctl_offload, offload, offload_names)
 DEFINE_NAMES(fctl_vlan_proto, vlan_proto, proto_names)
+DEFINE_NAMES(fctl_addrgen, addrgen, addrgen_names)
 
 size_t fctl_cipher_key_len(enum fctl_cipher c)
 {
@@ -447,6 +455,8 @@ int fctl_host_state_to_json(const struct fctl_host_state *hs, struct fctl_buf *o
 		if (l->has_mtu)
 			fctl_buf_printf(o, ",\"mtu\":%" PRIu32, l->mtu);
 		fctl_buf_printf(o, ",\"up\":%s", l->up ? "true" : "false");
+		if (l->has_addrgen)
+			fctl_buf_printf(o, ",\"addrgenmode\":\"%s\"", fctl_addrgen_name(l->addrgen));
 		if (l->kind == FCTL_LINK_VLAN) {
 			fctl_buf_printf(o, ",\"vid\":%u,\"protocol\":\"%s\"", l->vid,
 					fctl_vlan_proto_name(l->proto));

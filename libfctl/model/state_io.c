@@ -2,8 +2,8 @@
 /*
  * Text form of a host state, one object per line:
  *   state HOST
- *   link vlan NAME parent=P mtu=N up=0|1 vid=N proto=802.1q
- *   link macsec NAME parent=P mtu=N up=0|1 sci=HEX port=N cipher=C icv=N encrypt=0|1 ...
+ *   link vlan NAME parent=P mtu=N up=0|1 [addrgen=M] vid=N proto=802.1q
+ *   link macsec NAME parent=P mtu=N up=0|1 [addrgen=M] sci=HEX port=N cipher=C icv=N ...
  *   key NAME backend=B id=ID version=N
  *   txsa NAME an=N active=0|1 pn=N keyid=HEX [ssci=N salt=HEX]
  *   rxsc NAME sci=HEX active=0|1
@@ -60,6 +60,8 @@ int fctl_host_state_save(const struct fctl_host_state *hs, struct fctl_buf *o)
 		if (l->has_mtu)
 			fctl_buf_printf(o, " mtu=%" PRIu32, l->mtu);
 		fctl_buf_printf(o, " up=%d", l->up);
+		if (l->has_addrgen)
+			fctl_buf_printf(o, " addrgen=%s", fctl_addrgen_name(l->addrgen));
 		if (l->kind == FCTL_LINK_VLAN) {
 			fctl_buf_printf(o, " vid=%u proto=%s\n", l->vid, fctl_vlan_proto_name(l->proto));
 		} else {
@@ -239,6 +241,12 @@ static int parse_link(struct fctl_host_state *hs, const struct line *ln)
 	}
 	if (flag(ln, "up", &l->up) < 0)
 		return -EINVAL;
+	/* absent in journals written before the carrier's address generation was kept */
+	if ((v = val(ln, "addrgen"))) {
+		if (fctl_addrgen_from_name(v, &l->addrgen) < 0)
+			return -EINVAL;
+		l->has_addrgen = true;
+	}
 	if (!macsec) {
 		if (num(ln, "vid", 4095, &u) < 0 ||
 		    fctl_vlan_proto_from_name(val(ln, "proto"), &l->proto) < 0)

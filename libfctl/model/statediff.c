@@ -28,6 +28,10 @@ int fctl_link_to_lines(const struct fctl_link *l, struct fctl_buf *o)
 	if (l->has_mtu)
 		fctl_buf_printf(o, "  mtu %" PRIu32 "\n", l->mtu);
 	fctl_buf_printf(o, "  state %s\n", l->up ? "up" : "down");
+	/* only "none" is a line: a desired state leaves other links' address generation to
+	 * the kernel, so a live link that generates addresses differs from it in nothing */
+	if (l->has_addrgen && l->addrgen == FCTL_ADDRGEN_NONE)
+		fctl_buf_puts(o, "  addrgenmode none\n");
 	if (l->kind == FCTL_LINK_VLAN) {
 		fctl_buf_printf(o, "  vid %u\n  protocol %s\n", l->vid,
 				fctl_vlan_proto_name(l->proto));

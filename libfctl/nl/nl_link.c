@@ -24,6 +24,7 @@
 #include <netlink/cache.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/link/macsec.h>
 #include <netlink/route/link/vlan.h>
 
@@ -192,17 +193,37 @@ fail:
 	return r;
 }
 
+/* IFLA_AF_SPEC { AF_INET6 { IFLA_INET6_ADDR_GEN_MODE } }: how the kernel makes the
+ * link's IPv6 addresses (none: not even the link-local one). */
+static int put_addrgen(struct nl_msg *msg, enum fctl_addrgen mode)
+{
+	struct nlattr *spec, *in6;
+
+	spec = nla_nest_start(msg, IFLA_AF_SPEC);
+	if (!spec)
+		return -EMSGSIZE;
+	in6 = nla_nest_start(msg, AF_INET6);
+	if (!in6 || nla_put_u8(msg, IFLA_INET6_ADDR_GEN_MODE, (uint8_t)mode) < 0)
+		return -EMSGSIZE;
+	nla_nest_end(msg, in6);
+	nla_nest_end(msg, spec);
+	return 0;
+}
+
 static int build_link_change(const struct fctl_op *op, int ifindex, struct nl_msg **out)
 {
 	struct nl_msg *msg = NULL;
 	unsigned int macsec_chg = op->changes & MACSEC_ALL_CHG;
 	int r;
 
-	if (op->changes & ~(MACSEC_ALL_CHG | FCTL_CHG_MTU))
+	if (op->changes & ~(MACSEC_ALL_CHG | FCTL_CHG_MTU | FCTL_CHG_ADDRGEN))
 		return -EINVAL;
 	if (macsec_chg && op->link.kind != FCTL_LINK_MACSEC)
 		return -EINVAL;
 	if (!op->changes)
+		return -EINVAL;
+	if ((op->changes & FCTL_CHG_ADDRGEN) &&
+	    (!op->link.has_addrgen || op->link.addrgen > FCTL_ADDRGEN_RANDOM))
 		return -EINVAL;
 	r = link_msg_new(RTM_NEWLINK, 0, ifindex, 0, 0, &msg);
 	if (r < 0)
@@ -222,6 +243,11 @@ static int build_link_change(const struct fctl_op *op, int ifindex, struct nl_ms
 		if (r < 0)
 			goto fail;
 		nla_nest_end(msg, info);
+	}
+	if (op->changes & FCTL_CHG_ADDRGEN) {
+		r = put_addrgen(msg, op->link.addrgen);
+		if (r < 0)
+			goto fail;
 	}
 	*out = msg;
 	return 0;
@@ -401,6 +427,79 @@ static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const ch
 	return r;
 }
 
+/* The IPv6 address generation of a link just created. The kernel ignores IFLA_AF_SPEC in
+ * a create request, so a change of its own sets it, while the link is still down: the
+ * kernel makes the link-local address only when the link comes up. */
+static int set_new_addrgen(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			   struct fctl_nl_err *err)
+{
+	struct fctl_op chg = *op; /* shallow: nothing of it is freed here */
+	struct nl_msg *msg = NULL;
+	char w[128];
+	int r;
+
+	chg.kind = FCTL_OP_LINK_CHANGE;
+	chg.changes = FCTL_CHG_ADDRGEN;
+	snprintf(w, sizeof(w), "%s: addrgenmode %s", what, fctl_addrgen_name(op->link.addrgen));
+	r = fctl_nl_build_link_msg(&chg, 0, 0, &msg);
+	if (r == 0) {
+		r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
+		fctl_nl_msg_free(msg);
+	}
+	/* no IPv6 on the link (disabled, or an MTU below 1280): no address can be made on it,
+	 * which is what "none" asks for */
+	if (r == -EAFNOSUPPORT && op->link.addrgen == FCTL_ADDRGEN_NONE)
+		return 0;
+	if (r < 0)
+		fctl_nli_err_set(err, r, w);
+	return r;
+}
+
+/* After a link's address generation went to none: removes every IPv6 address it still
+ * has, the link-local one the kernel made before included (a mode change removes none).
+ * The live state does not hold the link-local address of a link that was no carrier. */
+static int flush_addrs6(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			struct fctl_nl_err *err)
+{
+	struct fctl_nli_link_info info;
+	struct nl_cache *cache = NULL;
+	struct nl_object *o;
+	char w[128];
+	int r;
+
+	snprintf(w, sizeof(w), "%s: removing its IPv6 addresses", what);
+	r = fctl_nli_link_get(nl, op_ifname(op), &info, err);
+	if (r < 0)
+		return r;
+	nl->stats.round_trips++;
+	r = rtnl_addr_alloc_cache(nl->rt, &cache);
+	if (r < 0) {
+		r = fctl_nl_errno(r);
+		fctl_nli_err_set(err, r, w);
+		return r;
+	}
+	for (o = nl_cache_get_first(cache); o && r == 0; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_msg *msg = NULL;
+
+		if (rtnl_addr_get_ifindex(a) != info.ifindex || rtnl_addr_get_family(a) != AF_INET6)
+			continue;
+		r = rtnl_addr_build_delete_request(a, 0, &msg);
+		if (r < 0) {
+			r = fctl_nl_errno(r);
+			break;
+		}
+		r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
+		nlmsg_free(msg);
+		if (r == -EADDRNOTAVAIL)
+			r = 0; /* gone meanwhile (a failed DAD) */
+	}
+	nl_cache_free(cache);
+	if (r < 0)
+		fctl_nli_err_set(err, r, w);
+	return r;
+}
+
 int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl_nl_err *err)
 {
 	char what[96];
@@ -415,6 +514,11 @@ int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl
 		fctl_nli_err_clear(err);
 		r = exec_link_once(nl, op, what, true, &cached, err);
 	}
+	if (r == 0 && op->kind == FCTL_OP_LINK_ADD && op->link.has_addrgen)
+		r = set_new_addrgen(nl, op, what, err);
+	if (r == 0 && op->kind == FCTL_OP_LINK_CHANGE && (op->changes & FCTL_CHG_ADDRGEN) &&
+	    op->link.addrgen == FCTL_ADDRGEN_NONE)
+		r = flush_addrs6(nl, op, what, err);
 	return r < 0 ? r : 0;
 }
 
@@ -519,6 +623,7 @@ static int fill_link(struct fctl_host_state *hs, const struct ixent *ix, size_t 
 {
 	const struct ixent *p;
 	struct fctl_link *fl;
+	uint8_t mode;
 	int pidx;
 
 	fl = fctl_host_state_add_link(hs, c->kind, rtnl_link_get_name(c->l));
@@ -530,6 +635,11 @@ static int fill_link(struct fctl_host_state *hs, const struct ixent *ix, size_t 
 	fl->mtu = rtnl_link_get_mtu(c->l);
 	fl->has_mtu = true;
 	fl->up = (rtnl_link_get_flags(c->l) & IFF_UP) != 0;
+	/* absent when the link has no IPv6 (no inet6 data in the dump) */
+	if (rtnl_link_inet6_get_addr_gen_mode(c->l, &mode) == 0 && mode <= FCTL_ADDRGEN_RANDOM) {
+		fl->addrgen = (enum fctl_addrgen)mode;
+		fl->has_addrgen = true;
+	}
 	pidx = rtnl_link_get_link(c->l);
 	if (pidx > 0 && (p = ix_find(ix, n_ix, pidx)) && p->name)
 		copy_name(fl->parent, p->name);
@@ -564,13 +674,32 @@ static struct fctl_link *link_by_ifindex(const struct lent *v, size_t n, int ifi
 	return e ? e->l : NULL;
 }
 
-static bool addr_is_kernel_managed(struct rtnl_addr *a)
+static bool addr_is_link_local6(struct rtnl_addr *a)
 {
-	/* IPv6 link-local addresses come and go with the link: not ours to manage */
 	return rtnl_addr_get_family(a) == AF_INET6 && rtnl_addr_get_scope(a) == RT_SCOPE_LINK;
 }
 
-static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether the IPv6 link-local addresses of fl are part of its state. Elsewhere they come
+ * and go with the link, not ours to manage; but a carrier (a VLAN under a SecY, listed in
+ * carriers, sorted) and a link that generates no addresses must have none, so any it has
+ * is read, and a plan removes it. */
+static bool keeps_link_local(const struct fctl_link *fl, const int *carriers, size_t n_carriers)
+{
+	if (fl->has_addrgen && fl->addrgen == FCTL_ADDRGEN_NONE)
+		return true;
+	return n_carriers &&
+	       bsearch(&fl->ifindex, carriers, n_carriers, sizeof(*carriers), cmp_int) != NULL;
+}
+
+static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs, const int *carriers,
+		      size_t n_carriers)
 {
 	struct nl_cache *cache = NULL;
 	struct nl_object *o;
@@ -596,7 +725,8 @@ static int read_addrs(struct fctl_nl *nl, struct fctl_host_state *hs)
 		char ip[INET6_ADDRSTRLEN], cidr[INET6_ADDRSTRLEN + 8];
 		int fam = rtnl_addr_get_family(a);
 
-		if (!fl || !local || addr_is_kernel_managed(a) || (fam != AF_INET && fam != AF_INET6))
+		if (!fl || !local || (fam != AF_INET && fam != AF_INET6) ||
+		    (addr_is_link_local6(a) && !keeps_link_local(fl, carriers, n_carriers)))
 			continue;
 		if (!inet_ntop(fam, nl_addr_get_binary_addr(local), ip, sizeof(ip)))
 			continue;
@@ -658,6 +788,23 @@ out:
 	fctl_host_state_free(hs);
 	rtnl_link_put(l);
 	return r;
+}
+
+/* The ifindexes MACsec links of the dump sit on (wanted or not), sorted; NULL on ENOMEM. */
+static int *carrier_ifindexes(const struct cand *cands, size_t n, size_t *n_out)
+{
+	int *v = calloc(n ? n : 1, sizeof(*v));
+
+	*n_out = 0;
+	for (size_t i = 0; v && i < n; i++) {
+		int pidx = cands[i].kind == FCTL_LINK_MACSEC ? rtnl_link_get_link(cands[i].l) : 0;
+
+		if (pidx > 0)
+			v[(*n_out)++] = pidx;
+	}
+	if (v && *n_out > 1)
+		qsort(v, *n_out, sizeof(*v), cmp_int);
+	return v;
 }
 
 int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
@@ -755,7 +902,11 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 			goto out;
 	}
 	if (hs->n_links) {
-		r = read_addrs(nl, hs);
+		size_t n_car;
+		int *car = carrier_ifindexes(cands, n, &n_car);
+
+		r = car ? read_addrs(nl, hs, car, n_car) : -ENOMEM;
+		free(car);
 		if (r < 0)
 			goto out;
 	}

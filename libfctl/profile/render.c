@@ -55,6 +55,10 @@ static int render_vlan(const struct fctl_profile *p, const char *base, const str
 		uint64_t peer_sci;
 		bool xpn = fctl_cipher_is_xpn(pol->cipher);
 
+		/* the carrier: its frames are cleartext, so it holds no address of any scope
+		 * (no link-local either: neighbour discovery and MLD would leave in clear) */
+		vl->addrgen = FCTL_ADDRGEN_NONE;
+		vl->has_addrgen = true;
 		ml = fctl_host_state_add_link(hs, FCTL_LINK_MACSEC, mif);
 		if (!ml)
 			return -ENOMEM;

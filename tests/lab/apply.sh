@@ -12,6 +12,9 @@
 #     recreate, roll everything back to the exact prior state
 #  6. kill -9 during apply, then recover: old state, traffic still encrypted
 #  7. bad profiles (invalid, missing key) are refused before any netlink write
+#  8. the carrier VLAN under the SecY holds no IPv6 address of any scope and has
+#     addrgenmode none; a carrier made by hand (link-local address and all) is
+#     converged in place by the next apply
 #
 # Prints PASS/FAIL per check and "apply_lab: N passed, M failed"; exits non-zero
 # on any failure, including a lab that cannot start (never skips).
@@ -76,6 +79,23 @@ rx_bad() { # host: InPktsNotValid over RX SCs + InPktsNoSCI
 
 ping_ok() { on h1 ping -c 3 -i 0.3 -W 3 10.100.0.2 >/dev/null; }
 
+addrs6() { # host [scope]: how many IPv6 addresses eth0.100 has (fails when it does not exist)
+	local out
+	out=$(on "$1" ip -j -6 addr show dev eth0.100 ${2:+scope "$2"}) || return 1
+	jq -s 'map(.[]?.addr_info[]?) | length' <<<"$out"
+}
+
+# the carrier of the SecY: frames on it are cleartext, so no address of any scope
+# (neighbour discovery, MLD, fe80::%eth0.100 would leave unprotected) and none made
+carrier_clean() { # host
+	local n mode
+	n=$(addrs6 "$1") || return 1
+	mode=$(on "$1" ip -j -d link show dev eth0.100 | jq -r '.[0].inet6_addr_gen_mode') || return 1
+	[ "$n" = 0 ] && [ "$mode" = none ] && return 0
+	echo "   $1 eth0.100: $n IPv6 addresses, addrgenmode $mode"
+	return 1
+}
+
 # --- set up -----------------------------------------------------------------
 [ -x "$F" ] || { fail "build" "$F is missing: build first (cmake --build build)"; exit 1; }
 if ! "$LAB" up --hosts 2; then
@@ -121,6 +141,8 @@ e2b=$(encrypted h2)
 # addresses live only on the MACsec device, never on the VLAN underneath
 [ "$(on h1 ip -j addr show eth0.100 | jq '[.[0].addr_info[] | select(.family == "inet")] | length')" = 0 ] &&
 	pass "1-no-address-on-vlan" || fail "1-no-address-on-vlan"
+check "8-carrier-no-ipv6-h1" carrier_clean h1
+check "8-carrier-no-ipv6-h2" carrier_clean h2
 
 # the apply is in the host's audit log, naming the key by its check value, never by value
 kcv_for_zero=$(head -c 16 /dev/zero | openssl enc -aes-128-ecb -nopad -K "$(head -c 32 "$WORK/keys/lab-pair.key")" |
@@ -295,3 +317,27 @@ out=$(on h2 "$F" apply --json --netns fab1 --host h1 "$WORK/v1.yaml")
 	fail "netns-second-apply-zero-writes" "$(jq -c '{result,netlink_writes}' <<<"$out")"
 [ "$(on h2 "$F" history --json --netns fab1 | jq length)" = 1 ] && pass "netns-own-history" || fail "netns-own-history"
 on h2 ip netns del fab1
+
+# --- 8. a carrier from before: made by hand, up, with the kernel's link-local address ---
+on h1 sh -c 'ip link del eth0.100 && ip link add link eth0 name eth0.100 type vlan id 100 &&
+	ip link set eth0.100 up'
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$(addrs6 h1 link)" -gt 0 ] 2>/dev/null && break
+	sleep 0.5
+done
+[ "$(addrs6 h1 link)" -gt 0 ] 2>/dev/null && pass "8-old-carrier-has-link-local" ||
+	fail "8-old-carrier-has-link-local" "$(on h1 ip -6 addr show dev eth0.100)"
+plan=$(on h1 "$F" plan --json "$WORK/v2.yaml")
+[ "$(jq -c '[.ops[] | select(.ifname == "eth0.100") | {op, disruptive}]' <<<"$plan")" = \
+	'[{"op":"change-link","disruptive":false}]' ] &&
+	jq -e '.ops[] | select(.ifname == "eth0.100") | .detail | test("addrgenmode eui64 -> none")' \
+		<<<"$plan" >/dev/null && [ "$(jq '.summary.disruptive' <<<"$plan")" = 0 ] &&
+	pass "8-old-carrier-plan-in-place" || fail "8-old-carrier-plan-in-place" "$(jq -c .ops <<<"$plan")"
+out=$(on h1 "$F" apply --json "$WORK/v2.yaml")
+[ "$(jq -r .result <<<"$out")" = applied ] && pass "8-old-carrier-apply" ||
+	fail "8-old-carrier-apply" "$(jq -c '{result,failed_op,error}' <<<"$out")"
+check "8-old-carrier-converged" carrier_clean h1
+check "8-ping-after-convergence" ping_ok
+out=$(on h1 "$F" apply --json "$WORK/v2.yaml")
+[ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "unchanged 0" ] &&
+	pass "8-converged-carrier-stays" || fail "8-converged-carrier-stays" "$(jq -c '{result,netlink_writes}' <<<"$out")"

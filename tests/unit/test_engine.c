@@ -29,6 +29,7 @@ struct logent {
 	char ifname[FCTL_IFNAMSIZ];
 	bool protect;    /* the op's link payload (LINK_ADD) */
 	enum fctl_validate validate;
+	bool addrgen_none; /* LINK_ADD: made with IPv6 address generation off */
 };
 
 struct fkey {
@@ -205,6 +206,16 @@ static void check_state(struct fake *f, const struct fctl_op *op)
 	}
 }
 
+/* Whether l is the carrier of a SecY: a MACsec link sits on it. */
+static bool is_carrier(const struct fake *f, const struct fctl_link *l)
+{
+	for (size_t i = 0; i < f->hs->n_links; i++)
+		if (f->hs->links[i].kind == FCTL_LINK_MACSEC &&
+		    strcmp(f->hs->links[i].parent, l->name) == 0)
+			return true;
+	return false;
+}
+
 /* Rules of the op itself, against the state it meets. */
 static void check_op(struct fake *f, const struct fctl_op *op, const struct fctl_link *l,
 		     const uint8_t *key, size_t key_len)
@@ -229,6 +240,12 @@ static void check_op(struct fake *f, const struct fctl_op *op, const struct fctl
 		if (l->kind == FCTL_LINK_MACSEC &&
 		    (!m->txsa[m->encoding_sa].present || !m->txsa[m->encoding_sa].active))
 			violate(f, "address %s on %s before its TX SA", op->addr, l->name);
+		break;
+	case FCTL_OP_LINK_UP:
+		/* the kernel makes a link-local address when a link comes up */
+		if (is_carrier(f, l) && (!l->has_addrgen || l->addrgen != FCTL_ADDRGEN_NONE))
+			violate(f, "set-up %s: the carrier of a SecY comes up making IPv6 addresses",
+				l->name);
 		break;
 	default:
 		break;
@@ -264,6 +281,10 @@ static int link_add(struct fake *f, const struct fctl_op *op)
 		l->has_mtu = true;
 	}
 	memset(l->macsec.txsa, 0, sizeof(l->macsec.txsa));
+	if (!l->has_addrgen) { /* the kernel's default, which it reports for every link */
+		l->addrgen = FCTL_ADDRGEN_EUI64;
+		l->has_addrgen = true;
+	}
 	l->macsec.port = (uint16_t)(l->macsec.sci & 0xffff);
 	l->macsec.has_port = l->kind == FCTL_LINK_MACSEC;
 	return 0;
@@ -297,6 +318,22 @@ static void link_change(struct fctl_link *l, const struct fctl_op *op)
 		m->encoding_sa = w->encoding_sa;
 	if (c & FCTL_CHG_OFFLOAD)
 		m->offload = w->offload;
+	if (c & FCTL_CHG_ADDRGEN) {
+		l->addrgen = op->link.addrgen;
+		l->has_addrgen = true;
+	}
+	/* as fctl_nl_exec does: none then removes the link's IPv6 addresses */
+	if ((c & FCTL_CHG_ADDRGEN) && l->addrgen == FCTL_ADDRGEN_NONE) {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < l->n_addrs; i++) {
+			if (strchr(l->addrs[i], ':'))
+				free(l->addrs[i]);
+			else
+				l->addrs[kept++] = l->addrs[i];
+		}
+		l->n_addrs = kept;
+	}
 }
 
 /* Deleting a VLAN takes its MACsec uppers with it, as the kernel does. */
@@ -459,6 +496,8 @@ static int fake_exec(void *sess, const struct fctl_op *op, const uint8_t *key, s
 			snprintf(e->ifname, sizeof(e->ifname), "%s", op->ifname);
 			e->protect = op->link.macsec.protect;
 			e->validate = op->link.macsec.validate;
+			e->addrgen_none = op->kind == FCTL_OP_LINK_ADD && op->link.has_addrgen &&
+					  op->link.addrgen == FCTL_ADDRGEN_NONE;
 		}
 		r = apply_op(f, op, key, key_len);
 		fctl_host_state_sort(f->hs);
@@ -758,8 +797,16 @@ static void test_fail_secure_order(void **st)
 	assert_int_equal(apply(&r, v1, &res), 0);
 	fctl_apply_result_release(&res);
 	assert_secy_order(&r.f, "ms100");
-	/* the cleartext VLAN under the SecY never had an address */
+	/* the cleartext VLAN under the SecY never had an address, and was made without
+	 * IPv6 address generation (before it came up: the fake checks that at set-up) */
 	assert_int_equal(first(&r.f, FCTL_OP_ADDR_ADD, "eth0.100"), -1);
+	assert_true(r.f.log[first(&r.f, FCTL_OP_LINK_ADD, "eth0.100")].addrgen_none);
+	assert_false(r.f.log[first(&r.f, FCTL_OP_LINK_ADD, "eth0.200")].addrgen_none);
+	assert_false(r.f.log[first(&r.f, FCTL_OP_LINK_ADD, "ms100")].addrgen_none);
+	assert_true(first(&r.f, FCTL_OP_LINK_UP, "eth0.100") > first(&r.f, FCTL_OP_LINK_ADD,
+								      "eth0.100"));
+	assert_int_equal(fctl_host_state_find(r.f.hs, "eth0.100")->addrgen, FCTL_ADDRGEN_NONE);
+	assert_int_equal(fctl_host_state_find(r.f.hs, "eth0.200")->addrgen, FCTL_ADDRGEN_EUI64);
 	assert_no_violation(&r.f);
 
 	/* v2: every SA replaced under a live SecY, a new SecY built */
@@ -922,6 +969,65 @@ static void crash_every_point(const struct fctl_profile *from, const struct fctl
 	}
 }
 
+/* A carrier from before the fix: up, generating addresses, its link-local one in place. */
+static void make_old_carrier(struct run *r)
+{
+	struct fctl_apply_result res;
+	struct fctl_link *c;
+
+	run_init(r);
+	assert_int_equal(apply(r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	c = (struct fctl_link *)fctl_host_state_find(r->f.hs, "eth0.100");
+	c->addrgen = FCTL_ADDRGEN_EUI64;
+	assert_int_equal(fctl_link_add_addr(c, "fe80::5054:ff:fefa:100/64"), 0);
+	r->f.n_log = 0;
+	r->f.calls = 0;
+	r->f.writes = 0;
+}
+
+/* The next apply converges it in place: the mode set, the address gone, nothing recreated;
+ * a failure on the way restores it exactly. */
+static void test_old_carrier_converges(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+	char *before, *after;
+
+	(void)st;
+	make_old_carrier(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.plan->n_ops, 2);
+	assert_int_equal(res.plan->ops[0].kind, FCTL_OP_ADDR_DEL);
+	assert_string_equal(res.plan->ops[0].addr, "fe80::5054:ff:fefa:100/64");
+	assert_int_equal(res.plan->ops[1].kind, FCTL_OP_LINK_CHANGE);
+	assert_int_equal(res.plan->ops[1].changes, FCTL_CHG_ADDRGEN);
+	assert_int_equal(fctl_plan_count_disruptive(res.plan), 0);
+	assert_int_equal(res.writes, 2);
+	fctl_apply_result_release(&res);
+	assert_int_equal(first(&r.f, FCTL_OP_LINK_DEL, "eth0.100"), -1);
+	assert_int_equal(first(&r.f, FCTL_OP_LINK_DEL, "ms100"), -1);
+	assert_int_equal(fctl_host_state_find(r.f.hs, "eth0.100")->addrgen, FCTL_ADDRGEN_NONE);
+	assert_int_equal(fctl_host_state_find(r.f.hs, "eth0.100")->n_addrs, 0);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+
+	for (long k = 0; k < 2; k++) {
+		make_old_carrier(&r);
+		before = state_text(r.f.hs);
+		r.f.fail_at = k;
+		assert_true(apply(&r, v1, &res) < 0);
+		assert_true(res.rolled_back && res.restored_exactly);
+		fctl_apply_result_release(&res);
+		after = state_text(r.f.hs);
+		assert_string_equal(before, after);
+		free(before);
+		free(after);
+		fake_release(&r.f);
+	}
+}
+
 static void test_crash_every_point_first_apply(void **st)
 {
 	(void)st;
@@ -1058,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_apply_then_reapply),
 		cmocka_unit_test(test_fail_secure_order),
 		cmocka_unit_test(test_missing_key_refuses),
+		cmocka_unit_test(test_old_carrier_converges),
 		cmocka_unit_test(test_rollback_every_op_first_apply),
 		cmocka_unit_test(test_rollback_every_op_change),
 		cmocka_unit_test(test_crash_every_point_first_apply),

@@ -66,6 +66,10 @@ static struct nla_policy link_policy[IFLA_MAX + 1] = {
 	[IFLA_MTU] = { .type = NLA_U32 },
 	[IFLA_LINK] = { .type = NLA_U32 },
 	[IFLA_LINKINFO] = { .type = NLA_NESTED },
+	[IFLA_AF_SPEC] = { .type = NLA_NESTED },
+};
+static struct nla_policy inet6_policy[IFLA_INET6_MAX + 1] = {
+	[IFLA_INET6_ADDR_GEN_MODE] = { .type = NLA_U8 },
 };
 static struct nla_policy info_policy[IFLA_INFO_MAX + 1] = {
 	[IFLA_INFO_KIND] = { .type = NLA_STRING },
@@ -415,6 +419,42 @@ static void setup_change_vlan_bad(struct fctl_op *op)
 	op->changes = FCTL_CHG_ENCRYPT;
 }
 
+static void setup_change_addrgen(struct fctl_op *op)
+{
+	setup_vlan_add(op);
+	op->kind = FCTL_OP_LINK_CHANGE;
+	op->changes = FCTL_CHG_ADDRGEN;
+	op->link.addrgen = FCTL_ADDRGEN_NONE;
+	op->link.has_addrgen = true;
+}
+
+static void setup_change_addrgen_mtu(struct fctl_op *op)
+{
+	setup_change_addrgen(op);
+	op->changes |= FCTL_CHG_MTU;
+	op->link.mtu = 9000;
+}
+
+static void setup_change_addrgen_unset(struct fctl_op *op)
+{
+	setup_change_addrgen(op);
+	op->link.has_addrgen = false;
+}
+
+static void setup_change_addrgen_bad(struct fctl_op *op)
+{
+	setup_change_addrgen(op);
+	op->link.addrgen = (enum fctl_addrgen)4;
+}
+
+/* a carrier's create request stays as it was: the mode follows in a change of its own */
+static void setup_vlan_add_carrier(struct fctl_op *op)
+{
+	setup_change_addrgen(op);
+	op->kind = FCTL_OP_LINK_ADD;
+	op->changes = 0;
+}
+
 static void setup_up(struct fctl_op *op)
 {
 	op->kind = FCTL_OP_LINK_UP;
@@ -574,6 +614,57 @@ static void check_change_vlan_mtu(struct nlmsghdr *nlh, struct nlattr **tb)
 	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_MTU));
 }
 
+/* IFLA_AF_SPEC holds AF_INET6 alone, which holds IFLA_INET6_ADDR_GEN_MODE alone */
+static void expect_addrgen(struct nlattr **tb, uint8_t mode)
+{
+	struct nlattr *af[AF_MAX + 1], *in6[IFLA_INET6_MAX + 1];
+
+	assert_non_null(tb[IFLA_AF_SPEC]);
+	assert_true(tb[IFLA_AF_SPEC]->nla_type & NLA_F_NESTED);
+	assert_int_equal(nla_parse_nested(af, AF_MAX, tb[IFLA_AF_SPEC], NULL), 0);
+	for (int i = 0; i <= AF_MAX; i++)
+		if (i != AF_INET6)
+			assert_null(af[i]);
+	assert_non_null(af[AF_INET6]);
+	assert_int_equal(nla_parse_nested(in6, IFLA_INET6_MAX, af[AF_INET6], inet6_policy), 0);
+	assert_int_equal(attr_set(in6, IFLA_INET6_MAX), BIT(IFLA_INET6_ADDR_GEN_MODE));
+	assert_int_equal(nla_get_u8(in6[IFLA_INET6_ADDR_GEN_MODE]), mode);
+}
+
+static void check_change_addrgen(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	assert_int_equal(nlh->nlmsg_type, RTM_NEWLINK);
+	assert_false(nlh->nlmsg_flags & (NLM_F_CREATE | NLM_F_EXCL));
+	/* never touches the link's flags: it does not bring the link up */
+	assert_int_equal(((struct ifinfomsg *)nlmsg_data(nlh))->ifi_change, 0);
+	assert_int_equal(((struct ifinfomsg *)nlmsg_data(nlh))->ifi_flags, 0);
+	assert_int_equal(((struct ifinfomsg *)nlmsg_data(nlh))->ifi_index, IFINDEX);
+	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_AF_SPEC));
+	expect_addrgen(tb, IN6_ADDR_GEN_MODE_NONE);
+}
+
+static void check_change_addrgen_mtu(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	(void)nlh;
+	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_AF_SPEC) | BIT(IFLA_MTU));
+	assert_int_equal(nla_get_u32(tb[IFLA_MTU]), 9000);
+	expect_addrgen(tb, IN6_ADDR_GEN_MODE_NONE);
+}
+
+static void check_change_addrgen_by_name(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	assert_int_equal(((struct ifinfomsg *)nlmsg_data(nlh))->ifi_index, 0);
+	assert_string_equal(nla_get_string(tb[IFLA_IFNAME]), "eth0.100");
+	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_AF_SPEC) | BIT(IFLA_IFNAME));
+	expect_addrgen(tb, IN6_ADDR_GEN_MODE_NONE);
+}
+
+static void check_vlan_add_carrier(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	check_vlan_add(nlh, tb);
+	assert_null(tb[IFLA_AF_SPEC]);
+}
+
 static void check_up(struct nlmsghdr *nlh, struct nlattr **tb)
 {
 	struct ifinfomsg *ifi = nlmsg_data(nlh);
@@ -614,6 +705,17 @@ static struct link_case link_cases[] = {
 	{ "macsec change replay on brings the window", setup_change_replay_on, IFINDEX, 0, 0,
 	  check_change_replay_on },
 	{ "vlan change mtu", setup_change_vlan_mtu, IFINDEX, 0, 0, check_change_vlan_mtu },
+	{ "vlan change addrgenmode none", setup_change_addrgen, IFINDEX, 0, 0,
+	  check_change_addrgen },
+	{ "vlan change addrgenmode none and mtu", setup_change_addrgen_mtu, IFINDEX, 0, 0,
+	  check_change_addrgen_mtu },
+	{ "vlan change addrgenmode by name", setup_change_addrgen, 0, 0, 0,
+	  check_change_addrgen_by_name },
+	{ "carrier vlan add: create request unchanged", setup_vlan_add_carrier, 0, PARENT, 0,
+	  check_vlan_add_carrier },
+	{ "reject: addrgen change without a mode", setup_change_addrgen_unset, IFINDEX, 0, -EINVAL,
+	  NULL },
+	{ "reject: addrgen mode 4", setup_change_addrgen_bad, IFINDEX, 0, -EINVAL, NULL },
 	{ "link up by name", setup_up, 0, 0, 0, check_up },
 	{ "link down by index", setup_down, IFINDEX, 0, 0, check_down },
 	{ "link del by name", setup_del, 0, 0, 0, check_del },

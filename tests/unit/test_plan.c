@@ -658,9 +658,127 @@ static void test_xpn_live_state(void **state)
 	fctl_buf_release(&b);
 }
 
+/* The carrier of a SecY holds no IPv6 address, link-local included. A carrier made
+ * before that (address generation on, its fe80:: address read back) converges in place:
+ * the mode changes and its addresses go, nothing is recreated. */
+static void test_carrier_addrgen(void **state)
+{
+	struct fctl_host_state *want = render(&base, "h1"), *live = render(&base, "h1");
+	struct fctl_link *lv, *lm, *lc;
+	struct fctl_plan *p = NULL, *back = NULL;
+	struct fctl_buf b = { 0 };
+	size_t used;
+	struct fctl_host_state *again = NULL;
+	static const struct op_want upgrade[] = {
+		{ FCTL_OP_ADDR_DEL, "eth0.100", false },
+		{ FCTL_OP_LINK_CHANGE, "eth0.100", false },
+	};
+	static const struct op_want undo[] = {
+		{ FCTL_OP_LINK_CHANGE, "eth0.100", false },
+		{ FCTL_OP_ADDR_ADD, "eth0.100", false },
+	};
+
+	(void)state;
+	/* rendered: only the carrier has a mode, and it is none */
+	lv = (struct fctl_link *)fctl_host_state_find(want, "eth0.100");
+	assert_true(lv->has_addrgen);
+	assert_int_equal(lv->addrgen, FCTL_ADDRGEN_NONE);
+	assert_false(fctl_host_state_find(want, "ms100")->has_addrgen);
+	assert_false(fctl_host_state_find(want, "eth1.300")->has_addrgen); /* cleartext */
+	/* a fresh carrier is created with it, so the create op sets it before set-up */
+	p = plan(NULL, &base, "h1");
+	assert_true(p->ops[index_of(p, FCTL_OP_LINK_ADD, "eth0.100")].link.has_addrgen);
+	assert_int_equal(p->ops[index_of(p, FCTL_OP_LINK_ADD, "eth0.100")].link.addrgen,
+			 FCTL_ADDRGEN_NONE);
+	assert_false(p->ops[index_of(p, FCTL_OP_LINK_ADD, "ms100")].link.has_addrgen);
+	assert_false(p->ops[index_of(p, FCTL_OP_LINK_ADD, "eth1.300")].link.has_addrgen);
+	assert_int_equal(fctl_plan_to_text(p, &b, false), 0);
+	assert_non_null(strstr(b.data, "create vlan eth0.100 on eth0 (802.1q id 100, mtu 8032, "
+				       "addrgenmode none)"));
+	fctl_buf_reset(&b);
+	assert_int_equal(fctl_plan_to_json(p, &b), 0);
+	assert_non_null(strstr(b.data, "\"vid\":100,\"protocol\":\"802.1q\",\"mtu\":8032,"
+				       "\"addrgenmode\":\"none\""));
+	fctl_buf_reset(&b);
+	fctl_plan_free(p);
+
+	/* live as the kernel reports it: every link has a mode; the carrier converged */
+	lv = (struct fctl_link *)fctl_host_state_find(live, "eth0.100");
+	lm = (struct fctl_link *)fctl_host_state_find(live, "ms100");
+	lc = (struct fctl_link *)fctl_host_state_find(live, "eth1.300");
+	lm->has_addrgen = lc->has_addrgen = true;
+	lm->addrgen = lc->addrgen = FCTL_ADDRGEN_EUI64;
+	assert_int_equal(fctl_plan_compute(live, want, &p), 0);
+	assert_int_equal(p->n_ops, 0);
+	fctl_plan_free(p);
+	assert_int_equal(fctl_state_diff_text(live, want, &b, false), 0);
+	fctl_buf_reset(&b);
+
+	/* an old carrier: eui64 and its link-local address */
+	lv->addrgen = FCTL_ADDRGEN_EUI64;
+	assert_int_equal(fctl_link_add_addr(lv, "fe80::5054:ff:fe00:100/64"), 0);
+	assert_int_equal(fctl_plan_compute(live, want, &p), 0);
+	expect_ops(p, upgrade, FCTL_ARRAY_SIZE(upgrade));
+	assert_string_equal(p->ops[0].addr, "fe80::5054:ff:fe00:100/64");
+	assert_int_equal(p->ops[1].changes, FCTL_CHG_ADDRGEN);
+	assert_int_equal(p->ops[1].link.addrgen, FCTL_ADDRGEN_NONE);
+	assert_string_equal(p->ops[1].detail, "addrgenmode eui64 -> none");
+	assert_int_equal(fctl_plan_count_disruptive(p), 0);
+	assert_int_equal(fctl_plan_to_json(p, &b), 0);
+	assert_non_null(strstr(b.data, "\"addrgenmode\":\"none\""));
+	fctl_buf_reset(&b);
+	fctl_plan_free(p);
+	/* diff shows it too */
+	assert_int_equal(fctl_state_diff_text(live, want, &b, false), 1);
+	assert_non_null(strstr(b.data, "addrgenmode none"));
+	assert_non_null(strstr(b.data, "fe80::5054:ff:fe00:100/64"));
+	fctl_buf_reset(&b);
+	/* and a rollback to that prior state puts both back (the prior state is exact) */
+	assert_int_equal(fctl_plan_compute(want, live, &back), 0);
+	lv = (struct fctl_link *)fctl_host_state_find(want, "eth0.100");
+	expect_ops(back, undo, FCTL_ARRAY_SIZE(undo));
+	assert_int_equal(back->ops[0].link.addrgen, FCTL_ADDRGEN_EUI64);
+	fctl_plan_free(back);
+
+	/* a link without IPv6 (no mode reported) generates nothing: nothing to change */
+	lv = (struct fctl_link *)fctl_host_state_find(live, "eth0.100");
+	lv->has_addrgen = false;
+	assert_int_equal(fctl_plan_compute(live, want, &p), 0);
+	assert_int_equal(p->n_ops, 1);
+	assert_int_equal(p->ops[0].kind, FCTL_OP_ADDR_DEL);
+	fctl_plan_free(p);
+
+	/* the journal keeps the mode; a journal without it loads as "not known" */
+	lv->has_addrgen = true;
+	lv->addrgen = FCTL_ADDRGEN_STABLE_PRIVACY;
+	assert_int_equal(fctl_host_state_save(live, &b), 0);
+	assert_non_null(strstr(b.data, " addrgen=stable_secret "));
+	assert_int_equal(fctl_host_state_load(b.data, &used, &again), 0);
+	assert_true(fctl_host_state_find(again, "eth0.100")->has_addrgen);
+	assert_int_equal(fctl_host_state_find(again, "eth0.100")->addrgen,
+			 FCTL_ADDRGEN_STABLE_PRIVACY);
+	fctl_host_state_free(again);
+	again = NULL;
+	{
+		static const char old[] = "state h1\nlink vlan eth0.100 parent=eth0 mtu=1500 up=1 "
+					  "vid=100 proto=802.1q\nstate-end\n";
+
+		assert_int_equal(fctl_host_state_load(old, &used, &again), 0);
+		assert_false(fctl_host_state_find(again, "eth0.100")->has_addrgen);
+		fctl_host_state_free(again);
+	}
+	fctl_buf_reset(&b);
+	assert_int_equal(fctl_host_state_to_json(want, &b), 0);
+	assert_non_null(strstr(b.data, "\"up\":true,\"addrgenmode\":\"none\",\"vid\":100"));
+	fctl_buf_release(&b);
+	fctl_host_state_free(want);
+	fctl_host_state_free(live);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_carrier_addrgen),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_plan_from_nothing),
 		cmocka_unit_test(test_plan_same_twice),

@@ -710,6 +710,18 @@ static const struct pcase link_cases[] = {
 	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
 	     "        ifname: { vlan: eth0.100 }\n"),
 	  0, 2, { { "duplicate-ifname", 32, 13, NULL } } },
+	/* the carrier of a SecY holds no address: a protected VLAN's addresses go on its
+	 * MACsec device, and no other entry can name the carrier to put one there */
+	{ "an address on the carrier VLAN, by a cleartext VLAN named like it",
+	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n"
+	     "        ifname: { vlan: eth0.100 }\n"
+	     "        addresses: { h1: \"fe80::1/64\" }\n"),
+	  0, 2, { { "duplicate-ifname", 32, 13, NULL } } },
+	{ "an address on the carrier VLAN, by a cleartext entry of the same VLAN id",
+	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n"
+			   "      - { id: 100, macsec: p1 }\n"
+			   "      - { id: 100, addresses: { h1: \"fe80::1/64\" } }\n",
+	  0, 1, { { "duplicate-vlan", 25, 15, NULL } } },
 	{ "unknown policy on a vlan with hint",
 	  L2("  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n      - id: 200\n        macsec: p2\n"),
 	  0, 1, { { "unknown-policy", 33, 17, "did you mean 'p1'?" } } },

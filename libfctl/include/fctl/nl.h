@@ -54,8 +54,10 @@ void fctl_nl_reset_stats(struct fctl_nl *nl);
 /*
  * Reads the live state: every VLAN and MACsec link, or (names != NULL) only the
  * named ones and the VLAN/MACsec links under them; their MACsec channels and
- * SAs (generic netlink dump) and addresses (IPv6 link-local addresses, which the
- * kernel manages, are left out). The result is sorted (fctl_host_state_sort).
+ * SAs (generic netlink dump), their IPv6 address generation mode, and addresses
+ * (IPv6 link-local addresses, which the kernel manages, are left out, except on
+ * a link a MACsec link sits on and on a link whose address generation is none:
+ * those must hold no address at all). The result is sorted (fctl_host_state_sort).
  */
 int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *names,
 		       size_t n_names, struct fctl_host_state **out);
@@ -70,7 +72,11 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
 int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **out);
 
 /* Executes one plan operation. key/key_len: the SAK for TXSA_ADD and RXSA_ADD,
- * NULL/0 otherwise. err (may be NULL) is filled on failure. */
+ * NULL/0 otherwise. err (may be NULL) is filled on failure. A LINK_ADD whose link
+ * has an address generation mode sets it with a second request before anything
+ * brings the link up (a kernel without IPv6 on the link satisfies "none"). A
+ * LINK_CHANGE that turns address generation to none then removes every IPv6
+ * address the link still has, the kernel's link-local one included. */
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
 		 size_t key_len, struct fctl_nl_err *err);
 
@@ -137,7 +143,8 @@ int fctl_nl_read_macsec_stats(struct fctl_nl *nl, const char *ifname, struct fct
  */
 
 /* LINK_ADD (VLAN or MACsec), LINK_CHANGE, LINK_UP, LINK_DOWN, LINK_DEL.
- * ifindex: the link's own (CHANGE/UP/DOWN); parent_ifindex: for LINK_ADD. */
+ * ifindex: the link's own (CHANGE/UP/DOWN); parent_ifindex: for LINK_ADD.
+ * FCTL_CHG_ADDRGEN puts IFLA_AF_SPEC / AF_INET6 / IFLA_INET6_ADDR_GEN_MODE. */
 int fctl_nl_build_link_msg(const struct fctl_op *op, int ifindex, int parent_ifindex,
 			   struct nl_msg **out);
 /* RXSC_ADD/UPD/DEL on the generic netlink family id family. */

@@ -49,6 +49,7 @@ enum {
 	FCTL_CHG_SCB = 1u << 8,
 	FCTL_CHG_ENCODING_SA = 1u << 9,
 	FCTL_CHG_OFFLOAD = 1u << 10,
+	FCTL_CHG_ADDRGEN = 1u << 11, /* IPv6 address generation (link.addrgen) */
 };
 
 struct fctl_op {

@@ -47,6 +47,15 @@ enum fctl_vlan_proto {
 	FCTL_VLAN_8021AD,
 };
 
+/* IPv6 address generation of a link: the kernel's IN6_ADDR_GEN_MODE_* (same values).
+ * NONE: the kernel makes no address on the link, link-local included. */
+enum fctl_addrgen {
+	FCTL_ADDRGEN_EUI64 = 0,
+	FCTL_ADDRGEN_NONE = 1,
+	FCTL_ADDRGEN_STABLE_PRIVACY = 2,
+	FCTL_ADDRGEN_RANDOM = 3,
+};
+
 const char *fctl_cipher_name(enum fctl_cipher c);
 int fctl_cipher_from_name(const char *s, enum fctl_cipher *out);
 size_t fctl_cipher_key_len(enum fctl_cipher c); /* 16 or 32 */
@@ -59,6 +68,9 @@ const char *fctl_offload_name(enum fctl_offload o);
 int fctl_offload_from_name(const char *s, enum fctl_offload *out);
 const char *fctl_vlan_proto_name(enum fctl_vlan_proto p);
 int fctl_vlan_proto_from_name(const char *s, enum fctl_vlan_proto *out);
+/* "eui64", "none", "stable_secret", "random": the names iproute2 prints */
+const char *fctl_addrgen_name(enum fctl_addrgen g);
+int fctl_addrgen_from_name(const char *s, enum fctl_addrgen *out);
 
 /* Where a key comes from. version 0 means "the backend's current version". */
 struct fctl_keyref {
@@ -124,6 +136,12 @@ struct fctl_link {
 	uint32_t mtu;
 	bool has_mtu;
 	bool up;
+	/* IPv6 address generation. Desired: set, to NONE, only on the carrier of a SecY (the
+	 * VLAN under a MACsec link), which must hold no address of any scope: its frames are
+	 * cleartext. Live: the mode the kernel reports; not set when the link has no IPv6
+	 * (then nothing generates an address on it either). */
+	enum fctl_addrgen addrgen;
+	bool has_addrgen;
 	/* VLAN */
 	uint16_t vid;
 	enum fctl_vlan_proto proto;
