@@ -504,7 +504,8 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 static int open_audit(struct km *k)
 {
 	/* signed after every flush: `keys watch` runs for days */
-	struct fctl_audit_policy p = { .log_path = opt_audit, .create_key = true, .checkpoint_every = 1 };
+	struct fctl_audit_policy p = { .log_path = opt_audit, .env = true, .create_key = true,
+					 .checkpoint_every = 1 };
 	char err[512] = "";
 	int r = fctl_audit_open_policy(&p, &k->audit, err, sizeof(err));
 
