@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID] */
+/* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]
+ * [--html FILE]: the bundle, and/or the auditor's report (report.html) on its own */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +26,7 @@ enum {
 	O_HISTORY,
 	O_OPERATOR,
 	O_JSON,
+	O_HTML,
 };
 
 static const struct option opts[] = {
@@ -40,15 +42,16 @@ static const struct option opts[] = {
 	{ "history", required_argument, NULL, O_HISTORY },
 	{ "operator", required_argument, NULL, O_OPERATOR },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "html", required_argument, NULL, O_HTML },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 int cmd_evidence(int argc, char **argv)
 {
-	const char *signs[16], *profiles[256], *out = NULL, *log = NULL;
+	const char *signs[16], *profiles[256], *out = NULL, *log = NULL, *html_path = NULL;
 	struct fctl_evidence_opts o = { .tool_version = FCTL_VERSION };
-	struct fctl_buf tar = { 0 };
+	struct fctl_buf tar = { 0 }, html = { 0 };
 	char err[768] = "";
 	bool json = false;
 	int ch, r;
@@ -68,6 +71,7 @@ int cmd_evidence(int argc, char **argv)
 		case O_HISTORY: o.history_dir = optarg; break;
 		case O_OPERATOR: o.operator_name = optarg; break;
 		case O_JSON: json = true; break;
+		case O_HTML: html_path = optarg; break;
 		case O_SIGN:
 			if (o.n_sign_keys >= FCTL_ARRAY_SIZE(signs)) {
 				cli_err("evidence: at most %zu --sign keys", FCTL_ARRAY_SIZE(signs));
@@ -93,24 +97,47 @@ int cmd_evidence(int argc, char **argv)
 		cli_err("evidence: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!out || !o.n_sign_keys) {
-		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY");
+	if ((!out && !html_path) || (out && !o.n_sign_keys)) {
+		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY, or --html FILE");
 		return EXIT_USAGE;
 	}
 	o.log_path = fctl_audit_log_path(log, true);
-	r = fctl_evidence_build(&o, &tar, err, sizeof(err));
+	o.html = html_path ? &html : NULL;
+	/* --html alone without --sign: the report only, nothing signed */
+	if (!out && !o.n_sign_keys)
+		r = fctl_evidence_report(&o, &html, err, sizeof(err));
+	else
+		r = fctl_evidence_build(&o, &tar, err, sizeof(err));
 	if (r < 0) {
 		cli_err("evidence: %s", err[0] ? err : strerror(-r));
 		fctl_buf_release(&tar);
+		fctl_buf_release(&html);
 		return r == -EBADMSG ? EXIT_INVALID : EXIT_USAGE;
 	}
-	r = fctl_file_replace(out, NULL, tar.data, tar.len, 0644, 0);
-	if (r < 0) {
+	if (out && (r = fctl_file_replace(out, NULL, tar.data, tar.len, 0644, 0)) < 0)
 		cli_err("evidence: cannot write '%s': %s", out, strerror(-r));
+	else if (html_path &&
+		 (r = fctl_file_replace(html_path, NULL, html.data, html.len, 0644, 0)) < 0)
+		cli_err("evidence: cannot write '%s': %s", html_path, strerror(-r));
+	fctl_buf_release(&html);
+	if (r < 0) {
 		fctl_buf_release(&tar);
 		return EXIT_USAGE;
 	}
-	if (json)
+	if (!out) {
+		if (json)
+			printf("{\"report\":\"%s\",\"signatures\":%zu}\n", html_path,
+			       o.n_sign_keys);
+		else
+			printf("wrote %s (the report alone, %s): a reading aid; the bundle and "
+			       "verify.sh are the proof (docs/audit.md)\n", html_path,
+			       o.n_sign_keys ? "as the bundle would carry it" : "nothing signed");
+		return EXIT_OK;
+	}
+	if (json && html_path)
+		printf("{\"bundle\":\"%s\",\"bytes\":%zu,\"signatures\":%zu,\"report\":\"%s\"}\n",
+		       out, tar.len, o.n_sign_keys, html_path);
+	else if (json)
 		printf("{\"bundle\":\"%s\",\"bytes\":%zu,\"signatures\":%zu}\n", out, tar.len,
 		       o.n_sign_keys);
 	else
@@ -119,6 +146,8 @@ int cmd_evidence(int argc, char **argv)
 		       "AUDIT.pub (docs/audit.md)\n",
 		       out, tar.len, o.n_sign_keys, o.n_sign_keys == 1 ? "" : "s", out,
 		       o.n_sign_keys > 1 ? " --signer-pub ..." : "");
+	if (!json && html_path)
+		printf("wrote %s (the bundle's report.html, a reading aid)\n", html_path);
 	fctl_buf_release(&tar);
 	return EXIT_OK;
 }

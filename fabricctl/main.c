@@ -341,7 +341,8 @@ static const struct cmd commands[] = {
 	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n",
 	  "keep and verify the tamper-evident audit log" },
 	{ "evidence", cmd_evidence,
-	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]",
+	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
+	  "         [--html FILE]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
@@ -349,7 +350,9 @@ static const struct cmd commands[] = {
 	  "envelope signed by every --sign key, SHA256SUMS, the audit log\n"
 	  "with its latest signed checkpoint and the slice of the window or change, key\n"
 	  "metadata (ids, check values, states, dates; no key material), the profiles\n"
-	  "the records name, VERIFY.md and verify.sh. The same inputs give the same bytes.\n"
+	  "the records name, VERIFY.md and verify.sh, and report.html: the auditor's\n"
+	  "report (timeline, MACsec counters, probe latency, key lifecycle, what was\n"
+	  "verified), one self-contained page. The same inputs give the same bytes.\n"
 	  "The audit log must verify first.\n"
 	  "\n"
 	  "  --out FILE.tar    the bundle to write\n"
@@ -362,6 +365,8 @@ static const struct cmd commands[] = {
 	  "  --profile FILE    a profile file to include when the records name its digest\n"
 	  "                    (besides /var/lib/fabricctl/history, or --history DIR)\n"
 	  "  --operator NAME   who assembled the bundle (default: the local user)\n"
+	  "  --html FILE       also write report.html to FILE; without --out, only the\n"
+	  "                    report (without --sign: nothing signed)\n"
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
 	  "write a signed, deterministic evidence bundle for auditors" },

@@ -14,6 +14,8 @@ PKGS=(
 	# evidence bundles: DSSE signatures checked by a second, independent Ed25519
 	# implementation (tests/security/evidence_tamper.sh)
 	python3-securesystemslib
+	# the auditor's report (report.html) rendered headless, offline (tests/evidence/report.sh)
+	chromium
 	# the profile JSON Schema test (Debian's python3), manual pages
 	python3-jsonschema python3-yaml man-db bsdextrautils
 	# the Debian package (scripts/package.sh, tests/package)

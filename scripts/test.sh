@@ -102,6 +102,8 @@ if want unit; then
 	suite kms 600 tests/kms/kms.sh "$ROOT/build"
 	# attack tests: each reproduces a finding of the security review (tests/security/)
 	suite security 1800 tests/security/run.sh "$ROOT/build"
+	# the auditor's report of an evidence bundle, rendered in headless Chromium (tests/evidence/)
+	suite report 600 tests/evidence/report.sh "$ROOT/build/fabricctl/fabricctl"
 	# the metrics against promtool and a real Prometheus scraping an agent; the alert
 	# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
 	suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"

@@ -16,6 +16,7 @@
 #include "fctl/audit.h"
 #include "fctl/evidence.h"
 #include "evidence_int.h"
+#include "evidence_html_int.h"
 
 #define HISTORY_DIR "/var/lib/fabricctl/history"
 
@@ -847,6 +848,17 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
 		goto out;
+	{ /* the auditor's report, from the files so far; the manifest lists it like the rest */
+		struct fctl_evidence_html_in h = { o, e.f, e.nf, e.since, e.until, e.signer_ids,
+						   o->n_sign_keys, e.nstmt, e.nr, 0 };
+		struct fctl_buf html = { 0 };
+
+		if ((r = fctl_evidence_html(&h, &html)) < 0 ||
+		    (r = add_file(&e, FCTL_EVIDENCE_REPORT, &html)) < 0) {
+			fctl_buf_release(&html);
+			goto out;
+		}
+	}
 	if ((r = add_signed_manifest(&e, cpsize, cproot)) < 0)
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);

@@ -6,7 +6,8 @@
  * signer, SHA256SUMS, in-toto v1 statements each in a DSSE envelope signed by every
  * signer (attestations.intoto.jsonl), the audit log with its latest checkpoint and the
  * slice of the window or change, key metadata (no key material), the profiles
- * involved, VERIFY.md and verify.sh. The same inputs give the same bytes.
+ * involved, VERIFY.md, verify.sh and report.html (the auditor's report: one self-contained
+ * page, a reading aid). The same inputs give the same bytes.
  */
 #ifndef FCTL_EVIDENCE_H
 #define FCTL_EVIDENCE_H
@@ -19,6 +20,8 @@
 /* the in-toto statements: one DSSE envelope of this payload type a line, in this file */
 #define FCTL_EVIDENCE_INTOTO_TYPE "application/vnd.in-toto+json"
 #define FCTL_EVIDENCE_ATTESTATIONS "attestations.intoto.jsonl"
+/* the auditor's report: one self-contained HTML page (no script, nothing fetched) */
+#define FCTL_EVIDENCE_REPORT "report.html"
 
 struct fctl_evidence_opts {
 	const char *log_path;        /* the audit log */
@@ -33,6 +36,7 @@ struct fctl_evidence_opts {
 	const char *history_dir;      /* NULL: /var/lib/fabricctl/history */
 	const char *operator_name;    /* NULL: the local user */
 	const char *tool_version;
+	struct fctl_buf *html;        /* not NULL: report.html's bytes appended here too */
 };
 
 /* One file of a tar. */
@@ -48,6 +52,13 @@ int fctl_evidence_tar(struct fctl_evidence_file *files, size_t n, struct fctl_bu
 /* Builds the bundle into out. Returns 0, or a negative errno with the reason in err. */
 int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
 			size_t errlen);
+
+/* The report alone, without a bundle and without signing (o->sign_keys unused): the log
+ * must verify as for a bundle; the records of the window and/or change make the page
+ * report.html would be (its verification section says nothing signs it). Appends it to out.
+ * Returns 0, or a negative errno (-EBADMSG: the log does not verify) with the reason in err. */
+int fctl_evidence_report(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
+			 size_t errlen);
 
 extern const char fctl_evidence_verify_sh[];
 extern const char fctl_evidence_verify_md[];

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* The auditor's report (report.html): its input, the records it reads, its plots. */
+#ifndef FCTL_EVIDENCE_HTML_INT_H
+#define FCTL_EVIDENCE_HTML_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fctl/audit.h"
+#include "fctl/evidence.h"
+#include "fctl/util.h"
+
+/* What the report is made of. files: the bundle's files so far; audit/slice.jsonl (the
+ * records shown) and audit/checkpoint.txt (the checkpoint fabricctl checked) are read from
+ * it. n_signers 0: no bundle (the report alone, fctl_evidence_report). Borrows everything. */
+struct fctl_evidence_html_in {
+	const struct fctl_evidence_opts *o;
+	const struct fctl_evidence_file *files;
+	size_t n_files;
+	const char *since, *until;   /* the window in record time format; "" or NULL: open */
+	const char (*signer_ids)[65]; /* SHA-256 of each signer's DER public key, hex */
+	size_t n_signers;
+	size_t n_statements;
+	uint64_t log_records;         /* records of the log that verified */
+	uint64_t log_files;           /* files of the log (0: not known) */
+};
+
+/*
+ * Appends the report to out: one self-contained HTML page (inline CSS and SVG, no script,
+ * nothing fetched), every string from a record escaped. The same input gives the same
+ * bytes. Also appends them to o->html when that is set. 0, or -ENOMEM.
+ */
+int fctl_evidence_html(const struct fctl_evidence_html_in *in, struct fctl_buf *out);
+
+/* --- between evidence_html.c and evidence_html_svg.c --- */
+
+/* One record of the slice, as the report reads it (strings malloc'd, NULL when absent). */
+struct ehrec {
+	uint64_t seq;
+	int64_t t_us; /* microseconds since the epoch; 0 when the time cannot be read */
+	char *time, *action, *result, *host, *link, *secy, *change, *error, *detail, *key_state;
+	char *pname;
+	uint64_t pver;
+	bool has_profile;
+	char keyids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
+	size_t nk;
+	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
+	size_t nkcv;
+};
+
+enum ehkind { EH_APPLY, EH_ROTATION, EH_KEYSTATE, EH_PROBE, EH_OTHER, EH_KINDS };
+
+enum ehkind eh_kind(const struct ehrec *r);
+/* "good", "bad", "warn" or "neutral": the colour class of a record's result */
+const char *eh_tone(const struct ehrec *r);
+/* s with & < > " ' escaped ("-" for NULL); control characters become '?' */
+void eh_esc(struct fctl_buf *b, const char *s);
+/* A figure "key=NUMBER" of a probe record's detail (after its ": "): true and *v, or false
+ * when the detail lacks it (or says null). */
+bool eh_fig(const char *detail, const char *key, double *v);
+/* A word "key=VALUE" of the detail into out (NUL-terminated); false when absent. */
+bool eh_word(const char *detail, const char *key, char *out, size_t len);
+/* The names of the ends a probe record has MACsec figures for ("WHO.macsec=..."), at most
+ * max, each at most 63 characters. Returns how many. */
+size_t eh_ends(const char *detail, char (*who)[64], size_t max);
+/* The test name of a probe record: its detail before ": " into out. */
+void eh_test_name(const struct ehrec *r, char *out, size_t len);
+
+/* The key lifecycle and verification sections (evidence_html_keys.c). */
+void eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *in,
+		       const struct ehrec *r, size_t n);
+
+/* The plots, inline SVG appended to b. */
+void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n);
+
+#endif

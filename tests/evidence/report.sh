@@ -1,0 +1,178 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The auditor's report (report.html, docs/audit.md): a real bundle from a log holding an
+# apply, the steps of a key rotation with its overlap, key states and probe verdicts (one
+# detail carrying <script> and quotes), built with the fabricctl under test. Checks that
+# report.html is in the bundle and in the signed manifest, that verify.sh still passes, that
+# --html gives the same bytes, that record strings come out escaped, that the page is self-
+# contained (no script, no external reference), and renders it in headless Chromium with
+# every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
+# usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
+# Prints PASS/FAIL per check and "report: N passed, M failed"; exit 1 on a failure, 2 when
+# it cannot run (a missing tool, chromium included, is a failure, never a skip).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+F=${1:-${FCTL_BUILD_DIR:-$ROOT/build}/fabricctl/fabricctl}
+PASS=0 FAIL=0
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+cannot() { echo "report: cannot run: $*" >&2; echo "report: $PASS passed, $((FAIL + 1)) failed"; exit 2; }
+[ -x "$F" ] || cannot "no fabricctl at $F (build first, or give its path)"
+for t in openssl jq sha256sum tar python3; do command -v $t >/dev/null || cannot "needs $t"; done
+CHROMIUM=${FCTL_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+[ -n "$CHROMIUM" ] || cannot "needs chromium (Debian's package 'chromium': scripts/deps.sh)"
+export NO_COLOR=1 LC_ALL=C
+unset FCTL_AUDIT_LOG
+T=$(mktemp -d /tmp/fctl-report.XXXXXX) || cannot "no temporary directory"
+trap 'rm -rf -- "$T"' EXIT
+OUT_PNG=${FCTL_REPORT_PNG:-$T/report.png} # keep it (and the page beside it): FCTL_REPORT_PNG=/path/report.png
+
+# --- the log: apply, rotation (started, confirmed, overlap, committed), states, probes ---------
+for k in host alice bob; do "$F" audit keygen --out "$T/$k" >/dev/null || cannot "audit keygen"; done
+printf 'name: lab-pair\nversion: 2\n' >"$T/prof.yaml"
+SHA=$(sha256sum "$T/prof.yaml" | cut -d' ' -f1)
+A=("$F" audit append --log "$T/host/audit.log" --change CHG-7)
+ends() { # WHO DEV ENCRYPTED: the MACsec figures probe run records for one end
+	echo "$1.loss_packets=0 $1.retransmissions=0 $1.macsec=$2 $1.encrypt=on $1.tx_sa_active=yes" \
+		"$1.out_pkts_encrypted_delta=$3 $1.in_pkts_not_valid_delta=0 $1.in_pkts_invalid_delta=0" \
+		"$1.in_pkts_no_sci_delta=0 $1.in_pkts_unknown_sci_delta=0 $1.in_pkts_late_delta=0"
+}
+lat() { # P50 P99 P999 MAX
+	echo "iterations=1000 ran=yes t_typical_us=$1 latency_p50_us=$1 latency_p99_us=$2" \
+		"latency_p999_us=$3 latency_max_us=$4 loss_packets=0 retransmissions=0 error_events=0"
+}
+EVIL='evil<script>alert(1)</script> "quoted" & <img src=x onerror=alert(2)>'
+{
+	"${A[@]}" --action apply --result applied --host h1 --link h1-h2 --secy ms100 \
+		--profile-name lab-pair --profile-version 2 --profile-sha256 "$SHA" \
+		--key-id 0011223344556677 --kcv a1b2c3 &&
+		"${A[@]}" --action probe --result pass --host h1 --link h1-h2 --secy ms100 \
+			--detail "send_lat size=2 link=h1-h2: $(lat 4.100 9.800 14.100 31.700) $(ends h1 ms100 2004) $(ends h2 ms100 1996) macsec=ok" &&
+		sleep 1 &&
+		"${A[@]}" --action key-rotation --result started --host h1 --link h1-h2 --secy ms100 \
+			--detail "an 0 -> 1, key version 2 -> 3" &&
+		"${A[@]}" --action key-state --result applied --host h1 --link h1-h2 --key-state pre-active \
+			--kcv d4e5f6 --detail "file:lab/h1-h2 version 3 pre-active in the KMS" &&
+		"${A[@]}" --action key-rotation --result confirmed --host h1 --link h1-h2 --secy ms100 \
+			--kcv d4e5f6 --detail "new SAs on an 1 present on both ends with key version 3" &&
+		sleep 2 &&
+		"${A[@]}" --action key-rotation --result committed --host h1 --link h1-h2 --secy ms100 \
+			--kcv d4e5f6 --detail "an 0 -> 1, key version 2 -> 3; steps prepare,install-rx,stage-tx,confirm,switch,overlap,retire; overlap rx ok old an 311, new an 4820" &&
+		"${A[@]}" --action key-state --result recorded --host h1 --link h1-h2 --key-state active \
+			--kcv d4e5f6 --detail "file:lab/h1-h2 version 3 active on h1-h2" &&
+		"${A[@]}" --action key-state --result recorded --host h1 --link h1-h2 --key-state deactivated \
+			--detail "file:lab/h1-h2 version 2 retired after the overlap on h1-h2" &&
+		sleep 1 &&
+		"${A[@]}" --action probe --result pass --host h1 --link h1-h2 --secy ms100 \
+			--detail "send_lat size=2 link=h1-h2: $(lat 4.300 10.200 15.900 44.000) $(ends h1 ms100 2010) $(ends h2 ms100 2001) macsec=ok" &&
+		"${A[@]}" --action probe --result fail --host h1 --link h1-h2 --secy ms100 \
+			--error "latency p99 120.000 us > 50.000 us; $EVIL" \
+			--detail "write_lat size=4096 link=h1-h2: $(lat 35.000 120.000 180.000 260.000) $(ends h1 ms100 5120) $(ends h2 ms100 5077) macsec=ok" &&
+		"${A[@]}" --action key-state --result recorded --host h1 --link "$EVIL" --key-state compromised \
+			--detail "$EVIL version 9 marked compromised in the KMS" &&
+		"$F" audit append --log "$T/host/audit.log" --change CHG-8 --action apply --result applied --host h2
+} >"$T/append.err" 2>&1 || cannot "audit append: $(head -c 400 "$T/append.err")"
+
+# --- the bundle, and the report alone ----------------------------------------------------------
+S=(--sign "$T/alice/audit.key" --sign "$T/bob/audit.key")
+if "$F" evidence --log "$T/host/audit.log" --change CHG-7 --profile "$T/prof.yaml" --operator auditor \
+	"${S[@]}" --out "$T/b.tar" --html "$T/side.html" >"$T/out" 2>&1; then
+	pass "evidence --out --html writes the bundle and the report"
+else
+	fail "evidence --out --html writes the bundle and the report" "$(head -c 300 "$T/out")"
+	echo "report: $PASS passed, $FAIL failed"
+	exit 1
+fi
+mkdir "$T/b" && tar -xf "$T/b.tar" -C "$T/b" || cannot "tar -xf"
+H=$T/b/report.html
+[ -n "${FCTL_REPORT_PNG:-}" ] && cp "$H" "${OUT_PNG%.png}.html"
+if [ -s "$H" ] && jq -e --arg s "$(sha256sum "$H" | cut -d' ' -f1)" \
+	'any(.files[]; .name == "report.html" and .sha256 == $s)' "$T/b/MANIFEST.json" >/dev/null; then
+	pass "report.html is in the bundle and listed, with its digest, in MANIFEST.json"
+else
+	fail "report.html is in the bundle and listed, with its digest, in MANIFEST.json"
+fi
+if cmp -s "$H" "$T/side.html"; then pass "--html FILE holds the bundle's report.html byte for byte"
+else fail "--html FILE holds the bundle's report.html byte for byte"; fi
+V=(--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/host/audit.pub")
+if (cd "$T/b" && bash ./verify.sh "${V[@]}") >"$T/verify.out" 2>&1 &&
+	grep -q "verify.sh: [0-9]* passed, 0 failed" "$T/verify.out"; then
+	pass "verify.sh passes on the bundle with report.html (pinned keys)"
+else
+	fail "verify.sh passes on the bundle with report.html (pinned keys)" "$(grep -E '^FAIL' "$T/verify.out" | head -3 | tr '\n' ' ')"
+fi
+cp -a "$T/b" "$T/x" && echo '<p>forged</p>' >>"$T/x/report.html"
+if (cd "$T/x" && bash "$T/b/verify.sh" "${V[@]}") >"$T/verify2.out" 2>&1; then
+	fail "a changed report.html fails verify.sh" "ACCEPTED"
+else
+	pass "a changed report.html fails verify.sh"
+fi
+"$F" evidence --log "$T/host/audit.log" --change CHG-7 --profile "$T/prof.yaml" --operator auditor \
+	"${S[@]}" --out "$T/b2.tar" >/dev/null 2>&1
+if cmp -s "$T/b.tar" "$T/b2.tar"; then pass "the bundle with its report is deterministic"
+else fail "the bundle with its report is deterministic"; fi
+if "$F" evidence --log "$T/host/audit.log" --change CHG-7 --operator auditor --html "$T/alone.html" \
+	>"$T/out" 2>&1 && grep -q "nothing signs it" "$T/alone.html" && grep -q 'id="timeline"' "$T/alone.html"; then
+	pass "evidence --html alone writes the report, saying nothing signs it"
+else
+	fail "evidence --html alone writes the report, saying nothing signs it" "$(head -c 300 "$T/out")"
+fi
+
+# --- escaping and self-containment, in the bytes -----------------------------------------------
+if ! grep -q '<script' "$H" && ! grep -q '<img' "$H" && grep -q 'evil&lt;script&gt;alert(1)&lt;/script&gt; &quot;quoted&quot; &amp; &lt;img' "$H"; then
+	pass "record strings are escaped (no <script>, no <img>, quotes as &quot;)"
+else
+	fail "record strings are escaped (no <script>, no <img>, quotes as &quot;)"
+fi
+if grep -Eiq '(src|href)="(https?:)?//|@import|url\(' "$H"; then
+	fail "the page references nothing outside itself" "$(grep -Eio '(src|href)="[^"]*"|@import|url\([^)]*\)' "$H" | head -3 | tr '\n' ' ')"
+else
+	pass "the page references nothing outside itself"
+fi
+
+# --- rendered in headless Chromium, every host name unresolvable --------------------------------
+C=("$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+	--disable-background-networking --disable-component-update --disable-sync
+	"--host-resolver-rules=MAP * ~NOTFOUND")
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$H" \
+	>"$T/dom.html" 2>"$T/chromium.err"
+missing=()
+for h in "Change timeline" "MACsec counters across each change window" \
+	"Probe latency, loss and retransmissions" "Key lifecycle" "Verification" \
+	"All records of the slice" "Encryption stayed on" "verify.sh --tar BUNDLE.tar" \
+	"overlap 2." "compromised" "pre-active" "d4e5f6" "not recorded" "</html>"; do
+	grep -qF -- "$h" "$T/dom.html" || missing+=("$h")
+done
+if [ ${#missing[@]} = 0 ]; then
+	pass "Chromium's DOM holds every section and the figures (loaded to </html>)"
+else
+	fail "Chromium's DOM holds every section and the figures (loaded to </html>)" "missing: ${missing[*]}; $(tail -c 300 "$T/chromium.err")"
+fi
+if grep -q '<script' "$T/dom.html"; then fail "no script element in the rendered DOM"
+else pass "no script element in the rendered DOM"; fi
+rm -f "$OUT_PNG"
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --hide-scrollbars \
+	--screenshot="$OUT_PNG" --window-size=1280,4000 "file://$H" >/dev/null 2>"$T/chromium.err"
+# the PNG's size from its IHDR; not blank: a one-colour page has a handful of byte values
+if python3 - "$OUT_PNG" <<'EOF'; then
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+w, h = struct.unpack(">II", d[16:24])
+assert (w, h) == (1280, 4000), f"size {w}x{h}"
+i, idat = 8, b""
+while i < len(d):
+    n, = struct.unpack(">I", d[i:i + 4])
+    if d[i + 4:i + 8] == b"IDAT":
+        idat += d[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(idat)
+assert len(set(raw)) > 32, f"blank: {len(set(raw))} distinct byte values"
+EOF
+	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
+else
+	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(tail -c 300 "$T/chromium.err")"
+fi
+
+echo "report: $PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]
