@@ -166,6 +166,10 @@ if want lab; then
 	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
 	suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/rotation.sh
+	# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
+	# wrong key and rotations asserted with PromQL, promtool on real scrapes
+	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/metrics.sh
 	# the kernels users run: the netlink, apply and rotation suites again on Debian's
 	# 6.12 (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
@@ -186,8 +190,9 @@ fi
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
-	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-nl-612 \
-	/var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 /var/tmp/fabricctl-lab-package; do
+	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-metrics \
+	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
+	/var/tmp/fabricctl-lab-package; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
