@@ -170,15 +170,13 @@ if want lab; then
 	# wrong key and rotations asserted with PromQL, promtool on real scrapes
 	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/metrics.sh
-	# the kernels users run: the netlink, apply and rotation suites again on Debian's
-	# 6.12 (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
+	# the kernels users run: the netlink and apply suites again on Debian's 6.12
+	# (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
 	suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
 		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
 	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
 		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-	suite lab-rotation-6.12 1800 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 \
-		FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/rotation.sh
 	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 	if want asan; then
 		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \

@@ -189,8 +189,8 @@ done
 [ -n "$seen" ] && pass "4-drift-reported-within-${DRIFT_LIMIT}s (${seen}s)" || fail "4-drift-reported-within-${DRIFT_LIMIT}s"
 m=$(on h2 curl -s http://127.0.0.1:9443/metrics)
 grep -q '^fabricctl_drift 1' <<<"$m" && pass "4-drift-metric" || fail "4-drift-metric"
-grep -q '^fabricctl_macsec_out_pkts_encrypted_total{ifname="ms102"}' <<<"$m" &&
-	grep -q '^fabricctl_macsec_sa_pn_usage_ratio{ifname="ms102",dir="tx"' <<<"$m" &&
+grep -q '^fabricctl_macsec_out_pkts_encrypted_total{[^}]*ifname="ms102"}' <<<"$m" &&
+	grep -q '^fabricctl_macsec_sa_pn_usage_ratio{[^}]*ifname="ms102",dir="tx"' <<<"$m" &&
 	pass "4-macsec-metrics" || fail "4-macsec-metrics"
 on h1 "$F" apply --target h2 --inventory /dev/null "${OP[@]}" -q "$WORK/v1.yaml" >/dev/null 2>&1
 on h1 "$F" apply --fabric -q "${OP[@]}" "$WORK/v1.yaml" >/dev/null 2>&1
