@@ -147,10 +147,18 @@ explain_gaps() { # sender receiver gapfile: agent audit records within 1.5 s of 
 
 # --- streams ---------------------------------------------------------------------------
 declare -A RX TX
+# whether HOST's UDP PORT is bound (a receiver the guest runner started is listening)
+udp_bound() { [ -n "$(on "$1" ss -Hlun "sport = :$2" 2>/dev/null)" ]; }
 stream_start() { # both ways
+	local i
 	RX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" recv 5001 900 4)
 	RX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" recv 5002 900 4)
-	sleep 1
+	# senders only once both receivers listen: a sleep was not enough on a loaded machine
+	# (the first packets of a stream hit a port not yet bound and counted as lost)
+	for i in $(seq 60); do
+		udp_bound h2 5001 && udp_bound h1 5002 && break
+		sleep 0.5
+	done
 	TX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" send 10.100.0.2 5001 "$RATE" 900)
 	TX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" send 10.100.0.1 5002 "$RATE" 900)
 }
