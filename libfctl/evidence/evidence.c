@@ -101,9 +101,8 @@ static int add_text(struct ev *e, const char *name, const char *text)
 	return add_file(e, name, &b);
 }
 
-/* ["aa","bb"] of hex strings */
-static size_t hex_array(const char *line, size_t len, const char *key, char (*out)[17],
-			size_t width)
+/* ["aa","bb"] of hex strings into out[n][width + 1] */
+size_t fctl_evi_hex_list(const char *line, size_t len, const char *key, char *out, size_t width)
 {
 	const char *v;
 	size_t vl, n = 0;
@@ -117,8 +116,8 @@ static size_t hex_array(const char *line, size_t len, const char *key, char (*ou
 			continue;
 		for (i++; i < vl && v[i] != '"'; i++, k++)
 			if (k < width)
-				out[n][k] = v[i];
-		out[n][k < width ? k : width] = '\0';
+				out[n * (width + 1) + k] = v[i];
+		out[n * (width + 1) + (k < width ? k : width)] = '\0';
 		n++;
 	}
 	return n;
@@ -155,18 +154,8 @@ static int collect(void *ctx, const char *line, size_t len)
 			fctl_parse_u64(ver, &r->pver);
 		free(ver);
 	}
-	{
-		char tmp[FCTL_AUDIT_MAX_KEYS][17];
-		size_t n = hex_array(line, len, "key_ids", tmp, FCTL_AUDIT_KEYID_LEN);
-
-		for (size_t i = 0; i < n; i++)
-			memcpy(r->keyids[i], tmp[i], sizeof(r->keyids[i]));
-		r->nk = n;
-		n = hex_array(line, len, "kcv", tmp, FCTL_AUDIT_KCV_LEN);
-		for (size_t i = 0; i < n; i++)
-			memcpy(r->kcvs[i], tmp[i], sizeof(r->kcvs[i]));
-		r->nkcv = n;
-	}
+	r->nk = fctl_evi_hex_list(line, len, "key_ids", &r->keyids[0][0], FCTL_AUDIT_KEYID_LEN);
+	r->nkcv = fctl_evi_hex_list(line, len, "kcv", &r->kcvs[0][0], FCTL_AUDIT_KCV_LEN);
 	r->in_slice = true;
 	if (e->since[0] && (!r->time || strcmp(r->time, e->since) < 0))
 		r->in_slice = false;

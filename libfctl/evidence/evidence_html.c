@@ -141,27 +141,6 @@ static int64_t parse_time(const char *s)
 	return (int64_t)timegm(&tm) * 1000000 + us;
 }
 
-static size_t hex_list(const char *line, size_t len, const char *key, char *out, size_t width)
-{
-	const char *v;
-	size_t vl, n = 0;
-
-	if (fctl_audit_field_raw(line, len, key, &v, &vl) < 0)
-		return 0;
-	for (size_t i = 0; i < vl && n < FCTL_AUDIT_MAX_KEYS; i++) {
-		size_t k = 0;
-
-		if (v[i] != '"')
-			continue;
-		for (i++; i < vl && v[i] != '"'; i++, k++)
-			if (k < width)
-				out[n * (width + 1) + k] = v[i];
-		out[n * (width + 1) + (k < width ? k : width)] = '\0';
-		n++;
-	}
-	return n;
-}
-
 static int parse_one(struct ehrec *r, const char *line, size_t len)
 {
 	char *num = NULL;
@@ -191,8 +170,8 @@ static int parse_one(struct ehrec *r, const char *line, size_t len)
 			fctl_parse_u64(num, &r->pver);
 		free(num);
 	}
-	r->nk = hex_list(line, len, "key_ids", &r->keyids[0][0], FCTL_AUDIT_KEYID_LEN);
-	r->nkcv = hex_list(line, len, "kcv", &r->kcvs[0][0], FCTL_AUDIT_KCV_LEN);
+	r->nk = fctl_evi_hex_list(line, len, "key_ids", &r->keyids[0][0], FCTL_AUDIT_KEYID_LEN);
+	r->nkcv = fctl_evi_hex_list(line, len, "kcv", &r->kcvs[0][0], FCTL_AUDIT_KCV_LEN);
 	return 0;
 }
 

@@ -77,4 +77,9 @@ void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n);
 void eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n);
 void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n);
 
+/* The strings of the JSON array field key of a record line ("key_ids", "kcv") into
+ * out, an array of FCTL_AUDIT_MAX_KEYS rows of width + 1 chars (cut to width,
+ * NUL-terminated); the number of strings. */
+size_t fctl_evi_hex_list(const char *line, size_t len, const char *key, char *out, size_t width);
+
 #endif
