@@ -7,8 +7,13 @@
 #   package: the Debian package (scripts/package.sh): lintian, dpkg -i, the installed
 #            files and units, dpkg --purge (tests/package/package.sh)
 #   3. libFuzzer over the profile parser, bounded time (clang)
-#   4. the real-kernel lab: qemu VMs with Debian's stock kernel
-#        smoke (the lab itself), nl_live (netlink layer), apply (apply engine)
+#   4. the real-kernel lab: qemu VMs with Debian's stock kernel 6.1 and with 6.12
+#        smoke (the lab itself), nl_live (netlink layer), apply (apply engine), wiring,
+#        probe, agent, the CI pipeline from fresh clones under /root and /tmp, the
+#        package in the lab, rotation, metrics; netlink, apply and rotation on 6.12
+# After the build and the lab setup, two lanes run side by side: "host" (1-3, then the
+# 6.12 lab suites and the ASan apply in the lab) and "lab" (the 6.1 lab suites and the
+# package, which owns dpkg); FCTL_TEST_LANES=1 runs them one after the other.
 # Needs root (packages, qemu lab, netlink). A suite that cannot run FAILS; none
 # is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
 # on any failure.
@@ -95,30 +100,6 @@ export ROOT JOBS
 
 # 1. the build CI and the lab use, with -Werror
 suite build 1200 bash -c 'build build -DFCTL_TEST_HOOKS=ON'
-if want unit; then
-	suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
-	suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
-	# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
-	suite kms 600 tests/kms/kms.sh "$ROOT/build"
-	# attack tests: each reproduces a finding of the security review (tests/security/)
-	suite security 1800 tests/security/run.sh "$ROOT/build"
-	# the auditor's report of an evidence bundle, rendered in headless Chromium (tests/evidence/)
-	suite report 600 tests/evidence/report.sh "$ROOT/build/fabricctl/fabricctl"
-	# the metrics against promtool and a real Prometheus scraping an agent; the alert
-	# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
-	suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"
-fi
-
-# 2. sanitizers: every unit and CLI test under ASan+UBSan
-if want asan; then
-	suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DFCTL_TEST_HOOKS=ON'
-	suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
-	suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
-	suite asan-security 2400 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		tests/security/run.sh "$ROOT/build-asan"
-fi
 
 # the release configuration: the default options (-U drops a value an earlier
 # configure left in the cache), the shipped programs (the unit tests are the other
@@ -130,65 +111,155 @@ release_build() {
 			--target fabricctl fabricctl-keymgr fabricctl-probe
 }
 export -f release_build
-if want release; then
-	suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
-fi
 
-# the Debian package: built, linted, installed, checked and purged on this machine
-if want package; then
-	suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
-fi
+# Lane "host": the tests on this machine (unit, sanitizers, release, fuzz), then the lab
+# suites on Debian's 6.12 and the ASan apply in the lab (it needs the ASan build).
+host_lane() {
+	if want unit; then
+		suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
+		suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
+		# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
+		suite kms 600 tests/kms/kms.sh "$ROOT/build"
+		# attack tests: each reproduces a finding of the security review (tests/security/)
+		suite security 1800 tests/security/run.sh "$ROOT/build"
+		# the auditor's report of an evidence bundle, rendered in headless Chromium (tests/evidence/)
+		suite report 600 tests/evidence/report.sh "$ROOT/build/fabricctl/fabricctl"
+		# the metrics against promtool and a real Prometheus scraping an agent; the alert
+		# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
+		suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"
+	fi
+	# 2. sanitizers: every unit and CLI test under ASan+UBSan
+	if want asan; then
+		suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DFCTL_TEST_HOOKS=ON'
+		suite asan-unit 1200 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
+		suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
+		suite asan-security 2400 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+			tests/security/run.sh "$ROOT/build-asan"
+	fi
+	if want release; then
+		suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
+	fi
+	# 3. fuzzing (bounded)
+	if want fuzz; then
+		suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
+	fi
+	if want lab; then
+		# the kernels users run: the netlink, apply and rotation suites again on Debian's
+		# 6.12 (docs/lab.md, "Kernels"); the lab lane runs them on the stock 6.1. The
+		# rotation phases that exercise the kernel: rotations under a stream, XPN.
+		suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
+			FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
+		suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
+			FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
+		suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" \
+			FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/rotation.sh
+		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
+		if want asan; then
+			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
+				FCTL_BUILD_DIR="$ROOT/build-asan" tests/lab/apply.sh
+		fi
+	fi
+}
 
-# 3. fuzzing (bounded)
-if want fuzz; then
-	suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
-fi
+# Lane "lab": the real-kernel lab on Debian 12's stock kernel (each suite tears its lab
+# down, even on failure), and the Debian package (it installs and purges the package: one
+# lane owns dpkg).
+lab_lane() {
+	if want lab; then
+		suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
+		suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
+			tests/lab/nl_live.sh
+		suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
+			tests/lab/apply.sh
+		suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
+			tests/lab/wiring.sh
+		suite lab-probe 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-probe FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/probe.sh
+		suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/agent.sh
+		# the CI pipeline from fresh clones of this tree under /root and under /tmp (the
+		# guests' own tmpfs), each built there: no checkout path is assumed
+		suite lab-ci-pipeline-root 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-root FCTL_JOBS="$JOBS" \
+			bash tests/lab/from_clone.sh /root tests/lab/ci_pipeline.sh
+		suite lab-ci-pipeline-tmp 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-tmp FCTL_JOBS="$JOBS" \
+			bash tests/lab/from_clone.sh /tmp tests/lab/ci_pipeline.sh
+	fi
+	# the Debian package: built, linted, installed, checked and purged on this machine
+	if want package; then
+		suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
+	fi
+	if want lab; then
+		# the Debian package installed, the pipeline in the lab with /usr/sbin/fabricctl, purged
+		suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
+			bash tests/lab/package_lab.sh
+		# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
+		# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
+		suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/rotation.sh
+		# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
+		# wrong key and rotations asserted with PromQL, promtool on real scrapes
+		suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/metrics.sh
+	fi
+}
 
-# 4. the real-kernel lab (each suite tears its lab down, even on failure)
+# 4. the lab's kernels and initramfs first (apt runs here, never beside a lane)
 if want lab; then
 	suite lab-setup 900 scripts/lab.sh setup
-	suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
-	suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/nl_live.sh
-	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/apply.sh
-	suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/wiring.sh
-	suite lab-probe 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-probe FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/probe.sh
-	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/agent.sh
-	suite lab-ci-pipeline 600 env FCTL_BUILD_DIR="$ROOT/build" bash tests/lab/ci_pipeline.sh
-	# the Debian package installed, the pipeline in the lab with /usr/sbin/fabricctl, purged
-	suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
-		bash tests/lab/package_lab.sh
-	# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
-	# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
-	suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/rotation.sh
-	# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
-	# wrong key and rotations asserted with PromQL, promtool on real scrapes
-	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/metrics.sh
-	# the kernels users run: the netlink and apply suites again on Debian's 6.12
-	# (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
-	suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
-		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
-	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
-		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-	# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
-	if want asan; then
-		suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
-			FCTL_BUILD_DIR="$ROOT/build-asan" tests/lab/apply.sh
-	fi
 fi
+# The two lanes run side by side (FCTL_TEST_LANES=1: one after the other). Each lane's
+# output goes to its log, printed whole when the lane ends; a line per suite start shows
+# progress meanwhile. Lanes share no lab directory, no dpkg and no fixed port.
+LANES=$(mktemp -d /tmp/fctl-test-lanes.XXXXXX)
+exec 3>&1
+lane_log() { printf '[%s] %s (%ds)\n' "$LANE" "$*" "$(($(date +%s) - T0))" >&3; }
+lane_run() { # name function
+	local LANE=$1
+	PASSED=() FAILED=()
+	log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; lane_log "$*"; }
+	"$2" >"$LANES/$LANE.log" 2>&1
+	{ printf 'PASS %s\n' "${PASSED[@]}"; printf 'FAIL %s\n' "${FAILED[@]}"; } |
+		grep -v '^[A-Z]* $' >"$LANES/$LANE.result"
+	echo done >>"$LANES/$LANE.result"
+}
+lane_collect() { # name
+	local name=$1 st n
+	echo
+	echo "##### lane $name #####"
+	cat "$LANES/$name.log" 2>/dev/null
+	if ! tail -n1 "$LANES/$name.result" 2>/dev/null | grep -qx done; then
+		echo "--- lane $name: ended without its results"
+		FAILED+=("lane-$name")
+		return
+	fi
+	while read -r st n; do
+		case $st in PASS) PASSED+=("$n") ;; FAIL) FAILED+=("$n") ;; esac
+	done <"$LANES/$name.result"
+}
+if [ "${FCTL_TEST_LANES:-2}" = 1 ]; then
+	( lane_run host host_lane )
+	( lane_run lab lab_lane )
+else
+	lane_run host host_lane &
+	HOST_PID=$!
+	lane_run lab lab_lane &
+	LAB_PID=$!
+	wait "$HOST_PID" "$LAB_PID"
+fi
+lane_collect host
+lane_collect lab
+rm -rf "$LANES"
 
 # safety net: no lab outlives the run, whatever happened to a suite
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
-	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-metrics \
+	/var/tmp/fabricctl-lab-ci-root /var/tmp/fabricctl-lab-ci-tmp /var/tmp/fabricctl-lab-rotation \
+	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
 	/var/tmp/fabricctl-lab-package; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1

@@ -24,7 +24,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
-export FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci
+export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-ci}
 CHANGE=CI-TEST-1
 PASS=0
 FAIL=0
