@@ -148,12 +148,12 @@ host_lane() {
 	if want lab; then
 		# the kernels users run: the netlink, apply and rotation suites again on Debian's
 		# 6.12 (docs/lab.md, "Kernels"); the lab lane runs them on the stock 6.1. The
-		# rotation phases that exercise the kernel: rotations under a stream, XPN.
+		# rotation phases that exercise the kernel: 6 rotations under a stream, XPN.
 		suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
 			FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
 		suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
 			FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-		suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" \
+		suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" ROTATIONS=6 \
 			FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rotation.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
