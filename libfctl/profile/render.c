@@ -48,6 +48,8 @@ static int render_vlan(const struct fctl_profile *p, const char *base, const str
 	vl->has_mtu = true;
 	vl->up = true;
 	top = vl;
+	if (pol && pol->has_mka)
+		return -EOPNOTSUPP; /* MKA SecYs are not rendered yet (docs/mka.md): fail closed */
 	if (pol) {
 		struct fctl_macsec *m;
 		struct fctl_rxsc *sc;
