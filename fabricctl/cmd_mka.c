@@ -25,6 +25,16 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 	unsigned n = 0;
 	int r;
 
+	/* ports the profile no longer runs MKA on: their wpa_supplicant stops with the link */
+	r = fctl_mka_host_prune(p, host, &n, err, sizeof(err));
+	if (r < 0) {
+		cli_err("apply: mka on %s: %s", host, err);
+		return EXIT_FAILED;
+	}
+	if (n && !quiet)
+		fprintf(stderr, "mka: stopped %u wpa_supplicant%s of %s\n", n, n == 1 ? "" : "s",
+			host);
+	n = 0;
 	fctl_mka_host_each(p, host, count_port, &n);
 	if (!n)
 		return EXIT_OK;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The MKA ports of one host of a profile: start their wpa_supplicants with the CAK from
  * the key source, address the SecY wpa_supplicant creates, report its state. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -190,5 +191,47 @@ int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
 
 	if (n_ports)
 		*n_ports = a.started;
+	return r;
+}
+
+struct want_arg {
+	const char *name;
+	bool found;
+};
+
+static int is_port(const struct fctl_mka_port *port, void *arg)
+{
+	struct want_arg *w = arg;
+
+	if (strcmp(port->ifname, w->name) == 0)
+		w->found = true;
+	return 0;
+}
+
+int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned *n_stopped,
+			char *err, size_t errlen)
+{
+	DIR *d = opendir(FCTL_MKA_RUN_DIR);
+	struct dirent *de;
+	unsigned n = 0;
+	int r = 0;
+
+	while (d && (de = readdir(d))) {
+		struct want_arg w = { .name = de->d_name };
+
+		if (de->d_name[0] == '.')
+			continue;
+		fctl_mka_host_each(p, host, is_port, &w);
+		if (w.found)
+			continue;
+		r = fctl_mka_stop(de->d_name, NULL, err, errlen);
+		if (r < 0)
+			break;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n_stopped)
+		*n_stopped = n;
 	return r;
 }

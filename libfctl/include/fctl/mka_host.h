@@ -41,6 +41,11 @@ int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
 		     const struct fctl_mka_host_opts *o, unsigned *n_ports, char *err,
 		     size_t errlen);
 
+/* Stops every wpa_supplicant fabricctl runs (FCTL_MKA_RUN_DIR) for a port that is no
+ * MKA port of host in p any more, and wipes its run directory. */
+int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned *n_stopped,
+			char *err, size_t errlen);
+
 /* The SecY wpa_supplicant created on vlan_if: *state holds it (the caller frees),
  * *secy points into it. -ENODEV when there is none. */
 int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
