@@ -135,4 +135,12 @@ int cli_need_regular(const char *cmd, const char *file);
 /* Prints a command's help to stdout. */
 void cli_usage_cmd(const char *name);
 
+/* MKA (cmd_mka.c, docs/mka.md): after an apply, start the wpa_supplicants of host's MKA
+ * ports (EXIT_OK, or EXIT_FAILED/EXIT_USAGE after saying why); for show, the KaY state
+ * of every port fabricctl runs MKA on, as YAML comments or (json) a JSON array. */
+struct fctl_profile;
+int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
+	       const char *keymgr_path, bool quiet);
+int cli_mka_show(const char *netns, struct fctl_buf *o, bool json);
+
 #endif

@@ -289,6 +289,12 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		if (res.error[0])
 			cli_err("warning: %s", res.error);
 		rc = EXIT_OK;
+		/* the VLAN devices of MKA ports exist now: their wpa_supplicants next */
+		if (!c->eo.dry_run)
+			rc = cli_mka_up(p, res.host, c->eo.netns, c->eo.keymgr_path,
+					c->quiet || c->json);
+		if (rc != EXIT_OK)
+			result = "failed";
 	}
 	if (!c->eo.dry_run)
 		audit_apply(audit, cmd, c, p, &res, result, &rc);
@@ -649,9 +655,17 @@ int cmd_show(int argc, char **argv)
 		return env_error("show", r, err);
 	if (c.json) {
 		fctl_host_state_to_json(live, &out);
+		if (out.len && out.data[out.len - 1] == '}') {
+			out.len--;
+			fctl_buf_puts(&out, ",\"mka\":");
+			cli_mka_show(c.eo.netns, &out, true);
+			fctl_buf_putc(&out, '}');
+		}
 		fctl_buf_putc(&out, '\n');
 	} else {
 		r = fctl_state_to_profile(live, &out);
+		if (r >= 0)
+			cli_mka_show(c.eo.netns, &out, false);
 	}
 	rc = r < 0 || cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
 	fctl_buf_release(&out);

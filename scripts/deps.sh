@@ -23,6 +23,8 @@ PKGS=(
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 iputils-ping curl procps
 	rdma-core ibverbs-utils perftest
+	# MKA (802.1X key agreement) in the lab: Debian 12's wpa_supplicant 2.10, driver macsec_linux
+	wpasupplicant
 	# key management: pkcs11.h (build), a SoftHSM2 token, a PyKMIP server and
 	# pkcs11-tool for tests/kms
 	libp11-kit-dev softhsm2 python3-pykmip opensc

@@ -54,6 +54,7 @@ PACKAGES=(
 	ib_send_lat:perftest
 	ping:iputils-ping
 	jq:jq
+	wpa_supplicant:wpasupplicant
 	flock:util-linux
 	setsid:util-linux
 	timeout:coreutils

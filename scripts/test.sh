@@ -156,6 +156,10 @@ host_lane() {
 		suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" ROTATIONS=6 \
 			FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rotation.sh
+		# MKA through Debian's wpa_supplicant 2.10: both ends fabricctl, a wrong CAK, the peer
+		# killed and restarted, interop with a hand-configured peer, the key server moving
+		suite lab-mka 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/mka.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 		if want asan; then
 			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -261,7 +265,7 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-ci-root /var/tmp/fabricctl-lab-ci-tmp /var/tmp/fabricctl-lab-rotation \
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
-	/var/tmp/fabricctl-lab-package; do
+	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary

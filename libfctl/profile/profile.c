@@ -267,7 +267,8 @@ static int pick(struct ctx *c, const struct ynode *n, const char *what, const ch
 	return -EINVAL;
 }
 
-static void parse_keyref(struct ctx *c, const struct ynode *n, struct fctl_macsec_policy *pol)
+static void parse_keyref(struct ctx *c, const struct ynode *n, struct fctl_keyref *ref,
+			 struct fctl_pos *at, const char *what)
 {
 	static const char *const keys[] = { "backend", "id", "version" };
 	static const char *const backends[] = { "file", "pkcs11", "kmip" };
@@ -275,16 +276,59 @@ static void parse_keyref(struct ctx *c, const struct ynode *n, struct fctl_macse
 	uint64_t u;
 	int b;
 
-	pol->key_pos = pos_of(n);
-	if (!is_type(c, n, YNODE_MAP, "key"))
+	*at = pos_of(n);
+	if (!is_type(c, n, YNODE_MAP, what))
 		return;
 	check_keys(c, n, keys, FCTL_ARRAY_SIZE(keys), "key reference");
 	if ((v = need(c, n, "backend", "key reference")) && pick(c, v, "backend", backends, 3, &b) == 0)
-		pol->key.backend = strdup(backends[b]);
+		ref->backend = strdup(backends[b]);
 	if ((v = need(c, n, "id", "key reference")))
-		pol->key.id = get_str(c, v, "id", 4096);
+		ref->id = get_str(c, v, "id", 4096);
 	if ((v = get(n, "version")) && get_u64(c, v, "version", 1, UINT32_MAX, &u) == 0)
-		pol->key.version = (uint32_t)u;
+		ref->version = (uint32_t)u;
+}
+
+/* A CAK and its CKN: the primary one, or the fallback (docs/mka.md). */
+static void parse_mka_ca(struct ctx *c, const struct ynode *n, struct fctl_mka_ca *ca,
+			 const char *where)
+{
+	const struct ynode *v;
+
+	if ((v = need(c, n, "cak", where)))
+		parse_keyref(c, v, &ca->cak, &ca->cak_pos, "cak");
+	if ((v = need(c, n, "ckn", where))) {
+		ca->ckn_pos = pos_of(v);
+		ca->ckn = get_str(c, v, "ckn", 128);
+	}
+}
+
+static void parse_mka(struct ctx *c, const struct ynode *n, struct fctl_macsec_policy *pol)
+{
+	static const char *const keys[] = { "cak", "ckn", "priority", "fallback" };
+	static const char *const fkeys[] = { "cak", "ckn" };
+	struct fctl_mka *m = &pol->mka;
+	const struct ynode *v;
+	uint64_t u;
+
+	m->pos = pos_of(n);
+	m->priority = FCTL_MKA_PRIORITY_DEFAULT;
+	if (!is_type(c, n, YNODE_MAP, "mka"))
+		return;
+	check_keys(c, n, keys, FCTL_ARRAY_SIZE(keys), "mka");
+	parse_mka_ca(c, n, &m->primary, "mka");
+	if ((v = get(n, "priority"))) {
+		m->pos_priority = pos_of(v);
+		if (get_u64(c, v, "priority", 0, 255, &u) == 0)
+			m->priority = (uint8_t)u;
+	}
+	if ((v = get(n, "fallback"))) {
+		m->pos_fallback = pos_of(v);
+		if (!is_type(c, v, YNODE_MAP, "mka fallback"))
+			return;
+		check_keys(c, v, fkeys, FCTL_ARRAY_SIZE(fkeys), "mka fallback");
+		m->has_fallback = true;
+		parse_mka_ca(c, v, &m->fallback, "mka fallback");
+	}
 }
 
 static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynode *n,
@@ -293,7 +337,7 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 	static const char *const keys[] = {
 		"cipher",  "icv_len",  "encrypt", "replay_protect", "replay_window",
 		"validate", "send_sci", "end_station", "scb", "offload", "port", "key",
-		"cryptoperiod", "overlap", "pn_rekey_threshold", "must_secure",
+		"cryptoperiod", "overlap", "pn_rekey_threshold", "must_secure", "mka",
 	};
 	struct fctl_macsec_policy *pol;
 	const struct ynode *v;
@@ -317,6 +361,7 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 	pol->overlap_s = 30;
 	pol->must_secure = true;
 	snprintf(where, sizeof(where), "macsec policy '%.48s'", k->str);
+	pol->pos_body = pos_of(n);
 	if (!is_type(c, n, YNODE_MAP, where))
 		return;
 	check_keys(c, n, keys, FCTL_ARRAY_SIZE(keys), where);
@@ -355,21 +400,33 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 		pol->pos_send_sci = pos_of(v);
 		get_bool(c, v, "send_sci", &pol->send_sci);
 	}
-	if ((v = get(n, "end_station")))
+	if ((v = get(n, "end_station"))) {
+		pol->pos_es = pos_of(v);
 		get_bool(c, v, "end_station", &pol->end_station);
-	if ((v = get(n, "scb")))
+	}
+	if ((v = get(n, "scb"))) {
+		pol->pos_scb = pos_of(v);
 		get_bool(c, v, "scb", &pol->scb);
+	}
 	if ((v = get(n, "offload"))) {
 		static const char *const names[] = OFFLOADS;
 		int i;
 
+		pol->pos_offload = pos_of(v);
 		if (pick(c, v, "offload", names, FCTL_ARRAY_SIZE(names), &i) == 0)
 			fctl_offload_from_name(names[i], &pol->offload);
 	}
 	if ((v = get(n, "port")) && get_u64(c, v, "port", 1, 65535, &u) == 0)
 		pol->port = (uint16_t)u;
-	if ((v = need(c, n, "key", where)))
-		parse_keyref(c, v, pol);
+	/* exactly one of 'key' (static SAKs) and 'mka'; validation reports both or neither */
+	if ((v = get(n, "key"))) {
+		pol->has_key = true;
+		parse_keyref(c, v, &pol->key, &pol->key_pos, "key");
+	}
+	if ((v = get(n, "mka"))) {
+		pol->has_mka = true;
+		parse_mka(c, v, pol);
+	}
 	if ((v = get(n, "cryptoperiod")))
 		get_duration(c, v, "cryptoperiod", &pol->cryptoperiod_s);
 	if ((v = get(n, "overlap"))) {
@@ -835,6 +892,8 @@ void fctl_profile_free(struct fctl_profile *p)
 		free(p->policies[i].name);
 		free(p->policies[i].key.backend);
 		free(p->policies[i].key.id);
+		fctl_mka_ca_release(&p->policies[i].mka.primary);
+		fctl_mka_ca_release(&p->policies[i].mka.fallback);
 	}
 	free(p->policies);
 	free(p->name);
@@ -842,6 +901,17 @@ void fctl_profile_free(struct fctl_profile *p)
 	free(p->file);
 	free(p->dir);
 	free(p);
+}
+
+void fctl_mka_ca_release(struct fctl_mka_ca *ca)
+{
+	if (!ca)
+		return;
+	free(ca->cak.backend);
+	free(ca->cak.id);
+	free(ca->cak.base);
+	free(ca->ckn);
+	ca->cak.backend = ca->cak.id = ca->cak.base = ca->ckn = NULL;
 }
 
 /* --- lookups in the model (validate and render share them) --- */

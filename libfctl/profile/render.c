@@ -48,6 +48,14 @@ static int render_vlan(const struct fctl_profile *p, const char *base, const str
 	vl->has_mtu = true;
 	vl->up = true;
 	top = vl;
+	if (pol && pol->has_mka) {
+		/* MKA (docs/mka.md): wpa_supplicant creates the SecY on this VLAN device and MKA
+		 * owns its SAs; the state names neither, so plans never touch them. The carrier
+		 * holds no address; the end's addresses go on the SecY (fctl_mka_host_up). */
+		vl->addrgen = FCTL_ADDRGEN_NONE;
+		vl->has_addrgen = true;
+		return 0;
+	}
 	if (pol) {
 		struct fctl_macsec *m;
 		struct fctl_rxsc *sc;

@@ -5,12 +5,14 @@
  * the file it is about.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,43 +33,52 @@ struct vctx {
 		      __VA_ARGS__)
 
 /* A key file of the file backend: hex, owner-only. Checked when it exists here. */
-static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol)
+/* A key file of the file backend: hex, owner-only, 'want' bytes (or 'alt' bytes when alt is
+ * not 0: a CAK is 16 or 32). Checked when it exists here. */
+static void check_key_file(struct vctx *vc, const struct fctl_keyref *ref, struct fctl_pos key_pos,
+			   const struct fctl_macsec_policy *pol, size_t want, size_t alt)
 {
-	char path[4096], buf[160];
+	char path[4096], buf[160], need[64];
 	struct stat st;
-	size_t want = fctl_cipher_key_len(pol->cipher) * 2, n = 0;
+	size_t n = 0;
 	const char *why;
 	ssize_t got;
 	int fd;
 
-	if (!pol->key.id)
+	if (!ref->id)
 		return;
-	if (fctl_keyref_file_id_check(pol->key.id, &why) < 0) {
+	if (alt)
+		snprintf(need, sizeof(need), "%zu- or %zu-byte hex CAK (%zu or %zu hex digits)",
+			 want, alt, want * 2, alt * 2);
+	else
+		snprintf(need, sizeof(need), "%zu-byte hex key (%zu hex digits for %s)", want,
+			 want * 2, fctl_cipher_name(pol->cipher));
+	if (fctl_keyref_file_id_check(ref->id, &why) < 0) {
 		/* refused before anything is opened: a profile names no file outside its tree */
-		AT(vc, pol->key_pos, "key-id", "name the key by a path below the profile's "
+		AT(vc, key_pos, "key-id", "name the key by a path below the profile's "
 		   "directory, e.g. keys/NAME.key",
 		   "key id '%.256s' of policy '%s' %s; a file key id must be a relative path below "
-		   "the profile's directory", pol->key.id, pol->name, why);
+		   "the profile's directory", ref->id, pol->name, why);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s", vc->p->dir, pol->key.id);
+	snprintf(path, sizeof(path), "%s/%s", vc->p->dir, ref->id);
 	/* O_NONBLOCK: a FIFO or a terminal named as a key must not hang validation */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
-		WARN(vc, pol->key_pos, "key-missing", NULL,
+		WARN(vc, key_pos, "key-missing", NULL,
 		     "key file '%s' of policy '%s' is not readable here (%s); it is checked again "
 		     "at apply",
 		     path, pol->name, strerror(errno));
 		return;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		AT(vc, pol->key_pos, "key-format", NULL,
+		AT(vc, key_pos, "key-format", NULL,
 		   "key file '%s' of policy '%s' is not a regular file", path, pol->name);
 		close(fd);
 		return;
 	}
 	if (st.st_mode & 077) {
-		AT(vc, pol->key_pos, "key-permissions", "chmod 600 the key file",
+		AT(vc, key_pos, "key-permissions", "chmod 600 the key file",
 		   "key file '%s' is readable by group or others (mode %04o); expected 0600", path,
 		   (unsigned)(st.st_mode & 07777));
 	}
@@ -83,20 +94,95 @@ static void check_key_file(struct vctx *vc, const struct fctl_macsec_policy *pol
 
 		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
 		      (ch >= 'A' && ch <= 'F'))) {
-			AT(vc, pol->key_pos, "key-format", NULL,
-			   "key file '%s' of policy '%s' is not a valid %zu-byte hex key (%zu hex "
-			   "digits for %s)",
-			   path, pol->name, want / 2, want, fctl_cipher_name(pol->cipher));
+			AT(vc, key_pos, "key-format", NULL,
+			   "key file '%s' of policy '%s' is not a valid %s", path,
+			   pol->name, need);
 			fctl_memzero(buf, sizeof(buf));
 			return;
 		}
 	}
-	if (n != want)
-		AT(vc, pol->key_pos, "key-length", NULL,
-		   "key file '%s' of policy '%s' is not a valid %zu-byte hex key (%zu hex digits "
-		   "for %s)",
-		   path, pol->name, want / 2, want, fctl_cipher_name(pol->cipher));
+	if (n != want * 2 && (!alt || n != alt * 2))
+		AT(vc, key_pos, "key-length", NULL,
+		   "key file '%s' of policy '%s' is not a valid %s", path, pol->name,
+		   need);
 	fctl_memzero(buf, sizeof(buf));
+}
+
+static void check_keyref(struct vctx *vc, const struct fctl_keyref *ref, struct fctl_pos at,
+			 const struct fctl_macsec_policy *pol, size_t want, size_t alt)
+{
+	if (ref->backend && strcmp(ref->backend, "file") == 0)
+		check_key_file(vc, ref, at, pol, want, alt);
+	else if (ref->backend && ref->version == 0)
+		AT(vc, at, "key-version", "add 'version: 1' (or the version to use)",
+		   "key of policy '%s' (backend %s) names no version; a KMS key needs an explicit "
+		   "version, an absent one fails closed at apply",
+		   pol->name, ref->backend);
+}
+
+/* A CKN: 1..32 bytes written as an even number of hex digits. */
+static void check_ckn(struct vctx *vc, const struct fctl_mka_ca *ca, const char *polname)
+{
+	size_t n;
+
+	if (!ca->ckn)
+		return;
+	n = strlen(ca->ckn);
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)ca->ckn[i])) {
+			AT(vc, ca->ckn_pos, "ckn-format", "write the CKN as hex digits, e.g. "
+			   "\"00112233\"",
+			   "ckn of policy '%s' has a character that is not a hex digit at offset %zu",
+			   polname, i);
+			return;
+		}
+	if (n < 2 || n > 64 || n % 2)
+		AT(vc, ca->ckn_pos, "ckn-length", NULL,
+		   "ckn of policy '%s' has %zu hex digits; expected an even number from 2 to 64 "
+		   "(1..32 bytes)",
+		   polname, n);
+}
+
+/* What Debian 12's wpa_supplicant (2.10) cannot do for an MKA SecY is refused, not ignored. */
+static void mka_fixed(struct vctx *vc, const struct fctl_macsec_policy *pol, bool bad,
+		      struct fctl_pos at, const char *what)
+{
+	if (bad)
+		AT(vc, at.line ? at : pol->mka.pos, "mka-unsupported", "remove it: wpa_supplicant "
+		   "2.10 fixes this setting for MKA (docs/mka.md)",
+		   "policy '%s' uses mka with %s; wpa_supplicant 2.10 creates the SecY with "
+		   "icv_len 16, validate strict, send_sci true, offload off and rekeys itself",
+		   pol->name, what);
+}
+
+static void check_mka(struct vctx *vc, const struct fctl_macsec_policy *pol)
+{
+	const struct fctl_mka *m = &pol->mka;
+
+	if (pol->cipher != FCTL_CIPHER_GCM_AES_128)
+		AT(vc, pol->pos_cipher.line ? pol->pos_cipher : m->pos, "mka-cipher",
+		   "write 'cipher: gcm-aes-128'",
+		   "policy '%s' uses mka with cipher %s; Debian 12's wpa_supplicant (2.10) "
+		   "negotiates gcm-aes-128 only",
+		   pol->name, fctl_cipher_name(pol->cipher));
+	mka_fixed(vc, pol, pol->icv_len != 16, pol->pos_icv, "an icv_len other than 16");
+	mka_fixed(vc, pol, pol->validate != FCTL_VALIDATE_STRICT, pol->pos_validate,
+		  "validate other than strict");
+	mka_fixed(vc, pol, !pol->send_sci, pol->pos_send_sci, "send_sci false");
+	mka_fixed(vc, pol, pol->end_station, pol->pos_es, "end_station true");
+	mka_fixed(vc, pol, pol->scb, pol->pos_scb, "scb true");
+	mka_fixed(vc, pol, pol->offload != FCTL_OFFLOAD_OFF, pol->pos_offload, "offload");
+	mka_fixed(vc, pol, pol->has_pn_rekey_threshold, pol->pos_pn_thr, "pn_rekey_threshold");
+	check_ckn(vc, &m->primary, pol->name);
+	check_keyref(vc, &m->primary.cak, m->primary.cak_pos, pol, 16, 32);
+	if (!m->has_fallback)
+		return;
+	check_ckn(vc, &m->fallback, pol->name);
+	check_keyref(vc, &m->fallback.cak, m->fallback.cak_pos, pol, 16, 32);
+	if (m->primary.ckn && m->fallback.ckn && strcasecmp(m->primary.ckn, m->fallback.ckn) == 0)
+		AT(vc, m->fallback.ckn_pos, "ckn-duplicate", "give the fallback CAK its own CKN",
+		   "the fallback ckn of policy '%s' is the primary's; a CKN names one CAK",
+		   pol->name);
 }
 
 /* A weak setting: an error while the policy must secure (the default), a warning once it
@@ -189,13 +275,19 @@ static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
 		AT(vc, pol->pos_pn_thr, "pn-threshold", "use a gcm-aes-xpn cipher for 64-bit PNs",
 		   "pn_rekey_threshold 0x%" PRIx64 " exceeds the 32-bit PN space of %s",
 		   pol->pn_rekey_threshold, fctl_cipher_name(pol->cipher));
-	if (pol->key.backend && strcmp(pol->key.backend, "file") == 0)
-		check_key_file(vc, pol);
-	else if (pol->key.backend && pol->key.version == 0)
-		AT(vc, pol->key_pos, "key-version", "add 'version: 1' (or the version to use)",
-		   "key of policy '%s' (backend %s) names no version; a KMS key needs an explicit "
-		   "version, an absent one fails closed at apply",
-		   pol->name, pol->key.backend);
+	if (pol->has_key && pol->has_mka)
+		AT(vc, pol->mka.pos, "key-and-mka", "keep 'key' for static SAKs or 'mka' for "
+		   "key agreement, not both",
+		   "policy '%s' has both 'key' and 'mka'; a policy has exactly one of them",
+		   pol->name);
+	else if (!pol->has_key && !pol->has_mka)
+		AT(vc, pol->pos_body.line ? pol->pos_body : pol->pos, "missing-key", "add 'key: { backend: file, id: keys/NAME.key }' or "
+		   "an 'mka' block",
+		   "missing required key 'key' (or 'mka') in macsec policy '%s'", pol->name);
+	if (pol->has_key)
+		check_keyref(vc, &pol->key, pol->key_pos, pol, fctl_cipher_key_len(pol->cipher), 0);
+	if (pol->has_mka)
+		check_mka(vc, pol);
 }
 
 /* Names sorted with their index: O(n log n) duplicate checks and lookups. */

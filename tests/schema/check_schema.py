@@ -122,6 +122,14 @@ INVALID = {
     "kms-key-without-version": (BASE.replace("backend: file, id: keys/p.key",
                                              "backend: kmip, id: p") % ("", "100")),
     "schema-version": (BASE.replace("schema: 1", "schema: 2") % ("", "100")),
+    # MKA (docs/mka.md): exactly one of key and mka, gcm-aes-128 only, a CKN of 1..32 bytes
+    "key-and-mka": (BASE % ("    mka: { cak: { backend: file, id: keys/c.key }, ckn: \"00\" }",
+                            "100")),
+    "mka-cipher": (BASE.replace("    key: { backend: file, id: keys/p.key }\n", "") %
+                   ("    cipher: gcm-aes-256\n"
+                    "    mka: { cak: { backend: file, id: keys/c.key }, ckn: \"00\" }", "100")),
+    "ckn-length": (BASE.replace("    key: { backend: file, id: keys/p.key }\n", "") %
+                   ("    mka: { cak: { backend: file, id: keys/c.key }, ckn: \"001\" }", "100")),
 }
 
 

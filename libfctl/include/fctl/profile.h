@@ -22,6 +22,29 @@ struct fctl_pos {
 	uint32_t col;
 };
 
+/* One MKA connectivity association key: the CAK from a key backend and its name (the
+ * CKN, hex as written; validation checks it). */
+struct fctl_mka_ca {
+	struct fctl_keyref cak;
+	struct fctl_pos cak_pos;
+	char *ckn; /* hex digits, 2..64 of them (1..32 bytes) */
+	struct fctl_pos ckn_pos;
+};
+
+#define FCTL_MKA_PRIORITY_DEFAULT 16
+
+/* A policy's 'mka' block (docs/mka.md): the SAKs are MKA's, distributed by the key server
+ * that wpa_supplicant elects; fabricctl supplies the CAK and supervises wpa_supplicant. */
+struct fctl_mka {
+	struct fctl_pos pos;
+	struct fctl_mka_ca primary;
+	struct fctl_mka_ca fallback;
+	bool has_fallback;
+	struct fctl_pos pos_fallback;
+	uint8_t priority;
+	struct fctl_pos pos_priority;
+};
+
 struct fctl_macsec_policy {
 	char *name;
 	struct fctl_pos pos;
@@ -36,8 +59,11 @@ struct fctl_macsec_policy {
 	bool scb;
 	enum fctl_offload offload;
 	uint16_t port;
-	struct fctl_keyref key;
+	struct fctl_keyref key; /* static SAKs: exactly one of 'key' and 'mka' */
 	struct fctl_pos key_pos;
+	bool has_key;
+	bool has_mka;
+	struct fctl_mka mka;
 	uint64_t cryptoperiod_s;
 	uint64_t overlap_s;
 	uint64_t pn_rekey_threshold;
@@ -48,6 +74,8 @@ struct fctl_macsec_policy {
 	/* positions of fields for semantic findings */
 	struct fctl_pos pos_icv, pos_window, pos_send_sci, pos_cipher, pos_overlap, pos_pn_thr;
 	struct fctl_pos pos_encrypt, pos_replay, pos_validate, pos_must_secure;
+	struct fctl_pos pos_offload, pos_es, pos_scb;
+	struct fctl_pos pos_body; /* the policy's mapping */
 };
 
 struct fctl_port {
@@ -158,6 +186,9 @@ int fctl_profile_load(const char *file, struct fctl_diags *d, struct fctl_profil
 int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 		       struct fctl_diags *d, struct fctl_profile **out);
 void fctl_profile_free(struct fctl_profile *p);
+
+/* Frees what a struct fctl_mka_ca holds (not the struct); NULL is accepted. */
+void fctl_mka_ca_release(struct fctl_mka_ca *ca);
 
 /* Lookups in the profile model (profile.c): NULL when there is no such name. */
 const struct fctl_host *fctl_profile_find_host(const struct fctl_profile *p, const char *name);

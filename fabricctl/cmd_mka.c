@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+/* MKA in apply and show: start the wpa_supplicants of a host's MKA ports, report their KaY. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fctl/mka_host.h"
+
+static int count_port(const struct fctl_mka_port *port, void *arg)
+{
+	(void)port;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
+	       const char *keymgr_path, bool quiet)
+{
+	struct fctl_key_source src = { .keymgr_path = keymgr_path };
+	struct fctl_mka_host_opts o = { .keys = &src };
+	char err[768] = "";
+	unsigned n = 0;
+	int r;
+
+	/* ports the profile no longer runs MKA on: their wpa_supplicant stops with the link */
+	r = fctl_mka_host_prune(p, host, &n, err, sizeof(err));
+	if (r < 0) {
+		cli_err("apply: mka on %s: %s", host, err);
+		return EXIT_FAILED;
+	}
+	if (n && !quiet)
+		fprintf(stderr, "mka: stopped %u wpa_supplicant%s of %s\n", n, n == 1 ? "" : "s",
+			host);
+	n = 0;
+	fctl_mka_host_each(p, host, count_port, &n);
+	if (!n)
+		return EXIT_OK;
+	n = 0;
+	r = fctl_nl_open(netns, &o.nl);
+	if (r < 0) {
+		cli_err("apply: mka: netlink: %s", strerror(-r));
+		return EXIT_USAGE;
+	}
+	r = fctl_mka_host_up(p, host, &o, &n, err, sizeof(err));
+	fctl_nl_close(o.nl);
+	if (r < 0) {
+		/* fail-secure: the VLAN device carries no address, so nothing flows in clear */
+		cli_err("apply: mka on %s: %s", host, err[0] ? err : strerror(-r));
+		return EXIT_FAILED;
+	}
+	if (n && !quiet)
+		fprintf(stderr, "mka: %u port%s of %s handed to wpa_supplicant\n", n,
+			n == 1 ? "" : "s", host);
+	return EXIT_OK;
+}
+
+/* The SA MKA installed: encoding AN and the key number of its KEYID (MI || KN, the KN in
+ * wpa_supplicant's host byte order). */
+static void secy_part(struct fctl_nl *nl, const char *ifname, struct fctl_buf *o, bool json)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	const struct fctl_sa *sa;
+	uint32_t kn = 0;
+
+	if (!nl || fctl_mka_find_secy(nl, "show", ifname, &hs, &secy) < 0) {
+		fctl_buf_puts(o, json ? ",\"secy\":null" : "#   secy: none (no MACsec device: "
+							   "no traffic)\n");
+		return;
+	}
+	sa = &secy->macsec.txsa[secy->macsec.encoding_sa & 3];
+	if (sa->present && sa->has_keyid)
+		memcpy(&kn, sa->keyid + 12, 4);
+	if (json) {
+		fctl_buf_puts(o, ",\"secy\":");
+		fctl_buf_json_str(o, secy->name);
+		fctl_buf_printf(o, ",\"cipher\":\"%s\",\"encrypt\":%s,\"an\":%u,\"tx_sa\":%s,"
+				"\"key_number\":%u",
+				fctl_cipher_name(secy->macsec.cipher),
+				secy->macsec.encrypt ? "true" : "false", secy->macsec.encoding_sa,
+				sa->present ? "true" : "false", kn);
+	} else {
+		fctl_buf_printf(o, "#   secy: %s, cipher %s, encrypt %s, an %u, key number %u%s\n",
+				secy->name, fctl_cipher_name(secy->macsec.cipher),
+				secy->macsec.encrypt ? "on" : "off", secy->macsec.encoding_sa, kn,
+				sa->present ? "" : " (no SAK installed: no traffic)");
+	}
+	fctl_host_state_free(hs);
+}
+
+static void port_text(const char *ifname, const struct fctl_mka_status *s, struct fctl_buf *o)
+{
+	fctl_buf_printf(o, "# mka %s: kay %s, %s, ckn %s, key server %s%s (priority %u), "
+			"live peers %u, potential peers %u\n",
+			ifname, s->kay[0] ? s->kay : "?",
+			s->secured ? "secured" : "NOT secured (no traffic)", s->ckn[0] ? s->ckn : "-",
+			s->key_server_sci[0] ? s->key_server_sci : "none",
+			s->is_key_server ? " (this end)" : "", s->key_server_priority,
+			s->live_peers, s->potential_peers);
+	for (size_t i = 0; i < s->n_peers; i++)
+		fctl_buf_printf(o, "#   peer %s (%s)\n", s->peers[i].sci,
+				s->peers[i].live ? "live" : "potential");
+}
+
+/* Every wpa_supplicant fabricctl runs (one directory per port under the run directory):
+ * YAML comments (the show output still validates), or "mka":[...] for --json. */
+int cli_mka_show(const char *netns, struct fctl_buf *o, bool json)
+{
+	struct fctl_nl *nl = NULL;
+	struct dirent *de;
+	DIR *d = opendir(FCTL_MKA_RUN_DIR);
+	bool first = true;
+
+	if (json)
+		fctl_buf_puts(o, "[");
+	if (d && fctl_nl_open(netns, &nl) < 0)
+		nl = NULL;
+	while (d && (de = readdir(d))) {
+		struct fctl_mka_status s;
+		char err[512];
+		int r;
+
+		if (de->d_name[0] == '.')
+			continue;
+		r = fctl_mka_status_read(de->d_name, NULL, &s, err, sizeof(err));
+		if (json) {
+			fctl_buf_puts(o, first ? "" : ",");
+			if (r < 0) {
+				fctl_buf_puts(o, "{\"port\":");
+				fctl_buf_json_str(o, de->d_name);
+				fctl_buf_puts(o, ",\"error\":");
+				fctl_buf_json_str(o, err);
+				fctl_buf_puts(o, "}");
+			} else {
+				fctl_mka_status_to_json(de->d_name, &s, o);
+				o->len--; /* reopen the object for the SecY part */
+				secy_part(nl, de->d_name, o, true);
+				fctl_buf_puts(o, "}");
+			}
+		} else if (r < 0) {
+			fctl_buf_printf(o, "# mka %s: %s (no traffic: the SecY needs MKA)\n",
+					de->d_name, err);
+		} else {
+			port_text(de->d_name, &s, o);
+			secy_part(nl, de->d_name, o, false);
+		}
+		first = false;
+	}
+	if (d)
+		closedir(d);
+	fctl_nl_close(nl);
+	if (json)
+		fctl_buf_puts(o, "]");
+	return 0;
+}

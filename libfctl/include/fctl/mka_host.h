@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MKA ports of one host of a profile (docs/mka.md): a VLAN whose policy has an
+ * 'mka' block gets its VLAN device from the apply engine (address generation none: it
+ * carries only MACsec frames) and a supervised wpa_supplicant from here, which creates
+ * the SecY (macsecN) on it. The SecY and its SAs are MKA's: the engine never names
+ * them, so plan, diff and drift leave them alone; the end's addresses go on that SecY.
+ */
+#ifndef FCTL_MKA_HOST_H
+#define FCTL_MKA_HOST_H
+
+#include "fctl/keysrc.h"
+#include "fctl/mka.h"
+#include "fctl/nl.h"
+#include "fctl/plan.h"
+#include "fctl/profile.h"
+
+struct fctl_mka_port {
+	const struct fctl_profile *profile;
+	const char *host;
+	const struct fctl_vlan *vlan;
+	const struct fctl_macsec_policy *pol;
+	char ifname[FCTL_IFNAMSIZ + 8]; /* the VLAN device */
+};
+
+struct fctl_mka_host_opts {
+	struct fctl_nl *nl;		     /* borrowed */
+	const struct fctl_key_source *keys; /* where the CAK comes from (NULL: file keys only) */
+	const char *wpa_supplicant;	     /* NULL = the default */
+};
+
+/* Calls fn for every MKA VLAN end of host of a validated profile, in profile order;
+ * stops at and returns fn's first negative result. */
+int fctl_mka_host_each(const struct fctl_profile *p, const char *host,
+		       int (*fn)(const struct fctl_mka_port *port, void *arg), void *arg);
+
+/* Starts (or reconfigures) wpa_supplicant on every MKA port of host and puts the end's
+ * addresses on the SecY it creates. Run after the engine created the VLAN devices.
+ * *n_ports (may be NULL): how many ports were configured. */
+int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
+		     const struct fctl_mka_host_opts *o, unsigned *n_ports, char *err,
+		     size_t errlen);
+
+/* Stops every wpa_supplicant fabricctl runs (FCTL_MKA_RUN_DIR) for a port that is no
+ * MKA port of host in p any more, and wipes its run directory. */
+int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned *n_stopped,
+			char *err, size_t errlen);
+
+/* The SecY wpa_supplicant created on vlan_if: *state holds it (the caller frees),
+ * *secy points into it. -ENODEV when there is none. */
+int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+		       struct fctl_host_state **state, const struct fctl_link **secy);
+
+#endif

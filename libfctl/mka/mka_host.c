@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/* The MKA ports of one host of a profile: start their wpa_supplicants with the CAK from
+ * the key source, address the SecY wpa_supplicant creates, report its state. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fctl/mka_host.h"
+
+/* Calls fn for every MKA VLAN end of host (in profile order) until fn returns < 0. */
+int fctl_mka_host_each(const struct fctl_profile *p, const char *host,
+		       int (*fn)(const struct fctl_mka_port *port, void *arg), void *arg)
+{
+	for (size_t i = 0; i < p->n_links; i++) {
+		const struct fctl_plink *l = &p->links[i];
+
+		for (int e = 0; e < 2; e++) {
+			const struct fctl_link_end *me = &l->end[e];
+
+			if (!me->host || strcmp(me->host, host) != 0 || me->host_idx < 0 ||
+			    me->port_idx < 0)
+				continue;
+			for (size_t j = 0; j < l->n_vlans; j++) {
+				const struct fctl_vlan *v = &l->vlans[j];
+				const struct fctl_macsec_policy *pol =
+					fctl_profile_find_policy(p, v->macsec);
+				struct fctl_mka_port port = { .profile = p, .vlan = v, .pol = pol };
+				char mif[FCTL_IFNAMSIZ + 8];
+				int r;
+
+				if (!pol || !pol->has_mka)
+					continue;
+				fctl_vlan_ifnames(v, p->hosts[me->host_idx].ports[me->port_idx].name,
+						  port.ifname, mif);
+				port.host = p->hosts[me->host_idx].name;
+				r = fn(&port, arg);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The CAK is 16 or 32 bytes: the file backend says which by its length. */
+static int fetch_cak(const struct fctl_key_source *src, const struct fctl_mka_ca *ca,
+		     const char *base, struct fctl_key **out, char *err, size_t errlen)
+{
+	int r = fctl_key_source_fetch(src, &ca->cak, base, 16, out, err, errlen);
+
+	if (r == -EINVAL)
+		r = fctl_key_source_fetch(src, &ca->cak, base, 32, out, err, errlen);
+	return r;
+}
+
+int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+		       struct fctl_host_state **state, const struct fctl_link **secy)
+{
+	struct fctl_host_state *hs = NULL;
+	/* every VLAN and MACsec link: a name filter reads the links under a name, and the
+	 * SecY sits above the VLAN device */
+	int r = fctl_nl_read_state(nl, host, NULL, 0, &hs);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < hs->n_links; i++)
+		if (hs->links[i].kind == FCTL_LINK_MACSEC &&
+		    strcmp(hs->links[i].parent, vlan_if) == 0) {
+			*state = hs;
+			*secy = &hs->links[i];
+			return 0;
+		}
+	fctl_host_state_free(hs);
+	return -ENODEV;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+struct up_arg {
+	const struct fctl_mka_host_opts *o;
+	char *err;
+	size_t errlen;
+	unsigned started;
+};
+
+/* The addresses of this end go on the SecY wpa_supplicant created on the VLAN device. */
+static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, int old_ifindex)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	int r = -ENODEV;
+
+	/* wpa_supplicant creates it once its KaY runs (a second or so), a new one after a
+	 * reconfiguration: wait for one that is not old_ifindex; bounded, not timed */
+	for (int i = 0; i < 400 && r == -ENODEV; i++) {
+		r = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, &hs, &secy);
+		if (r == 0 && secy->ifindex == old_ifindex) {
+			fctl_host_state_free(hs);
+			hs = NULL;
+			r = -ENODEV;
+		}
+		if (r == -ENODEV)
+			sleep_ms(50);
+	}
+	if (r < 0) {
+		snprintf(a->err, a->errlen, "%s: wpa_supplicant created no MACsec device on it (%s)",
+			 port->ifname, strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < port->vlan->n_addrs && r == 0; i++) {
+		const struct fctl_addr_entry *ae = &port->vlan->addrs[i];
+		struct fctl_op op = { .kind = FCTL_OP_ADDR_ADD };
+		struct fctl_nl_err ne = { 0 };
+		bool have = false;
+
+		if (!ae->host || !ae->cidr || strcmp(ae->host, port->host) != 0)
+			continue;
+		for (size_t k = 0; k < secy->n_addrs; k++)
+			have |= strcmp(secy->addrs[k], ae->cidr) == 0;
+		if (have)
+			continue;
+		snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
+		op.addr = ae->cidr;
+		r = fctl_nl_exec(a->o->nl, &op, NULL, 0, &ne);
+		if (r < 0)
+			snprintf(a->err, a->errlen, "%s: address %s: %s", secy->name, ae->cidr,
+				 ne.msg[0] ? ne.msg : strerror(-r));
+	}
+	fctl_host_state_free(hs);
+	return r;
+}
+
+static int up_one(const struct fctl_mka_port *port, void *arg)
+{
+	struct up_arg *a = arg;
+	const struct fctl_macsec_policy *pol = port->pol;
+	struct fctl_key *cak = NULL;
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	char base[PATH_MAX], *abs;
+	int r, old;
+
+	abs = port->profile->dir ? realpath(port->profile->dir, NULL) : NULL;
+	snprintf(base, sizeof(base), "%s", abs ? abs : (port->profile->dir ? port->profile->dir : "."));
+	free(abs);
+	r = fetch_cak(a->o->keys, &pol->mka.primary, base, &cak, a->err, a->errlen);
+	if (r < 0)
+		return r;
+	struct fctl_mka_params mp = {
+		.ifname = port->ifname,
+		.run_dir = NULL,
+		.wpa_supplicant = a->o->wpa_supplicant,
+		.cak = cak,
+		.ckn = pol->mka.primary.ckn,
+		.priority = pol->mka.priority,
+		.must_secure = pol->must_secure,
+		.integrity_only = !pol->encrypt,
+		.replay_protect = pol->replay_protect,
+		.replay_window = pol->replay_window,
+		.port = pol->port,
+	};
+	old = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, &hs, &secy) == 0
+		      ? secy->ifindex
+		      : -1;
+	fctl_host_state_free(hs);
+	r = fctl_mka_start(&mp, a->err, a->errlen);
+	fctl_key_free(cak);
+	if (r < 0)
+		return r;
+	a->started++;
+	/* unchanged: the SecY stays; a (re)start removed the old one */
+	return address_secy(port, a, r == 0 ? -1 : old);
+}
+
+int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
+		     const struct fctl_mka_host_opts *o, unsigned *n_ports, char *err,
+		     size_t errlen)
+{
+	struct up_arg a = { .o = o, .err = err, .errlen = errlen };
+	int r = fctl_mka_host_each(p, host, up_one, &a);
+
+	if (n_ports)
+		*n_ports = a.started;
+	return r;
+}
+
+struct want_arg {
+	const char *name;
+	bool found;
+};
+
+static int is_port(const struct fctl_mka_port *port, void *arg)
+{
+	struct want_arg *w = arg;
+
+	if (strcmp(port->ifname, w->name) == 0)
+		w->found = true;
+	return 0;
+}
+
+int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned *n_stopped,
+			char *err, size_t errlen)
+{
+	DIR *d = opendir(FCTL_MKA_RUN_DIR);
+	struct dirent *de;
+	unsigned n = 0;
+	int r = 0;
+
+	while (d && (de = readdir(d))) {
+		struct want_arg w = { .name = de->d_name };
+
+		if (de->d_name[0] == '.')
+			continue;
+		fctl_mka_host_each(p, host, is_port, &w);
+		if (w.found)
+			continue;
+		r = fctl_mka_stop(de->d_name, NULL, err, errlen);
+		if (r < 0)
+			break;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n_stopped)
+		*n_stopped = n;
+	return r;
+}
