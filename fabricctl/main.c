@@ -401,7 +401,7 @@ static const struct cmd commands[] = {
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
 	  "       [--policy FILE] [--crl FILE] [--metrics ADDR:PORT] [--group NAME]\n"
 	  "       [--drift-interval DUR] [--drift-repair] [--state-dir DIR] [--host HOST]\n"
-	  "       [--profile-dir DIR]",
+	  "       [--profile-dir DIR] [--pull-dir DIR [--pull-file NAME]]",
 	  "Run the host's agent (docs/agent.md): it owns this host's applied state and\n"
 	  "history and serves 'fabricctl --target/--fabric' over a Unix socket (root or\n"
 	  "--group) and mutual TLS (roles viewer, operator, key-custodian from the client\n"
@@ -425,6 +425,10 @@ static const struct cmd commands[] = {
 	  "  --host HOST         the profile host this machine is (default: hostname)\n"
 	  "  --audit-log PATH    the agent's audit log (default $FCTL_AUDIT_LOG, else\n"
 	  "                      /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --pull-dir DIR      pull mode: apply each new version of DIR/profile.yaml (a\n"
+	  "                      mounted ConfigMap's symlink swap, a git checkout) as an\n"
+	  "                      apply request would; refused and failed ones are audited\n"
+	  "  --pull-file NAME    the profile's name in --pull-dir (default profile.yaml)\n"
 	  "  --max-connections N, --max-workers N, --max-frame BYTES, --max-buffered BYTES\n"
 	  "                      limits of the server; --timeout DUR per connection\n",
 	  "run this host's agent (remote requests, drift, metrics)" },
