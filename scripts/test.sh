@@ -170,6 +170,11 @@ if want lab; then
 	# wrong key and rotations asserted with PromQL, promtool on real scrapes
 	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/metrics.sh
+	# the agent's pull mode: a ConfigMap-style profile directory, new versions by the
+	# kubelet's ..data symlink swap: applied, an invalid one refused, a failing one
+	# rolled back (tests/lab/pull.sh, one VM)
+	suite lab-pull 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/pull.sh
 	# the kernels users run: the netlink and apply suites again on Debian's 6.12
 	# (docs/lab.md, "Kernels"); the suites above ran on the stock 6.1
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
@@ -190,7 +195,7 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
 	/var/tmp/fabricctl-lab-ci /var/tmp/fabricctl-lab-rotation /var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
-	/var/tmp/fabricctl-lab-package; do
+	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
