@@ -29,6 +29,11 @@ PKGS=(
 	# metrics: promtool (check metrics, check/test rules) and the server tests/metrics
 	# scrapes the agent with (started and stopped by the test, never as a service)
 	prometheus
+	# Slurm and munge for the node check's lab suite (tests/lab/slurm.sh: the daemons run
+	# only inside lab guests, with the test's own slurm.conf and munge key)
+	slurm-wlm munge
+	# the Kubernetes manifests, checked offline (tests/kubernetes/manifests.sh)
+	kubernetes-client yamllint
 )
 
 if [ "$(id -u)" -ne 0 ]; then

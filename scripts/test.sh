@@ -107,6 +107,9 @@ if want unit; then
 	# the metrics against promtool and a real Prometheus scraping an agent; the alert
 	# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
 	suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"
+	# the Kubernetes manifests (examples/kubernetes/) offline: yamllint, kubectl's offline
+	# configmap generation, the DaemonSet's structure and capabilities (no cluster)
+	suite kubernetes 300 sh tests/kubernetes/manifests.sh "$ROOT/build/fabricctl/fabricctl" "$ROOT"
 fi
 
 # 2. sanitizers: every unit and CLI test under ASan+UBSan
@@ -173,6 +176,11 @@ if want lab; then
 	# the agent's pull mode: a ConfigMap-style profile directory, new versions by the
 	# kubelet's ..data symlink swap: applied, an invalid one refused, a failing one
 	# rolled back (tests/lab/pull.sh, one VM)
+	# fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge
+	# in two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with
+	# the reason, the repair resumes it (tests/lab/slurm.sh)
+	suite lab-slurm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/slurm.sh
 	suite lab-pull 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
 		bash tests/lab/pull.sh
 	# the kernels users run: the netlink and apply suites again on Debian's 6.12
