@@ -105,7 +105,11 @@ static int slurm_act(const char *node, bool healthy, const char *why, char *acti
 	drained = strstr(state, "DRAIN") != NULL;
 	ours = strncmp(cur, SLURM_PREFIX, strlen(SLURM_PREFIX)) == 0;
 	if (healthy) {
-		if (!drained || !ours) {
+		if (drained && !ours) {
+			snprintf(action, alen, "none: drained by someone else (%s)", cur);
+			return 0;
+		}
+		if (!drained) {
 			snprintf(action, alen, "none (state %s)", state);
 			return 0;
 		}

@@ -103,6 +103,7 @@ none slurm-admin-drain-no-update
 node IDLE+DRAIN "maintenance [admin@2026-12-01T10:00:00]"
 slurm slurm-admin-drain-not-resumed 0 --slurm --node n1 --host h3 --state-dir "$S"
 none slurm-admin-drain-no-resume
+has slurm-admin-drain-says "none: drained by someone else (maintenance"
 node IDLE+DRAIN "fabricctl: SecY ms100 is down [root@2026-12-01T10:00:00]"
 slurm slurm-resume 0 --slurm --node n1 --host h3 --state-dir "$S"
 called slurm-resume-call "update nodename=n1 state=resume"
