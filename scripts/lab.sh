@@ -59,6 +59,11 @@ PACKAGES=(
 	timeout:coreutils
 	xz:xz-utils
 	zstd:zstd
+	# Slurm in the guests (tests/lab/slurm.sh): the guests run the host's binaries
+	slurmctld:slurmctld
+	slurmd:slurmd
+	scontrol:slurm-client
+	munged:munge
 )
 
 MAX_HOSTS=8

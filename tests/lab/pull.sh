@@ -43,6 +43,8 @@ finish() {
 	exit 1
 }
 trap finish EXIT
+# a suite stopped by a signal (test.sh's timeout) has not passed
+trap 'fail "signal" "stopped by a signal before the end"; exit 1' TERM INT HUP
 
 on() { "$LAB" exec --timeout 120 h1 -- "$@"; }
 
