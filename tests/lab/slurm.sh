@@ -97,6 +97,9 @@ MpiDefault=none
 ReturnToService=2
 SlurmctldTimeout=120
 SlurmdTimeout=300
+# the guests are emulated and share a busy machine: Slurm's default 10 s per message
+# timed out a job launch at a load average of 234 (a bound, not an assertion)
+MessageTimeout=60
 HealthCheckProgram=$W/healthcheck.sh
 HealthCheckInterval=10
 HealthCheckNodeState=ANY
