@@ -85,6 +85,7 @@ const char *cli_helper_path(const char *env, const char *build, const char *inst
 void cli_helper_missing(const char *cmd, const char *name, const char *env, const char *build,
 			const char *inst);
 int cmd_rotate(int argc, char **argv);
+int cmd_node_check(int argc, char **argv);
 /* fabricctl-keymgr (cmd_rotate.c), as cli_helper_path finds it ($FCTL_KEYMGR_BIN and this
  * build's only from the build tree, else the installed one); NULL when none is. */
 const char *cli_keymgr_path(void);

@@ -152,6 +152,8 @@ int cmd_agent(int argc, char **argv)
 		{ "max-frame", required_argument, NULL, 1 },
 		{ "max-buffered", required_argument, NULL, 1 },
 		{ "max-workers", required_argument, NULL, 1 },
+		{ "pull-dir", required_argument, NULL, 1 },
+		{ "pull-file", required_argument, NULL, 1 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -370,11 +370,38 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
 	  "write a signed, deterministic evidence bundle for auditors" },
+	{ "node-check", cmd_node_check,
+	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"
+	  "             [--netns NAME] [--host HOST] [--state-dir DIR]",
+	  "Check that this node is fit for jobs (docs/slurm.md): a profile is applied;\n"
+	  "every MACsec SecY it gives this host is present, up, protecting and encrypting\n"
+	  "with an active encoding SA; the applied profile has no drift; the last probe\n"
+	  "run (STATE_DIR/probe/last) passed its SLO; no key is older than its policy's\n"
+	  "cryptoperiod. Reads only; with --slurm it also drains or resumes the node.\n"
+	  "For Slurm's HealthCheckProgram and a prolog.\n"
+	  "\n"
+	  "  --max-probe-age DUR  a probe record is required and must be at most DUR old\n"
+	  "                   (e.g. 30m); without it a missing record is fine\n"
+	  "  --slurm          unhealthy: 'scontrol update nodename=NODE state=drain\n"
+	  "                   reason=\"fabricctl: WHY\"' (a node someone else drained is left\n"
+	  "                   alone); healthy: resume the node only when a reason starting\n"
+	  "                   with 'fabricctl:' drained it\n"
+	  "  --node NAME      the Slurm node name (default $SLURMD_NODENAME, else the short\n"
+	  "                   hostname)\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     the network namespace of the links\n"
+	  "  --state-dir DIR  history, probe and rotation records (default /var/lib/fabricctl)\n"
+	  "  --json           {host, healthy, failed, applied, profile, version, secys,\n"
+	  "                   checks: [{check, ok, link, ifname, text}], slurm: {node, action}}\n"
+	  "  -q, --quiet      no output unless the check could not run\n"
+	  "\n"
+	  "Exit: 0 healthy, 1 unhealthy, 2 usage or I/O error, or scontrol failed.\n",
+	  "check this node's MACsec links for a job scheduler (Slurm)" },
 	{ "agent", cmd_agent,
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
 	  "       [--policy FILE] [--crl FILE] [--metrics ADDR:PORT] [--group NAME]\n"
 	  "       [--drift-interval DUR] [--drift-repair] [--state-dir DIR] [--host HOST]\n"
-	  "       [--profile-dir DIR]",
+	  "       [--profile-dir DIR] [--pull-dir DIR [--pull-file NAME]]",
 	  "Run the host's agent (docs/agent.md): it owns this host's applied state and\n"
 	  "history and serves 'fabricctl --target/--fabric' over a Unix socket (root or\n"
 	  "--group) and mutual TLS (roles viewer, operator, key-custodian from the client\n"
@@ -398,6 +425,10 @@ static const struct cmd commands[] = {
 	  "  --host HOST         the profile host this machine is (default: hostname)\n"
 	  "  --audit-log PATH    the agent's audit log (default $FCTL_AUDIT_LOG, else\n"
 	  "                      /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --pull-dir DIR      pull mode: apply each new version of DIR/profile.yaml (a\n"
+	  "                      mounted ConfigMap's symlink swap, a git checkout) as an\n"
+	  "                      apply request would; refused and failed ones are audited\n"
+	  "  --pull-file NAME    the profile's name in --pull-dir (default profile.yaml)\n"
 	  "  --max-connections N, --max-workers N, --max-frame BYTES, --max-buffered BYTES\n"
 	  "                      limits of the server; --timeout DUR per connection\n",
 	  "run this host's agent (remote requests, drift, metrics)" },

@@ -31,6 +31,13 @@ PKGS=(
 	# metrics: promtool (check metrics, check/test rules) and the server tests/metrics
 	# scrapes the agent with (started and stopped by the test, never as a service)
 	prometheus
+	# Slurm and munge for the node check's lab suite (tests/lab/slurm.sh: the daemons run
+	# only inside lab guests, with the test's own slurm.conf and munge key)
+	slurm-wlm munge
+	# the Kubernetes manifests, checked offline (tests/kubernetes/manifests.sh); Debian's
+	# kubectl is kubernetes-client (left out below when a kubectl is already installed:
+	# another package's /usr/bin/kubectl would make dpkg refuse it)
+	kubernetes-client yamllint
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -40,6 +47,7 @@ fi
 missing=()
 for p in "${PKGS[@]}"; do
 	[ "${p:0:1}" = "#" ] && continue
+	[ "$p" = kubernetes-client ] && command -v kubectl >/dev/null && continue
 	# dpkg-query: installed and configured ("ii")
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
 		missing+=("$p")
@@ -52,5 +60,16 @@ fi
 echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# no service a package ships is started here (munge, slurmd, slurmctld, wpa_supplicant):
+# the tests run their daemons themselves, inside lab guests (invoke-rc.d's policy-rc.d)
+POLICY=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$POLICY" ]; then
+	printf '#!/bin/sh\nexit 101\n' >"$POLICY" && chmod 755 "$POLICY" && own_policy=1
+	trap '[ $own_policy = 1 ] && rm -f "$POLICY"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+rc=$?
+[ $own_policy = 1 ] && rm -f "$POLICY"
+[ $rc -eq 0 ] || { echo "deps.sh: apt-get install failed (exit $rc)" >&2; exit 1; }
 echo "deps.sh: installed ${#missing[@]} packages"

@@ -127,6 +127,9 @@ host_lane() {
 		# the metrics against promtool and a real Prometheus scraping an agent; the alert
 		# rules' unit tests and the Grafana dashboard's queries (tests/metrics/)
 		suite metrics 600 tests/metrics/metrics.sh "$ROOT/build"
+		# the Kubernetes manifests (examples/kubernetes/) offline: yamllint, kubectl's offline
+		# configmap generation, the DaemonSet's structure and capabilities (no cluster)
+		suite kubernetes 300 sh tests/kubernetes/manifests.sh "$ROOT/build/fabricctl/fabricctl" "$ROOT"
 	fi
 	# 2. sanitizers: every unit and CLI test under ASan+UBSan
 	if want asan; then
@@ -160,6 +163,11 @@ host_lane() {
 		# killed and restarted, interop with a hand-configured peer, the key server moving
 		suite lab-mka 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/mka.sh
+		# fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge
+		# in two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with
+		# the reason, the repair resumes it (tests/lab/slurm.sh)
+		suite lab-slurm 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/slurm.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 		if want asan; then
 			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -207,6 +215,11 @@ lab_lane() {
 		# wrong key and rotations asserted with PromQL, promtool on real scrapes
 		suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/metrics.sh
+		# the agent's pull mode: a ConfigMap-style profile directory, new versions by the
+		# kubelet's ..data symlink swap: applied, an invalid one refused, a failing one
+		# rolled back (tests/lab/pull.sh, one VM)
+		suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/pull.sh
 	fi
 }
 
@@ -265,7 +278,8 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-ci-root /var/tmp/fabricctl-lab-ci-tmp /var/tmp/fabricctl-lab-rotation \
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
-	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka; do
+	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka \
+	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary

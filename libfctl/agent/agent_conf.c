@@ -111,6 +111,8 @@ int fctl_agent_config_set(struct fctl_agent_config *c, const char *key, const ch
 		{ "profile_dir", offsetof(struct fctl_agent_config, profile_dir) },
 		{ "audit_log", offsetof(struct fctl_agent_config, audit_log) },
 		{ "worker_user", offsetof(struct fctl_agent_config, worker_user) },
+		{ "pull_dir", offsetof(struct fctl_agent_config, pull_dir) },
+		{ "pull_file", offsetof(struct fctl_agent_config, pull_file) },
 	};
 	unsigned mf;
 	int r;
@@ -208,7 +210,8 @@ void fctl_agent_config_release(struct fctl_agent_config *c)
 {
 	char **strs[] = { &c->socket_path, &c->group, &c->listen, &c->cert, &c->key,
 			  &c->ca, &c->policy, &c->crl, &c->metrics, &c->state_dir, &c->netns,
-			  &c->host, &c->profile_dir, &c->audit_log, &c->worker_user };
+			  &c->host, &c->profile_dir, &c->audit_log, &c->worker_user,
+			  &c->pull_dir, &c->pull_file };
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(strs); i++) {
 		free(*strs[i]);

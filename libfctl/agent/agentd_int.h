@@ -16,6 +16,7 @@
 #include "fctl/engine.h"
 #include "fctl/nl.h"
 #include "fctl/proto.h"
+#include "fctl/rotation.h"
 #include "fctl/tls.h"
 #include "fctl/util.h"
 
@@ -120,6 +121,8 @@ struct refusals {
 	uint64_t start_ms;       /* the interval began (armed) */
 };
 
+struct fctl_agentd_pull;
+
 struct agent {
 	const struct fctl_agent_ops *ops;
 	struct fctl_agent_config cfg;
@@ -143,6 +146,7 @@ struct agent {
 	int exe_fd;             /* the agent's own binary, re-executed by every worker */
 	uid_t worker_uid;       /* worker_user: what read-only workers run as */
 	gid_t worker_gid;
+	struct fctl_agentd_pull *pull; /* pull mode (agentd_pull.c), NULL = off */
 };
 
 /* What a worker is told besides its request (agentd_sandbox.c). */
@@ -303,5 +307,17 @@ void fctl_agentd_reload(struct agent *a);
  * "RELOADING=1" and "READY=1" around a reload, "STOPPING=1" on shutdown. A no-op
  * outside a Type=notify unit or in a build without libsystemd. */
 void fctl_agentd_notify(const char *state);
+
+/* --- agentd_pull.c: pull mode (pull_dir) --- */
+
+/* Watches cfg.pull_dir when set (inotify, a debounce timer, both in the epoll) and takes
+ * the version there now: 0, or a negative errno with err filled. */
+int fctl_agentd_pull_start(struct agent *a, char *err, size_t errlen);
+/* An epoll event: true when ptr was pull mode's (handled). */
+bool fctl_agentd_pull_event(struct agent *a, void *ptr);
+/* A reaped child: true when it was the apply of a pulled version (audited). */
+bool fctl_agentd_pull_reaped(struct agent *a, pid_t pid, int status);
+/* Teardown: stops its worker, closes its fds, removes its spool file. */
+void fctl_agentd_pull_stop(struct agent *a);
 
 #endif

@@ -73,6 +73,8 @@ struct fctl_agent_config {
 	unsigned max_buffered;     /* bytes of frames and responses held at once, in total */
 	unsigned max_workers;      /* request workers at once; more are refused */
 	char *worker_user;         /* read-only workers run as this user (default nobody) */
+	char *pull_dir;            /* pull mode: the profile directory watched, NULL = off */
+	char *pull_file;           /* the profile's name in it, NULL = profile.yaml */
 };
 
 void fctl_agent_config_init(struct fctl_agent_config *c);
