@@ -120,6 +120,27 @@ int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *ve
  * NULL) receives the response's output, NUL-terminated. */
 int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_buf *out, char *err,
 	    size_t errlen);
+/* One SA operation of a phase, for km_call_ops: m (type 10..15; ifname is set from e)
+ * to the agent of end e. Out: r (0 or negative errno), err naming the host, out (a dump's
+ * text), requests (the agent requests it took part in). */
+struct km_op {
+	struct km_end *e;
+	struct fctl_msg m;
+	int r;
+	char err[512];
+	struct fctl_buf out;
+	unsigned requests;
+};
+
+#define KM_BATCH_MAX 1024 /* records per sa-batch request (docs/protocol.md) */
+
+/* agents.c: ops[0..n) as one sa-batch request per agent endpoint (the records of an
+ * endpoint in their order; more than KM_BATCH_MAX in several), never resent. Returns the
+ * last failure (or 0); each op has its own result. km_ops_release frees the outputs. */
+int km_call_ops(struct km *k, struct km_op *ops, size_t n);
+void km_ops_release(struct km_op *ops, size_t n);
+/* The text of one SA dump into d (the RX side of the SC of peer_sci). */
+void km_parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d);
 /* metrics.c: the last run of cmd (rotate, recover) in node_exporter's textfile format,
  * replacing path atomically (a temporary file beside it, then a rename). res[n] may be
  * empty (a run that stopped before rotating); rc is the run's exit code. */

@@ -281,6 +281,17 @@ out:
 	return r;
 }
 
+bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c)
+{
+	struct pollfd p = { .fd = c ? c->fd : -1, .events = POLLIN };
+
+	if (!c || c->fd < 0)
+		return false;
+	if (c->ssl && SSL_pending(c->ssl) > 0)
+		return false;
+	return poll(&p, 1, 0) == 0; /* readable while idle: closed, or an alert */
+}
+
 void fctl_agent_conn_free(struct fctl_agent_conn *c)
 {
 	if (!c)
