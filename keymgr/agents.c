@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,12 +170,12 @@ static void call_batch(struct km *k, struct km_op *ops, const size_t *idx, size_
 	if (r == 0 && !c->conn) {
 		r = fctl_agent_connect(e->endpoint, k->tls, k->timeout_s, &c->conn, why, sizeof(why));
 		if (r == 0)
-			k->agent_connects++;
+			__atomic_fetch_add(&k->agent_connects, 1, __ATOMIC_RELAXED);
 	}
 	if (r == 0) {
 		req.sa_ops = (const uint8_t *)recs.data;
 		req.sa_ops_len = (uint32_t)recs.len;
-		k->agent_requests++;
+		__atomic_fetch_add(&k->agent_requests, 1, __ATOMIC_RELAXED);
 		r = fctl_agent_call(c->conn, &req, &resp, &frame, why, sizeof(why));
 		if (r < 0) { /* never resent: the journal decides */
 			fctl_agent_conn_free(c->conn);
@@ -211,41 +212,99 @@ static void call_batch(struct km *k, struct km_op *ops, const size_t *idx, size_
 	fctl_buf_release(&frame);
 }
 
+/* One request of a phase: records idx[0..n) of ops, all to one endpoint. */
+struct km_group {
+	struct km *k;
+	struct km_op *ops;
+	size_t *idx, n;
+};
+
+/* The pool's threads take the next group until none is left. */
+struct km_pool {
+	struct km_group *g;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct km_pool *p = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&p->mu);
+		i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->n)
+			return NULL;
+		call_batch(p->g[i].k, p->g[i].ops, p->g[i].idx, p->g[i].n);
+	}
+}
+
+/* The groups at most k->parallel at once (each endpoint's connection is its own). */
+static void run_groups(struct km *k, struct km_group *g, size_t n)
+{
+	struct km_pool p = { .g = g, .n = n };
+	unsigned want = k->parallel ? k->parallel : 1;
+	pthread_t th[KM_MAX_PARALLEL];
+	unsigned started = 0;
+
+	if (want > KM_MAX_PARALLEL)
+		want = KM_MAX_PARALLEL;
+	if (want > n)
+		want = (unsigned)n;
+	pthread_mutex_init(&p.mu, NULL);
+	for (unsigned t = 1; t < want; t++)
+		if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
+			started++;
+	pool_worker(&p); /* this thread too (alone when no thread could start) */
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&p.mu);
+}
+
 int km_call_ops(struct km *k, struct km_op *ops, size_t n)
 {
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	struct km_group *g = calloc(n ? n : 1, sizeof(*g));
 	bool *done = calloc(n ? n : 1, sizeof(*done));
+	size_t m = 0, ng = 0;
 	int worst = 0;
 
-	if (!idx || !done) {
+	if (!idx || !done || !g) {
 		free(idx);
 		free(done);
+		free(g);
 		return -ENOMEM;
 	}
-	/* one request per endpoint (in chunks of KM_BATCH_MAX), records in the given order */
+	/* one request per endpoint (in chunks of KM_BATCH_MAX), records in the given order;
+	 * every connection slot made here, before the pool's threads share k->conns */
 	for (size_t i = 0; i < n; i++) {
-		size_t m = 0;
-
 		if (done[i])
 			continue;
+		if (!conn_of(k, ops[i].e->endpoint)) {
+			worst = -ENOMEM;
+			break;
+		}
 		for (size_t j = i; j < n; j++) {
 			if (done[j] || strcmp(ops[j].e->endpoint, ops[i].e->endpoint) != 0)
 				continue;
 			done[j] = true;
+			if (!ng || g[ng - 1].n == KM_BATCH_MAX || j == i)
+				g[ng++] = (struct km_group){ k, ops, idx + m, 0 };
 			idx[m++] = j;
-			if (m == KM_BATCH_MAX) {
-				call_batch(k, ops, idx, m);
-				m = 0;
-			}
+			g[ng - 1].n++;
 		}
-		if (m)
-			call_batch(k, ops, idx, m);
 	}
-	for (size_t i = 0; i < n; i++)
+	if (worst == 0)
+		run_groups(k, g, ng);
+	for (size_t i = 0; i < n && worst == 0; i++)
 		if (ops[i].r < 0)
 			worst = ops[i].r;
 	free(idx);
 	free(done);
+	free(g);
 	return worst;
 }
 
