@@ -176,7 +176,12 @@ static void call_batch(struct km *k, struct km_op *ops, const size_t *idx, size_
 		req.sa_ops = (const uint8_t *)recs.data;
 		req.sa_ops_len = (uint32_t)recs.len;
 		__atomic_fetch_add(&k->agent_requests, 1, __ATOMIC_RELAXED);
+		/* --timeout is per KM_TIMEOUT_RECORDS records: the agent runs them one by one */
+		fctl_agent_conn_set_timeout(c->conn, k->timeout_s *
+					    (unsigned)(1 + n / KM_TIMEOUT_RECORDS));
 		r = fctl_agent_call(c->conn, &req, &resp, &frame, why, sizeof(why));
+		if (r == 0)
+			fctl_agent_conn_set_timeout(c->conn, k->timeout_s);
 		if (r < 0) { /* never resent: the journal decides */
 			fctl_agent_conn_free(c->conn);
 			c->conn = NULL;

@@ -135,6 +135,7 @@ struct km_op {
 };
 
 #define KM_BATCH_MAX 1024 /* records per sa-batch request (docs/protocol.md) */
+#define KM_TIMEOUT_RECORDS 16 /* an sa-batch waits --timeout per this many records */
 
 /* agents.c: ops[0..n) as one sa-batch request per agent endpoint (the records of an
  * endpoint in their order; more than KM_BATCH_MAX in several), never resent; k->parallel

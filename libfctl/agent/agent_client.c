@@ -281,6 +281,16 @@ out:
 	return r;
 }
 
+int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s)
+{
+	struct timeval tv = { .tv_sec = timeout_s ? timeout_s : 30 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
 bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c)
 {
 	struct pollfd p = { .fd = c ? c->fd : -1, .events = POLLIN };
