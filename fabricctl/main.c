@@ -243,19 +243,23 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab down\n",
 	  "run a lab of qemu VMs with Debian's stock kernel" },
 	{ "rotate", cmd_rotate,
-	  "rotate [LINK... | --all] [--compromised] [--json] --cert F --key F --ca F\n"
+	  "rotate [LINK... | --all] [--compromised] [--dry-run] [--json] --cert F --key F --ca F\n"
 	  "              [--agent HOST=ADDR:PORT]... [--state-dir DIR] [--audit-log PATH]\n"
-	  "              [--overlap SEC] PROFILE",
+	  "              [--overlap SEC] [--parallel N] PROFILE",
 	  "Rotates MACsec keys make-before-break on both ends of each link, through the\n"
 	  "agents (key-custodian certificate): new AN, RX SAs on both ends, TX SAs staged,\n"
 	  "confirmed from the dumps, switched, old SAs retired after the overlap window,\n"
-	  "then the old key version deactivated in the KMS. Several links go together:\n"
-	  "each is switched, one overlap wait covers all, then each is retired.\n"
+	  "then the old key version deactivated in the KMS. Several links go together,\n"
+	  "phase by phase, one request per agent and phase: all are switched, one\n"
+	  "overlap wait covers all, then all are retired.\n"
 	  "--compromised: no overlap, the old version marked compromised. --json: a\n"
 	  "result per link with each step's time, KMS operations and agent requests.\n"
 	  "Runs fabricctl-keymgr; see docs/rotation.md.\n"
 	  "  --all                    every protected link of the profile\n"
 	  "  --compromised            no overlap; the old key version is marked compromised\n"
+	  "  --dry-run                the plan only: links, order, requests per phase, waves,\n"
+	  "                           expected time; nothing contacted, nothing written\n"
+	  "  --parallel N             agents asked at once in each phase (default 8)\n"
 	  "\n"
 	  "  --cert F --key F --ca F  key-custodian identity for the agents\n"
 	  "  --agent HOST=ADDR:PORT   an agent endpoint (default: the profile's hosts[].agent)\n"

@@ -16,6 +16,7 @@ struct ssl_ctx_st;
 struct fctl_audit;
 
 #define KM_MAX_AGENTS 32
+#define KM_MAX_PARALLEL 256
 
 /* One end of a protected VLAN, as the profile renders it. */
 struct km_end {
@@ -81,6 +82,7 @@ struct km {
 	const char *agents[KM_MAX_AGENTS]; /* "HOST=ENDPOINT" overrides */
 	size_t n_agents;
 	unsigned timeout_s;
+	unsigned parallel; /* agents asked at once in a phase (--parallel, 1..KM_MAX_PARALLEL) */
 	bool compromised;
 	bool verbose;
 	struct fctl_profile *profile;
@@ -120,6 +122,44 @@ int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *ve
  * NULL) receives the response's output, NUL-terminated. */
 int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_buf *out, char *err,
 	    size_t errlen);
+/* One SA operation of a phase, for km_call_ops: m (type 10..15; ifname is set from e)
+ * to the agent of end e. Out: r (0 or negative errno), err naming the host, out (a dump's
+ * text), requests (the agent requests it took part in). */
+struct km_op {
+	struct km_end *e;
+	struct fctl_msg m;
+	int r;
+	char err[512];
+	struct fctl_buf out;
+	unsigned requests;
+};
+
+#define KM_BATCH_MAX 1024 /* records per sa-batch request (docs/protocol.md) */
+#define KM_TIMEOUT_RECORDS 16 /* an sa-batch waits --timeout per this many records */
+
+/* agents.c: ops[0..n) as one sa-batch request per agent endpoint (the records of an
+ * endpoint in their order; more than KM_BATCH_MAX in several), never resent; k->parallel
+ * endpoints at once, each on its own connection. Returns the
+ * last failure (or 0); each op has its own result. km_ops_release frees the outputs. */
+int km_call_ops(struct km *k, struct km_op *ops, size_t n);
+void km_ops_release(struct km_op *ops, size_t n);
+/* The text of one SA dump into d (the RX side of the SC of peer_sci). */
+void km_parse_dump(const char *text, uint64_t peer_sci, struct km_dump *d);
+/* plan.c: rotate --dry-run. The cost model of the expected time (bench/README.md gives
+ * the measured figures the defaults come from). */
+struct km_plan_model {
+	double request_ms; /* one sa-batch round trip, agent overhead included */
+	double record_ms;  /* one SA record at the agent (netlink, rotation record) */
+	double kms_ms;     /* one KMS fetch (prepare) */
+	double journal_ms; /* one journal line synced, per link and phase */
+};
+#define KM_PLAN_REQUEST_MS 30.0
+#define KM_PLAN_RECORD_MS 2.0
+#define KM_PLAN_KMS_MS 1.0
+#define KM_PLAN_JOURNAL_MS 0.2
+/* Prints the plan of rotating links[0..n) (text, or one JSON object) on stdout. */
+int km_plan_print(const struct km *k, struct km_link *const *links, size_t n,
+		  const struct km_plan_model *mo, bool json);
 /* metrics.c: the last run of cmd (rotate, recover) in node_exporter's textfile format,
  * replacing path atomically (a temporary file beside it, then a rename). res[n] may be
  * empty (a run that stopped before rotating); rc is the run's exit code. */

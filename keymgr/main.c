@@ -39,8 +39,8 @@
 /* options (globals of the program's main file only) */
 static const char *opt_cert, *opt_key, *opt_ca, *opt_state_dir = KM_STATE_DIR, *opt_audit;
 static const char *opt_textfile; /* --metrics-textfile */
-static bool opt_all, opt_json, opt_compromised;
-static unsigned opt_count, opt_timeout = 10;
+static bool opt_all, opt_json, opt_compromised, opt_dry_run;
+static unsigned opt_count, opt_timeout = 10, opt_parallel = 8;
 static double opt_cryptoperiod = -1, opt_overlap = -1;
 
 /* The name the user typed: fabricctl runs this program with argv[0] "fabricctl", and its
@@ -73,12 +73,16 @@ static void usage(FILE *f)
 	      "         --agent HOST=ADDR:PORT (default: the profile's hosts[].agent)\n"
 	      "         --state-dir DIR (default " KM_STATE_DIR ") --audit-log FILE\n"
 	      "         --timeout SEC (per agent request, default 10)\n"
+	      "         --parallel N (agents asked at once in each phase, 1..256, default 8)\n"
 	      "         --cryptoperiod SEC --overlap SEC (override the profile's key policy)\n"
 	      "         --json (rotate, status: one JSON object / array on stdout)\n"
+	      "         --dry-run (rotate: the plan only: links, order, requests per phase,\n"
+	      "           waves, expected time; no agent or KMS asked, nothing written)\n"
 	      "         --metrics-textfile PATH (rotate, recover: the run in node_exporter's\n"
 	      "           textfile format, written atomically)\n"
-	      "rotate takes the links together: each through prepare..switch, one overlap\n"
-	      "wait for all of them, then each link's check and retirement.\n"
+	      "rotate takes the links together, phase by phase (prepare, install-rx, stage-tx,\n"
+	      "confirm, switch), one request per agent and phase, one overlap wait for all\n"
+	      "of them, then the check and retirement of all.\n"
 	      "LINK is PROFILE-LINK.VLAN-ID as `status` prints it, e.g. h1-h2.100.\n"
 	      "Exit: 0 rotated (or nothing to do), 1 rolled back (old key still in use),\n"
 	      "2 usage or environment, 3 failed with the journal kept (rerun: recover).\n",
@@ -323,7 +327,8 @@ static int watch(struct km *k)
 				last[due[j] - k->links] = t0;
 			done += (unsigned)n_due;
 		}
-		km_close_conns(k);
+		/* the connections stay open across wake-ups (reopened when an agent's idle
+		 * timeout closed them) */
 		if (stop || (opt_count && done >= opt_count))
 			break;
 		for (size_t i = 0; i < k->n_links; i++)
@@ -478,6 +483,17 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 		kerr("%s: name a link (see status) or --all\n", cmd);
 		rc = 2;
 	}
+	if (rc == 0 && opt_dry_run) {
+		/* measured in the lab (bench/README.md, "Rotation at fabric scale") */
+		static const struct km_plan_model mo = { .request_ms = KM_PLAN_REQUEST_MS,
+			.record_ms = KM_PLAN_RECORD_MS, .kms_ms = KM_PLAN_KMS_MS,
+			.journal_ms = KM_PLAN_JOURNAL_MS };
+
+		rc = km_plan_print(k, sel, n, &mo, opt_json) < 0 ? 2 : 0;
+		free(sel);
+		free(res);
+		return rc;
+	}
 	if (rc == 0 && recover) {
 		for (size_t i = 0; i < n; i++) {
 			int r = km_recover(k, sel[i]);
@@ -545,6 +561,7 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 	}
 	k->state_dir = opt_state_dir;
 	k->timeout_s = opt_timeout;
+	k->parallel = opt_parallel;
 	k->compromised = opt_compromised;
 	if ((!opt_cert || !opt_key || !opt_ca) && !(opt_cert == NULL && opt_key == NULL)) {
 		kerr("--cert, --key and --ca go together\n");
@@ -559,9 +576,30 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 		kerr("%s\n", err);
 		return 2;
 	}
-	/* a rotation nobody can account for is refused */
-	if (strcmp(cmd, "status") != 0 && open_audit(k) < 0)
+	/* a rotation nobody can account for is refused; a plan changes nothing */
+	if (strcmp(cmd, "status") != 0 && !opt_dry_run && open_audit(k) < 0)
 		return 2;
+	return 0;
+}
+
+static void signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_term };
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int parse_parallel(const char *s)
+{
+	uint64_t v;
+
+	if (fctl_parse_u64(s, &v) < 0 || v < 1 || v > KM_MAX_PARALLEL) {
+		kerr("--parallel expects 1..%d\n", KM_MAX_PARALLEL);
+		return -1;
+	}
+	opt_parallel = (unsigned)v;
 	return 0;
 }
 
@@ -575,10 +613,12 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "audit-log", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "parallel", required_argument, NULL, 'p' },
 		{ "cryptoperiod", required_argument, NULL, 'P' },
 		{ "overlap", required_argument, NULL, 'O' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "all", no_argument, NULL, 'A' },
+		{ "dry-run", no_argument, NULL, 'D' },
 		{ "compromised", no_argument, NULL, 'X' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "metrics-textfile", required_argument, NULL, 'M' },
@@ -587,15 +627,12 @@ int main(int argc, char **argv)
 	};
 	struct km k = { 0 };
 	struct fctl_diags d = { 0 };
-	struct sigaction sa = { .sa_handler = on_term };
 	const char *cmd = NULL, *profile;
 	int cmd_at = 0;
 	int c, rc = 0, r;
 
-	if (argc > 0 && argv[0] && strcmp(argv[0], "fabricctl") == 0) {
-		km_prog = "fabricctl";
-		km_via_fabricctl = true;
-	}
+	if (argc > 0 && argv[0] && strcmp(argv[0], "fabricctl") == 0)
+		km_prog = "fabricctl", km_via_fabricctl = true;
 	r = fctl_kms_register();
 	if (r < 0) {
 		kerr("cannot register the KMS backends: %s\n", strerror(-r));
@@ -638,10 +675,12 @@ int main(int argc, char **argv)
 		case 's': opt_state_dir = optarg; break;
 		case 'l': opt_audit = optarg; break;
 		case 't': opt_timeout = (unsigned)atoi(optarg); break;
+		case 'p': if (parse_parallel(optarg) < 0) return 2; break;
 		case 'P': opt_cryptoperiod = atof(optarg); break;
 		case 'O': opt_overlap = atof(optarg); break;
 		case 'n': opt_count = (unsigned)atoi(optarg); break;
 		case 'A': opt_all = true; break;
+		case 'D': opt_dry_run = true; break;
 		case 'X': opt_compromised = true; break;
 		case 'j': opt_json = true; break;
 		case 'M': opt_textfile = optarg; break;
@@ -661,9 +700,7 @@ int main(int argc, char **argv)
 	}
 	profile = argv[argc - 1];
 	harden();
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signals();
 	rc = setup(&k, &d, cmd, profile);
 	if (rc)
 		goto out;
@@ -675,7 +712,7 @@ int main(int argc, char **argv)
 		rc = rotate_or_recover(&k, cmd, argv + optind, argc - 1 - optind);
 	}
 out:
-	if (strcmp(cmd, "rotate") == 0 || strcmp(cmd, "recover") == 0)
+	if ((strcmp(cmd, "rotate") == 0 || strcmp(cmd, "recover") == 0) && !opt_dry_run)
 		textfile(cmd, NULL, 0, rc, 0); /* a run that stopped before rotating */
 	close_audit(&k);
 	km_links_free(&k);

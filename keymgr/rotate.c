@@ -20,7 +20,7 @@
 #include "fctl/audit.h"
 #include "fctl/keys.h"
 #include "fctl/rotation.h"
-#include "keymgr.h"
+#include "rot.h"
 
 static const char *const step_name[KM_N_STEPS] = {
 	"prepare", "install-rx", "stage-tx", "confirm", "switch", "overlap", "retire", "rollback",
@@ -31,20 +31,6 @@ const char *km_step_name(enum km_step s)
 	return s < KM_N_STEPS ? step_name[s] : "?";
 }
 
-struct rot {
-	unsigned old_an, new_an;
-	uint32_t old_version, new_version;
-	char kcv[7];
-	enum km_step last;
-	char steps[256];
-	/* the report: step times and counters at the start of the rotation */
-	double step_ms[KM_N_STEPS];
-	struct timespec t_step;
-	unsigned kms_ops, agent_requests; /* this link's own, in a batch too */
-	/* after the switch: counters at the start of the overlap, when they could be read */
-	bool have_base;
-	struct km_dump base[2];
-};
 
 static double ms_since(const struct timespec *t)
 {
@@ -98,203 +84,6 @@ void km_audit(struct km *k, const struct km_link *l, const char *action, const c
 	}
 }
 
-/* --- journal -------------------------------------------------------------- */
-
-static void jpath(const struct km *k, const struct km_link *l, const char *what, char *out,
-		  size_t len)
-{
-	snprintf(out, len, "%s/%s-%s", k->state_dir, what, l->name);
-}
-
-static int append_sync(const char *path, const char *line)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	size_t n = strlen(line);
-	int r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, line, n) != (ssize_t)n || fdatasync(fd) < 0)
-		r = errno ? -errno : -EIO;
-	close(fd);
-	return r;
-}
-
-static void test_hook(const struct km *k, enum km_step s)
-{
-#ifdef FCTL_TEST_HOOKS /* test builds only */
-	const char *h = getenv("FCTL_KEYMGR_TEST_HOOK"); /* "STEP:kill" or "STEP:pause:SEC" */
-	size_t n = strlen(step_name[s]);
-	char marker[4200];
-
-	if (!h || strncmp(h, step_name[s], n) != 0 || h[n] != ':')
-		return;
-	if (strcmp(h + n + 1, "kill") == 0)
-		raise(SIGKILL);
-	if (strncmp(h + n + 1, "pause:", 6) == 0) {
-		snprintf(marker, sizeof(marker), "%s/paused-%s", k->state_dir, step_name[s]);
-		close(open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-		sleep((unsigned)atoi(h + n + 7));
-		unlink(marker);
-	}
-#endif
-}
-
-/* Written (and synced) before the step is taken. */
-static int journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s)
-{
-	char path[4200], line[128];
-	int r;
-
-	jpath(k, l, "journal", path, sizeof(path));
-	snprintf(line, sizeof(line), "step %s %ld\n", step_name[s], (long)time(NULL));
-	r = append_sync(path, line);
-	if (r < 0) {
-		km_audit(k, l, "key-rotation", "failed", NULL, NULL,
-			 "cannot write the journal %s: %s", path, strerror(-r));
-		return r;
-	}
-	rt->last = s;
-	if (strlen(rt->steps) + 16 < sizeof(rt->steps))
-		snprintf(rt->steps + strlen(rt->steps), sizeof(rt->steps) - strlen(rt->steps),
-			 "%s%s", rt->steps[0] ? "," : "", step_name[s]);
-	test_hook(k, s);
-	return 0;
-}
-
-static int journal_begin(struct km *k, const struct km_link *l, struct rot *rt)
-{
-	char path[4200], line[256];
-
-	if (mkdir(k->state_dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	jpath(k, l, "journal", path, sizeof(path));
-	snprintf(line, sizeof(line),
-		 "begin old_an %u old_version %" PRIu32 " new_an %u new_version %" PRIu32
-		 " time %ld\n", rt->old_an, rt->old_version, rt->new_an, rt->new_version,
-		 (long)time(NULL));
-	unlink(path);
-	return append_sync(path, line);
-}
-
-static int journal_read(struct km *k, const struct km_link *l, struct rot *rt)
-{
-	char path[4200], line[256], name[32];
-	bool begun = false;
-	FILE *f;
-
-	jpath(k, l, "journal", path, sizeof(path));
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	memset(rt, 0, sizeof(*rt));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "begin old_an %u old_version %" SCNu32 " new_an %u new_version %" SCNu32,
-			   &rt->old_an, &rt->old_version, &rt->new_an, &rt->new_version) == 4) {
-			begun = true;
-			rt->last = KM_PREPARE;
-		} else if (sscanf(line, "step %31s", name) == 1) {
-			for (int s = 0; s < KM_N_STEPS; s++)
-				if (strcmp(name, step_name[s]) == 0)
-					rt->last = (enum km_step)s;
-			if (strlen(rt->steps) + strlen(name) + 2 < sizeof(rt->steps))
-				snprintf(rt->steps + strlen(rt->steps),
-					 sizeof(rt->steps) - strlen(rt->steps), "%s%s",
-					 rt->steps[0] ? "," : "", name);
-		}
-	}
-	fclose(f);
-	return begun && rt->old_an < FCTL_MAX_AN && rt->new_an < FCTL_MAX_AN ? 0 : -EBADMSG;
-}
-
-/* The journal ends: one history line, then the journal goes. */
-static void journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
-			const char *result)
-{
-	char path[4200], line[600];
-
-	snprintf(line, sizeof(line),
-		 "%ld %s %s old_an %u old_version %" PRIu32 " new_an %u new_version %" PRIu32
-		 " kcv %s steps %s\n", (long)time(NULL), l->name, result, rt->old_an,
-		 rt->old_version, rt->new_an, rt->new_version, rt->kcv[0] ? rt->kcv : "-",
-		 rt->steps[0] ? rt->steps : "-");
-	snprintf(path, sizeof(path), "%s/rotations.log", k->state_dir);
-	append_sync(path, line);
-	jpath(k, l, "journal", path, sizeof(path));
-	unlink(path);
-}
-
-/* --- keymgr's record of the current key per link ---------------------------- */
-
-/* STATE/current-LINK: "an A version V time T [kcv K keyid ID]". The check value of the
- * key in use (ID: the KEYID of the reference it came from) lets the next rotation refuse a
- * KMS that hands out the same key again without fetching the old key a second time. */
-static int read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
-			uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN])
-{
-	char path[4200], line[256], kc[16] = "", kid[64] = "";
-	unsigned a;
-	uint32_t v;
-	uint64_t t;
-	FILE *f;
-	int n;
-
-	jpath(k, l, "current", path, sizeof(path));
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	n = fgets(line, sizeof(line), f) ? sscanf(line, "an %u version %" SCNu32 " time %" SCNu64
-						   " kcv %15s keyid %63s", &a, &v, &t, kc, kid) : 0;
-	fclose(f);
-	if (n < 3 || a >= FCTL_MAX_AN)
-		return -EBADMSG;
-	*an = a;
-	*version = v;
-	*when = t;
-	if (kcv) {
-		kcv[0] = 0;
-		if (n == 5 && strlen(kc) == 6 && fctl_parse_hex(kid, keyid, FCTL_KEYID_LEN) == 0)
-			snprintf(kcv, 7, "%s", kc);
-	}
-	return 0;
-}
-
-int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
-	       uint64_t *when)
-{
-	return read_current(k, l, an, version, when, NULL, NULL);
-}
-
-static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN]);
-
-static void set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version,
-			const char *kcv)
-{
-	char path[4200], tmp[4300], line[200], kid[2 * FCTL_KEYID_LEN + 1];
-	uint8_t id[FCTL_KEYID_LEN];
-	int n;
-
-	jpath(k, l, "current", path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	ref_keyid(l, version, id);
-	fctl_format_hex(id, FCTL_KEYID_LEN, kid);
-	n = snprintf(line, sizeof(line), "an %u version %" PRIu32 " time %ld", an, version,
-		     (long)time(NULL));
-	if (kcv && kcv[0])
-		n += snprintf(line + n, sizeof(line) - (size_t)n, " kcv %s keyid %s", kcv, kid);
-	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
-	/* best effort: the journal, not this summary, is what recovery trusts */
-	(void)fctl_file_replace(path, tmp, line, (size_t)n, 0600, 0);
-}
-
-static void ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN])
-{
-	struct fctl_keyref r = l->ref;
-
-	r.version = version;
-	fctl_keyid_from_ref(&r, out);
-}
-
 /* An AN-only request; switch and encoding-sa also name the key (version + KEYID), which
  * the agent keeps in its rotation record. */
 static int req_an(struct km *k, const struct km_link *l, struct km_end *e, uint8_t type,
@@ -305,7 +94,7 @@ static int req_an(struct km *k, const struct km_link *l, struct km_end *e, uint8
 
 	if (type != FCTL_MSG_SA_RETIRE) {
 		m.key_version = version;
-		ref_keyid(l, version, keyid);
+		km_ref_keyid(l, version, keyid);
 		m.keyid = keyid;
 		m.present |= FCTL_HAS_KEY_VERSION | FCTL_HAS_KEYID;
 	}
@@ -346,7 +135,7 @@ static int rollback(struct km *k, struct km_link *l, struct rot *rt, bool switch
 	char err[700] = "";
 	int r = 0;
 
-	if (journal_step(k, l, rt, KM_ROLLBACK) < 0)
+	if (km_journal_step(k, l, rt, KM_ROLLBACK) < 0)
 		return -EIO;
 	if (switched)
 		for (int i = 0; i < 2; i++)
@@ -357,7 +146,7 @@ static int rollback(struct km *k, struct km_link *l, struct rot *rt, bool switch
 		r = -EIO;
 	mark(rt, KM_ROLLBACK);
 	if (r == 0) {
-		journal_end(k, l, rt, "rolled-back");
+		km_journal_end(k, l, rt, "rolled-back");
 		km_audit(k, l, "key-rotation", "rolled-back", rt->kcv[0] ? rt->kcv : NULL, NULL,
 			 "an %u -> %u, version %" PRIu32 " -> %" PRIu32 " undone (%s); old key in use: %s",
 			 rt->old_an, rt->new_an, rt->old_version, rt->new_version,
@@ -418,57 +207,44 @@ static int activate_due(struct km *k, struct km_link *l, uint32_t version)
 	return t;
 }
 
-static int install(struct km *k, struct km_link *l, struct rot *rt, const struct fctl_key *key,
-		   bool rx, char *err, size_t errlen)
+/* The install (rx) or stage request of the new key for end i; keyid and salt in rt. */
+static void install_msg(const struct km_link *l, struct rot *rt, const struct fctl_key *key,
+			bool rx, int i, struct fctl_msg *m)
 {
-	uint8_t keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN];
+	const struct km_end *e = &l->end[i];
 	struct fctl_keyref ref = l->ref;
 
 	ref.version = rt->new_version;
-	fctl_keyid_from_ref(&ref, keyid);
-	fctl_salt_from_ref(&ref, salt);
-	for (int i = 0; i < 2; i++) {
-		struct km_end *e = &l->end[i];
-		struct fctl_msg m = {
-			.type = rx ? FCTL_MSG_RXSA_INSTALL : FCTL_MSG_TXSA_STAGE,
-			.an = rt->new_an,
-			.pn = 1,
-			.key = key->bytes,
-			.key_len = (uint32_t)key->len,
-			.keyid = keyid,
-			.key_version = rt->new_version,
-			.present = FCTL_HAS_AN | FCTL_HAS_PN | FCTL_HAS_KEY | FCTL_HAS_KEYID |
-				   FCTL_HAS_KEY_VERSION,
-		};
-		int r;
-
-		if (rx) {
-			m.sci = e->peer_sci;
-			m.present |= FCTL_HAS_SCI;
-		}
-		if (fctl_cipher_is_xpn(l->cipher)) {
-			m.ssci = rx ? 3 - e->ssci : e->ssci;
-			m.salt = salt;
-			m.present |= FCTL_HAS_SSCI | FCTL_HAS_SALT;
-		}
-		r = km_call(k, e, &m, NULL, err, errlen);
-		if (r < 0)
-			return r;
+	fctl_keyid_from_ref(&ref, rt->new_keyid);
+	fctl_salt_from_ref(&ref, rt->salt);
+	memset(m, 0, sizeof(*m));
+	m->type = rx ? FCTL_MSG_RXSA_INSTALL : FCTL_MSG_TXSA_STAGE;
+	m->an = rt->new_an;
+	m->pn = 1;
+	m->key = key->bytes;
+	m->key_len = (uint32_t)key->len;
+	m->keyid = rt->new_keyid;
+	m->key_version = rt->new_version;
+	m->present = FCTL_HAS_AN | FCTL_HAS_PN | FCTL_HAS_KEY | FCTL_HAS_KEYID |
+		     FCTL_HAS_KEY_VERSION;
+	if (rx) {
+		m->sci = e->peer_sci;
+		m->present |= FCTL_HAS_SCI;
 	}
-	return 0;
+	if (fctl_cipher_is_xpn(l->cipher)) {
+		m->ssci = rx ? 3 - e->ssci : e->ssci;
+		m->salt = rt->salt;
+		m->present |= FCTL_HAS_SSCI | FCTL_HAS_SALT;
+	}
 }
 
 /* Both ends show the new RX SA active and the new TX SA staged, with the new KEYID. */
-static int confirm(struct km *k, struct km_link *l, const struct rot *rt, char *err,
-		   size_t errlen)
+static int confirm_check(const struct km_link *l, const struct rot *rt, const struct km_dump *d,
+			 char *err, size_t errlen)
 {
-	struct km_dump d[2];
 	uint8_t keyid[FCTL_KEYID_LEN];
-	int r = km_dump_link(k, l, d, err, errlen);
 
-	if (r < 0)
-		return r;
-	ref_keyid(l, rt->new_version, keyid);
+	km_ref_keyid(l, rt->new_version, keyid);
 	for (int i = 0; i < 2; i++) {
 		const struct km_sa *rx = &d[i].rx[rt->new_an], *tx = &d[i].tx[rt->new_an];
 
@@ -502,7 +278,7 @@ static void kms_retire(struct km *k, struct km_link *l, const struct rot *rt)
 		snprintf(path, sizeof(path), "%s/compromised", k->state_dir);
 		snprintf(line, sizeof(line), "%ld %s %s %" PRIu32 "\n", (long)time(NULL),
 			 l->ref.backend, l->ref.id, rt->old_version);
-		append_sync(path, line);
+		km_append_sync(path, line);
 	}
 	old.version = rt->old_version;
 	t = fctl_key_transition(&old, tr, why, sizeof(why));
@@ -522,63 +298,71 @@ static int overlap_begin(struct km *k, struct km_link *l, struct rot *rt, bool c
 {
 	char err[700];
 
-	if (journal_step(k, l, rt, KM_OVERLAP) < 0)
+	if (km_journal_step(k, l, rt, KM_OVERLAP) < 0)
 		return -EIO;
 	rt->have_base = check && !k->compromised && km_dump_link(k, l, rt->base, err, sizeof(err)) == 0;
 	mark(rt, KM_OVERLAP);
 	return 0;
 }
 
-/* The overlap has passed: any frame refused on either end during it takes the link back
- * to the old key; otherwise the old SAs go and the rotation commits. 0 committed, 1
- * rolled back, <0 failed (journal kept). */
-static int overlap_end(struct km *k, struct km_link *l, struct rot *rt)
+/* The overlap has passed: any frame refused on either end during it (d: the dumps after
+ * it, NULL when they could not be read) takes the link back to the old key. 0 go on to
+ * retire (old/new ok: the RX SAs' packets during the overlap), 1 rolled back, <0 failed. */
+static int overlap_judge(struct km *k, struct km_link *l, struct rot *rt, const struct km_dump *d,
+			 uint64_t *old_ok, uint64_t *new_ok)
 {
-	char err[700] = "";
-	struct km_dump d[2];
-	uint64_t old_ok = 0, new_ok = 0;
+	*old_ok = *new_ok = 0;
+	for (int i = 0; rt->have_base && d && i < 2; i++) {
+		const struct km_dump *b = &rt->base[i];
 
-	mark_reset(rt); /* the wait is not the step's work */
-	if (rt->have_base && km_dump_link(k, l, d, err, sizeof(err)) == 0) {
-		for (int i = 0; i < 2; i++) {
-			const struct km_dump *b = &rt->base[i];
+		if (d[i].sc_not_valid > b->sc_not_valid ||
+		    d[i].sc_not_using_sa > b->sc_not_using_sa ||
+		    d[i].sc_unused_sa > b->sc_unused_sa || d[i].sc_invalid > b->sc_invalid) {
+			char why[300];
 
-			if (d[i].sc_not_valid > b->sc_not_valid ||
-			    d[i].sc_not_using_sa > b->sc_not_using_sa ||
-			    d[i].sc_unused_sa > b->sc_unused_sa || d[i].sc_invalid > b->sc_invalid) {
-				char why[300];
-
-				snprintf(why, sizeof(why),
-					 "%s: frames refused during the overlap (not_valid +%" PRIu64
-					 ", not_using_sa +%" PRIu64 ", unused_sa +%" PRIu64 ")",
-					 l->end[i].host, d[i].sc_not_valid - b->sc_not_valid,
-					 d[i].sc_not_using_sa - b->sc_not_using_sa,
-					 d[i].sc_unused_sa - b->sc_unused_sa);
-				mark(rt, KM_OVERLAP);
-				return rollback(k, l, rt, true, why) == 0 ? 1 : -EIO;
-			}
-			old_ok += d[i].rx[rt->old_an].ok - b->rx[rt->old_an].ok;
-			new_ok += d[i].rx[rt->new_an].ok - b->rx[rt->new_an].ok;
+			snprintf(why, sizeof(why),
+				 "%s: frames refused during the overlap (not_valid +%" PRIu64
+				 ", not_using_sa +%" PRIu64 ", unused_sa +%" PRIu64 ")",
+				 l->end[i].host, d[i].sc_not_valid - b->sc_not_valid,
+				 d[i].sc_not_using_sa - b->sc_not_using_sa,
+				 d[i].sc_unused_sa - b->sc_unused_sa);
+			mark(rt, KM_OVERLAP);
+			return rollback(k, l, rt, true, why) == 0 ? 1 : -EIO;
 		}
+		*old_ok += d[i].rx[rt->old_an].ok - b->rx[rt->old_an].ok;
+		*new_ok += d[i].rx[rt->new_an].ok - b->rx[rt->new_an].ok;
 	}
 	mark(rt, KM_OVERLAP);
-	if (journal_step(k, l, rt, KM_RETIRE) < 0)
-		return -EIO;
-	for (int i = 0; i < 2; i++) {
-		struct km_end *e = &l->end[i];
+	return km_journal_step(k, l, rt, KM_RETIRE) < 0 ? -EIO : 0;
+}
 
-		if (req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, &e->peer_sci, err,
-			   sizeof(err)) < 0 ||
-		    req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->old_an, 0, NULL, err, sizeof(err)) < 0) {
-			km_audit(k, l, "key-rotation", "failed", rt->kcv[0] ? rt->kcv : NULL, NULL,
-				 "new key in use on both ends, old SAs not retired yet (journal kept): %s",
-				 err);
-			mark(rt, KM_RETIRE);
-			return -EIO;
-		}
+/* The retire requests of end i: the old RX SA (of the peer's SC), then the old TX SA. */
+static void retire_msgs(const struct rot *rt, const struct km_end *e, struct fctl_msg m[2])
+{
+	memset(m, 0, 2 * sizeof(*m));
+	for (int j = 0; j < 2; j++) {
+		m[j].type = FCTL_MSG_SA_RETIRE;
+		m[j].an = rt->old_an;
+		m[j].present = FCTL_HAS_AN;
 	}
-	journal_end(k, l, rt, "committed");
-	set_current(k, l, rt->new_an, rt->new_version, rt->kcv);
+	m[0].sci = e->peer_sci;
+	m[0].present |= FCTL_HAS_SCI;
+}
+
+/* Both ends retired the old SAs (err: why not, when retired is false): the rotation
+ * commits. 0 committed, <0 failed (journal kept). */
+static int commit(struct km *k, struct km_link *l, struct rot *rt, bool retired, const char *err,
+		  uint64_t old_ok, uint64_t new_ok)
+{
+	if (!retired) {
+		km_audit(k, l, "key-rotation", "failed", rt->kcv[0] ? rt->kcv : NULL, NULL,
+			 "new key in use on both ends, old SAs not retired yet (journal kept): %s",
+			 err);
+		mark(rt, KM_RETIRE);
+		return -EIO;
+	}
+	km_journal_end(k, l, rt, "committed");
+	km_set_current(k, l, rt->new_an, rt->new_version, rt->kcv);
 	km_audit(k, l, "key-rotation", "committed", rt->kcv[0] ? rt->kcv : NULL, NULL,
 		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s; steps %s; overlap rx ok "
 		 "old an %" PRIu64 ", new an %" PRIu64, rt->old_an, rt->new_an, rt->old_version,
@@ -596,11 +380,36 @@ static int overlap_end(struct km *k, struct km_link *l, struct rot *rt)
 	return 0;
 }
 
+/* overlap_judge and commit for one link, with its own requests (recovery). */
+static int overlap_end(struct km *k, struct km_link *l, struct rot *rt)
+{
+	char err[700] = "";
+	struct km_dump d[2];
+	uint64_t old_ok, new_ok;
+	bool ok = true;
+	int r;
+
+	mark_reset(rt); /* the wait is not the step's work */
+	r = overlap_judge(k, l, rt,
+			  rt->have_base && km_dump_link(k, l, d, err, sizeof(err)) == 0 ? d : NULL,
+			  &old_ok, &new_ok);
+	if (r != 0)
+		return r;
+	for (int i = 0; i < 2 && ok; i++) {
+		struct fctl_msg m[2];
+
+		retire_msgs(rt, &l->end[i], m);
+		ok = km_call(k, &l->end[i], &m[0], NULL, err, sizeof(err)) == 0 &&
+		     km_call(k, &l->end[i], &m[1], NULL, err, sizeof(err)) == 0;
+	}
+	return commit(k, l, rt, ok, err, old_ok, new_ok);
+}
+
 static int do_switch(struct km *k, struct km_link *l, struct rot *rt)
 {
 	char err[700];
 
-	if (journal_step(k, l, rt, KM_SWITCH) < 0)
+	if (km_journal_step(k, l, rt, KM_SWITCH) < 0)
 		return -EIO;
 	for (int i = 0; i < 2; i++)
 		if (req_an(k, l, &l->end[i], FCTL_MSG_TXSA_SWITCH, rt->new_an, rt->new_version, NULL,
@@ -633,7 +442,7 @@ static void result_of(struct km *k, const struct km_link *l, const struct rot *r
 int km_recover(struct km *k, struct km_link *l)
 {
 	struct rot rt;
-	int r = journal_read(k, l, &rt);
+	int r = km_journal_read(k, l, &rt);
 
 	if (r == -ENOENT)
 		return 0;
@@ -661,13 +470,14 @@ int km_recover(struct km *k, struct km_link *l)
 	return overlap_end(k, l, &rt) < 0 ? -EIO : 0;
 }
 
-/* Everything up to and including the switch on both ends. 0: switched (the overlap is
- * journaled and its counters read); 1: rolled back; <0: failed. */
-static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
+/* Prepare, after the dumps d of both ends: the ends agree on the key in use, the journal
+ * begins, the new key comes from the KMS and is not the one in use. 0 with *out (the
+ * caller frees it), 1 rolled back (nothing changed), <0 failed. */
+static int prepare_link(struct km *k, struct km_link *l, struct rot *rt, const struct km_dump *d,
+			struct fctl_key **out)
 {
 	struct fctl_key *key = NULL, *old = NULL;
 	uint8_t keyid[FCTL_KEYID_LEN];
-	struct km_dump d[2];
 	char err[700] = "", cur_kcv[7] = "";
 	uint8_t cur_keyid[FCTL_KEYID_LEN];
 	unsigned cur_an;
@@ -675,20 +485,9 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	uint64_t when;
 	int r;
 
-	memset(rt, 0, sizeof(*rt));
-	mark(rt, KM_PREPARE);
-	r = km_recover(k, l);
-	if (r < 0)
-		return r;
-	r = km_dump_link(k, l, d, err, sizeof(err));
-	if (r < 0) {
-		km_audit(k, l, "key-rotation", "failed", NULL, NULL,
-			 "nothing changed, an end cannot be read: %s", err);
-		return r;
-	}
 	rt->old_an = d[0].encoding_sa;
 	rt->old_version = km_end_version(l, &d[0]);
-	ref_keyid(l, rt->old_version, keyid);
+	km_ref_keyid(l, rt->old_version, keyid);
 	for (int i = 0; i < 2; i++) {
 		uint32_t v = km_end_version(l, &d[i]);
 
@@ -704,7 +503,7 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	}
 	rt->new_an = (rt->old_an + 1) % FCTL_MAX_AN;
 	rt->new_version = rt->old_version + 1;
-	r = journal_begin(k, l, rt);
+	r = km_journal_begin(k, l, rt);
 	if (r < 0) {
 		km_audit(k, l, "key-rotation", "failed", NULL, NULL, "cannot write the journal: %s",
 			 strerror(-r));
@@ -713,13 +512,13 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	km_audit(k, l, "key-rotation", "started", NULL, NULL,
 		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s", rt->old_an, rt->new_an,
 		 rt->old_version, rt->new_version, k->compromised ? " (compromised)" : "");
-	if (journal_step(k, l, rt, KM_PREPARE) < 0)
+	if (km_journal_step(k, l, rt, KM_PREPARE) < 0)
 		return -EIO;
 	/* only keymgr talks to the KMS; a bad answer changes nothing. The new key must not
 	 * be the one in use (a new AN with PN 1 and the same key would reuse nonces): its
 	 * check value is compared with the one recorded at the last commit, or, without one,
 	 * with the old key's, fetched for that */
-	if (read_current(k, l, &cur_an, &cur_v, &when, cur_kcv, cur_keyid) < 0 ||
+	if (km_read_current(k, l, &cur_an, &cur_v, &when, cur_kcv, cur_keyid) < 0 ||
 	    cur_v != rt->old_version || cur_an != rt->old_an || !keyid_eq(cur_keyid, keyid))
 		cur_kcv[0] = 0; /* not the key in use now: fetch that one */
 	r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
@@ -747,32 +546,8 @@ static int rotate_begin(struct km *k, struct km_link *l, struct rot *rt)
 	}
 	fctl_key_kcv_hex(key, rt->kcv);
 	mark(rt, KM_PREPARE);
-	r = journal_step(k, l, rt, KM_INSTALL_RX);
-	if (r == 0)
-		r = install(k, l, rt, key, true, err, sizeof(err));
-	mark(rt, KM_INSTALL_RX);
-	if (r == 0)
-		r = journal_step(k, l, rt, KM_STAGE_TX);
-	if (r == 0)
-		r = install(k, l, rt, key, false, err, sizeof(err));
-	fctl_key_free(key); /* wiped: the kernels have it now */
-	mark(rt, KM_STAGE_TX);
-	if (r == 0)
-		r = journal_step(k, l, rt, KM_CONFIRM);
-	if (r == 0)
-		r = confirm(k, l, rt, err, sizeof(err));
-	mark(rt, KM_CONFIRM);
-	if (r < 0) {
-		r = rollback(k, l, rt, false, err);
-		return r == 0 ? 1 : r;
-	}
-	km_audit(k, l, "key-rotation", "confirmed", rt->kcv, NULL,
-		 "new SAs on an %u present on both ends with key version %" PRIu32, rt->new_an,
-		 rt->new_version);
-	r = do_switch(k, l, rt);
-	if (r != 0)
-		return r;
-	return overlap_begin(k, l, rt, true);
+	*out = key;
+	return 0;
 }
 
 static void sleep_ms(uint64_t ms)
@@ -783,70 +558,293 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
+/* A rotation of the batch on its way: the link, its state, its result so far. */
+struct lk {
+	struct km_link *l;
+	struct rot rt;
+	struct fctl_key *key;
+	int r;       /* 0 while it goes on; then 1 rolled back, <0 failed (final) */
+	bool done;   /* r is final */
+	uint64_t old_ok, new_ok; /* RX packets on the old and new SAs during the overlap */
+};
+
+/* One phase's requests: per_link (1 or 2 per end) messages of every link still going,
+ * as one sa-batch per agent; the phase's time shared among them. fill(lk, end, j, m)
+ * writes message j of an end. Links whose requests failed: err in their op. */
+static struct km_op *phase_call(struct km *k, struct lk *v, size_t n, int per_end,
+				void (*fill)(struct lk *x, int end, int j, struct fctl_msg *m),
+				size_t *n_ops)
+{
+	struct km_op *ops = calloc(n * 2 * (size_t)per_end + 1, sizeof(*ops));
+	size_t m = 0;
+
+	if (!ops)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		for (int e = 0; !v[i].done && e < 2; e++)
+			for (int j = 0; j < per_end; j++) {
+				ops[m].e = &v[i].l->end[e];
+				fill(&v[i], e, j, &ops[m].m);
+				m++;
+			}
+	km_call_ops(k, ops, m);
+	*n_ops = m;
+	return ops;
+}
+
+/* Walks a phase's ops back to their links: the first failure of a link in *err. */
+static bool link_ops_ok(struct km_op *ops, size_t *at, int per_link, struct lk *x, char *err,
+			size_t errlen, struct km_dump *d)
+{
+	bool ok = true;
+
+	for (int j = 0; j < per_link; j++) {
+		struct km_op *o = &ops[(*at)++];
+
+		x->rt.agent_requests += o->requests;
+		if (o->r < 0 && ok) {
+			snprintf(err, errlen, "%s", o->err);
+			ok = false;
+		} else if (d && o->r == 0) {
+			km_parse_dump(o->out.data ? o->out.data : "", o->e->peer_sci,
+				      &d[j * 2 / per_link]);
+		}
+	}
+	return ok;
+}
+
+static void fill_dump(struct lk *x, int end, int j, struct fctl_msg *m)
+{
+	(void)x, (void)end, (void)j;
+	memset(m, 0, sizeof(*m));
+	m->type = FCTL_MSG_SA_DUMP;
+}
+
+static void fill_rx(struct lk *x, int end, int j, struct fctl_msg *m)
+{
+	(void)j;
+	install_msg(x->l, &x->rt, x->key, true, end, m);
+}
+
+static void fill_tx(struct lk *x, int end, int j, struct fctl_msg *m)
+{
+	(void)j;
+	install_msg(x->l, &x->rt, x->key, false, end, m);
+}
+
+static void fill_switch(struct lk *x, int end, int j, struct fctl_msg *m)
+{
+	(void)end, (void)j;
+	memset(m, 0, sizeof(*m));
+	m->type = FCTL_MSG_TXSA_SWITCH;
+	m->an = x->rt.new_an;
+	m->key_version = x->rt.new_version;
+	km_ref_keyid(x->l, x->rt.new_version, x->rt.new_keyid);
+	m->keyid = x->rt.new_keyid;
+	m->present = FCTL_HAS_AN | FCTL_HAS_KEY_VERSION | FCTL_HAS_KEYID;
+}
+
+static void fill_retire(struct lk *x, int end, int j, struct fctl_msg *m)
+{
+	struct fctl_msg two[2];
+
+	retire_msgs(&x->rt, &x->l->end[end], two);
+	*m = two[j];
+}
+
+enum phase { PH_DUMP, PH_RX, PH_TX, PH_CONFIRM, PH_SWITCH, PH_BASE, PH_END, PH_RETIRE };
+
+/* What a link does with its part of a phase (ok: its requests succeeded, d: its dumps). */
+static void phase_after(struct km *k, struct lk *x, enum phase ph, bool ok, const struct km_dump *d,
+			char *err)
+{
+	struct rot *rt = &x->rt;
+	int r = 0;
+
+	switch (ph) {
+	case PH_DUMP:
+		if (!ok)
+			km_audit(k, x->l, "key-rotation", "failed", NULL, NULL,
+				 "nothing changed, an end cannot be read: %s", err);
+		r = ok ? prepare_link(k, x->l, rt, d, &x->key) : -EIO;
+		break;
+	case PH_RX:
+	case PH_TX:
+	case PH_CONFIRM:
+		if (ok && ph == PH_CONFIRM)
+			ok = confirm_check(x->l, rt, d, err, 700) == 0;
+		if (!ok || ph == PH_TX) {
+			fctl_key_free(x->key); /* wiped: the kernels have it now */
+			x->key = NULL;
+		}
+		if (!ok)
+			r = rollback(k, x->l, rt, false, err) == 0 ? 1 : -EIO;
+		else if (ph == PH_CONFIRM)
+			km_audit(k, x->l, "key-rotation", "confirmed", rt->kcv, NULL,
+				 "new SAs on an %u present on both ends with key version %" PRIu32,
+				 rt->new_an, rt->new_version);
+		break;
+	case PH_SWITCH:
+		if (!ok)
+			r = rollback(k, x->l, rt, true, err) == 0 ? 1 : -EIO;
+		break;
+	case PH_BASE:
+		rt->have_base = ok && !k->compromised;
+		if (rt->have_base)
+			memcpy(rt->base, d, sizeof(rt->base));
+		break;
+	case PH_END:
+		r = overlap_judge(k, x->l, rt, ok && rt->have_base ? d : NULL, &x->old_ok,
+				  &x->new_ok);
+		break;
+	case PH_RETIRE:
+		r = commit(k, x->l, rt, ok, err, x->old_ok, x->new_ok);
+		x->done = true;
+		break;
+	}
+	if (r != 0) {
+		x->r = r;
+		x->done = true;
+	}
+}
+
+/* Runs one phase over the links still going; each link's result of it goes through
+ * after(). The time of the phase is charged in equal shares to its links' step. */
+static void phase(struct km *k, struct lk *v, size_t n, enum phase ph, enum km_step step)
+{
+	static void (*const fills[])(struct lk *, int, int, struct fctl_msg *) = {
+		[PH_DUMP] = fill_dump, [PH_RX] = fill_rx,	 [PH_TX] = fill_tx,
+		[PH_CONFIRM] = fill_dump, [PH_SWITCH] = fill_switch, [PH_BASE] = fill_dump,
+		[PH_END] = fill_dump, [PH_RETIRE] = fill_retire,
+	};
+	int per_end = ph == PH_RETIRE ? 2 : 1;
+	bool dump = fills[ph] == fill_dump;
+	struct timespec t0;
+	size_t n_ops = 0, at = 0, live = 0;
+	struct km_op *ops;
+	double share;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].done) {
+			live++;
+			if (ph != PH_DUMP && ph != PH_END && ph != PH_RETIRE &&
+			    km_journal_step(k, v[i].l, &v[i].rt, step) < 0) {
+				v[i].r = -EIO;
+				v[i].done = true;
+				live--;
+			}
+		}
+	if (!live)
+		return;
+	ops = phase_call(k, v, n, per_end, fills[ph], &n_ops);
+	share = ms_since(&t0) / (double)live;
+	for (size_t i = 0; i < n; i++) {
+		struct lk *x = &v[i];
+		struct km_dump d[2];
+		char err[700] = "";
+		bool ok;
+
+		if (x->done)
+			continue;
+		memset(d, 0, sizeof(d));
+		if (!ops) {
+			ok = false;
+			snprintf(err, sizeof(err), "out of memory");
+		} else {
+			ok = link_ops_ok(ops, &at, 2 * per_end, x, err, sizeof(err),
+					 dump ? d : NULL);
+		}
+		unsigned kms0 = k->kms_ops, req0 = k->agent_requests;
+
+		x->rt.step_ms[step] += share;
+		mark_reset(&x->rt);
+		phase_after(k, x, ph, ok, d, err);
+		x->rt.kms_ops += k->kms_ops - kms0;
+		x->rt.agent_requests += k->agent_requests - req0;
+	}
+	km_ops_release(ops, n_ops);
+	free(ops);
+}
+
+static const char *const phase_name[] = { "prepare", "install-rx", "stage-tx", "confirm",
+					  "switch", "overlap", "overlap-end", "retire" };
+
+static void progress_line(const struct lk *v, size_t n, enum phase ph, bool on)
+{
+	size_t going = 0;
+
+	if (!on)
+		return;
+	for (size_t i = 0; i < n; i++)
+		going += !v[i].done || (ph == PH_RETIRE && v[i].r == 0);
+	fprintf(stderr, "keymgr: %-11s %zu/%zu links\n", phase_name[ph], going, n);
+}
+
+/* Waits until the last switch + the longest overlap of the links still going. */
+static void overlap_wait(struct km *k, const struct lk *v, size_t n, const struct timespec *sw,
+			 bool progress)
+{
+	uint64_t over = 0;
+	double ms;
+
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].done && !k->compromised && v[i].l->overlap_s > over)
+			over = v[i].l->overlap_s;
+	ms = (double)over * 1e3 - ms_since(sw);
+	if (ms <= 0)
+		return;
+	if (progress)
+		fprintf(stderr, "keymgr: overlap: old keys still accepted for %.1f s\n", ms / 1e3);
+	sleep_ms((uint64_t)ms + 1);
+	k->overlap_wait_ms += ms;
+}
+
 int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_result *res,
 		    bool progress)
 {
-	struct rot *rt = calloc(n ? n : 1, sizeof(*rt));
-	struct timespec t_end = { 0 }, now;
-	size_t switched = 0;
+	struct lk *v = calloc(n ? n : 1, sizeof(*v));
+	struct timespec sw;
 	int worst = 0;
 
-	if (!rt)
+	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		unsigned kms0 = k->kms_ops, req0 = k->agent_requests;
-		int r = rotate_begin(k, links[i], &rt[i]);
+		unsigned req0 = k->agent_requests;
 
-		rt[i].kms_ops += k->kms_ops - kms0;
-		rt[i].agent_requests += k->agent_requests - req0;
-		res[i].r = r;
-		if (r == 0) {
-			struct timespec e;
-
-			switched++;
-			clock_gettime(CLOCK_MONOTONIC, &e);
-			e.tv_sec += (time_t)(k->compromised ? 0 : links[i]->overlap_s);
-			if (e.tv_sec > t_end.tv_sec ||
-			    (e.tv_sec == t_end.tv_sec && e.tv_nsec > t_end.tv_nsec))
-				t_end = e;
-		} else {
-			result_of(k, links[i], &rt[i], r, &res[i]);
-		}
-		if (progress)
-			fprintf(stderr, "\rkeymgr: %zu/%zu links switched to the new key", switched, n);
+		v[i].l = links[i];
+		mark(&v[i].rt, KM_PREPARE);
+		v[i].r = km_recover(k, links[i]); /* an interrupted rotation first */
+		v[i].done = v[i].r < 0;
+		v[i].rt.agent_requests += k->agent_requests - req0;
 	}
-	if (progress)
-		fputc('\n', stderr);
+	/* every phase is one sa-batch request per agent for all the links */
+	phase(k, v, n, PH_DUMP, KM_PREPARE);
+	progress_line(v, n, PH_DUMP, progress);
+	phase(k, v, n, PH_RX, KM_INSTALL_RX);
+	progress_line(v, n, PH_RX, progress);
+	phase(k, v, n, PH_TX, KM_STAGE_TX);
+	progress_line(v, n, PH_TX, progress);
+	phase(k, v, n, PH_CONFIRM, KM_CONFIRM);
+	progress_line(v, n, PH_CONFIRM, progress);
+	phase(k, v, n, PH_SWITCH, KM_SWITCH);
+	clock_gettime(CLOCK_MONOTONIC, &sw);
+	progress_line(v, n, PH_SWITCH, progress);
+	phase(k, v, n, PH_BASE, KM_OVERLAP);
 	/* one overlap for the whole batch: each link keeps its old RX SA at least its own
-	 * overlap after its own switch. Idle connections would time out at the agents. */
-	if (switched) {
-		km_close_conns(k);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (t_end.tv_sec > now.tv_sec ||
-		    (t_end.tv_sec == now.tv_sec && t_end.tv_nsec > now.tv_nsec)) {
-			double ms = (double)(t_end.tv_sec - now.tv_sec) * 1e3 +
-				    (double)(t_end.tv_nsec - now.tv_nsec) / 1e6;
-
-			if (progress)
-				fprintf(stderr, "keymgr: overlap: old keys still accepted for %.1f s\n",
-					ms / 1e3);
-			sleep_ms((uint64_t)ms + 1);
-			k->overlap_wait_ms += ms;
-		}
-	}
+	 * overlap after the switch. The connections stay open (reopened if an agent's idle
+	 * timeout closed them). */
+	overlap_wait(k, v, n, &sw, progress);
+	phase(k, v, n, PH_END, KM_OVERLAP);
+	phase(k, v, n, PH_RETIRE, KM_RETIRE);
+	progress_line(v, n, PH_RETIRE, progress);
 	for (size_t i = 0; i < n; i++) {
-		unsigned kms0 = k->kms_ops, req0 = k->agent_requests;
-
-		if (res[i].r != 0)
-			continue;
-		res[i].r = overlap_end(k, links[i], &rt[i]);
-		rt[i].kms_ops += k->kms_ops - kms0;
-		rt[i].agent_requests += k->agent_requests - req0;
-		result_of(k, links[i], &rt[i], res[i].r, &res[i]);
+		fctl_key_free(v[i].key);
+		result_of(k, links[i], &v[i].rt, v[i].r, &res[i]);
 	}
 	for (size_t i = 0; i < n; i++) /* a failure over a rollback over success */
 		if (res[i].r < 0 ? worst >= 0 : res[i].r > 0 && worst == 0)
 			worst = res[i].r;
-	free(rt);
+	free(v);
 	return worst;
 }

@@ -281,6 +281,27 @@ out:
 	return r;
 }
 
+int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s)
+{
+	struct timeval tv = { .tv_sec = timeout_s ? timeout_s : 30 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
+bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c)
+{
+	struct pollfd p = { .fd = c ? c->fd : -1, .events = POLLIN };
+
+	if (!c || c->fd < 0)
+		return false;
+	if (c->ssl && SSL_pending(c->ssl) > 0)
+		return false;
+	return poll(&p, 1, 0) == 0; /* readable while idle: closed, or an alert */
+}
+
 void fctl_agent_conn_free(struct fctl_agent_conn *c)
 {
 	if (!c)

@@ -11,7 +11,7 @@ void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsi
 {
 	unsigned role = (unsigned)c->role;
 
-	if (role < FCTL_AGENT_ROLES && type <= FCTL_MSG_SA_RETIRE && result < FCTL_REQ_RESULTS)
+	if (role < FCTL_AGENT_ROLES && type <= FCTL_MSG_SA_BATCH && result < FCTL_REQ_RESULTS)
 		a->st.requests[role][type][result]++;
 }
 

@@ -40,7 +40,7 @@ struct sa_req {
 /* 0, or -EIO when the record could not be written (the caller fails the request:
  * an SA change nobody can account for is not reported as done). */
 static int sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
-		    const struct fctl_msg *m, const char *kcv, const char *detail)
+		    const struct fctl_msg *m, const char *kcv, const char *detail, bool sync)
 {
 	char keyid[2 * FCTL_KEYID_LEN + 1] = "", line[900];
 	const char *ids[1], *kcvs[1];
@@ -76,7 +76,7 @@ static int sa_audit(struct agent *a, const struct conn *c, const char *action, b
 			e.kcvs = kcvs;
 			e.n_kcvs = 1;
 		}
-		if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0) {
+		if (fctl_audit_append(a->audit, &e) < 0 || (sync && fctl_audit_sync(a->audit) < 0)) {
 			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
 			return -EIO;
 		}
@@ -450,22 +450,24 @@ static int sa_change(struct sa_req *q)
 	}
 }
 
-void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
+/* One SA request, the host's apply lock held by the caller for a change: the SAK (if any)
+ * moves from the frame into a locked slot at once, the frame's copy wiped; a dump's text
+ * goes to o. sync: the audit record is synced (and the checkpoint signed) now; a batch
+ * syncs once, after its last request. 0, or negative errno with the reason in err. */
+static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, bool sync,
+		  struct fctl_buf *o, char *err, size_t errlen)
 {
 	struct sa_req q = { .a = a, .c = c, .m = m, .tn = fctl_proto_type_name(m->type) };
-	struct fctl_buf o = { 0 };
 	char kcv[7];
 	bool has_cur;
-	int r, lock = -1;
+	int r;
 
-	if (!sa_admitted(&q))
-		return;
 	if (m->key) {
 		q.sak = fctl_keys_alloc();
 		if (!q.sak) {
 			wipe_key(c, m);
-			fctl_agentd_respond_error(a, c, m->id, 1, "out of memory");
-			return;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
 		}
 		memcpy(q.sak->bytes, m->key, m->key_len);
 		q.sak->len = m->key_len;
@@ -484,13 +486,7 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 	}
 	q.nl = a->sa_nl;
 	if (m->type == FCTL_MSG_SA_DUMP) {
-		r = sa_dump_request(&q, has_cur, &o);
-		goto done;
-	}
-	/* the host's apply lock, for this step: a local apply never interleaves with it */
-	lock = fctl_engine_lock(&a->eo, q.err, sizeof(q.err));
-	if (lock < 0) {
-		r = lock;
+		r = sa_dump_request(&q, has_cur, o);
 		goto done;
 	}
 	r = sa_cipher(q.nl, m->ifname, &q.sec);
@@ -506,23 +502,129 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 		q.cur.n_failed++;
 		fctl_rotation_write(q.rdir, m->ifname, &q.cur);
 	}
-	if (sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err) < 0 &&
-	    r == 0) {
+	if (sa_audit(a, c, q.tn, r == 0, m, m->key ? kcv : NULL, r == 0 ? q.detail : q.err,
+		     sync) < 0 && r == 0) {
 		snprintf(q.err, sizeof(q.err), "%s: the SA change was made but its audit record "
 			 "could not be written: treat it as failed", m->ifname);
 		r = -EIO;
 	}
 done:
-	fctl_engine_unlock(lock);
 	wipe_key(c, m);
 	fctl_key_free(q.sak);
 	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
 		fctl_nl_close(q.nl);
 		a->sa_nl = NULL;
 	}
+	if (r < 0)
+		snprintf(err, errlen, "%s", q.err[0] ? q.err : strerror(-r));
+	return r;
+}
+
+/* The SAKs of a batch's records in the frame, all of them (a refused or failed batch). */
+static void wipe_batch(struct conn *c, const struct fctl_msg *m)
+{
+	for (size_t i = 0; i < fctl_proto_sa_ops_count(m); i++) {
+		struct fctl_msg op;
+
+		fctl_proto_sa_op_get(m, i, &op);
+		wipe_key(c, &op);
+	}
+}
+
+/*
+ * SA_BATCH: the records in order, as that many single requests would run, under one
+ * apply lock, with one audit sync (and checkpoint) at the end. The output has a line
+ * "op I ok" or "op I failed: WHY" per record, a dump's text after its line. Result 0
+ * when every record succeeded, else 1 with the first failure in error: the client reads
+ * the lines to know which.
+ */
+static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	size_t n = fctl_proto_sa_ops_count(m), failed = 0;
+	struct fctl_buf o = { 0 };
+	char first[700] = "", err[700];
+	bool changes = false;
+	int lock = -1, r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		changes |= m->sa_ops[i * FCTL_SA_OP_LEN] != FCTL_MSG_SA_DUMP;
+	if (changes) {
+		lock = fctl_engine_lock(&a->eo, err, sizeof(err));
+		if (lock < 0) {
+			wipe_batch(c, m);
+			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
+			fctl_agentd_respond_error(a, c, m->id, 1, "%s", err);
+			return;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct fctl_msg op;
+		size_t at;
+
+		fctl_proto_sa_op_get(m, i, &op);
+		fctl_buf_printf(&o, "op %zu ", i);
+		at = o.len;
+		fctl_buf_puts(&o, "ok\n");
+		r = sa_one(a, c, &op, false, &o, err, sizeof(err));
+		if (r < 0) {
+			o.len = at; /* a failed dump's partial text goes too */
+			fctl_buf_printf(&o, "failed: %s\n", err);
+			if (!failed++)
+				snprintf(first, sizeof(first), "record %zu (%s %s): %s", i,
+					 fctl_proto_type_name(op.type), op.ifname, err);
+		}
+	}
+	if (changes && a->audit && fctl_audit_sync(a->audit) < 0) {
+		fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+		snprintf(first, sizeof(first), "the SA changes were made but their audit records "
+			 "could not be written: treat them as failed");
+		failed = n;
+	}
+	fctl_engine_unlock(lock);
+	wipe_batch(c, m);
+	fctl_agentd_count(a, c, m->type, failed ? FCTL_REQ_FAILED : FCTL_REQ_OK);
+	if (failed) {
+		char e[900];
+		int k = snprintf(e, sizeof(e), "fabricctl agent: %zu of %zu SA operations failed, "
+				 "the first: %s\n", failed, n, first);
+
+		fctl_agentd_respond(a, c, m->id, 1, o.data, o.len, e,
+				    k < (int)sizeof(e) ? (size_t)k : sizeof(e) - 1, NULL);
+	} else {
+		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+	}
+	fctl_buf_release(&o);
+}
+
+void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
+{
+	struct sa_req q = { .a = a, .c = c, .m = m, .tn = fctl_proto_type_name(m->type) };
+	struct fctl_buf o = { 0 };
+	int r, lock = -1;
+
+	if (!sa_admitted(&q)) {
+		wipe_batch(c, m);
+		return;
+	}
+	if (m->type == FCTL_MSG_SA_BATCH) {
+		sa_batch(a, c, m);
+		return;
+	}
+	/* the host's apply lock, for this step: a local apply never interleaves with it */
+	if (m->type != FCTL_MSG_SA_DUMP) {
+		lock = fctl_engine_lock(&a->eo, q.err, sizeof(q.err));
+		if (lock < 0) {
+			wipe_key(c, m);
+			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
+			fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err);
+			return;
+		}
+	}
+	r = sa_one(a, c, m, true, &o, q.err, sizeof(q.err));
+	fctl_engine_unlock(lock);
 	fctl_agentd_count(a, c, m->type, r < 0 ? FCTL_REQ_FAILED : FCTL_REQ_OK);
 	if (r < 0)
-		fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err[0] ? q.err : strerror(-r));
+		fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err);
 	else
 		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 	fctl_buf_release(&o);

@@ -39,6 +39,7 @@ static const struct tlv_desc tlvs[] = {
 	{ FCTL_TLV_KEY_VERSION, FCTL_HAS_KEY_VERSION, K_U32, 4, "key-version" },
 	{ FCTL_TLV_SSCI, FCTL_HAS_SSCI, K_U32, 4, "ssci" },
 	{ FCTL_TLV_SALT, FCTL_HAS_SALT, K_BYTES, 12, "salt" },
+	{ FCTL_TLV_SA_OPS, FCTL_HAS_SA_OPS, K_BYTES, FCTL_SA_OPS_MAX * FCTL_SA_OP_LEN, "sa-ops" },
 };
 
 #define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
@@ -82,6 +83,7 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_KEY_VERSION },
 	{ FCTL_MSG_SA_RETIRE, "sa-retire", FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_SCI | FCTL_HAS_HOST,
 	  FCTL_HAS_IFNAME | FCTL_HAS_AN },
+	{ FCTL_MSG_SA_BATCH, "sa-batch", FCTL_HAS_SA_OPS | FCTL_HAS_HOST, FCTL_HAS_SA_OPS },
 	{ FCTL_MSG_RESPONSE, "response",
 	  FCTL_HAS_RESULT | FCTL_HAS_ERROR | FCTL_HAS_OUTPUT | FCTL_HAS_ROLE | FCTL_HAS_AGENT |
 		  FCTL_HAS_VERSION_MAX,
@@ -106,7 +108,7 @@ static const struct tlv_desc *tlv_find(uint16_t t)
 
 bool fctl_proto_is_sa_request(uint8_t type)
 {
-	return type >= FCTL_MSG_SA_DUMP && type <= FCTL_MSG_SA_RETIRE;
+	return type >= FCTL_MSG_SA_DUMP && type <= FCTL_MSG_SA_BATCH;
 }
 
 const char *fctl_proto_type_name(uint8_t type)
@@ -194,6 +196,192 @@ static int set_str(char *dst, const uint8_t *v, uint32_t len)
 	memcpy(dst, v, len);
 	dst[len] = '\0';
 	return 0;
+}
+
+/* --- sa-batch records (layout: fctl/proto.h) --------------------------------- */
+
+#define OP_TYPE 0
+#define OP_PAD1 1
+#define OP_PRESENT 2
+#define OP_IFNAME 4
+#define OP_SCI 20
+#define OP_PN 28
+#define OP_AN 36
+#define OP_KEY_LEN 37
+#define OP_PAD2 38
+#define OP_KEY_VERSION 40
+#define OP_SSCI 44
+#define OP_KEY 48
+#define OP_KEYID 80
+#define OP_SALT 96
+#define OP_KNOWN 0xffu
+
+static const struct {
+	uint16_t op;
+	uint32_t has;
+} op_bits[] = {
+	{ FCTL_SA_OP_SCI, FCTL_HAS_SCI },     { FCTL_SA_OP_AN, FCTL_HAS_AN },
+	{ FCTL_SA_OP_PN, FCTL_HAS_PN },       { FCTL_SA_OP_KEY, FCTL_HAS_KEY },
+	{ FCTL_SA_OP_KEYID, FCTL_HAS_KEYID }, { FCTL_SA_OP_KEY_VERSION, FCTL_HAS_KEY_VERSION },
+	{ FCTL_SA_OP_SSCI, FCTL_HAS_SSCI },   { FCTL_SA_OP_SALT, FCTL_HAS_SALT },
+};
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+/* A field the record does not carry must be zero: one spelling per request. */
+static bool op_absent_zero(const uint8_t *r, uint16_t pres)
+{
+	static const struct {
+		uint16_t bit;
+		uint8_t off, len;
+	} f[] = {
+		{ FCTL_SA_OP_SCI, OP_SCI, 8 },	 { FCTL_SA_OP_PN, OP_PN, 8 },
+		{ FCTL_SA_OP_AN, OP_AN, 1 },	 { FCTL_SA_OP_KEY, OP_KEY_LEN, 1 },
+		{ FCTL_SA_OP_KEY, OP_KEY, 32 },	 { FCTL_SA_OP_KEYID, OP_KEYID, 16 },
+		{ FCTL_SA_OP_KEY_VERSION, OP_KEY_VERSION, 4 },
+		{ FCTL_SA_OP_SSCI, OP_SSCI, 4 }, { FCTL_SA_OP_SALT, OP_SALT, 12 },
+	};
+
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(f); i++)
+		if (!(pres & f[i].bit) && !all_zero(r + f[i].off, f[i].len))
+			return false;
+	return true;
+}
+
+/* One record: the rules of its single request. */
+static int sa_op_check(const uint8_t *r, size_t i, char *why, size_t whylen)
+{
+	uint16_t pres = get16(r + OP_PRESENT);
+	const struct type_desc *td = type_find(r[OP_TYPE]);
+	size_t n = strnlen((const char *)r + OP_IFNAME, 16);
+	uint32_t has = FCTL_HAS_IFNAME;
+	unsigned kl = r[OP_KEY_LEN];
+
+	if (!td || r[OP_TYPE] < FCTL_MSG_SA_DUMP || r[OP_TYPE] > FCTL_MSG_SA_RETIRE)
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: type %u is not an SA request",
+			   i, r[OP_TYPE]);
+	if (r[OP_PAD1] || get16(r + OP_PAD2) || (pres & ~OP_KNOWN))
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: reserved bits set", i);
+	if (n == 0 || n > 15 || !all_zero(r + OP_IFNAME + n, 16 - n))
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: bad ifname", i);
+	if (!op_absent_zero(r, pres))
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: a field it does not carry "
+			   "is not zero", i);
+	if ((pres & FCTL_SA_OP_AN) && r[OP_AN] > 3)
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: AN %u out of 0..3", i,
+			   r[OP_AN]);
+	if ((pres & FCTL_SA_OP_KEY) && kl != 16 && kl != 32)
+		return bad(why, whylen, -EBADMSG, "sa-ops record %zu: key of %u bytes, expected "
+			   "16 or 32", i, kl);
+	if ((pres & FCTL_SA_OP_KEY) && !all_zero(r + OP_KEY + kl, 32 - kl))
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: bytes after the key", i);
+	for (size_t b = 0; b < FCTL_ARRAY_SIZE(op_bits); b++)
+		if (pres & op_bits[b].op)
+			has |= op_bits[b].has;
+	if ((has & ~td->allowed) || (has & td->required) != td->required)
+		return bad(why, whylen, -EPROTO, "sa-ops record %zu: fields not allowed in %s, "
+			   "or one required missing", i, td->name);
+	return 0;
+}
+
+static int sa_ops_check(const uint8_t *v, uint32_t len, char *why, size_t whylen)
+{
+	if (!v || len == 0 || len % FCTL_SA_OP_LEN)
+		return bad(why, whylen, -EBADMSG, "TLV sa-ops: %u bytes, not a whole number of "
+			   "%u-byte records", len, FCTL_SA_OP_LEN);
+	for (size_t i = 0; i < len / FCTL_SA_OP_LEN; i++) {
+		int r = sa_op_check(v + i * FCTL_SA_OP_LEN, i, why, whylen);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+size_t fctl_proto_sa_ops_count(const struct fctl_msg *batch)
+{
+	return batch->type == FCTL_MSG_SA_BATCH ? batch->sa_ops_len / FCTL_SA_OP_LEN : 0;
+}
+
+void fctl_proto_sa_op_get(const struct fctl_msg *batch, size_t i, struct fctl_msg *op)
+{
+	const uint8_t *r = batch->sa_ops + i * FCTL_SA_OP_LEN;
+	uint16_t pres = get16(r + OP_PRESENT);
+
+	memset(op, 0, sizeof(*op));
+	op->version = batch->version;
+	op->type = r[OP_TYPE];
+	op->id = batch->id;
+	op->present = FCTL_HAS_IFNAME | (batch->present & FCTL_HAS_HOST);
+	memcpy(op->host, batch->host, sizeof(op->host));
+	memcpy(op->ifname, r + OP_IFNAME, 16);
+	op->ifname[15] = '\0';
+	for (size_t b = 0; b < FCTL_ARRAY_SIZE(op_bits); b++)
+		if (pres & op_bits[b].op)
+			op->present |= op_bits[b].has;
+	op->sci = get64(r + OP_SCI);
+	op->pn = get64(r + OP_PN);
+	op->an = r[OP_AN];
+	op->key_version = get32(r + OP_KEY_VERSION);
+	op->ssci = get32(r + OP_SSCI);
+	if (pres & FCTL_SA_OP_KEY) {
+		op->key = r + OP_KEY;
+		op->key_len = r[OP_KEY_LEN];
+	}
+	op->keyid = pres & FCTL_SA_OP_KEYID ? r + OP_KEYID : NULL;
+	op->salt = pres & FCTL_SA_OP_SALT ? r + OP_SALT : NULL;
+}
+
+int fctl_proto_sa_op_put(const struct fctl_msg *op, struct fctl_buf *ops)
+{
+	uint8_t rec[FCTL_SA_OP_LEN] = { 0 };
+	uint16_t pres = 0;
+	size_t n = strnlen(op->ifname, sizeof(op->ifname));
+	int r = 0;
+
+	if (!fctl_proto_is_sa_request(op->type) || op->type == FCTL_MSG_SA_BATCH || n == 0 ||
+	    n > 15 || op->an > 3 || (op->present & FCTL_HAS_KEY && op->key_len != 16 &&
+				      op->key_len != 32))
+		return -EINVAL;
+	if (ops->len + FCTL_SA_OP_LEN > (size_t)FCTL_SA_OPS_MAX * FCTL_SA_OP_LEN)
+		return -ENOSPC;
+	for (size_t b = 0; b < FCTL_ARRAY_SIZE(op_bits); b++)
+		if (op->present & op_bits[b].has)
+			pres |= op_bits[b].op;
+	rec[OP_TYPE] = op->type;
+	put16(rec + OP_PRESENT, pres);
+	memcpy(rec + OP_IFNAME, op->ifname, n);
+	if (pres & FCTL_SA_OP_SCI)
+		put64(rec + OP_SCI, op->sci);
+	if (pres & FCTL_SA_OP_PN)
+		put64(rec + OP_PN, op->pn);
+	if (pres & FCTL_SA_OP_AN)
+		rec[OP_AN] = (uint8_t)op->an;
+	if (pres & FCTL_SA_OP_KEY_VERSION)
+		put32(rec + OP_KEY_VERSION, op->key_version);
+	if (pres & FCTL_SA_OP_SSCI)
+		put32(rec + OP_SSCI, op->ssci);
+	if (pres & FCTL_SA_OP_KEY) {
+		rec[OP_KEY_LEN] = (uint8_t)op->key_len;
+		memcpy(rec + OP_KEY, op->key, op->key_len);
+	}
+	if ((pres & FCTL_SA_OP_KEYID) && op->keyid)
+		memcpy(rec + OP_KEYID, op->keyid, 16);
+	if ((pres & FCTL_SA_OP_SALT) && op->salt)
+		memcpy(rec + OP_SALT, op->salt, 12);
+	if (((pres & FCTL_SA_OP_KEYID) && !op->keyid) || ((pres & FCTL_SA_OP_SALT) && !op->salt) ||
+	    sa_op_check(rec, 0, NULL, 0) < 0)
+		r = -EINVAL;
+	else if (fctl_buf_append(ops, rec, sizeof(rec)) < 0)
+		r = -ENOMEM;
+	fctl_memzero(rec, sizeof(rec));
+	return r;
 }
 
 /* Checks a known TLV's value length against its kind: exact for numbers, a ceiling for the
@@ -302,6 +490,13 @@ static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t
 		if (len != 12)
 			return bad(why, whylen, -EBADMSG, "TLV salt: %u bytes, expected 12", len);
 		m->salt = v;
+		break;
+	case FCTL_TLV_SA_OPS:
+		r = sa_ops_check(v, len, why, whylen);
+		if (r < 0)
+			return r;
+		m->sa_ops = v;
+		m->sa_ops_len = len;
 		break;
 	}
 	if (r < 0)
@@ -486,6 +681,12 @@ static int tlv_value(const struct fctl_msg *m, const struct tlv_desc *d, uint8_t
 		*v = m->salt;
 		*len = 12;
 		break;
+	case FCTL_TLV_SA_OPS:
+		*v = m->sa_ops;
+		*len = m->sa_ops_len;
+		if (sa_ops_check(m->sa_ops, m->sa_ops_len, NULL, 0) < 0)
+			return -EINVAL;
+		break;
 	}
 	return 0;
 }
@@ -500,13 +701,21 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 	if (!td || m->flags || (m->present & ~td->allowed) ||
 	    (m->present & td->required) != td->required)
 		return -EINVAL;
-	if (m->present & FCTL_HAS_KEY) {
+	if (m->present & (FCTL_HAS_KEY | FCTL_HAS_SA_OPS)) {
 		/* the whole frame in one allocation: growing it would leave a copy of the SAK
 		 * in the block realloc freed */
 		static const uint8_t room[SA_FRAME_MAX];
+		size_t need = m->present & FCTL_HAS_SA_OPS ? SA_FRAME_MAX + m->sa_ops_len : 0;
 
 		if (fctl_buf_append(&b, room, sizeof(room)) < 0)
 			return -ENOMEM;
+		while (b.len < need && !b.oom)
+			fctl_buf_append(&b, room, need - b.len < sizeof(room) ? need - b.len
+									     : sizeof(room));
+		if (b.oom) {
+			fctl_buf_release(&b);
+			return -ENOMEM;
+		}
 		fctl_buf_reset(&b);
 	}
 	if (fctl_buf_append(&b, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", FCTL_PROTO_HDR_LEN) < 0)
@@ -543,7 +752,7 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 		put32(h + 12, (uint32_t)(b.len - start));
 		r = fctl_buf_append(out, b.data, b.len) < 0 ? -ENOMEM : 0;
 	}
-	if (b.data && (m->present & FCTL_HAS_KEY))
+	if (b.data && (m->present & (FCTL_HAS_KEY | FCTL_HAS_SA_OPS)))
 		fctl_memzero(b.data, b.len); /* the SAK was copied in */
 	fctl_buf_release(&b);
 	return r;

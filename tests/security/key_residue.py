@@ -7,6 +7,8 @@
 # every SAK: while the connections are still open, and again after they closed. Two more
 # frames on the Unix socket carry a SAK the agent never uses: one refused as malformed
 # (AN 7), one cut short (its connection closes mid-frame: checked after the close only).
+# Two sa-batch frames carry SAKs in their records: one handled (both records fail at
+# the interface), one refused by the decoder.
 # Prints "PASS name" / "FAIL name: why" lines; key_residue.sh counts them. Exit 2 when it
 # cannot run at all.
 import argparse
@@ -34,6 +36,24 @@ def txsa_stage(req_id, ifname, sak, an=1):
             tlv(TLV_PN, struct.pack(">Q", 1)) + tlv(TLV_KEY, sak) +
             tlv(TLV_KEYID, bytes(range(16))))
     return struct.pack(">IBBHII", MAGIC, 1, MSG_TXSA_STAGE, 0, req_id, len(body)) + body
+
+
+MSG_SA_BATCH, TLV_SA_OPS, OP_LEN = 16, 0x8016, 108
+
+
+def sa_op_stage(ifname, sak, an=1):
+    """One sa-batch record (docs/protocol.md): a txsa-stage with an, pn, key, keyid."""
+    present = 0x02 | 0x04 | 0x08 | 0x10
+    rec = struct.pack(">BBH16sQQBBHII", MSG_TXSA_STAGE, 0, present, ifname.encode(), 0, 1,
+                      an, len(sak), 0, 0, 0)
+    rec += sak.ljust(32, b"\0") + bytes(range(16)) + bytes(12)
+    assert len(rec) == OP_LEN
+    return rec
+
+
+def sa_batch(req_id, records):
+    body = tlv(TLV_SA_OPS, b"".join(records))
+    return struct.pack(">IBBHII", MAGIC, 1, MSG_SA_BATCH, 0, req_id, len(body)) + body
 
 
 def recv_exact(s, n):
@@ -146,6 +166,9 @@ def main():
         "sak-unix": b"KRu\x03" + os.urandom(28),
         "sak-unix-malformed": b"KRm\x04" + os.urandom(28),
         "sak-unix-cut-short": b"KRs\x05" + os.urandom(28),
+        "sak-batch-a": b"KRa\x06" + os.urandom(28),
+        "sak-batch-b": b"KRb\x07" + os.urandom(28),
+        "sak-batch-malformed": b"KRx\x08" + os.urandom(28),
     }
     wanted = [x for name, sak in saks.items() for x in needles(name, sak)]
     conns = []
@@ -172,6 +195,28 @@ def main():
             print(f"PASS request-{name}: result {res}: {err}")
         else:
             print(f"FAIL request-{name}: result {res}: {err}")
+    # sa-batch: two records, each with its SAK, both failing at the interface; then a
+    # batch refused by the decoder (its second record has AN 9), its first record's SAK
+    # never used
+    batches = [
+        ("sak-batch-a", [sa_op_stage(a.ifname, saks["sak-batch-a"]),
+                         sa_op_stage(a.ifname, saks["sak-batch-b"])],
+         lambda res, err: res == 1 and "2 of 2 SA operations failed" in err
+         and "not a MACsec interface" in err),
+        ("sak-batch-malformed", [sa_op_stage(a.ifname, saks["sak-batch-malformed"]),
+                                 sa_op_stage(a.ifname, b"\0" * 32, an=9)],
+         lambda res, err: res == 2 and "sa-ops record 1" in err),
+    ]
+    for i, (name, recs, ok) in enumerate(batches):
+        try:
+            s = unix_conn(a.socket)
+            s.sendall(sa_batch(20 + i, recs))
+            res, err = response(s)
+            conns.append(s)
+        except (OSError, ValueError) as e:
+            print(f"FAIL request-{name}: {e}")
+            continue
+        print(f"{'PASS' if ok(res, err) else 'FAIL'} request-{name}: result {res}: {err}")
     try:  # the header and the SAK, not the rest: the agent waits for the frame's end
         s = unix_conn(a.socket)
         frame = txsa_stage(9, a.ifname, saks["sak-unix-cut-short"])

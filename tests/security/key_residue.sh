@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Key residue in the agent: after SA requests carrying a SAK (over mutual TLS as
 # key-custodian, over TLS as a viewer, refused, and over the Unix socket; and two frames
-# never handled: one malformed, one cut short) no copy of the SAK may stay in the
+# never handled: one malformed, one cut short; an sa-batch of two records, each with
+# its SAK, and an sa-batch refused for a bad record) no copy of the SAK may stay in the
 # agent's memory: not in OpenSSL's record buffers, not in a freed frame. A real agent on 127.0.0.1 with the test PKI, its netlink in a network
 # namespace of its own (no MACsec there: each request fails at its interface, after
 # the SAK reached the agent). Also: the agent is not dumpable, has no core limit, and
@@ -57,7 +58,7 @@ while read -r verdict rest; do
 	esac
 done <"$T/py.out"
 [ $rc -eq 0 ] || fail "key_residue.py" "exit $rc: $(cat "$T/py.err")"
-grep -c '^PASS request-' "$T/py.out" | grep -qx 5 || fail "requests" "not all five reached the agent"
+grep -c '^PASS request-' "$T/py.out" | grep -qx 7 || fail "requests" "not all seven reached the agent"
 
 # not dumpable: /proc/PID/status belongs to root (else to the agent's group, 65534)
 g=$(stat -c %g "/proc/$PID/status" 2>/dev/null)

@@ -169,7 +169,7 @@ const char *fctl_refusal_name(enum fctl_refusal r);
 enum { FCTL_REQ_OK, FCTL_REQ_FAILED, FCTL_REQ_REFUSED, FCTL_REQ_RESULTS };
 
 struct fctl_agent_stats {
-	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_SA_RETIRE + 1][FCTL_REQ_RESULTS];
+	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_SA_BATCH + 1][FCTL_REQ_RESULTS];
 	uint64_t refused[FCTL_REFUSED_MAX];
 	uint64_t refusals_aggregated; /* refusals audited only in a count, not one by one */
 	uint64_t connections; /* open now (control and metrics) */
@@ -218,6 +218,11 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 		    struct fctl_buf *frame, char *err, size_t errlen);
 /* Sends raw bytes (tests: malformed frames). */
 int fctl_agent_send_raw(struct fctl_agent_conn *c, const void *p, size_t n);
+/* The send and receive timeout of c from now on (a request known to take long). */
+int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s);
+/* Whether an idle connection is still usable: nothing to read (no close, no TLS alert
+ * from the agent, whose idle timeout may have ended it) and no error. Never blocks. */
+bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c);
 void fctl_agent_conn_free(struct fctl_agent_conn *c);
 
 #endif

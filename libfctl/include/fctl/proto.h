@@ -48,6 +48,7 @@ enum fctl_msg_type {
 	FCTL_MSG_TXSA_SWITCH = 13, /* ifname, an, key-version: TX SA active, then encoding SA */
 	FCTL_MSG_ENCODING_SA = 14, /* ifname, an, key-version: encoding SA only (rollback) */
 	FCTL_MSG_SA_RETIRE = 15,   /* ifname, an [, sci: RX SA of that SC, else TX SA] */
+	FCTL_MSG_SA_BATCH = 16,    /* sa-ops: N of the requests 10..15 (one phase, one host) */
 	FCTL_MSG_RESPONSE = 0x80,
 };
 
@@ -76,6 +77,7 @@ enum fctl_tlv_type {
 	FCTL_TLV_KEY_VERSION = 0x8013, /* u32: key version (rotation state) */
 	FCTL_TLV_SSCI = 0x8014,        /* u32: XPN short SCI */
 	FCTL_TLV_SALT = 0x8015,        /* bytes: XPN salt, exactly 12 */
+	FCTL_TLV_SA_OPS = 0x8016,      /* bytes: N records of FCTL_SA_OP_LEN (sa-batch) */
 };
 
 enum {
@@ -107,6 +109,32 @@ enum {
 	FCTL_HAS_KEY_VERSION = 1u << 18,
 	FCTL_HAS_SSCI = 1u << 19,
 	FCTL_HAS_SALT = 1u << 20,
+	FCTL_HAS_SA_OPS = 1u << 21,
+};
+
+/*
+ * An SA-OPS record (sa-batch): one SA request of types 10..15 in a fixed layout,
+ * FCTL_SA_OP_LEN bytes, big endian:
+ *
+ *   0 type u8 (10..15) | 1 pad u8 | 2 present u16 (bits: below) | 4 ifname[16] (NUL padded,
+ *   1..15 bytes) | 20 sci u64 | 28 pn u64 | 36 an u8 | 37 key_len u8 (0, 16, 32) | 38 pad u16 |
+ *   40 key-version u32 | 44 ssci u32 | 48 key[32] | 80 keyid[16] | 96 salt[12]
+ *
+ * present names the optional fields the record carries, as the TLVs of the single request
+ * would: the same rules apply (allowed, required, limits), and fields not present must be
+ * zero. At most FCTL_SA_OPS_MAX records.
+ */
+#define FCTL_SA_OP_LEN 108
+#define FCTL_SA_OPS_MAX 8192
+enum {
+	FCTL_SA_OP_SCI = 1u << 0,
+	FCTL_SA_OP_AN = 1u << 1,
+	FCTL_SA_OP_PN = 1u << 2,
+	FCTL_SA_OP_KEY = 1u << 3,
+	FCTL_SA_OP_KEYID = 1u << 4,
+	FCTL_SA_OP_KEY_VERSION = 1u << 5,
+	FCTL_SA_OP_SSCI = 1u << 6,
+	FCTL_SA_OP_SALT = 1u << 7,
 };
 
 /* Whether type is one of the SA-level (key-custodian) requests. */
@@ -143,6 +171,9 @@ struct fctl_msg {
 	uint32_t key_version;
 	uint32_t ssci;
 	const uint8_t *salt; /* 12 bytes */
+	/* sa-batch: the records, in the frame (n = sa_ops_len / FCTL_SA_OP_LEN, checked) */
+	const uint8_t *sa_ops;
+	uint32_t sa_ops_len;
 };
 
 struct fctl_proto_hdr {
@@ -169,6 +200,21 @@ int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct f
 /* Appends the frame of m (TLVs for the bits in m->present, in type order). -EINVAL when
  * m would not decode (a field over its limit, a TLV not allowed in the type, ...). */
 int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out);
+
+/* sa-batch: the number of records of a decoded batch. */
+size_t fctl_proto_sa_ops_count(const struct fctl_msg *batch);
+
+/* Record i of a decoded batch as the single request it stands for (type 10..15, the
+ * batch's id and host; key, keyid and salt point into the frame, like a decoded
+ * request's). The decoder has checked every record: this cannot fail for i < count. */
+void fctl_proto_sa_op_get(const struct fctl_msg *batch, size_t i, struct fctl_msg *op);
+
+/* Appends the record of op (an SA request of type 10..15 that would encode on its own,
+ * its ifname included; host is not carried) to ops. The caller wipes ops after use when
+ * it holds keys, and sizes it ahead (FCTL_SA_OP_LEN per record appended, then
+ * fctl_buf_reset) so that no realloc leaves a key behind. -EINVAL when op would not
+ * decode, -ENOSPC when ops is full (FCTL_SA_OPS_MAX). */
+int fctl_proto_sa_op_put(const struct fctl_msg *op, struct fctl_buf *ops);
 
 /* The highest version both sides speak, or -EPROTONOSUPPORT. */
 int fctl_proto_negotiate(uint16_t peer_min, uint16_t peer_max);

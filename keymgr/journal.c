@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/* keymgr's journal of each rotation's steps and its record of the key in use per link. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fctl/keys.h"
+#include "fctl/rotation.h"
+#include "rot.h"
+
+/* --- journal -------------------------------------------------------------- */
+
+void km_jpath(const struct km *k, const struct km_link *l, const char *what, char *out,
+		  size_t len)
+{
+	snprintf(out, len, "%s/%s-%s", k->state_dir, what, l->name);
+}
+
+int km_append_sync(const char *path, const char *line)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t n = strlen(line);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, n) != (ssize_t)n || fdatasync(fd) < 0)
+		r = errno ? -errno : -EIO;
+	close(fd);
+	return r;
+}
+
+static void test_hook(const struct km *k, enum km_step s)
+{
+#ifdef FCTL_TEST_HOOKS /* test builds only */
+	const char *h = getenv("FCTL_KEYMGR_TEST_HOOK"); /* "STEP:kill" or "STEP:pause:SEC" */
+	size_t n = strlen(km_step_name(s));
+	char marker[4200];
+
+	if (!h || strncmp(h, km_step_name(s), n) != 0 || h[n] != ':')
+		return;
+	if (strcmp(h + n + 1, "kill") == 0)
+		raise(SIGKILL);
+	if (strncmp(h + n + 1, "pause:", 6) == 0) {
+		snprintf(marker, sizeof(marker), "%s/paused-%s", k->state_dir, km_step_name(s));
+		close(open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		sleep((unsigned)atoi(h + n + 7));
+		unlink(marker);
+	}
+#endif
+}
+
+/* Written (and synced) before the step is taken. */
+int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s)
+{
+	char path[4200], line[128];
+	int r;
+
+	km_jpath(k, l, "journal", path, sizeof(path));
+	snprintf(line, sizeof(line), "step %s %ld\n", km_step_name(s), (long)time(NULL));
+	r = km_append_sync(path, line);
+	if (r < 0) {
+		km_audit(k, l, "key-rotation", "failed", NULL, NULL,
+			 "cannot write the journal %s: %s", path, strerror(-r));
+		return r;
+	}
+	rt->last = s;
+	if (strlen(rt->steps) + 16 < sizeof(rt->steps))
+		snprintf(rt->steps + strlen(rt->steps), sizeof(rt->steps) - strlen(rt->steps),
+			 "%s%s", rt->steps[0] ? "," : "", km_step_name(s));
+	test_hook(k, s);
+	return 0;
+}
+
+int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt)
+{
+	char path[4200], line[256];
+
+	if (mkdir(k->state_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	km_jpath(k, l, "journal", path, sizeof(path));
+	snprintf(line, sizeof(line),
+		 "begin old_an %u old_version %" PRIu32 " new_an %u new_version %" PRIu32
+		 " time %ld\n", rt->old_an, rt->old_version, rt->new_an, rt->new_version,
+		 (long)time(NULL));
+	unlink(path);
+	return km_append_sync(path, line);
+}
+
+int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt)
+{
+	char path[4200], line[256], name[32];
+	bool begun = false;
+	FILE *f;
+
+	km_jpath(k, l, "journal", path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	memset(rt, 0, sizeof(*rt));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "begin old_an %u old_version %" SCNu32 " new_an %u new_version %" SCNu32,
+			   &rt->old_an, &rt->old_version, &rt->new_an, &rt->new_version) == 4) {
+			begun = true;
+			rt->last = KM_PREPARE;
+		} else if (sscanf(line, "step %31s", name) == 1) {
+			for (int s = 0; s < KM_N_STEPS; s++)
+				if (strcmp(name, km_step_name(s)) == 0)
+					rt->last = (enum km_step)s;
+			if (strlen(rt->steps) + strlen(name) + 2 < sizeof(rt->steps))
+				snprintf(rt->steps + strlen(rt->steps),
+					 sizeof(rt->steps) - strlen(rt->steps), "%s%s",
+					 rt->steps[0] ? "," : "", name);
+		}
+	}
+	fclose(f);
+	return begun && rt->old_an < FCTL_MAX_AN && rt->new_an < FCTL_MAX_AN ? 0 : -EBADMSG;
+}
+
+/* The journal ends: one history line, then the journal goes. */
+void km_journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
+			const char *result)
+{
+	char path[4200], line[600];
+
+	snprintf(line, sizeof(line),
+		 "%ld %s %s old_an %u old_version %" PRIu32 " new_an %u new_version %" PRIu32
+		 " kcv %s steps %s\n", (long)time(NULL), l->name, result, rt->old_an,
+		 rt->old_version, rt->new_an, rt->new_version, rt->kcv[0] ? rt->kcv : "-",
+		 rt->steps[0] ? rt->steps : "-");
+	snprintf(path, sizeof(path), "%s/rotations.log", k->state_dir);
+	km_append_sync(path, line);
+	km_jpath(k, l, "journal", path, sizeof(path));
+	unlink(path);
+}
+
+/* --- keymgr's record of the current key per link ---------------------------- */
+
+/* STATE/current-LINK: "an A version V time T [kcv K keyid ID]". The check value of the
+ * key in use (ID: the KEYID of the reference it came from) lets the next rotation refuse a
+ * KMS that hands out the same key again without fetching the old key a second time. */
+int km_read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+			uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN])
+{
+	char path[4200], line[256], kc[16] = "", kid[64] = "";
+	unsigned a;
+	uint32_t v;
+	uint64_t t;
+	FILE *f;
+	int n;
+
+	km_jpath(k, l, "current", path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fgets(line, sizeof(line), f) ? sscanf(line, "an %u version %" SCNu32 " time %" SCNu64
+						   " kcv %15s keyid %63s", &a, &v, &t, kc, kid) : 0;
+	fclose(f);
+	if (n < 3 || a >= FCTL_MAX_AN)
+		return -EBADMSG;
+	*an = a;
+	*version = v;
+	*when = t;
+	if (kcv) {
+		kcv[0] = 0;
+		if (n == 5 && strlen(kc) == 6 && fctl_parse_hex(kid, keyid, FCTL_KEYID_LEN) == 0)
+			snprintf(kcv, 7, "%s", kc);
+	}
+	return 0;
+}
+
+int km_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+	       uint64_t *when)
+{
+	return km_read_current(k, l, an, version, when, NULL, NULL);
+}
+
+void km_set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version,
+			const char *kcv)
+{
+	char path[4200], tmp[4300], line[200], kid[2 * FCTL_KEYID_LEN + 1];
+	uint8_t id[FCTL_KEYID_LEN];
+	int n;
+
+	km_jpath(k, l, "current", path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	km_ref_keyid(l, version, id);
+	fctl_format_hex(id, FCTL_KEYID_LEN, kid);
+	n = snprintf(line, sizeof(line), "an %u version %" PRIu32 " time %ld", an, version,
+		     (long)time(NULL));
+	if (kcv && kcv[0])
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " kcv %s keyid %s", kcv, kid);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "\n");
+	/* best effort: the journal, not this summary, is what recovery trusts */
+	(void)fctl_file_replace(path, tmp, line, (size_t)n, 0600, 0);
+}
+
+void km_ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN])
+{
+	struct fctl_keyref r = l->ref;
+
+	r.version = version;
+	fctl_keyid_from_ref(&r, out);
+}
+

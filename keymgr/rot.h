@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* keymgr's rotation state shared by rotate.c and journal.c (not installed). */
+#ifndef KEYMGR_ROT_H
+#define KEYMGR_ROT_H
+
+#include <time.h>
+
+#include "keymgr.h"
+
+struct rot {
+	unsigned old_an, new_an;
+	uint32_t old_version, new_version;
+	char kcv[7];
+	enum km_step last;
+	char steps[256];
+	/* the report: step times and counters at the start of the rotation */
+	double step_ms[KM_N_STEPS];
+	struct timespec t_step;
+	unsigned kms_ops, agent_requests; /* this link's own, in a batch too */
+	/* after the switch: counters at the start of the overlap, when they could be read */
+	bool have_base;
+	struct km_dump base[2];
+	/* the new key's KEYID and XPN salt, named by its requests */
+	uint8_t new_keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN];
+};
+
+/* journal.c: STATE/journal-LINK, written (and synced) before each step is taken. */
+void km_jpath(const struct km *k, const struct km_link *l, const char *what, char *out,
+	      size_t len);
+int km_append_sync(const char *path, const char *line);
+/* Journals step s (and runs the test hook of test builds). */
+int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s);
+int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt);
+int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt);
+/* One history line in STATE/rotations.log, then the journal goes. */
+void km_journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
+		    const char *result);
+/* STATE/current-LINK: the key in use ("an A version V time T [kcv K keyid ID]"). */
+int km_read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
+		    uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN]);
+void km_set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version,
+		    const char *kcv);
+/* The KEYID of version of the link's key reference. */
+void km_ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN]);
+
+#endif
