@@ -204,3 +204,56 @@ int fctl_audit_consistency_check(uint64_t m, uint64_t n, const uint8_t old_root[
 	}
 	return sn == 0 && memcmp(fr, old_root, 32) == 0 && memcmp(sr, root, 32) == 0;
 }
+
+int fctl_audit_levels_build(const uint8_t (*leaves)[32], uint64_t n, struct fctl_audit_levels *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (n == 0)
+		return -EINVAL;
+	t->lv[0] = leaves;
+	t->len[0] = n;
+	t->n = 1;
+	while (t->len[t->n - 1] > 1) {
+		const uint8_t (*below)[32] = t->lv[t->n - 1];
+		uint64_t bl = t->len[t->n - 1], len = (bl + 1) / 2;
+		uint8_t (*up)[32];
+
+		if (t->n > FCTL_AUDIT_PROOF_MAX || !(up = malloc((size_t)len * 32))) {
+			fctl_audit_levels_release(t);
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < len; i++) {
+			if (2 * i + 1 < bl)
+				fctl_audit_node_hash(below[2 * i], below[2 * i + 1], up[i]);
+			else
+				memcpy(up[i], below[2 * i], 32); /* the odd last node goes up as it is */
+		}
+		t->lv[t->n] = (const uint8_t(*)[32])up;
+		t->len[t->n++] = len;
+	}
+	return 0;
+}
+
+int fctl_audit_levels_path(const struct fctl_audit_levels *t, uint64_t index, uint8_t (*path)[32],
+			   size_t *plen)
+{
+	if (!t->n || index >= t->len[0])
+		return -EINVAL;
+	*plen = 0;
+	for (size_t k = 0; k + 1 < t->n; k++, index >>= 1) {
+		uint64_t sib = index ^ 1;
+
+		if (sib < t->len[k])
+			put(path, plen, t->lv[k][sib]);
+	}
+	return 0;
+}
+
+void fctl_audit_levels_release(struct fctl_audit_levels *t)
+{
+	if (!t)
+		return;
+	for (size_t k = 1; k < t->n; k++)
+		free((void *)t->lv[k]);
+	memset(t, 0, sizeof(*t));
+}

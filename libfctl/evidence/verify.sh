@@ -159,13 +159,13 @@ else
 	[ ${#SIGNER_KEYS[@]} -gt 0 ] || bad "no signer key to check the manifest with"
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
-if jq -e '.bundle == "fabricctl-evidence" and .format == 2 and (.signatures_required | type) == "number"
+if jq -e '.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' "$M" >/dev/null 2>&1; then
-	ok "manifest: a fabricctl evidence manifest, format 2"
+	ok "manifest: a fabricctl evidence manifest, format 3"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 2)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 3)"
 fi
 need=$(jq '.signatures_required // 0' "$M" 2>/dev/null)
 need=${need:-0}
@@ -218,10 +218,12 @@ if [ -n "${LISTED[SHA256SUMS]:-}" ] && [ -f SHA256SUMS ] && [ ! -L SHA256SUMS ];
 fi
 
 # --- 3. the audit log -------------------------------------------------------------------------
-# check_audit_log: the hash chain (seq, prev) of audit/log.jsonl, the RFC 6962 Merkle roots, the
-# bundle's checkpoint and its signature by the audit key, the trusted checkpoint, the slice.
+# check_audit_log: the window (audit/slice.jsonl: canonical records, consecutive, chained) and
+# the RFC 9162 inclusion proof of each against the checkpoint (audit/proofs.json), the
+# checkpoint (signature by the audit key, origin, the one the manifest names), the trusted
+# checkpoint (same log, consistent), and with --whole-log the whole log (audit/log.jsonl).
 # Kept in one function so a change of the log format changes only this.
-LOG=audit/log.jsonl CP=audit/checkpoint.txt
+LOG=audit/log.jsonl CP=audit/checkpoint.txt SLICE=audit/slice.jsonl PROOFS=audit/proofs.json
 # note_split NOTEFILE PREFIX: the last note of a file of C2SP signed notes into PREFIX.body (the
 # signed text: lines up to the blank line, each with its newline) and PREFIX.sigs (its lines)
 note_split() {
@@ -246,17 +248,184 @@ note_verify() {
 	done <"$1.sigs"
 	return 1
 }
-check_audit_log() {
-	local expect=1 prevhex cbad=0 n=0 line seq prev leaf cpsize cproot= tsize= troot= akey sbad=0
+b64hex() { openssl base64 -d -A 2>/dev/null | od -An -v -tx1 | tr -d ' \n'; }
+# node HEX-LEFT HEX-RIGHT: SHA-256(0x01 || left || right), hex (one openssl process: for the few
+# hashes of a consistency proof)
+node() { printf '%b' "\\x01$(printf '%s%s' "$1" "$2" | sed 's/../\\x&/g')" | openssl dgst -sha256 -r | cut -c1-64; }
+# nodes_hash FILE: FILE holds one message a line, each "01" || left || right in hex; prints the
+# SHA-256 of each, one a line, in order: all of them in one openssl process (one file each,
+# cut from one binary written by one printf)
+nodes_hash() {
+	local d=$TMP/nodes
+	rm -rf "$d" && mkdir "$d" || return 1
+	printf '%b' "$(tr -d '\n' <"$1" | sed 's/../\\x&/g')" >"$d/all"
+	(cd "$d" && split -b 65 -a 7 -d all m. && rm all && openssl dgst -sha256 -r m.*) | cut -c1-64
+}
+# The canonical form (docs/audit.md "Canonical form"), with jq alone: each line must be byte
+# for byte the record serialized again by the writer's rules from what jq parsed: fields in
+# the canonical order, each once (jq keeps one of two repeated keys, so a repeated key
+# changes the bytes), no whitespace, the writer's string escapes and numbers. Prints
+# "LINE reason" for each line that is not.
+CANON_JQ='
+def order: ["seq","prev","time","actor","action","change","host","link","secy","profile",
+	"result","ops","writes","error","detail","key_ids","kcv","key_state"];
+def hexd: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
+def s: if type != "string" then error("not a string")
+	elif test("[\u0000-\u001f\u007f\"\\\\]") | not then "\"" + . + "\""
+	else "\"" + (explode | map(if . == 34 then "\\\"" elif . == 92 then "\\\\"
+		elif . == 10 then "\\n" elif . == 9 then "\\t" elif . == 13 then "\\r"
+		elif . < 32 or . == 127 then "\\u00" + hexd else [.] | implode end) | join("")) + "\"" end;
+def n: if type == "number" and . >= 0 and . == floor then tostring else error("not a count") end;
+def actor: if has("cert") then "{\"cert\":" + (.cert | s) + "}"
+	else "{\"user\":" + (if .user == null then "null" else .user | s end) + ",\"uid\":" + (.uid | n) + "}" end;
+def profile: "{\"name\":" + (.name | s) + ",\"version\":" + (.version | n)
+	+ (if has("sha256") then ",\"sha256\":" + (.sha256 | s) else "" end) + "}";
+def value($k): if $k == "actor" then actor elif $k == "profile" then profile
+	elif $k == "seq" or $k == "ops" or $k == "writes" then n
+	elif $k == "key_ids" or $k == "kcv" then "[" + (map(s) | join(",")) + "]" else s end;
+def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | value($k))] | join(",")) + "}";
+def repeated($l): [order[] as $k | select(($l | [match("\"\($k)\":"; "g")] | length) > 1) | $k];
+. as $l | input_line_number as $i | (try fromjson catch null) as $o |
+if ($o | type) != "object" then "\($i) is not a JSON object"
+else ($o | keys_unsorted) as $ks | ($ks - order) as $extra | [order[] as $k | select($ks | index($k))] as $want |
+	(try ($o | canon) catch "") as $c |
+	if $c == $l then empty
+	elif ($extra | length) > 0 then "\($i) has fields that are not record fields: \($extra | join(","))"
+	elif ($ks != $want) then "\($i) has its keys out of the canonical order (\($ks | join(",")))"
+	elif (repeated($l) | length) > 0 then "\($i) repeats the key \(repeated($l) | join(","))"
+	elif (["seq","prev","time","actor","action","result"] - $ks | length) > 0 then
+		"\($i) lacks \(["seq","prev","time","actor","action","result"] - $ks | join(","))"
+	else "\($i) is not in canonical form (spacing, escapes, numbers or field types)" end
+end'
+# check_window CPSIZE ROOTHEX: the slice against the manifest and audit/proofs.json
+check_window() {
+	local cpsize=$1 roothex=$2 first last nrec want n=0 line seq prev wbad=0 pbad=0 i l k m
+	local -a LEAF=() CUR=() FN=() SN=() PTH=() PL=() OKP=() SEQ=() PREV=() idx=()
+	first=$(jq -r '.audit.slice_first_seq' "$M" 2>/dev/null) last=$(jq -r '.audit.slice_last_seq' "$M" 2>/dev/null)
+	want=$(jq -r '.audit.slice_records' "$M" 2>/dev/null)
+	[[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ && $want =~ ^[0-9]+$ ]] || { bad "audit: the signed manifest names no window"; return; }
+	[ -f "$SLICE" ] && [ -f "$PROOFS" ] || { bad "audit: $SLICE or $PROOFS is missing"; return; }
+	# canonical records, with jq alone
+	jq -R -r "$CANON_JQ" "$SLICE" >"$TMP/canon" 2>&1 || echo "0 cannot be read by jq" >>"$TMP/canon"
+	if [ -s "$TMP/canon" ]; then
+		while IFS= read -r l; do bad "audit: $SLICE:${l%% *} ${l#* } (non-canonical record)"; done < <(head -5 "$TMP/canon")
+		wbad=1
+	fi
+	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line)
+	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
+			bad "audit: $SLICE:$n is not a record"; wbad=1; SEQ+=(0) PREV+=(x)
+		else
+			SEQ+=("${BASH_REMATCH[1]}") PREV+=("${BASH_REMATCH[2]}")
+		fi
+		printf -v k '%07d' "$n"
+		printf '\0%s' "$line" >"$TMP/leaves/l.$k"
+	done <"$SLICE"
+	[ "$n" = 0 ] || mapfile -t LEAF < <(cd "$TMP/leaves" && openssl dgst -sha256 -r l.* | cut -c1-64)
+	[ "$n" = "$want" ] || { bad "audit: $SLICE has $n records, the signed manifest says $want (dropped or added)"; wbad=1; }
+	[ "$(jq -r '"\(.first_seq) \(.last_seq) \(.tree_size) \(.inclusion | length)"' "$PROOFS" 2>/dev/null)" = "$first $last $cpsize $want" ] ||
+		{ bad "audit: $PROOFS is not the proof of the window ($first..$last) against the checkpoint ($cpsize records)"; wbad=1; }
+	for ((i = 0; i < n; i++)); do
+		seq=${SEQ[i]}
+		if [ "$seq" -gt "$cpsize" ]; then
+			bad "audit: $SLICE:$((i + 1)) (seq $seq) is beyond the checkpoint, which covers $cpsize records"; wbad=1
+		fi
+		if [ "$seq" != $((first + i)) ]; then
+			bad "audit: $SLICE:$((i + 1)) has seq $seq, expected $((first + i)) (the window must be consecutive: dropped, added or reordered)"; wbad=1
+		fi
+		if [ $i -gt 0 ] && [ "${PREV[i]}" != "${LEAF[i - 1]}" ]; then
+			bad "audit: $SLICE:$((i + 1)) (seq $seq): prev is not the hash of the record before (modified, dropped or reordered)"; wbad=1
+		fi
+	done
+	[ $wbad = 0 ] && ok "audit: $SLICE: $n canonical records, seq $first to $last, each chained to the one before"
+	# the items to prove: the leaf before the window (the first record's prev), then each record
+	m=0
+	if [ "$n" -gt 0 ] && [ "$first" -gt 1 ]; then
+		if [ "$(jq -r '.prev.leaf_hash' "$PROOFS" 2>/dev/null)" != "${PREV[0]}" ]; then
+			bad "audit: the first record's prev is not the leaf the proof bundle proves"; pbad=1
+		fi
+		CUR+=("${PREV[0]}")
+	elif [ "$n" -gt 0 ] && [ "${PREV[0]}" != "$(printf '0%.0s' {1..64})" ]; then
+		bad "audit: the first record of the log has a prev"; pbad=1
+	fi
+	for ((i = 0; i < n; i++)); do CUR+=("${LEAF[i]}"); done
+	while IFS=' ' read -r l k p; do
+		if [ $m -ge ${#CUR[@]} ] || ! [[ $l =~ ^[0-9]+$ && $k =~ ^[0-9]+$ && $p =~ ^([0-9a-f]{64})*$ ]]; then
+			bad "audit: $PROOFS: proof $m is malformed"; pbad=1; m=$((m + 1)); continue
+		fi
+		FN+=("$l") SN+=($((k - 1))) PTH+=("$p") PL+=($((${#p} / 64))) OKP+=(1)
+		[ "$k" = "$cpsize" ] && [ "$l" -lt "$k" ] || OKP[m]=0
+		m=$((m + 1))
+	done < <(jq -r '(if .prev then [.prev] else [] end) + .inclusion | .[] |
+		"\(.leaf_index) \(.tree_size) \(.path | join(""))"' "$PROOFS" 2>/dev/null)
+	[ $m = ${#CUR[@]} ] || { bad "audit: $PROOFS holds $m proofs for ${#CUR[@]} hashes"; pbad=1; }
+	[ "$first" -gt 1 ] && [ "$n" -gt 0 ] && [ "${FN[0]:-x}" != $((first - 2)) ] && { bad "audit: the prev proof is not of leaf $((first - 2))"; pbad=1; }
+	for ((i = 0; i < n; i++)); do
+		k=$((i + (${#CUR[@]} - n)))
+		[ "${FN[k]:-x}" = $((SEQ[i] - 1)) ] || { bad "audit: the proof of $SLICE:$((i + 1)) is not of leaf $((SEQ[i] - 1))"; pbad=1; }
+	done
+	# RFC 9162 2.1.3.2, every proof one level at a time: the hashes of a level in one batch
+	for ((l = 0; ; l++)); do
+		: >"$TMP/msgs"
+		idx=()
+		for ((i = 0; i < m; i++)); do
+			[ "${OKP[i]}" = 1 ] && [ "${PL[i]}" -gt $l ] || continue
+			if [ "${SN[i]}" = 0 ]; then OKP[i]=0; continue; fi
+			k=${PTH[i]:l*64:64}
+			if (((FN[i] & 1) || FN[i] == SN[i])); then
+				echo "01$k${CUR[i]}" >>"$TMP/msgs"
+				while ! ((FN[i] & 1)) && [ "${FN[i]}" != 0 ]; do FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1)); done
+			else
+				echo "01${CUR[i]}$k" >>"$TMP/msgs"
+			fi
+			FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1))
+			idx+=("$i")
+		done
+		[ ${#idx[@]} -gt 0 ] || break
+		k=0
+		while IFS= read -r line; do CUR[idx[k]]=$line; k=$((k + 1)); done < <(nodes_hash "$TMP/msgs")
+	done
+	k=0
+	for ((i = 0; i < m; i++)); do
+		[ "${OKP[i]}" = 1 ] && [ "${SN[i]}" = 0 ] && [ "${CUR[i]}" = "$roothex" ] && continue
+		k=$((k + 1))
+		[ $k -le 5 ] && bad "audit: inclusion proof $((i + 1)) of $m (leaf index $(jq -r "((if .prev then [.prev] else [] end) + .inclusion)[$i].leaf_index" "$PROOFS" 2>/dev/null)) does not give the checkpoint's root"
+	done
+	[ $k -gt 5 ] && bad "audit: ... $k inclusion proofs in all do not give the checkpoint's root"
+	[ $k = 0 ] && [ $pbad = 0 ] && ok "audit: $m inclusion proofs (the window's $n records$([ $m -gt $n ] && echo " and the leaf before it")) give the checkpoint's root"
+}
+# consistency_ok M N OLDHEX NEWHEX PATHHEX...: RFC 9162 2.1.4.2
+consistency_ok() {
+	local m=$1 n=$2 old=$3 new=$4 fr sr fn sn i=0
+	shift 4
+	local p=("$@")
+	[ "$m" -ge 1 ] && [ "$m" -le "$n" ] || return 1
+	[ "$m" = "$n" ] && { [ ${#p[@]} = 0 ] && [ "$old" = "$new" ]; return; }
+	[ ${#p[@]} -gt 0 ] || return 1
+	if (((m & (m - 1)) == 0)); then fr=$old; else fr=${p[0]}; i=1; fi
+	sr=$fr fn=$((m - 1)) sn=$((n - 1))
+	while ((fn & 1)); do fn=$((fn >> 1)) sn=$((sn >> 1)); done
+	for (( ; i < ${#p[@]}; i++)); do
+		[ $sn = 0 ] && return 1
+		if (((fn & 1) || fn == sn)); then
+			fr=$(node "${p[i]}" "$fr") sr=$(node "${p[i]}" "$sr")
+			while ! ((fn & 1)) && [ $fn != 0 ]; do fn=$((fn >> 1)) sn=$((sn >> 1)); done
+		else
+			sr=$(node "$sr" "${p[i]}")
+		fi
+		fn=$((fn >> 1)) sn=$((sn >> 1))
+	done
+	[ $sn = 0 ] && [ "$fr" = "$old" ] && [ "$sr" = "$new" ]
+}
+# check_whole_log CPSIZE TSIZE: with --whole-log, the chain of audit/log.jsonl and its roots at
+# the checkpoint's size (must be the checkpoint's) and the trusted checkpoint's (in WHOLE_TROOT)
+WHOLE_TROOT=
+check_whole_log() {
+	local cpsize=$1 tsize=$2 expect=1 prevhex cbad=0 n=0 line seq prev leaf cproot=
 	local stack=() sizes=()
 	prevhex=$(printf '0%.0s' {1..64})
-	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
-	cpsize=$(sed -n 2p "$TMP/cp.body")
-	if [ -n "$TRUSTED_CP" ]; then
-		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
-		tsize=$(sed -n 2p "$TMP/tcp.body")
-		[[ $tsize =~ ^[0-9]+$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
-	fi
 	push() { # RFC 6962 compact range: merge equal-size subtrees
 		local h=$1 s=1
 		while [ ${#sizes[@]} -gt 0 ] && [ "${sizes[-1]}" -eq $s ]; do
@@ -269,16 +438,12 @@ check_audit_log() {
 	}
 	root() { # the root of the records so far, base64
 		local i h
-		if [ ${#stack[@]} -eq 0 ]; then h=$(printf '' | sha); else
-			h=${stack[-1]}
-			for ((i = ${#stack[@]} - 2; i >= 0; i--)); do
-				h=$({ printf '\1'; hex2bin "${stack[i]}"; hex2bin "$h"; } | sha)
-			done
-		fi
+		h=${stack[-1]}
+		for ((i = ${#stack[@]} - 2; i >= 0; i--)); do
+			h=$({ printf '\1'; hex2bin "${stack[i]}"; hex2bin "$h"; } | sha)
+		done
 		hex2bin "$h" | openssl base64 -A
 	}
-	[ "$cpsize" = 0 ] && cproot=$(root)
-	[ "$tsize" = 0 ] && troot=$(root)
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
@@ -291,9 +456,28 @@ check_audit_log() {
 		push "$leaf"
 		prevhex=$leaf expect=$((seq + 1))
 		[ "$n" = "$cpsize" ] && cproot=$(root)
-		[ "$n" = "$tsize" ] && troot=$(root)
+		[ "$n" = "$tsize" ] && WHOLE_TROOT=$(root)
 	done <"$LOG"
-	[ $cbad = 0 ] && ok "audit: $n records, each chained to the one before"
+	[ $cbad = 0 ] && ok "audit: $LOG: $n records, each chained to the one before"
+	if [ "$cpsize" -gt "$n" ]; then
+		bad "audit: the checkpoint covers $cpsize records but $LOG has $n (cut-off tail)"
+	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
+		ok "audit: $LOG: Merkle root of the first $cpsize records matches the checkpoint"
+	else
+		bad "audit: $LOG: Merkle root of the first $cpsize records does not match the checkpoint"
+	fi
+}
+check_audit_log() {
+	local cpsize tsize= akey origin mo roothex troot p
+	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
+	cpsize=$(sed -n 2p "$TMP/cp.body")
+	[[ $cpsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the checkpoint has no size"; return; }
+	roothex=$(sed -n 3p "$TMP/cp.body" | b64hex)
+	if [ -n "$TRUSTED_CP" ]; then
+		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
+		tsize=$(sed -n 2p "$TMP/tcp.body")
+		[[ $tsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
+	fi
 	# the audit key: pinned, or the bundle's own when the trusted checkpoint's signature
 	# authenticates it (or, with --self-consistency-only, the bundle's own unchecked)
 	akey=$AUDIT_PUB
@@ -310,36 +494,49 @@ check_audit_log() {
 		note_verify "$TMP/tcp" "$akey" && ok "audit: your trusted checkpoint is signed by $akey" ||
 			bad "audit: your trusted checkpoint is not signed by $akey"
 	fi
-	if ! [[ $cpsize =~ ^[0-9]+$ ]] || [ "$cpsize" -gt "$n" ]; then
-		bad "audit: the checkpoint covers ${cpsize:-?} records but the log has $n (cut-off tail)"
-	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
-		ok "audit: Merkle root of the first $cpsize records matches the checkpoint"
-	else
-		bad "audit: Merkle root of the first $cpsize records does not match the checkpoint"
-	fi
 	if note_verify "$TMP/cp" "$akey"; then
 		ok "audit: the checkpoint's signature by $akey verifies"
 	else
 		bad "audit: the checkpoint is not signed by $akey"
 	fi
-	if [ -n "$TRUSTED_CP" ]; then
-		if [ "$(sed -n 1p "$TMP/tcp.body")" != "$(sed -n 1p "$TMP/cp.body")" ]; then
-			bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
-		elif [ "$tsize" -gt "$n" ]; then
-			bad "audit: your trusted checkpoint covers $tsize records, the log has $n (records removed)"
-		elif [ "$(sed -n 3p "$TMP/tcp.body")" = "$troot" ]; then
-			ok "audit: the first $tsize records are the ones your trusted checkpoint covers"
-		else
+	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] &&
+		[ "$(jq -r .root "$PROOFS" 2>/dev/null)" = "$roothex" ] ||
+		bad "audit: the checkpoint is not the one the signed manifest names"
+	origin=$(sed -n 1p "$TMP/cp.body")
+	mo=$(jq -r '.audit.origin | strings' "$M" 2>/dev/null)
+	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then
+		ok "audit: the checkpoint's origin '$origin' is the one the signed manifest records"
+	else
+		bad "audit: the checkpoint's origin '$origin' is not the one the signed manifest records ('$mo')"
+	fi
+	check_window "$cpsize" "$roothex"
+	if [ "$(jq -r '.audit.whole_log' "$M" 2>/dev/null)" = true ]; then
+		check_whole_log "$cpsize" "${tsize:-0}"
+	elif [ -e "$LOG" ]; then
+		bad "audit: $LOG is in the bundle but the signed manifest says no whole log"
+	fi
+	[ -n "$TRUSTED_CP" ] || return
+	troot=$(sed -n 3p "$TMP/tcp.body")
+	if [ "$(sed -n 1p "$TMP/tcp.body")" != "$origin" ]; then
+		bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
+	elif [ "$tsize" -gt "$cpsize" ]; then
+		bad "audit: your trusted checkpoint covers $tsize records, the bundle's checkpoint $cpsize (records removed)"
+	elif [ "$tsize" = "$cpsize" ]; then
+		[ "$troot" = "$(sed -n 3p "$TMP/cp.body")" ] && ok "audit: the first $tsize records are the ones your trusted checkpoint covers" ||
 			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
+	elif [ -n "$WHOLE_TROOT" ]; then
+		[ "$troot" = "$WHOLE_TROOT" ] && ok "audit: the first $tsize records of $LOG are the ones your trusted checkpoint covers" ||
+			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
+	else
+		p=$(jq -r --argjson m "$tsize" '[.consistency[]? | select(.old_size == $m)][0] | select(.) | "\(.old_root) \(.path | join(" "))"' "$PROOFS" 2>/dev/null)
+		if [ -z "$p" ]; then
+			bad "audit: the bundle proves nothing about your trusted checkpoint's $tsize records (build it with --consistency-from $tsize or --whole-log)"
+		elif [ "${p%% *}" = "$(printf '%s' "$troot" | b64hex)" ] && consistency_ok "$tsize" "$cpsize" ${p} ; then
+			ok "audit: the checkpoint is consistent with your trusted checkpoint ($tsize records; RFC 9162 consistency proof)"
+		else
+			bad "audit: the checkpoint is not consistent with your trusted checkpoint (history rewritten)"
 		fi
 	fi
-	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] ||
-		bad "audit: the checkpoint is not the one the signed manifest names"
-	# the slice is part of the verified log
-	while IFS= read -r line || [ -n "$line" ]; do
-		grep -qxF -- "$line" "$LOG" || { bad "audit: a record of slice.jsonl is not in log.jsonl"; sbad=1; }
-	done <audit/slice.jsonl
-	[ $sbad = 0 ] && ok "audit: slice.jsonl ($(grep -c . audit/slice.jsonl) records) is part of the verified log"
 }
 check_audit_log
 
@@ -363,11 +560,11 @@ while IFS= read -r envl || [ -n "$envl" ]; do
 	nrec=0
 	while IFS=$'\t' read -r name digest; do
 		case $name in
-		audit/log.jsonl\#seq=*)
+		audit/slice.jsonl\#seq=*)
 			s=${name#*=}
 			nrec=$((nrec + 1))
 			[[ $s =~ ^[1-9][0-9]*$ ]] || { bad "in-toto: envelope $k: subject '$name'"; sbad=1; continue; }
-			rec=$(grep -m1 "^{\"seq\":$s," "$LOG")
+			rec=$(grep -m1 "^{\"seq\":$s," "$SLICE")
 			[ -n "$rec" ] && [ "$(printf '%s' "$rec" | sha)" = "$digest" ] ||
 				{ bad "in-toto: envelope $k: subject $name does not match the audit record"; sbad=1; }
 			grep -qxF -- "$rec" audit/slice.jsonl || { bad "in-toto: envelope $k: record $s is not in the slice"; sbad=1; }

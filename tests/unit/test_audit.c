@@ -955,7 +955,9 @@ static void test_origin_names_the_log(void **state)
 static void test_proofs_against_recursive(void **state)
 {
 	uint8_t l[40][32], path[FCTL_AUDIT_PROOF_MAX][32], root[32], old[32], want[32];
-	size_t plen;
+	uint8_t path2[FCTL_AUDIT_PROOF_MAX][32];
+	struct fctl_audit_levels lv;
+	size_t plen, plen2;
 
 	(void)state;
 	for (int i = 0; i < 40; i++)
@@ -964,9 +966,14 @@ static void test_proofs_against_recursive(void **state)
 		fctl_audit_mth((const uint8_t(*)[32])l, n, root);
 		mth(l, n, want);
 		assert_memory_equal(root, want, 32);
+		assert_int_equal(fctl_audit_levels_build((const uint8_t(*)[32])l, n, &lv), 0);
+		assert_memory_equal(lv.lv[lv.n - 1][0], want, 32);
 		for (uint64_t i = 0; i < n; i++) {
+			assert_int_equal(fctl_audit_levels_path(&lv, i, path2, &plen2), 0);
 			assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, n, i, path,
 								    &plen), 0);
+			assert_int_equal(plen, plen2); /* the level walk gives the RFC's path */
+			assert_memory_equal(path, path2, plen * 32);
 			assert_int_equal(fctl_audit_inclusion_check(i, n, l[i], (const uint8_t(*)[32])path,
 								    plen, root), 1);
 			assert_int_equal(fctl_audit_inclusion_check(i, n, l[(i + 1) % 40],
@@ -985,7 +992,9 @@ static void test_proofs_against_recursive(void **state)
 								      (const uint8_t(*)[32])path,
 								      plen), 0);
 		}
+		fctl_audit_levels_release(&lv);
 	}
+	fctl_audit_levels_release(NULL);
 	assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, 3, 3, path, &plen),
 			 -EINVAL);
 	assert_int_equal(fctl_audit_consistency_proof((const uint8_t(*)[32])l, 3, 0, path, &plen),
