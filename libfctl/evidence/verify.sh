@@ -287,7 +287,7 @@ def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | val
 def repeated($l): [order[] as $k | select(($l | [match("\"\($k)\":"; "g")] | length) > 1) | $k];
 . as $l | input_line_number as $i | (try fromjson catch null) as $o |
 if ($o | type) != "object" then "\($i) is not a JSON object"
-else ($o | keys_unsorted) as $ks | ($ks - order) as $extra | [order[] as $k | select($ks | index($k))] as $want |
+else ($o | keys_unsorted) as $ks | ($ks - order) as $extra | [order[] as $k | select($ks | index($k)) | $k] as $want |
 	(try ($o | canon) catch "") as $c |
 	if $c == $l then empty
 	elif ($extra | length) > 0 then "\($i) has fields that are not record fields: \($extra | join(","))"
