@@ -366,26 +366,35 @@ check_window() {
 		k=$((i + (${#CUR[@]} - n)))
 		[ "${FN[k]:-x}" = $((SEQ[i] - 1)) ] || { bad "audit: the proof of $SLICE:$((i + 1)) is not of leaf $((SEQ[i] - 1))"; pbad=1; }
 	done
-	# RFC 9162 2.1.3.2, every proof one level at a time: the hashes of a level in one batch
+	# RFC 9162 2.1.3.2, every proof one level at a time: the hashes of a level in one batch,
+	# each distinct node once (records of one subtree share their upper nodes)
 	for ((l = 0; ; l++)); do
-		: >"$TMP/msgs"
+		local -A H=()
+		local -a MSG=()
+		local msgs=
 		idx=()
 		for ((i = 0; i < m; i++)); do
 			[ "${OKP[i]}" = 1 ] && [ "${PL[i]}" -gt $l ] || continue
 			if [ "${SN[i]}" = 0 ]; then OKP[i]=0; continue; fi
 			k=${PTH[i]:l*64:64}
 			if (((FN[i] & 1) || FN[i] == SN[i])); then
-				echo "01$k${CUR[i]}" >>"$TMP/msgs"
+				line=01$k${CUR[i]}
 				while ! ((FN[i] & 1)) && [ "${FN[i]}" != 0 ]; do FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1)); done
 			else
-				echo "01${CUR[i]}$k" >>"$TMP/msgs"
+				line=01${CUR[i]}$k
 			fi
 			FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1))
+			MSG[i]=$line
+			[ -n "${H[$line]+x}" ] || { H[$line]=; msgs+=$line$'\n'; }
 			idx+=("$i")
 		done
 		[ ${#idx[@]} -gt 0 ] || break
-		k=0
-		while IFS= read -r line; do CUR[idx[k]]=$line; k=$((k + 1)); done < <(nodes_hash "$TMP/msgs")
+		printf '%s' "$msgs" >"$TMP/msgs"
+		exec 3<"$TMP/msgs"
+		while IFS= read -r line; do IFS= read -r -u 3 k; H[$k]=$line; done < <(nodes_hash "$TMP/msgs")
+		exec 3<&-
+		for i in "${idx[@]}"; do CUR[i]=${H[${MSG[i]}]}; done
+		unset H MSG
 	done
 	k=0
 	for ((i = 0; i < m; i++)); do
