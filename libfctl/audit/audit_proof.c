@@ -257,3 +257,65 @@ void fctl_audit_levels_release(struct fctl_audit_levels *t)
 		free((void *)t->lv[k]);
 	memset(t, 0, sizeof(*t));
 }
+
+int fctl_audit_levels_range(const struct fctl_audit_levels *t, uint64_t lo, uint64_t hi,
+			    uint8_t (*nodes)[32])
+{
+	size_t nn = 0;
+
+	if (!t->n || lo > hi || hi >= t->len[0])
+		return -EINVAL;
+	for (size_t k = 0; k + 1 < t->n; k++, lo >>= 1, hi >>= 1) {
+		if (lo & 1)
+			memcpy(nodes[nn++], t->lv[k][lo - 1], 32);
+		if (!(hi & 1) && hi + 1 < t->len[k])
+			memcpy(nodes[nn++], t->lv[k][hi + 1], 32);
+	}
+	return (int)nn;
+}
+
+int fctl_audit_range_check(uint64_t size, uint64_t lo, uint64_t hi, const uint8_t (*leaves)[32],
+			   const uint8_t (*nodes)[32], size_t nn, const uint8_t root[32])
+{
+	uint8_t (*cur)[32];
+	size_t used = 0;
+	bool done = false;
+	int ok;
+
+	if (lo > hi || hi >= size)
+		return 0;
+	/* the level's known nodes lo..hi in cur[1..], room for one neighbour on each side */
+	if (!(cur = malloc((size_t)(hi - lo + 3) * 32)))
+		return -ENOMEM;
+	memcpy(cur[1], leaves[0], (size_t)(hi - lo + 1) * 32);
+	for (uint64_t w = size; w > 1; w = (w + 1) >> 1) {
+		size_t a = 1, b = (size_t)(hi - lo) + 1, o = 0;
+
+		if (lo & 1) {
+			if (used == nn)
+				break;
+			memcpy(cur[--a], nodes[used++], 32);
+			lo--;
+		}
+		if (!(hi & 1) && hi + 1 < w) {
+			if (used == nn)
+				break;
+			memcpy(cur[++b], nodes[used++], 32);
+			hi++;
+		}
+		for (size_t i = a; i <= b; i += 2, o++) {
+			if (i + 1 <= b)
+				fctl_audit_node_hash(cur[i], cur[i + 1], cur[1 + o]);
+			else
+				memmove(cur[1 + o], cur[i], 32); /* the last node of the level, alone */
+		}
+		lo >>= 1;
+		hi >>= 1;
+		if (w <= 2)
+			done = true;
+	}
+	ok = (done || size == 1) && used == nn && lo == 0 && hi == 0 &&
+	     memcmp(cur[1], root, 32) == 0;
+	free(cur);
+	return ok;
+}

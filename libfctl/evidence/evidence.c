@@ -288,8 +288,8 @@ static void common_predicate(struct fctl_buf *b, const struct rec *r, bool first
 	json_kv(b, "time", r->time, true);
 	json_kv(b, "host", r->host, true);
 	json_kv(b, "change", r->change, true);
-	fctl_buf_printf(b, ",\"audit_seq\":%" PRIu64 ",\"audit_record\":", r->seq);
-	fctl_buf_append(b, r->line, r->len); /* the record itself, verbatim */
+	/* the record itself is the subject audit/slice.jsonl#seq=N, bound by its digest */
+	fctl_buf_printf(b, ",\"audit_seq\":%" PRIu64, r->seq);
 }
 
 /* The in-toto v1 statement of record r into b: true, or false when r has none. */
@@ -869,6 +869,45 @@ out:
 	return r;
 }
 
+/* report.html, from the files so far; the manifest lists it like the rest. It shows the
+ * selected records: the window's records of other changes are there for the chain and the
+ * proof, so the page is the one `--html` alone makes of the same selection. */
+static int add_report(struct ev *e)
+{
+	struct fctl_buf sel = { 0 }, html = { 0 };
+	struct fctl_evidence_file *f = malloc((e->nf ? e->nf : 1) * sizeof(*f));
+	int r;
+
+	if (!f)
+		return fail(e, -ENOMEM, "out of memory");
+	memcpy(f, e->f, e->nf * sizeof(*f));
+	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
+		if (!e->r[i].in_slice)
+			continue;
+		fctl_buf_append(&sel, e->r[i].line, e->r[i].len);
+		fctl_buf_putc(&sel, '\n');
+	}
+	for (size_t i = 0; i < e->nf; i++) {
+		if (strcmp(f[i].name, "audit/slice.jsonl"))
+			continue;
+		f[i].data = sel.data ? sel.data : "";
+		f[i].len = sel.len;
+	}
+	{
+		struct fctl_evidence_html_in h = { e->o, f, e->nf, e->since, e->until, e->signer_ids,
+						   e->o->n_sign_keys, e->nstmt, e->nr, 0 };
+
+		r = sel.oom ? -ENOMEM : fctl_evidence_html(&h, &html);
+	}
+	free(f);
+	fctl_buf_release(&sel);
+	if (r < 0) {
+		fctl_buf_release(&html);
+		return fail(e, r, "out of memory");
+	}
+	return add_file(e, FCTL_EVIDENCE_REPORT, &html);
+}
+
 int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
 			size_t errlen)
 {
@@ -887,17 +926,8 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
 		goto out;
-	{ /* the auditor's report, from the files so far; the manifest lists it like the rest */
-		struct fctl_evidence_html_in h = { o, e.f, e.nf, e.since, e.until, e.signer_ids,
-						   o->n_sign_keys, e.nstmt, e.nr, 0 };
-		struct fctl_buf html = { 0 };
-
-		if ((r = fctl_evidence_html(&h, &html)) < 0 ||
-		    (r = add_file(&e, FCTL_EVIDENCE_REPORT, &html)) < 0) {
-			fctl_buf_release(&html);
-			goto out;
-		}
-	}
+	if ((r = add_report(&e)) < 0)
+		goto out;
 	if ((r = add_signed_manifest(&e, cpsize, cproot)) < 0)
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* audit/proofs.json: RFC 9162 inclusion proofs of a bundle's window against its checkpoint. */
+/* audit/proofs.json: the range proof of a bundle's window against its checkpoint, and
+ * RFC 9162 consistency proofs to it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -58,8 +59,8 @@ int fctl_evidence_proofs(const uint8_t (*leaves)[32], uint64_t size, uint64_t fi
 			 char *err, size_t errlen)
 {
 	struct fctl_audit_levels t;
-	uint8_t path[FCTL_AUDIT_PROOF_MAX][32];
-	size_t plen;
+	uint8_t nodes[FCTL_AUDIT_PROOF_MAX][32];
+	uint64_t lo;
 	int r;
 
 	if (first && (first > last || last > size)) {
@@ -74,30 +75,21 @@ int fctl_evidence_proofs(const uint8_t (*leaves)[32], uint64_t size, uint64_t fi
 	}
 	fctl_buf_printf(out, "{\"tree_size\":%" PRIu64 ",\"root\":", size);
 	hash_hex(out, t.lv[t.n - 1][0]);
-	fctl_buf_printf(out, ",\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64 ",\n\"prev\":",
+	fctl_buf_printf(out, ",\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64 ",\n\"range\":",
 			first, last);
-	if (first > 1) {
-		/* the first record's prev is the leaf before the window: proven like the rest */
-		fctl_audit_levels_path(&t, first - 2, path, &plen);
-		fctl_buf_printf(out, "{\"leaf_index\":%" PRIu64 ",\"tree_size\":%" PRIu64
-			       ",\"leaf_hash\":", first - 2, size);
-		hash_hex(out, leaves[first - 2]);
-		fctl_buf_puts(out, ",\"path\":");
-		path_json(out, (const uint8_t(*)[32])path, plen);
+	if (first) {
+		/* the leaves from the one before the window (the first record's prev) to the
+		 * window's last, and the nodes that close them into the root */
+		lo = first > 1 ? first - 2 : 0;
+		r = fctl_audit_levels_range(&t, lo, last - 1, nodes);
+		fctl_buf_printf(out, "{\"first_index\":%" PRIu64 ",\"last_index\":%" PRIu64
+			       ",\"nodes\":", lo, last - 1);
+		path_json(out, (const uint8_t(*)[32])nodes, r < 0 ? 0 : (size_t)r);
 		fctl_buf_putc(out, '}');
 	} else {
 		fctl_buf_puts(out, "null");
 	}
-	fctl_buf_puts(out, ",\n\"inclusion\":[");
-	for (uint64_t s = first; first && s <= last; s++) {
-		fctl_audit_levels_path(&t, s - 1, path, &plen);
-		fctl_buf_printf(out, "%s\n{\"seq\":%" PRIu64 ",\"leaf_index\":%" PRIu64
-			       ",\"tree_size\":%" PRIu64 ",\"path\":",
-				s > first ? "," : "", s, s - 1, size);
-		path_json(out, (const uint8_t(*)[32])path, plen);
-		fctl_buf_putc(out, '}');
-	}
-	fctl_buf_puts(out, "],\n");
+	fctl_buf_puts(out, ",\n");
 	fctl_audit_levels_release(&t);
 	r = consistency(leaves, size, from, nfrom, out, err, errlen);
 	if (r == 0 && out->oom) {

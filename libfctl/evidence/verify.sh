@@ -297,10 +297,53 @@ else ($o | keys_unsorted) as $ks | ($ks - order) as $extra | [order[] as $k | se
 		"\($i) lacks \(["seq","prev","time","actor","action","result"] - $ks | join(","))"
 	else "\($i) is not in canonical form (spacing, escapes, numbers or field types)" end
 end'
-# check_window CPSIZE ROOTHEX: the slice against the manifest and audit/proofs.json
+# range_nodes SIZE LO HI: how many nodes the range proof of leaves LO..HI of a tree of SIZE
+# leaves holds (per level: the left neighbour when LO is a right child, the right neighbour
+# when HI is a left child that has one)
+range_nodes() {
+	local w=$1 lo=$2 hi=$3 c=0
+	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
+		((lo & 1)) && c=$((c + 1))
+		(((hi & 1) == 0 && hi + 1 < w)) && c=$((c + 1))
+	done
+	echo $c
+}
+# range_root SIZE LO HI: the root (hex) of a tree of SIZE leaves from the hashes of leaves LO..HI
+# (the array CUR) and the range proof's nodes (the array NODES, every one used): level by
+# level up, each level's hashes SHA-256(0x01 || left || right) in one openssl process.
+# Prints nothing when the nodes do not fit the range.
+range_root() {
+	local w=$1 lo=$2 hi=$3 u=0 i last msgs
+	local -a NEW=()
+	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
+		if ((lo & 1)); then
+			[ $u -lt ${#NODES[@]} ] || return 1
+			CUR=("${NODES[u]}" "${CUR[@]}") u=$((u + 1)) lo=$((lo - 1))
+		fi
+		if (((hi & 1) == 0 && hi + 1 < w)); then
+			[ $u -lt ${#NODES[@]} ] || return 1
+			CUR+=("${NODES[u]}") u=$((u + 1)) hi=$((hi + 1))
+		fi
+		msgs=
+		for ((i = 0; i + 1 < ${#CUR[@]}; i += 2)); do msgs+=01${CUR[i]}${CUR[i + 1]}$'\n'; done
+		last=
+		((${#CUR[@]} % 2)) && last=${CUR[-1]} # the last node of the level, alone: up as it is
+		NEW=()
+		if [ -n "$msgs" ]; then
+			printf '%s' "$msgs" >"$TMP/msgs"
+			mapfile -t NEW < <(nodes_hash "$TMP/msgs")
+		fi
+		[ -n "$last" ] && NEW+=("$last")
+		CUR=("${NEW[@]}")
+	done
+	[ $u = ${#NODES[@]} ] && [ ${#CUR[@]} = 1 ] && echo "${CUR[0]}"
+}
+# check_window CPSIZE ROOTHEX: the slice against the manifest and audit/proofs.json. Leaves
+# RECSHA (seq -> SHA-256 of the record's line) for the statements.
+declare -A RECSHA=()
 check_window() {
-	local cpsize=$1 roothex=$2 first last nrec want n=0 line seq prev wbad=0 pbad=0 i l k m
-	local -a LEAF=() CUR=() FN=() SN=() PTH=() PL=() OKP=() SEQ=() PREV=() idx=()
+	local cpsize=$1 roothex=$2 first last want n=0 line seq wbad=0 pbad=0 i l k lo hi got need
+	local -a LEAF=() CUR=() SEQ=() PREV=() NODES=() DIG=()
 	first=$(jq -r '.audit.slice_first_seq' "$M" 2>/dev/null) last=$(jq -r '.audit.slice_last_seq' "$M" 2>/dev/null)
 	want=$(jq -r '.audit.slice_records' "$M" 2>/dev/null)
 	[[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ && $want =~ ^[0-9]+$ ]] || { bad "audit: the signed manifest names no window"; return; }
@@ -311,7 +354,8 @@ check_window() {
 		while IFS= read -r l; do bad "audit: $SLICE:${l%% *} ${l#* } (non-canonical record)"; done < <(head -5 "$TMP/canon")
 		wbad=1
 	fi
-	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line)
+	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line) and its
+	# own SHA-256 (the statements' subject digest), all in one openssl process
 	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
@@ -320,12 +364,17 @@ check_window() {
 		else
 			SEQ+=("${BASH_REMATCH[1]}") PREV+=("${BASH_REMATCH[2]}")
 		fi
-		printf -v k '%07d' "$n"
+		printf -v k '%08d' "$n"
 		printf '\0%s' "$line" >"$TMP/leaves/l.$k"
+		printf '%s' "$line" >"$TMP/leaves/r.$k"
 	done <"$SLICE"
-	[ "$n" = 0 ] || mapfile -t LEAF < <(cd "$TMP/leaves" && openssl dgst -sha256 -r l.* | cut -c1-64)
+	if [ "$n" -gt 0 ]; then
+		mapfile -t DIG < <(cd "$TMP/leaves" && openssl dgst -sha256 -r l.* r.* | cut -c1-64)
+		LEAF=("${DIG[@]:0:n}")
+		for ((i = 0; i < n; i++)); do RECSHA[${SEQ[i]}]=${DIG[n + i]}; done
+	fi
 	[ "$n" = "$want" ] || { bad "audit: $SLICE has $n records, the signed manifest says $want (dropped or added)"; wbad=1; }
-	[ "$(jq -r '"\(.first_seq) \(.last_seq) \(.tree_size) \(.inclusion | length)"' "$PROOFS" 2>/dev/null)" = "$first $last $cpsize $want" ] ||
+	[ "$(jq -r '"\(.first_seq) \(.last_seq) \(.tree_size)"' "$PROOFS" 2>/dev/null)" = "$first $last $cpsize" ] ||
 		{ bad "audit: $PROOFS is not the proof of the window ($first..$last) against the checkpoint ($cpsize records)"; wbad=1; }
 	for ((i = 0; i < n; i++)); do
 		seq=${SEQ[i]}
@@ -340,70 +389,37 @@ check_window() {
 		fi
 	done
 	[ $wbad = 0 ] && ok "audit: $SLICE: $n canonical records, seq $first to $last, each chained to the one before"
-	# the items to prove: the leaf before the window (the first record's prev), then each record
-	m=0
-	if [ "$n" -gt 0 ] && [ "$first" -gt 1 ]; then
-		if [ "$(jq -r '.prev.leaf_hash' "$PROOFS" 2>/dev/null)" != "${PREV[0]}" ]; then
-			bad "audit: the first record's prev is not the leaf the proof bundle proves"; pbad=1
-		fi
-		CUR+=("${PREV[0]}")
-	elif [ "$n" -gt 0 ] && [ "${PREV[0]}" != "$(printf '0%.0s' {1..64})" ]; then
-		bad "audit: the first record of the log has a prev"; pbad=1
+	[ "$n" -gt 0 ] && [ "$n" = "$want" ] && [ "$first" -ge 1 ] && [ "$last" = $((first + n - 1)) ] && [ "$last" -le "$cpsize" ] || {
+		[ "$n" = 0 ] && [ "$want" = 0 ] && [ "$(jq -r '.range' "$PROOFS" 2>/dev/null)" = null ] && return
+		bad "audit: no range proof can hold for this window ($n records, seq $first..$last, checkpoint $cpsize)"; return
+	}
+	# the range: from the leaf the first record's prev names (seq - 2) to the last record
+	if [ "$first" -gt 1 ]; then
+		lo=$((first - 2)) CUR=("${PREV[0]}" "${LEAF[@]}")
+	else
+		lo=0 CUR=("${LEAF[@]}")
+		[ "${PREV[0]}" = "$(printf '0%.0s' {1..64})" ] || { bad "audit: the first record of the log has a prev"; pbad=1; }
 	fi
-	for ((i = 0; i < n; i++)); do CUR+=("${LEAF[i]}"); done
-	while IFS=' ' read -r l k p; do
-		if [ $m -ge ${#CUR[@]} ] || ! [[ $l =~ ^[0-9]+$ && $k =~ ^[0-9]+$ && $p =~ ^([0-9a-f]{64})*$ ]]; then
-			bad "audit: $PROOFS: proof $m is malformed"; pbad=1; m=$((m + 1)); continue
-		fi
-		FN+=("$l") SN+=($((k - 1))) PTH+=("$p") PL+=($((${#p} / 64))) OKP+=(1)
-		[ "$k" = "$cpsize" ] && [ "$l" -lt "$k" ] || OKP[m]=0
-		m=$((m + 1))
-	done < <(jq -r '(if .prev then [.prev] else [] end) + .inclusion | .[] |
-		"\(.leaf_index) \(.tree_size) \(.path | join(""))"' "$PROOFS" 2>/dev/null)
-	[ $m = ${#CUR[@]} ] || { bad "audit: $PROOFS holds $m proofs for ${#CUR[@]} hashes"; pbad=1; }
-	[ "$first" -gt 1 ] && [ "$n" -gt 0 ] && [ "${FN[0]:-x}" != $((first - 2)) ] && { bad "audit: the prev proof is not of leaf $((first - 2))"; pbad=1; }
-	for ((i = 0; i < n; i++)); do
-		k=$((i + (${#CUR[@]} - n)))
-		[ "${FN[k]:-x}" = $((SEQ[i] - 1)) ] || { bad "audit: the proof of $SLICE:$((i + 1)) is not of leaf $((SEQ[i] - 1))"; pbad=1; }
-	done
-	# RFC 9162 2.1.3.2, every proof one level at a time: the hashes of a level in one batch,
-	# each distinct node once (records of one subtree share their upper nodes)
-	for ((l = 0; ; l++)); do
-		local -A H=()
-		local -a MSG=()
-		local msgs=
-		idx=()
-		for ((i = 0; i < m; i++)); do
-			[ "${OKP[i]}" = 1 ] && [ "${PL[i]}" -gt $l ] || continue
-			if [ "${SN[i]}" = 0 ]; then OKP[i]=0; continue; fi
-			k=${PTH[i]:l*64:64}
-			if (((FN[i] & 1) || FN[i] == SN[i])); then
-				line=01$k${CUR[i]}
-				while ! ((FN[i] & 1)) && [ "${FN[i]}" != 0 ]; do FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1)); done
-			else
-				line=01${CUR[i]}$k
-			fi
-			FN[i]=$((FN[i] >> 1)) SN[i]=$((SN[i] >> 1))
-			MSG[i]=$line
-			[ -n "${H[$line]+x}" ] || { H[$line]=; msgs+=$line$'\n'; }
-			idx+=("$i")
-		done
-		[ ${#idx[@]} -gt 0 ] || break
-		printf '%s' "$msgs" >"$TMP/msgs"
-		exec 3<"$TMP/msgs"
-		while IFS= read -r line; do IFS= read -r -u 3 k; H[$k]=$line; done < <(nodes_hash "$TMP/msgs")
-		exec 3<&-
-		for i in "${idx[@]}"; do CUR[i]=${H[${MSG[i]}]}; done
-		unset H MSG
-	done
-	k=0
-	for ((i = 0; i < m; i++)); do
-		[ "${OKP[i]}" = 1 ] && [ "${SN[i]}" = 0 ] && [ "${CUR[i]}" = "$roothex" ] && continue
-		k=$((k + 1))
-		[ $k -le 5 ] && bad "audit: inclusion proof $((i + 1)) of $m (leaf index $(jq -r "((if .prev then [.prev] else [] end) + .inclusion)[$i].leaf_index" "$PROOFS" 2>/dev/null)) does not give the checkpoint's root"
-	done
-	[ $k -gt 5 ] && bad "audit: ... $k inclusion proofs in all do not give the checkpoint's root"
-	[ $k = 0 ] && [ $pbad = 0 ] && ok "audit: $m inclusion proofs (the window's $n records$([ $m -gt $n ] && echo " and the leaf before it")) give the checkpoint's root"
+	hi=$((last - 1))
+	mapfile -t NODES < <(jq -r --argjson lo "$lo" --argjson hi "$hi" '.range | select(type == "object"
+		and .first_index == $lo and .last_index == $hi and (.nodes | type) == "array"
+		and all(.nodes[]; type == "string" and test("^[0-9a-f]{64}$"))) | .nodes[]' "$PROOFS" 2>/dev/null)
+	if [ "$(jq -r '.range | "\(.first_index) \(.last_index)"' "$PROOFS" 2>/dev/null)" != "$lo $hi" ]; then
+		bad "audit: $PROOFS proves leaves $(jq -r '.range | "\(.first_index)..\(.last_index)"' "$PROOFS" 2>/dev/null), not $lo..$hi (the window and the leaf before it)"; return
+	fi
+	need=$(range_nodes "$cpsize" "$lo" "$hi")
+	got=$(jq -r '.range.nodes | length' "$PROOFS" 2>/dev/null)
+	if [ "${#NODES[@]}" != "$got" ]; then
+		bad "audit: $PROOFS: a range proof node is not a SHA-256 in hex"; return
+	elif [ "$got" != "$need" ]; then
+		bad "audit: $PROOFS holds $got range proof nodes, the proof of leaves $lo..$hi of $cpsize needs $need (added or dropped)"; return
+	fi
+	got=$(range_root "$cpsize" "$lo" "$hi")
+	if [ "$got" = "$roothex" ] && [ $pbad = 0 ]; then
+		ok "audit: the window's $n records$([ "$first" -gt 1 ] && echo " and the leaf before it") with the range proof's $need nodes give the checkpoint's root (every record included, in place)"
+	elif [ "$got" != "$roothex" ]; then
+		bad "audit: the window's records and the range proof do not give the checkpoint's root (a record or a proof node changed, or the window is not at its place in the log)"
+	fi
 }
 # consistency_ok M N OLDHEX NEWHEX PATHHEX...: RFC 9162 2.1.4.2
 consistency_ok() {
