@@ -181,7 +181,7 @@ else
 fi
 
 # --- 2. the files: exactly the ones the signed manifest lists, each with its size and digest --
-declare -A LISTED=() DIRS=()
+declare -A LISTED=() DIRS=() FSHA=()
 LISTED[MANIFEST.json]=1 LISTED[MANIFEST.dsse.json]=1
 fbad=0 nf=0
 while IFS=$'\t' read -r name fsize digest; do
@@ -200,6 +200,8 @@ while IFS=$'\t' read -r name fsize digest; do
 	elif [ "$(size "$name")" != "$fsize" ] || [ "$(sha <"$name")" != "$digest" ]; then
 		bad "files: $name does not match its size and SHA-256 in the signed manifest"
 		fbad=1
+	else
+		FSHA[$name]=$digest # this file, with this digest (for the statements' subjects)
 	fi
 done < <(jq -r '.files[]? | [.name, .size, .sha256] | @tsv' "$M" 2>/dev/null)
 # every entry of the directory, dotfiles, directories and odd names included
@@ -252,14 +254,15 @@ b64hex() { openssl base64 -d -A 2>/dev/null | od -An -v -tx1 | tr -d ' \n'; }
 # node HEX-LEFT HEX-RIGHT: SHA-256(0x01 || left || right), hex (one openssl process: for the few
 # hashes of a consistency proof)
 node() { printf '%b' "\\x01$(printf '%s%s' "$1" "$2" | sed 's/../\\x&/g')" | openssl dgst -sha256 -r | cut -c1-64; }
-# nodes_hash FILE: FILE holds one message a line, each "01" || left || right in hex; prints the
-# SHA-256 of each, one a line, in order: all of them in one openssl process (one file each,
-# cut from one binary written by one printf)
+# nodes_hash FILE: FILE holds messages of 65 bytes, each 0x01 || left || right, one after the
+# other in hex; prints the SHA-256 of each, one a line, in order: all of them in one openssl
+# process (one file each, cut from one binary written by one printf)
 nodes_hash() {
-	local d=$TMP/nodes
+	local d=$TMP/nodes h
 	rm -rf "$d" && mkdir "$d" || return 1
-	printf '%b' "$(tr -d '\n' <"$1" | sed 's/../\\x&/g')" >"$d/all"
-	(cd "$d" && split -b 65 -a 7 -d all m. && rm all && openssl dgst -sha256 -r m.*) | cut -c1-64
+	printf '%b' "$(sed 's/../\\x&/g' "$1")" >"$d/all"
+	(cd "$d" && split -b 65 -a 7 -d all m. && rm all && openssl dgst -sha256 -r m.*) >"$d.out"
+	while IFS= read -r h; do echo "${h:0:64}"; done <"$d.out"
 }
 # The canonical form (docs/audit.md "Canonical form"), with jq alone: each line must be byte
 # for byte the record serialized again by the writer's rules from what jq parsed: fields in
@@ -325,7 +328,7 @@ range_root() {
 			CUR+=("${NODES[u]}") u=$((u + 1)) hi=$((hi + 1))
 		fi
 		msgs=
-		for ((i = 0; i + 1 < ${#CUR[@]}; i += 2)); do msgs+=01${CUR[i]}${CUR[i + 1]}$'\n'; done
+		for ((i = 0; i + 1 < ${#CUR[@]}; i += 2)); do msgs+=01${CUR[i]}${CUR[i + 1]}; done
 		last=
 		((${#CUR[@]} % 2)) && last=${CUR[-1]} # the last node of the level, alone: up as it is
 		NEW=()
@@ -566,45 +569,131 @@ check_audit_log() {
 check_audit_log
 
 # --- 4. in-toto statements: one DSSE envelope a line, signed by every signer ------------------
+# In a few processes whatever their number: one jq pass reads every envelope (its shape, type,
+# payload, the signature of each pinned key as hex, the statement and its subjects), a second
+# writes each PAE = "DSSEv1" SP len(type) SP type SP len(payload) SP payload (lengths in bytes)
+# one a line, and one xargs pass per pinned key runs openssl pkeyutl -verify on each. A payload
+# must be base64 of one line of UTF-8 (jq decodes it and encodes it again to the same text),
+# so the PAE bytes are exact.
 ATT=$(jq -r '.attestations.file // "attestations.intoto.jsonl"' "$M" 2>/dev/null)
 want=$(jq '.attestations.statements // -1' "$M" 2>/dev/null)
+ENV_JQ='
+def hx: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
+def sighex: if type == "string" and test("^[A-Za-z0-9+/]{86}==$") then
+	(.[0:86] + "AA") | explode | map(if . >= 97 then . - 71 elif . >= 65 then . - 65
+		elif . >= 48 then . + 4 elif . == 43 then 62 else 63 end) | . as $v
+	| [range(0; 88; 4) | $v[.:.+4] | (.[0] * 262144 + .[1] * 4096 + .[2] * 64 + .[3]) as $n
+		| ($n / 65536 | floor), ($n / 256 | floor) % 256, $n % 256] | .[0:64] | map(hx) | join("")
+	else "" end;
+def shape: type == "object" and (.payloadType | type) == "string" and (.payload | type) == "string"
+	and (.signatures | type) == "array"
+	and all(.signatures[]; type == "object" and (.keyid | type) == "string" and (.sig | type) == "string");
+def statement: try fromjson catch null | select(type == "object" and ._type == "https://in-toto.io/Statement/v1"
+	and (.predicateType | type) == "string" and (.subject | type) == "array" and (.subject | length) > 0
+	and all(.subject[]; type == "object" and (.name | type) == "string" and (.digest.sha256 | type) == "string"));
+. as $l | input_line_number as $k | (try fromjson catch null) as $e |
+if ($e | shape | not) then ["E", $k, "s", "not a DSSE envelope"] | @tsv
+else ($e.payload) as $p | ($p | try @base64d catch null) as $d0 |
+	(if $d0 != null and ($d0 | @base64) == $p then $d0 else null end) as $d |
+	(if $e.payloadType != $type then "payloadType \u0027\($e.payloadType)\u0027, expected \u0027\($type)\u0027"
+	elif $d == null then "the payload is not base64 of UTF-8 text"
+	elif ($d | statement) == null then "holds no in-toto v1 statement" else "" end) as $why |
+	(["E", $k, "s" + ([$ids[] as $i | [$e.signatures[] | select(.keyid == $i)] |
+		if length == 1 then .[0].sig | sighex else "n\(length)" end] | join(",")), $why] | @tsv),
+	(if $why == "" then $d | statement | .subject[] | ["S", $k, "d" + .digest.sha256, "n" + .name] | @tsv
+	else empty end)
+end'
+# one PAE a line, for printf %b: its backslashes, newlines and NULs written \\, \n and \0000
+PAE_JQ='. as $l | (try fromjson catch null) as $e | ($e.payload | strings) as $p |
+	(try ($p | @base64d) catch "") as $d |
+	if ($d | @base64) == $p and $e.payloadType == $type
+	then "DSSEv1 \($type | utf8bytelength) \($type) \($d | utf8bytelength) \($d)"
+		| gsub("\\\\"; "\\\\") | gsub("\n"; "\\n") | gsub("\u0000"; "\\0000") else "-" end'
 sbad=0 k=0 last=0
-[ -f "$ATT" ] || { bad "in-toto: $ATT is missing"; sbad=1; }
-while IFS= read -r envl || [ -n "$envl" ]; do
-	k=$((k + 1))
-	printf '%s' "$envl" >"$TMP/env.json"
-	dsse_verify "$TMP/env.json" "$INTOTO_TYPE" "in-toto: envelope $k" || sbad=1
-	st=$TMP/payload
-	if ! jq -e '._type == "https://in-toto.io/Statement/v1" and (.predicateType | type) == "string"
-		and (.subject | type) == "array" and (.subject | length) > 0
-		and all(.subject[]; (.name | type) == "string" and (.digest.sha256 | type) == "string")' "$st" >/dev/null 2>&1; then
-		bad "in-toto: envelope $k does not hold an in-toto v1 statement"
+ST=$TMP/st
+rm -rf "$ST" && mkdir "$ST"
+IDS=$(printf '%s\n' "${SIGNER_IDS[@]}" | jq -R . | jq -sc .)
+declare -A EWHY=() NREC=() STOK=()
+GOOD=()
+if [ ! -f "$ATT" ]; then
+	bad "in-toto: $ATT is missing"; sbad=1
+else
+	for i in "${!SIGNER_KEYS[@]}"; do : >"$ST/s$i.hex"; done
+	jq -R -r --arg type "$INTOTO_TYPE" --argjson ids "$IDS" "$ENV_JQ" "$ATT" >"$ST/env.tsv" 2>/dev/null
+	while IFS=$'\t' read -r tag k sigs why; do
+		[ "$tag" = E ] || continue
+		EWHY[$k]=$why
+		[ -n "$why" ] && continue
+		STOK[$k]=1
+		IFS=, read -r -a SIG <<<"${sigs#s}"
+		for i in "${!SIGNER_KEYS[@]}"; do
+			if [[ ! ${SIG[i]:-} =~ ^[0-9a-f]{128}$ ]]; then
+				EWHY[$k]+="${EWHY[$k]:+$'\n'}${SIG[i]#n} signatures by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}), expected 1"
+				printf '%0128d' 0 >>"$ST/s$i.hex" # a place holder, never checked
+			else
+				printf '%s' "${SIG[i]}" >>"$ST/s$i.hex"
+				printf '%07d\n' ${#GOOD[@]} >>"$ST/k$i"
+			fi
+		done
+		GOOD+=("$k")
+	done <"$ST/env.tsv"
+	k=$(awk 'END { print NR }' "$ATT")
+	# the PAE of each envelope whose signatures are to be checked, one file each
+	jq -R -r --arg type "$INTOTO_TYPE" "$PAE_JQ" "$ATT" >"$ST/pae" 2>/dev/null
+	j=0 n=0
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[ "${GOOD[j]:-}" = "$n" ] || continue
+		printf -v f '%07d' "$j"
+		printf '%b' "$line" >"$ST/p.$f"
+		j=$((j + 1))
+	done <"$ST/pae" # a file, not a pipe: bash reads a pipe a byte at a time
+	[ "$j" = ${#GOOD[@]} ] || { bad "in-toto: the envelopes could not be read again ($j of ${#GOOD[@]})"; sbad=1; GOOD=(); }
+	PAR=$(nproc 2>/dev/null || echo 2)
+	for i in "${!SIGNER_KEYS[@]}"; do
+		[ -s "$ST/k$i" ] || continue
+		(cd "$ST" && printf '%b' "$(sed 's/../\\x&/g' "s$i.hex")" | split -b 64 -a 7 -d - "g$i." &&
+			xargs -P "$PAR" -I{} openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin \
+				-in p.{} -sigfile "g$i.{}" -out "r$i.{}" <"k$i" >/dev/null 2>&1)
+		declare -A VOK=()
+		while IFS= read -r f; do VOK[${f#r$i.}]=1; done < <(cd "$ST" && grep -l -x 'Signature Verified Successfully' r$i.* 2>/dev/null)
+		while IFS= read -r f; do
+			[ -n "${VOK[$f]:-}" ] || EWHY[${GOOD[10#$f]}]+="${EWHY[${GOOD[10#$f]}]:+$'\n'}the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) does NOT verify"
+		done <"$ST/k$i"
+		unset VOK
+	done
+	for ((n = 1; n <= k; n++)); do
+		[ -z "${EWHY[$n]-x}" ] && continue
 		sbad=1
-		continue
-	fi
-	nrec=0
-	while IFS=$'\t' read -r name digest; do
+		if [ -z "${EWHY[$n]+x}" ]; then bad "in-toto: envelope $n: not a DSSE envelope"
+		elif [ "${EWHY[$n]}" = "holds no in-toto v1 statement" ]; then bad "in-toto: envelope $n does not hold an in-toto v1 statement"
+		else while IFS= read -r l; do bad "in-toto: envelope $n: $l"; done <<<"${EWHY[$n]}"; fi
+	done
+	# the subjects: exactly one record of the slice per statement (in increasing order) with
+	# its line's digest, and files of the bundle with theirs
+	while IFS=$'\t' read -r tag n digest name; do
+		[ "$tag" = S ] || continue
+		digest=${digest#d} name=${name#n}
 		case $name in
 		audit/slice.jsonl\#seq=*)
 			s=${name#*=}
-			nrec=$((nrec + 1))
-			[[ $s =~ ^[1-9][0-9]*$ ]] || { bad "in-toto: envelope $k: subject '$name'"; sbad=1; continue; }
-			rec=$(grep -m1 "^{\"seq\":$s," "$SLICE")
-			[ -n "$rec" ] && [ "$(printf '%s' "$rec" | sha)" = "$digest" ] ||
-				{ bad "in-toto: envelope $k: subject $name does not match the audit record"; sbad=1; }
-			grep -qxF -- "$rec" audit/slice.jsonl || { bad "in-toto: envelope $k: record $s is not in the slice"; sbad=1; }
-			[ "$s" -gt "$last" ] || { bad "in-toto: envelope $k: record $s comes after record $last (reordered or repeated)"; sbad=1; }
+			NREC[$n]=$((${NREC[$n]:-0} + 1))
+			if [[ ! $s =~ ^[1-9][0-9]*$ ]]; then bad "in-toto: envelope $n: subject '$name'"; sbad=1; continue; fi
+			if [ -z "${RECSHA[$s]:-}" ]; then bad "in-toto: envelope $n: record $s is not in the slice"; sbad=1
+			elif [ "${RECSHA[$s]}" != "$digest" ]; then bad "in-toto: envelope $n: subject $name does not match the audit record"; sbad=1; fi
+			[ "$s" -gt "$last" ] || { bad "in-toto: envelope $n: record $s comes after record $last (reordered or repeated)"; sbad=1; }
 			last=$s ;;
 		profile:*) ;; # a profile the bundle does not carry: its digest is in the record
 		*)
-			if [ -z "${LISTED[$name]:-}" ] || [ ! -f "$name" ] || [ "$(sha <"$name")" != "$digest" ]; then
-				bad "in-toto: envelope $k: subject $name is not a file of the bundle with that digest"
-				sbad=1
-			fi ;;
+			[ -n "${FSHA[$name]:-}" ] && [ "${FSHA[$name]}" = "$digest" ] ||
+				{ bad "in-toto: envelope $n: subject $name is not a file of the bundle with that digest"; sbad=1; } ;;
 		esac
-	done < <(jq -r '.subject[] | [.name, .digest.sha256] | @tsv' "$st")
-	[ $nrec = 1 ] || { bad "in-toto: envelope $k names $nrec audit records, expected 1"; sbad=1; }
-done < <([ -f "$ATT" ] && cat "$ATT")
+	done <"$ST/env.tsv"
+	for ((n = 1; n <= k; n++)); do
+		[ -n "${STOK[$n]:-}" ] || continue
+		[ "${NREC[$n]:-0}" = 1 ] || { bad "in-toto: envelope $n names ${NREC[$n]:-0} audit records, expected 1"; sbad=1; }
+	done
+fi
 [ "$k" = "$want" ] || { bad "in-toto: $k envelopes, the signed manifest says $want (dropped or added)"; sbad=1; }
 [ $sbad = 0 ] && ok "in-toto: $k statements in DSSE envelopes, each signed by every signer, subjects match"
 
