@@ -209,31 +209,58 @@ resign() {
 # canon_edit LINE JQ: record LINE of the slice replaced by a spelling jq gives it (the other
 # records kept byte for byte)
 canon_edit() { awk -v n="$1" -v r="$2" 'NR == n { print r; next } { print }' audit/slice.jsonl >s && mv s audit/slice.jsonl; }
-export -f resign canon_edit
+# note_of SIZE FILE: the signed note of that size from a checkpoints file
+note_of() {
+	awk -v RS= -v want="$1" '{ p[NR] = $0 } END { for (i = 1; i < NR; i++) if (split(p[i], l, "\n") == 3 && l[2] == want) {
+		print p[i] "\n"; print p[i + 1]; exit } }' "$2"
+}
+export -f resign canon_edit note_of
 # the control: re-signing alone (nothing changed) still verifies, so each case below fails by
 # the check it names, not by the re-signing
 rm -rf "$T/x" && cp -a "$T/good" "$T/x" && (cd "$T/x" && resign) && expect_ok resigned-unchanged-verifies "$T/x" "${PIN[@]}"
 tampered audit-slice-modified "a record of slice.jsonl is not in log.jsonl|audit/slice.jsonl does not match its size" 'sed -i "1s/\"h1\"/\"h9\"/" audit/slice.jsonl'
-tampered window-record-altered-resigned "inclusion proof .* does not give the checkpoint's root" \
+ROOTFAIL="the window's records and the range proof do not give the checkpoint's root"
+tampered window-record-altered-resigned "$ROOTFAIL" \
 	'sed -i "3s/\"h1\"/\"h9\"/" audit/slice.jsonl && resign'
-tampered window-last-record-altered-resigned "inclusion proof 4 of 4 .* does not give the checkpoint's root" \
+tampered window-last-record-altered-resigned "$ROOTFAIL" \
 	'sed -i "4s/\"fail\"/\"pass\"/" audit/slice.jsonl && resign'
-tampered proof-path-altered-resigned "inclusion proof 2 of 4 .* does not give the checkpoint's root" \
-	'jq -c ".inclusion[1].path[0] |= (.[0:63] + (if .[63:] == \"0\" then \"1\" else \"0\" end))" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-node-flipped-resigned "$ROOTFAIL" \
+	'jq -c ".range.nodes[0] |= (.[0:63] + (if .[63:] == \"0\" then \"1\" else \"0\" end))" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-node-dropped-resigned "holds 0 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
+	'jq -c ".range.nodes = []" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-node-added-resigned "holds 2 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
+	'jq -c ".range.nodes += [.root]" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-of-another-range-resigned "proves leaves 1..3, not 0..3" \
+	'jq -c ".range.first_index = 1" audit/proofs.json >p && mv p audit/proofs.json && resign'
 tampered record-dropped-from-window-resigned "has seq 3, expected 2 \(the window must be consecutive" \
-	'sed -i 2d audit/slice.jsonl && jq ".inclusion |= del(.[1])" audit/proofs.json >p && mv p audit/proofs.json &&
-	 jq --indent 2 ".audit.slice_records = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
+	'sed -i 2d audit/slice.jsonl && jq --indent 2 ".audit.slice_records = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# the last record dropped and everything that names the window's end made to agree: the chain
+# and the seqs hold, the range proof does not
+tampered window-end-dropped-resigned "range proof|the window's records and the range proof" \
+	'sed -i 4d audit/slice.jsonl && jq -c ".last_seq = 3 | .range.last_index = 2" audit/proofs.json >p && mv p audit/proofs.json &&
+	 jq --indent 2 ".audit.slice_records = 3 | .audit.slice_last_seq = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# a genuine record from outside the window (seq 5, CHG-2) inserted in the middle of it
+tampered record-from-outside-inserted-resigned "audit/slice.jsonl:3 has seq 5, expected 3" \
+	'r5=$(sed -n 5p "$T/host/audit.log") && awk -v r="$r5" "{ print } NR == 2 { print r }" audit/slice.jsonl >s && mv s audit/slice.jsonl &&
+	 jq --indent 2 ".audit.slice_records = 5" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# the window claims another checkpoint: the genuine, host-signed note of size 4 (it covers the
+# whole window), named in the re-signed manifest; the proofs are against size 5
+tampered window-claims-other-checkpoint-resigned "is not the proof of the window \(1..4\) against the checkpoint \(4 records\)" \
+	'note_of 4 "$T/host/audit.log.checkpoints" >audit/checkpoint.txt &&
+	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt) && [ "$sz" = 4 ] &&
+	 jq --indent 2 --arg r "$rt" ".audit.checkpoint_size = 4 | .audit.checkpoint_root = \$r" MANIFEST.json >m && mv m MANIFEST.json && resign'
+tampered proofs-root-of-another-tree-resigned "the checkpoint is not the one the signed manifest names" \
+	'jq -c ".root = .range.nodes[0]" audit/proofs.json >p && mv p audit/proofs.json && resign'
 tampered duplicate-key-record-resigned "audit/slice.jsonl:2 repeats the key result \(non-canonical" \
 	'canon_edit 2 "$(sed -n 2p audit/slice.jsonl | sed "s/}\$/,\"result\":\"rolled-back\"}/")" && resign'
 tampered reordered-keys-record-resigned "audit/slice.jsonl:2 has its keys out of the canonical order" \
 	'canon_edit 2 "$(sed -n 2p audit/slice.jsonl | jq -c "{prev, seq} + .")" && resign'
 # seq 5 (CHG-2, proven by "audit proof") and a seq 6 chained to it that no checkpoint covers
 tampered record-beyond-checkpoint-resigned "audit/slice.jsonl:6 \\(seq 6\\) is beyond the checkpoint, which covers 5 records" \
-	'r5=$(sed -n 5p "$T/host/audit.log") && p5=$("$F" audit proof --log "$T/host/audit.log" --inclusion 5 --json) &&
+	'r5=$(sed -n 5p "$T/host/audit.log") &&
 	 l5=$(printf "\\0%s" "$r5" | sha256sum | cut -d" " -f1) && printf "%s\\n" "$r5" >>audit/slice.jsonl &&
 	 printf "%s\\n" "$r5" | sed "s/^{\"seq\":5,\"prev\":\"[0-9a-f]*\"/{\"seq\":6,\"prev\":\"$l5\"/" >>audit/slice.jsonl &&
-	 jq --argjson p "$p5" ".inclusion += [{seq: 5, leaf_index: 4, tree_size: 5, path: \$p.path}, {seq: 6, leaf_index: 5, tree_size: 5, path: []}] | .last_seq = 6" \
-		audit/proofs.json >p && mv p audit/proofs.json &&
+	 jq ".range.last_index = 5 | .last_seq = 6" audit/proofs.json >p && mv p audit/proofs.json &&
 	 jq --indent 2 ".audit.slice_records = 6 | .audit.slice_last_seq = 6" MANIFEST.json >m && mv m MANIFEST.json && resign'
 tampered origin-in-manifest-changed-resigned "the checkpoint's origin .* is not the one the signed manifest records" \
 	'jq --indent 2 ".audit.origin = \"vm/elsewhere/audit.log\"" MANIFEST.json >m && mv m MANIFEST.json && resign'
