@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]
- * [--html FILE]: the bundle, and/or the auditor's report (report.html) on its own */
+ * [--html FILE] [--whole-log] [--consistency-from SIZE]...: the bundle, and/or the
+ * auditor's report (report.html) on its own */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +28,8 @@ enum {
 	O_OPERATOR,
 	O_JSON,
 	O_HTML,
+	O_WHOLE_LOG,
+	O_CONSISTENCY,
 };
 
 static const struct option opts[] = {
@@ -43,6 +46,8 @@ static const struct option opts[] = {
 	{ "operator", required_argument, NULL, O_OPERATOR },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "html", required_argument, NULL, O_HTML },
+	{ "whole-log", no_argument, NULL, O_WHOLE_LOG },
+	{ "consistency-from", required_argument, NULL, O_CONSISTENCY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -50,6 +55,7 @@ static const struct option opts[] = {
 int cmd_evidence(int argc, char **argv)
 {
 	const char *signs[16], *profiles[256], *out = NULL, *log = NULL, *html_path = NULL;
+	uint64_t from[64];
 	struct fctl_evidence_opts o = { .tool_version = FCTL_VERSION };
 	struct fctl_buf tar = { 0 }, html = { 0 };
 	char err[768] = "";
@@ -58,6 +64,7 @@ int cmd_evidence(int argc, char **argv)
 
 	o.sign_keys = signs;
 	o.profiles = profiles;
+	o.consistency_from = from;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -72,6 +79,17 @@ int cmd_evidence(int argc, char **argv)
 		case O_OPERATOR: o.operator_name = optarg; break;
 		case O_JSON: json = true; break;
 		case O_HTML: html_path = optarg; break;
+		case O_WHOLE_LOG: o.whole_log = true; break;
+		case O_CONSISTENCY:
+			if (o.n_consistency_from >= FCTL_ARRAY_SIZE(from) ||
+			    fctl_parse_u64(optarg, &from[o.n_consistency_from]) < 0 ||
+			    !from[o.n_consistency_from]) {
+				cli_err("evidence: --consistency-from takes a tree size (1 or more), "
+					"at most %zu times", FCTL_ARRAY_SIZE(from));
+				return EXIT_USAGE;
+			}
+			o.n_consistency_from++;
+			break;
 		case O_SIGN:
 			if (o.n_sign_keys >= FCTL_ARRAY_SIZE(signs)) {
 				cli_err("evidence: at most %zu --sign keys", FCTL_ARRAY_SIZE(signs));

@@ -346,13 +346,14 @@ static const struct cmd commands[] = {
 	  "keep and verify the tamper-evident audit log" },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
-	  "         [--html FILE]",
+	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]...",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
 	  "statements (profile applies, key lifecycle, probe results), each in a DSSE\n"
-	  "envelope signed by every --sign key, SHA256SUMS, the audit log\n"
-	  "with its latest signed checkpoint and the slice of the window or change, key\n"
+	  "envelope signed by every --sign key, SHA256SUMS, the window of the audit log\n"
+	  "(every record from the first to the last of the time window or change) with an\n"
+	  "RFC 9162 inclusion proof of each against the latest signed checkpoint, key\n"
 	  "metadata (ids, check values, states, dates; no key material), the profiles\n"
 	  "the records name, VERIFY.md and verify.sh, and report.html: the auditor's\n"
 	  "report (timeline, MACsec counters, probe latency, key lifecycle, what was\n"
@@ -371,6 +372,10 @@ static const struct cmd commands[] = {
 	  "  --operator NAME   who assembled the bundle (default: the local user)\n"
 	  "  --html FILE       also write report.html to FILE; without --out, only the\n"
 	  "                    report (without --sign: nothing signed)\n"
+	  "  --whole-log       also carry every record of the log (audit/log.jsonl)\n"
+	  "  --consistency-from SIZE  also prove the checkpoint consistent with the log's\n"
+	  "                    first SIZE records (the size of a checkpoint an auditor keeps);\n"
+	  "                    repeatable\n"
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
 	  "write a signed, deterministic evidence bundle for auditors" },

@@ -116,7 +116,7 @@ export -f release_build
 # suites on Debian's 6.12 and the ASan apply in the lab (it needs the ASan build).
 host_lane() {
 	if want unit; then
-		suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 300
+		suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 600
 		suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
 		# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
 		suite kms 600 tests/kms/kms.sh "$ROOT/build"

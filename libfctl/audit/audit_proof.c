@@ -204,3 +204,118 @@ int fctl_audit_consistency_check(uint64_t m, uint64_t n, const uint8_t old_root[
 	}
 	return sn == 0 && memcmp(fr, old_root, 32) == 0 && memcmp(sr, root, 32) == 0;
 }
+
+int fctl_audit_levels_build(const uint8_t (*leaves)[32], uint64_t n, struct fctl_audit_levels *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (n == 0)
+		return -EINVAL;
+	t->lv[0] = leaves;
+	t->len[0] = n;
+	t->n = 1;
+	while (t->len[t->n - 1] > 1) {
+		const uint8_t (*below)[32] = t->lv[t->n - 1];
+		uint64_t bl = t->len[t->n - 1], len = (bl + 1) / 2;
+		uint8_t (*up)[32];
+
+		if (t->n > FCTL_AUDIT_PROOF_MAX || !(up = malloc((size_t)len * 32))) {
+			fctl_audit_levels_release(t);
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < len; i++) {
+			if (2 * i + 1 < bl)
+				fctl_audit_node_hash(below[2 * i], below[2 * i + 1], up[i]);
+			else
+				memcpy(up[i], below[2 * i], 32); /* the odd last node goes up as it is */
+		}
+		t->lv[t->n] = (const uint8_t(*)[32])up;
+		t->len[t->n++] = len;
+	}
+	return 0;
+}
+
+int fctl_audit_levels_path(const struct fctl_audit_levels *t, uint64_t index, uint8_t (*path)[32],
+			   size_t *plen)
+{
+	if (!t->n || index >= t->len[0])
+		return -EINVAL;
+	*plen = 0;
+	for (size_t k = 0; k + 1 < t->n; k++, index >>= 1) {
+		uint64_t sib = index ^ 1;
+
+		if (sib < t->len[k])
+			put(path, plen, t->lv[k][sib]);
+	}
+	return 0;
+}
+
+void fctl_audit_levels_release(struct fctl_audit_levels *t)
+{
+	if (!t)
+		return;
+	for (size_t k = 1; k < t->n; k++)
+		free((void *)t->lv[k]);
+	memset(t, 0, sizeof(*t));
+}
+
+int fctl_audit_levels_range(const struct fctl_audit_levels *t, uint64_t lo, uint64_t hi,
+			    uint8_t (*nodes)[32])
+{
+	size_t nn = 0;
+
+	if (!t->n || lo > hi || hi >= t->len[0])
+		return -EINVAL;
+	for (size_t k = 0; k + 1 < t->n; k++, lo >>= 1, hi >>= 1) {
+		if (lo & 1)
+			memcpy(nodes[nn++], t->lv[k][lo - 1], 32);
+		if (!(hi & 1) && hi + 1 < t->len[k])
+			memcpy(nodes[nn++], t->lv[k][hi + 1], 32);
+	}
+	return (int)nn;
+}
+
+int fctl_audit_range_check(uint64_t size, uint64_t lo, uint64_t hi, const uint8_t (*leaves)[32],
+			   const uint8_t (*nodes)[32], size_t nn, const uint8_t root[32])
+{
+	uint8_t (*cur)[32];
+	size_t used = 0;
+	bool done = false;
+	int ok;
+
+	if (lo > hi || hi >= size)
+		return 0;
+	/* the level's known nodes lo..hi in cur[1..], room for one neighbour on each side */
+	if (!(cur = malloc((size_t)(hi - lo + 3) * 32)))
+		return -ENOMEM;
+	memcpy(cur[1], leaves[0], (size_t)(hi - lo + 1) * 32);
+	for (uint64_t w = size; w > 1; w = (w + 1) >> 1) {
+		size_t a = 1, b = (size_t)(hi - lo) + 1, o = 0;
+
+		if (lo & 1) {
+			if (used == nn)
+				break;
+			memcpy(cur[--a], nodes[used++], 32);
+			lo--;
+		}
+		if (!(hi & 1) && hi + 1 < w) {
+			if (used == nn)
+				break;
+			memcpy(cur[++b], nodes[used++], 32);
+			hi++;
+		}
+		for (size_t i = a; i <= b; i += 2, o++) {
+			if (i + 1 <= b)
+				fctl_audit_node_hash(cur[i], cur[i + 1], cur[1 + o]);
+			else
+				memmove(cur[1 + o], cur[i], 32); /* the last node of the level, alone */
+		}
+		lo >>= 1;
+		hi >>= 1;
+		if (w <= 2)
+			done = true;
+	}
+	ok = (done || size == 1) && used == nn && lo == 0 && hi == 0 &&
+	     memcmp(cur[1], root, 32) == 0;
+	free(cur);
+	return ok;
+}

@@ -53,6 +53,8 @@ struct ev {
 	size_t np, capp;
 	char signer_ids[16][65]; /* SHA-256 of each --sign key's DER public key, hex */
 	size_t nstmt;            /* in-toto statements in attestations.intoto.jsonl */
+	char origin[FCTL_AUDIT_ORIGIN_MAX]; /* the checkpoint's first line */
+	size_t wfirst, wlast, nwin; /* the window: e->r[wfirst..wlast], nwin records (0: none) */
 	char *err;
 	size_t errlen;
 };
@@ -274,7 +276,7 @@ static void record_subject(struct fctl_buf *b, const struct rec *r)
 	char hex[65];
 
 	sha256_hex(r->line, r->len, hex);
-	fctl_buf_printf(b, "{\"name\":\"audit/log.jsonl#seq=%" PRIu64
+	fctl_buf_printf(b, "{\"name\":\"audit/slice.jsonl#seq=%" PRIu64
 			   "\",\"digest\":{\"sha256\":\"%s\"}}",
 			r->seq, hex);
 }
@@ -286,8 +288,8 @@ static void common_predicate(struct fctl_buf *b, const struct rec *r, bool first
 	json_kv(b, "time", r->time, true);
 	json_kv(b, "host", r->host, true);
 	json_kv(b, "change", r->change, true);
-	fctl_buf_printf(b, ",\"audit_seq\":%" PRIu64 ",\"audit_record\":", r->seq);
-	fctl_buf_append(b, r->line, r->len); /* the record itself, verbatim */
+	/* the record itself is the subject audit/slice.jsonl#seq=N, bound by its digest */
+	fctl_buf_printf(b, ",\"audit_seq\":%" PRIu64, r->seq);
 }
 
 /* The in-toto v1 statement of record r into b: true, or false when r has none. */
@@ -528,7 +530,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 2,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 3,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -545,10 +547,16 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 		fctl_buf_json_str(m, hosts[j]);
 	}
 	free(hosts);
-	fctl_buf_printf(m, "],\n  \"audit\": {\"records\": %zu, \"slice_records\": %zu, "
-			   "\"slice_first_seq\": %" PRIu64 ", \"slice_last_seq\": %" PRIu64
-			   ", \"checkpoint_size\": %" PRIu64 ", \"checkpoint_root\": \"%s\"},\n",
-			e->nr, nslice, first, last, cpsize, cproot);
+	fctl_buf_printf(m, "],\n  \"audit\": {\"records\": %zu, \"selected_records\": %zu, "
+			   "\"selected_first_seq\": %" PRIu64 ", \"selected_last_seq\": %" PRIu64
+			   ", \"slice_records\": %zu, \"slice_first_seq\": %" PRIu64
+			   ", \"slice_last_seq\": %" PRIu64 ", \"checkpoint_size\": %" PRIu64
+			   ", \"checkpoint_root\": \"%s\", \"origin\": ",
+			e->nr, nslice, first, last, e->nwin, e->nwin ? e->r[e->wfirst].seq : 0,
+			e->nwin ? e->r[e->wlast].seq : 0, cpsize, cproot);
+	fctl_buf_json_str(m, e->origin);
+	fctl_buf_printf(m, ", \"proofs\": \"audit/proofs.json\", \"whole_log\": %s},\n",
+			e->o->whole_log ? "true" : "false");
 	fctl_buf_puts(m, "  \"profiles\": [");
 	for (size_t j = 0; j < e->np; j++) {
 		fctl_buf_puts(m, j ? ",\n    {\"name\": " : "\n    {\"name\": ");
@@ -652,8 +660,10 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 		goto out;
 	}
 	{
-		/* the root, base64, is the third line of the note */
+		/* the origin is the first line of the note, the root (base64) the third */
 		const char *l3 = strchr(b.data, '\n');
+
+		snprintf(e->origin, sizeof(e->origin), "%.*s", (int)strcspn(b.data, "\n"), b.data);
 
 		l3 = l3 ? strchr(l3 + 1, '\n') : NULL;
 		if (l3)
@@ -673,26 +683,64 @@ out:
 	return r;
 }
 
-/* Step 2: the whole log and the slice, looking up each profile the slice names once. */
-static int add_log_and_slice(struct ev *e)
+/* audit/proofs.json: each record of the window proven against the checkpoint (its first
+ * cpsize records). */
+static int add_proofs(struct ev *e, uint64_t cpsize)
+{
+	const struct fctl_evidence_opts *o = e->o;
+	struct fctl_buf b = { 0 };
+	uint8_t (*leaves)[32];
+	int r;
+
+	if (cpsize == 0 || cpsize > e->nr)
+		return fail(e, -EINVAL, "the checkpoint covers %" PRIu64 " records, the log has %zu",
+			    cpsize, e->nr);
+	if (!(leaves = malloc(e->nr * sizeof(*leaves))))
+		return fail(e, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->nr; i++)
+		fctl_audit_leaf_hash(e->r[i].line, e->r[i].len, leaves[i]);
+	r = fctl_evidence_proofs((const uint8_t(*)[32])leaves, cpsize,
+				 e->nwin ? e->r[e->wfirst].seq : 0, e->nwin ? e->r[e->wlast].seq : 0,
+				 o->consistency_from, o->n_consistency_from, &b, e->err, e->errlen);
+	if (r == 0)
+		r = add_file(e, "audit/proofs.json", &b);
+	fctl_buf_release(&b);
+	free(leaves);
+	return r;
+}
+
+/* Step 2: the window (every record from the first to the last one selected, so it is
+ * chained), its proofs, the whole log on request; each profile the selection names looked up
+ * once. */
+static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 {
 	struct fctl_buf b = { 0 };
 	int r;
 
-	for (size_t i = 0; i < e->nr; i++) {
-		fctl_buf_append(&b, e->r[i].line, e->r[i].len);
-		fctl_buf_putc(&b, '\n');
+	if (e->o->whole_log) {
+		for (size_t i = 0; i < e->nr; i++) {
+			fctl_buf_append(&b, e->r[i].line, e->r[i].len);
+			fctl_buf_putc(&b, '\n');
+		}
+		if ((r = add_file(e, "audit/log.jsonl", &b)) < 0)
+			goto out;
+		fctl_buf_release(&b);
 	}
-	if ((r = add_file(e, "audit/log.jsonl", &b)) < 0)
-		goto out;
-	fctl_buf_release(&b);
 	for (size_t i = 0; i < e->nr; i++) {
+		if (!e->r[i].in_slice)
+			continue;
+		if (!e->nwin++)
+			e->wfirst = i;
+		e->wlast = i;
+	}
+	e->nwin = e->nwin ? e->wlast - e->wfirst + 1 : 0;
+	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
 		struct rec *rc = &e->r[i];
 
-		if (!rc->in_slice)
-			continue;
 		fctl_buf_append(&b, rc->line, rc->len);
 		fctl_buf_putc(&b, '\n');
+		if (!rc->in_slice)
+			continue;
 		if (rc->has_profile && rc->psha && !profile_of(e, rc)) {
 			struct prof *p = fctl_array_grow(&e->p, &e->np, &e->capp, sizeof(*e->p));
 
@@ -706,7 +754,9 @@ static int add_log_and_slice(struct ev *e)
 				goto out;
 		}
 	}
-	r = add_file(e, "audit/slice.jsonl", &b);
+	if ((r = add_file(e, "audit/slice.jsonl", &b)) < 0)
+		goto out;
+	r = add_proofs(e, cpsize);
 out:
 	fctl_buf_release(&b);
 	return r;
@@ -819,6 +869,45 @@ out:
 	return r;
 }
 
+/* report.html, from the files so far; the manifest lists it like the rest. It shows the
+ * selected records: the window's records of other changes are there for the chain and the
+ * proof, so the page is the one `--html` alone makes of the same selection. */
+static int add_report(struct ev *e)
+{
+	struct fctl_buf sel = { 0 }, html = { 0 };
+	struct fctl_evidence_file *f = malloc((e->nf ? e->nf : 1) * sizeof(*f));
+	int r;
+
+	if (!f)
+		return fail(e, -ENOMEM, "out of memory");
+	memcpy(f, e->f, e->nf * sizeof(*f));
+	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
+		if (!e->r[i].in_slice)
+			continue;
+		fctl_buf_append(&sel, e->r[i].line, e->r[i].len);
+		fctl_buf_putc(&sel, '\n');
+	}
+	for (size_t i = 0; i < e->nf; i++) {
+		if (strcmp(f[i].name, "audit/slice.jsonl"))
+			continue;
+		f[i].data = sel.data ? sel.data : "";
+		f[i].len = sel.len;
+	}
+	{
+		struct fctl_evidence_html_in h = { e->o, f, e->nf, e->since, e->until, e->signer_ids,
+						   e->o->n_sign_keys, e->nstmt, e->nr, 0 };
+
+		r = sel.oom ? -ENOMEM : fctl_evidence_html(&h, &html);
+	}
+	free(f);
+	fctl_buf_release(&sel);
+	if (r < 0) {
+		fctl_buf_release(&html);
+		return fail(e, r, "out of memory");
+	}
+	return add_file(e, FCTL_EVIDENCE_REPORT, &html);
+}
+
 int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
 			size_t errlen)
 {
@@ -829,7 +918,7 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 
 	if ((r = paths_and_window(&e, &cps, &pub)) < 0 ||
 	    (r = add_audit_anchor(&e, cps, pub, &cpsize, cproot)) < 0 ||
-	    (r = add_log_and_slice(&e)) < 0 || (r = add_profiles(&e)) < 0)
+	    (r = add_log_and_slice(&e, cpsize)) < 0 || (r = add_profiles(&e)) < 0)
 		goto out;
 	if ((r = add_signer_keys(&e)) < 0 || (r = statements(&e)) < 0 ||
 	    (r = key_metadata(&e)) < 0)
@@ -837,17 +926,8 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
 		goto out;
-	{ /* the auditor's report, from the files so far; the manifest lists it like the rest */
-		struct fctl_evidence_html_in h = { o, e.f, e.nf, e.since, e.until, e.signer_ids,
-						   o->n_sign_keys, e.nstmt, e.nr, 0 };
-		struct fctl_buf html = { 0 };
-
-		if ((r = fctl_evidence_html(&h, &html)) < 0 ||
-		    (r = add_file(&e, FCTL_EVIDENCE_REPORT, &html)) < 0) {
-			fctl_buf_release(&html);
-			goto out;
-		}
-	}
+	if ((r = add_report(&e)) < 0)
+		goto out;
 	if ((r = add_signed_manifest(&e, cpsize, cproot)) < 0)
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);

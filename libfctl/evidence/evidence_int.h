@@ -4,6 +4,7 @@
 #define FCTL_EVIDENCE_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fctl/util.h"
 
@@ -19,5 +20,18 @@
 int fctl_evidence_dsse(const char *type, const void *payload, size_t len,
 		       const char *const *keys, const char (*keyids)[65], size_t nkeys,
 		       struct fctl_buf *env, char *err, size_t errlen);
+
+/*
+ * audit/proofs.json into out: the tree (size leaves of leaves[], the bundle checkpoint's),
+ * first_seq and last_seq of the window (both 0: no window), "range" (null without a window):
+ * first_index (first - 2, the leaf the first record's prev names, or 0 when the window
+ * starts at seq 1), last_index (last - 1) and nodes, the range proof of those leaves
+ * (fctl_audit_levels_range, lowercase hex), and "consistency" (per size of from[]: old_size,
+ * tree_size, old_root, path: RFC 9162 PROOF). Returns 0, or a negative errno with the reason
+ * in err (a window record past the checkpoint, a size out of range).
+ */
+int fctl_evidence_proofs(const uint8_t (*leaves)[32], uint64_t size, uint64_t first,
+			 uint64_t last, const uint64_t *from, size_t nfrom, struct fctl_buf *out,
+			 char *err, size_t errlen);
 
 #endif

@@ -159,13 +159,13 @@ else
 	[ ${#SIGNER_KEYS[@]} -gt 0 ] || bad "no signer key to check the manifest with"
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
-if jq -e '.bundle == "fabricctl-evidence" and .format == 2 and (.signatures_required | type) == "number"
+if jq -e '.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' "$M" >/dev/null 2>&1; then
-	ok "manifest: a fabricctl evidence manifest, format 2"
+	ok "manifest: a fabricctl evidence manifest, format 3"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 2)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 3)"
 fi
 need=$(jq '.signatures_required // 0' "$M" 2>/dev/null)
 need=${need:-0}
@@ -181,7 +181,7 @@ else
 fi
 
 # --- 2. the files: exactly the ones the signed manifest lists, each with its size and digest --
-declare -A LISTED=() DIRS=()
+declare -A LISTED=() DIRS=() FSHA=()
 LISTED[MANIFEST.json]=1 LISTED[MANIFEST.dsse.json]=1
 fbad=0 nf=0
 while IFS=$'\t' read -r name fsize digest; do
@@ -200,6 +200,8 @@ while IFS=$'\t' read -r name fsize digest; do
 	elif [ "$(size "$name")" != "$fsize" ] || [ "$(sha <"$name")" != "$digest" ]; then
 		bad "files: $name does not match its size and SHA-256 in the signed manifest"
 		fbad=1
+	else
+		FSHA[$name]=$digest # this file, with this digest (for the statements' subjects)
 	fi
 done < <(jq -r '.files[]? | [.name, .size, .sha256] | @tsv' "$M" 2>/dev/null)
 # every entry of the directory, dotfiles, directories and odd names included
@@ -218,10 +220,12 @@ if [ -n "${LISTED[SHA256SUMS]:-}" ] && [ -f SHA256SUMS ] && [ ! -L SHA256SUMS ];
 fi
 
 # --- 3. the audit log -------------------------------------------------------------------------
-# check_audit_log: the hash chain (seq, prev) of audit/log.jsonl, the RFC 6962 Merkle roots, the
-# bundle's checkpoint and its signature by the audit key, the trusted checkpoint, the slice.
+# check_audit_log: the window (audit/slice.jsonl: canonical records, consecutive, chained) and
+# the RFC 9162 inclusion proof of each against the checkpoint (audit/proofs.json), the
+# checkpoint (signature by the audit key, origin, the one the manifest names), the trusted
+# checkpoint (same log, consistent), and with --whole-log the whole log (audit/log.jsonl).
 # Kept in one function so a change of the log format changes only this.
-LOG=audit/log.jsonl CP=audit/checkpoint.txt
+LOG=audit/log.jsonl CP=audit/checkpoint.txt SLICE=audit/slice.jsonl PROOFS=audit/proofs.json
 # note_split NOTEFILE PREFIX: the last note of a file of C2SP signed notes into PREFIX.body (the
 # signed text: lines up to the blank line, each with its newline) and PREFIX.sigs (its lines)
 note_split() {
@@ -246,17 +250,210 @@ note_verify() {
 	done <"$1.sigs"
 	return 1
 }
-check_audit_log() {
-	local expect=1 prevhex cbad=0 n=0 line seq prev leaf cpsize cproot= tsize= troot= akey sbad=0
+b64hex() { openssl base64 -d -A 2>/dev/null | od -An -v -tx1 | tr -d ' \n'; }
+# node HEX-LEFT HEX-RIGHT: SHA-256(0x01 || left || right), hex (one openssl process: for the few
+# hashes of a consistency proof)
+node() { printf '%b' "\\x01$(printf '%s%s' "$1" "$2" | sed 's/../\\x&/g')" | openssl dgst -sha256 -r | cut -c1-64; }
+# nodes_hash FILE: FILE holds messages of 65 bytes, each 0x01 || left || right, one after the
+# other in hex; prints the SHA-256 of each, one a line, in order: all of them in one openssl
+# process (one file each, cut from one binary written by one printf)
+nodes_hash() {
+	local d=$TMP/nodes h
+	rm -rf "$d" && mkdir "$d" || return 1
+	printf '%b' "$(sed 's/../\\x&/g' "$1")" >"$d/all"
+	(cd "$d" && split -b 65 -a 7 -d all m. && rm all && openssl dgst -sha256 -r m.*) >"$d.out"
+	while IFS= read -r h; do echo "${h:0:64}"; done <"$d.out"
+}
+# The canonical form (docs/audit.md "Canonical form"), with jq alone: each line must be byte
+# for byte the record serialized again by the writer's rules from what jq parsed: fields in
+# the canonical order, each once (jq keeps one of two repeated keys, so a repeated key
+# changes the bytes), no whitespace, the writer's string escapes and numbers. Prints
+# "LINE reason" for each line that is not.
+CANON_JQ='
+def order: ["seq","prev","time","actor","action","change","host","link","secy","profile",
+	"result","ops","writes","error","detail","key_ids","kcv","key_state"];
+def hexd: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
+def s: if type != "string" then error("not a string")
+	elif test("[\u0000-\u001f\u007f\"\\\\]") | not then "\"" + . + "\""
+	else "\"" + (explode | map(if . == 34 then "\\\"" elif . == 92 then "\\\\"
+		elif . == 10 then "\\n" elif . == 9 then "\\t" elif . == 13 then "\\r"
+		elif . < 32 or . == 127 then "\\u00" + hexd else [.] | implode end) | join("")) + "\"" end;
+def n: if type == "number" and . >= 0 and . == floor then tostring else error("not a count") end;
+def actor: if has("cert") then "{\"cert\":" + (.cert | s) + "}"
+	else "{\"user\":" + (if .user == null then "null" else .user | s end) + ",\"uid\":" + (.uid | n) + "}" end;
+def profile: "{\"name\":" + (.name | s) + ",\"version\":" + (.version | n)
+	+ (if has("sha256") then ",\"sha256\":" + (.sha256 | s) else "" end) + "}";
+def value($k): if $k == "actor" then actor elif $k == "profile" then profile
+	elif $k == "seq" or $k == "ops" or $k == "writes" then n
+	elif $k == "key_ids" or $k == "kcv" then "[" + (map(s) | join(",")) + "]" else s end;
+def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | value($k))] | join(",")) + "}";
+def repeated($l): [order[] as $k | select(($l | [match("\"\($k)\":"; "g")] | length) > 1) | $k];
+. as $l | input_line_number as $i | (try fromjson catch null) as $o |
+if ($o | type) != "object" then "\($i) is not a JSON object"
+else ($o | keys_unsorted) as $ks | ($ks - order) as $extra | [order[] as $k | select($ks | index($k)) | $k] as $want |
+	(try ($o | canon) catch "") as $c |
+	if $c == $l then empty
+	elif ($extra | length) > 0 then "\($i) has fields that are not record fields: \($extra | join(","))"
+	elif ($ks != $want) then "\($i) has its keys out of the canonical order (\($ks | join(",")))"
+	elif (repeated($l) | length) > 0 then "\($i) repeats the key \(repeated($l) | join(","))"
+	elif (["seq","prev","time","actor","action","result"] - $ks | length) > 0 then
+		"\($i) lacks \(["seq","prev","time","actor","action","result"] - $ks | join(","))"
+	else "\($i) is not in canonical form (spacing, escapes, numbers or field types)" end
+end'
+# range_nodes SIZE LO HI: how many nodes the range proof of leaves LO..HI of a tree of SIZE
+# leaves holds (per level: the left neighbour when LO is a right child, the right neighbour
+# when HI is a left child that has one)
+range_nodes() {
+	local w=$1 lo=$2 hi=$3 c=0
+	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
+		((lo & 1)) && c=$((c + 1))
+		(((hi & 1) == 0 && hi + 1 < w)) && c=$((c + 1))
+	done
+	echo $c
+}
+# range_root SIZE LO HI: the root (hex) of a tree of SIZE leaves from the hashes of leaves LO..HI
+# (the array CUR) and the range proof's nodes (the array NODES, every one used): level by
+# level up, each level's hashes SHA-256(0x01 || left || right) in one openssl process.
+# Prints nothing when the nodes do not fit the range.
+range_root() {
+	local w=$1 lo=$2 hi=$3 u=0 i last msgs
+	local -a NEW=()
+	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
+		if ((lo & 1)); then
+			[ $u -lt ${#NODES[@]} ] || return 1
+			CUR=("${NODES[u]}" "${CUR[@]}") u=$((u + 1)) lo=$((lo - 1))
+		fi
+		if (((hi & 1) == 0 && hi + 1 < w)); then
+			[ $u -lt ${#NODES[@]} ] || return 1
+			CUR+=("${NODES[u]}") u=$((u + 1)) hi=$((hi + 1))
+		fi
+		msgs=
+		for ((i = 0; i + 1 < ${#CUR[@]}; i += 2)); do msgs+=01${CUR[i]}${CUR[i + 1]}; done
+		last=
+		((${#CUR[@]} % 2)) && last=${CUR[-1]} # the last node of the level, alone: up as it is
+		NEW=()
+		if [ -n "$msgs" ]; then
+			printf '%s' "$msgs" >"$TMP/msgs"
+			mapfile -t NEW < <(nodes_hash "$TMP/msgs")
+		fi
+		[ -n "$last" ] && NEW+=("$last")
+		CUR=("${NEW[@]}")
+	done
+	[ $u = ${#NODES[@]} ] && [ ${#CUR[@]} = 1 ] && echo "${CUR[0]}"
+}
+# check_window CPSIZE ROOTHEX: the slice against the manifest and audit/proofs.json. Leaves
+# RECSHA (seq -> SHA-256 of the record's line) for the statements.
+declare -A RECSHA=()
+check_window() {
+	local cpsize=$1 roothex=$2 first last want n=0 line seq wbad=0 pbad=0 i l k lo hi got need
+	local -a LEAF=() CUR=() SEQ=() PREV=() NODES=() DIG=()
+	first=$(jq -r '.audit.slice_first_seq' "$M" 2>/dev/null) last=$(jq -r '.audit.slice_last_seq' "$M" 2>/dev/null)
+	want=$(jq -r '.audit.slice_records' "$M" 2>/dev/null)
+	[[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ && $want =~ ^[0-9]+$ ]] || { bad "audit: the signed manifest names no window"; return; }
+	[ -f "$SLICE" ] && [ -f "$PROOFS" ] || { bad "audit: $SLICE or $PROOFS is missing"; return; }
+	# canonical records, with jq alone
+	jq -R -r "$CANON_JQ" "$SLICE" >"$TMP/canon" 2>&1 || echo "0 cannot be read by jq" >>"$TMP/canon"
+	if [ -s "$TMP/canon" ]; then
+		while IFS= read -r l; do bad "audit: $SLICE:${l%% *} ${l#* } (non-canonical record)"; done < <(head -5 "$TMP/canon")
+		wbad=1
+	fi
+	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line) and its
+	# own SHA-256 (the statements' subject digest), all in one openssl process
+	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
+			bad "audit: $SLICE:$n is not a record"; wbad=1; SEQ+=(0) PREV+=(x)
+		else
+			SEQ+=("${BASH_REMATCH[1]}") PREV+=("${BASH_REMATCH[2]}")
+		fi
+		printf -v k '%08d' "$n"
+		printf '\0%s' "$line" >"$TMP/leaves/l.$k"
+		printf '%s' "$line" >"$TMP/leaves/r.$k"
+	done <"$SLICE"
+	if [ "$n" -gt 0 ]; then
+		mapfile -t DIG < <(cd "$TMP/leaves" && openssl dgst -sha256 -r l.* r.* | cut -c1-64)
+		LEAF=("${DIG[@]:0:n}")
+		for ((i = 0; i < n; i++)); do RECSHA[${SEQ[i]}]=${DIG[n + i]}; done
+	fi
+	[ "$n" = "$want" ] || { bad "audit: $SLICE has $n records, the signed manifest says $want (dropped or added)"; wbad=1; }
+	[ "$(jq -r '"\(.first_seq) \(.last_seq) \(.tree_size)"' "$PROOFS" 2>/dev/null)" = "$first $last $cpsize" ] ||
+		{ bad "audit: $PROOFS is not the proof of the window ($first..$last) against the checkpoint ($cpsize records)"; wbad=1; }
+	for ((i = 0; i < n; i++)); do
+		seq=${SEQ[i]}
+		if [ "$seq" -gt "$cpsize" ]; then
+			bad "audit: $SLICE:$((i + 1)) (seq $seq) is beyond the checkpoint, which covers $cpsize records"; wbad=1
+		fi
+		if [ "$seq" != $((first + i)) ]; then
+			bad "audit: $SLICE:$((i + 1)) has seq $seq, expected $((first + i)) (the window must be consecutive: dropped, added or reordered)"; wbad=1
+		fi
+		if [ $i -gt 0 ] && [ "${PREV[i]}" != "${LEAF[i - 1]}" ]; then
+			bad "audit: $SLICE:$((i + 1)) (seq $seq): prev is not the hash of the record before (modified, dropped or reordered)"; wbad=1
+		fi
+	done
+	[ $wbad = 0 ] && ok "audit: $SLICE: $n canonical records, seq $first to $last, each chained to the one before"
+	[ "$n" -gt 0 ] && [ "$n" = "$want" ] && [ "$first" -ge 1 ] && [ "$last" = $((first + n - 1)) ] && [ "$last" -le "$cpsize" ] || {
+		[ "$n" = 0 ] && [ "$want" = 0 ] && [ "$(jq -r '.range' "$PROOFS" 2>/dev/null)" = null ] && return
+		bad "audit: no range proof can hold for this window ($n records, seq $first..$last, checkpoint $cpsize)"; return
+	}
+	# the range: from the leaf the first record's prev names (seq - 2) to the last record
+	if [ "$first" -gt 1 ]; then
+		lo=$((first - 2)) CUR=("${PREV[0]}" "${LEAF[@]}")
+	else
+		lo=0 CUR=("${LEAF[@]}")
+		[ "${PREV[0]}" = "$(printf '0%.0s' {1..64})" ] || { bad "audit: the first record of the log has a prev"; pbad=1; }
+	fi
+	hi=$((last - 1))
+	mapfile -t NODES < <(jq -r --argjson lo "$lo" --argjson hi "$hi" '.range | select(type == "object"
+		and .first_index == $lo and .last_index == $hi and (.nodes | type) == "array"
+		and all(.nodes[]; type == "string" and test("^[0-9a-f]{64}$"))) | .nodes[]' "$PROOFS" 2>/dev/null)
+	if [ "$(jq -r '.range | "\(.first_index) \(.last_index)"' "$PROOFS" 2>/dev/null)" != "$lo $hi" ]; then
+		bad "audit: $PROOFS proves leaves $(jq -r '.range | "\(.first_index)..\(.last_index)"' "$PROOFS" 2>/dev/null), not $lo..$hi (the window and the leaf before it)"; return
+	fi
+	need=$(range_nodes "$cpsize" "$lo" "$hi")
+	got=$(jq -r '.range.nodes | length' "$PROOFS" 2>/dev/null)
+	if [ "${#NODES[@]}" != "$got" ]; then
+		bad "audit: $PROOFS: a range proof node is not a SHA-256 in hex"; return
+	elif [ "$got" != "$need" ]; then
+		bad "audit: $PROOFS holds $got range proof nodes, the proof of leaves $lo..$hi of $cpsize needs $need (added or dropped)"; return
+	fi
+	got=$(range_root "$cpsize" "$lo" "$hi")
+	if [ "$got" = "$roothex" ] && [ $pbad = 0 ]; then
+		ok "audit: the window's $n records$([ "$first" -gt 1 ] && echo " and the leaf before it") with the range proof's $need nodes give the checkpoint's root (every record included, in place)"
+	elif [ "$got" != "$roothex" ]; then
+		bad "audit: the window's records and the range proof do not give the checkpoint's root (a record or a proof node changed, or the window is not at its place in the log)"
+	fi
+}
+# consistency_ok M N OLDHEX NEWHEX PATHHEX...: RFC 9162 2.1.4.2
+consistency_ok() {
+	local m=$1 n=$2 old=$3 new=$4 fr sr fn sn i=0
+	shift 4
+	local p=("$@")
+	[ "$m" -ge 1 ] && [ "$m" -le "$n" ] || return 1
+	[ "$m" = "$n" ] && { [ ${#p[@]} = 0 ] && [ "$old" = "$new" ]; return; }
+	[ ${#p[@]} -gt 0 ] || return 1
+	if (((m & (m - 1)) == 0)); then fr=$old; else fr=${p[0]}; i=1; fi
+	sr=$fr fn=$((m - 1)) sn=$((n - 1))
+	while ((fn & 1)); do fn=$((fn >> 1)) sn=$((sn >> 1)); done
+	for (( ; i < ${#p[@]}; i++)); do
+		[ $sn = 0 ] && return 1
+		if (((fn & 1) || fn == sn)); then
+			fr=$(node "${p[i]}" "$fr") sr=$(node "${p[i]}" "$sr")
+			while ! ((fn & 1)) && [ $fn != 0 ]; do fn=$((fn >> 1)) sn=$((sn >> 1)); done
+		else
+			sr=$(node "$sr" "${p[i]}")
+		fi
+		fn=$((fn >> 1)) sn=$((sn >> 1))
+	done
+	[ $sn = 0 ] && [ "$fr" = "$old" ] && [ "$sr" = "$new" ]
+}
+# check_whole_log CPSIZE TSIZE: with --whole-log, the chain of audit/log.jsonl and its roots at
+# the checkpoint's size (must be the checkpoint's) and the trusted checkpoint's (in WHOLE_TROOT)
+WHOLE_TROOT=
+check_whole_log() {
+	local cpsize=$1 tsize=$2 expect=1 prevhex cbad=0 n=0 line seq prev leaf cproot=
 	local stack=() sizes=()
 	prevhex=$(printf '0%.0s' {1..64})
-	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
-	cpsize=$(sed -n 2p "$TMP/cp.body")
-	if [ -n "$TRUSTED_CP" ]; then
-		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
-		tsize=$(sed -n 2p "$TMP/tcp.body")
-		[[ $tsize =~ ^[0-9]+$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
-	fi
 	push() { # RFC 6962 compact range: merge equal-size subtrees
 		local h=$1 s=1
 		while [ ${#sizes[@]} -gt 0 ] && [ "${sizes[-1]}" -eq $s ]; do
@@ -269,16 +466,12 @@ check_audit_log() {
 	}
 	root() { # the root of the records so far, base64
 		local i h
-		if [ ${#stack[@]} -eq 0 ]; then h=$(printf '' | sha); else
-			h=${stack[-1]}
-			for ((i = ${#stack[@]} - 2; i >= 0; i--)); do
-				h=$({ printf '\1'; hex2bin "${stack[i]}"; hex2bin "$h"; } | sha)
-			done
-		fi
+		h=${stack[-1]}
+		for ((i = ${#stack[@]} - 2; i >= 0; i--)); do
+			h=$({ printf '\1'; hex2bin "${stack[i]}"; hex2bin "$h"; } | sha)
+		done
 		hex2bin "$h" | openssl base64 -A
 	}
-	[ "$cpsize" = 0 ] && cproot=$(root)
-	[ "$tsize" = 0 ] && troot=$(root)
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
@@ -291,9 +484,28 @@ check_audit_log() {
 		push "$leaf"
 		prevhex=$leaf expect=$((seq + 1))
 		[ "$n" = "$cpsize" ] && cproot=$(root)
-		[ "$n" = "$tsize" ] && troot=$(root)
+		[ "$n" = "$tsize" ] && WHOLE_TROOT=$(root)
 	done <"$LOG"
-	[ $cbad = 0 ] && ok "audit: $n records, each chained to the one before"
+	[ $cbad = 0 ] && ok "audit: $LOG: $n records, each chained to the one before"
+	if [ "$cpsize" -gt "$n" ]; then
+		bad "audit: the checkpoint covers $cpsize records but $LOG has $n (cut-off tail)"
+	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
+		ok "audit: $LOG: Merkle root of the first $cpsize records matches the checkpoint"
+	else
+		bad "audit: $LOG: Merkle root of the first $cpsize records does not match the checkpoint"
+	fi
+}
+check_audit_log() {
+	local cpsize tsize= akey origin mo roothex troot p
+	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
+	cpsize=$(sed -n 2p "$TMP/cp.body")
+	[[ $cpsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the checkpoint has no size"; return; }
+	roothex=$(sed -n 3p "$TMP/cp.body" | b64hex)
+	if [ -n "$TRUSTED_CP" ]; then
+		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
+		tsize=$(sed -n 2p "$TMP/tcp.body")
+		[[ $tsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
+	fi
 	# the audit key: pinned, or the bundle's own when the trusted checkpoint's signature
 	# authenticates it (or, with --self-consistency-only, the bundle's own unchecked)
 	akey=$AUDIT_PUB
@@ -310,79 +522,178 @@ check_audit_log() {
 		note_verify "$TMP/tcp" "$akey" && ok "audit: your trusted checkpoint is signed by $akey" ||
 			bad "audit: your trusted checkpoint is not signed by $akey"
 	fi
-	if ! [[ $cpsize =~ ^[0-9]+$ ]] || [ "$cpsize" -gt "$n" ]; then
-		bad "audit: the checkpoint covers ${cpsize:-?} records but the log has $n (cut-off tail)"
-	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
-		ok "audit: Merkle root of the first $cpsize records matches the checkpoint"
-	else
-		bad "audit: Merkle root of the first $cpsize records does not match the checkpoint"
-	fi
 	if note_verify "$TMP/cp" "$akey"; then
 		ok "audit: the checkpoint's signature by $akey verifies"
 	else
 		bad "audit: the checkpoint is not signed by $akey"
 	fi
-	if [ -n "$TRUSTED_CP" ]; then
-		if [ "$(sed -n 1p "$TMP/tcp.body")" != "$(sed -n 1p "$TMP/cp.body")" ]; then
-			bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
-		elif [ "$tsize" -gt "$n" ]; then
-			bad "audit: your trusted checkpoint covers $tsize records, the log has $n (records removed)"
-		elif [ "$(sed -n 3p "$TMP/tcp.body")" = "$troot" ]; then
-			ok "audit: the first $tsize records are the ones your trusted checkpoint covers"
-		else
+	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] &&
+		[ "$(jq -r .root "$PROOFS" 2>/dev/null)" = "$roothex" ] ||
+		bad "audit: the checkpoint is not the one the signed manifest names"
+	origin=$(sed -n 1p "$TMP/cp.body")
+	mo=$(jq -r '.audit.origin | strings' "$M" 2>/dev/null)
+	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then
+		ok "audit: the checkpoint's origin '$origin' is the one the signed manifest records"
+	else
+		bad "audit: the checkpoint's origin '$origin' is not the one the signed manifest records ('$mo')"
+	fi
+	check_window "$cpsize" "$roothex"
+	if [ "$(jq -r '.audit.whole_log' "$M" 2>/dev/null)" = true ]; then
+		check_whole_log "$cpsize" "${tsize:-0}"
+	elif [ -e "$LOG" ]; then
+		bad "audit: $LOG is in the bundle but the signed manifest says no whole log"
+	fi
+	[ -n "$TRUSTED_CP" ] || return
+	troot=$(sed -n 3p "$TMP/tcp.body")
+	if [ "$(sed -n 1p "$TMP/tcp.body")" != "$origin" ]; then
+		bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
+	elif [ "$tsize" -gt "$cpsize" ]; then
+		bad "audit: your trusted checkpoint covers $tsize records, the bundle's checkpoint $cpsize (records removed)"
+	elif [ "$tsize" = "$cpsize" ]; then
+		[ "$troot" = "$(sed -n 3p "$TMP/cp.body")" ] && ok "audit: the first $tsize records are the ones your trusted checkpoint covers" ||
 			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
+	elif [ -n "$WHOLE_TROOT" ]; then
+		[ "$troot" = "$WHOLE_TROOT" ] && ok "audit: the first $tsize records of $LOG are the ones your trusted checkpoint covers" ||
+			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
+	else
+		p=$(jq -r --argjson m "$tsize" '[.consistency[]? | select(.old_size == $m)][0] | select(.) | "\(.old_root) \(.path | join(" "))"' "$PROOFS" 2>/dev/null)
+		if [ -z "$p" ]; then
+			bad "audit: the bundle proves nothing about your trusted checkpoint's $tsize records (build it with --consistency-from $tsize or --whole-log)"
+		elif [ "${p%% *}" = "$(printf '%s' "$troot" | b64hex)" ] && consistency_ok "$tsize" "$cpsize" ${p} ; then
+			ok "audit: the checkpoint is consistent with your trusted checkpoint ($tsize records; RFC 9162 consistency proof)"
+		else
+			bad "audit: the checkpoint is not consistent with your trusted checkpoint (history rewritten)"
 		fi
 	fi
-	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] ||
-		bad "audit: the checkpoint is not the one the signed manifest names"
-	# the slice is part of the verified log
-	while IFS= read -r line || [ -n "$line" ]; do
-		grep -qxF -- "$line" "$LOG" || { bad "audit: a record of slice.jsonl is not in log.jsonl"; sbad=1; }
-	done <audit/slice.jsonl
-	[ $sbad = 0 ] && ok "audit: slice.jsonl ($(grep -c . audit/slice.jsonl) records) is part of the verified log"
 }
 check_audit_log
 
 # --- 4. in-toto statements: one DSSE envelope a line, signed by every signer ------------------
+# In a few processes whatever their number: one jq pass reads every envelope (its shape, type,
+# payload, the signature of each pinned key as hex, the statement and its subjects), a second
+# writes each PAE = "DSSEv1" SP len(type) SP type SP len(payload) SP payload (lengths in bytes)
+# one a line, and one xargs pass per pinned key runs openssl pkeyutl -verify on each. A payload
+# must be base64 of one line of UTF-8 (jq decodes it and encodes it again to the same text),
+# so the PAE bytes are exact.
 ATT=$(jq -r '.attestations.file // "attestations.intoto.jsonl"' "$M" 2>/dev/null)
 want=$(jq '.attestations.statements // -1' "$M" 2>/dev/null)
+ENV_JQ='
+def hx: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
+def sighex: if type == "string" and test("^[A-Za-z0-9+/]{86}==$") then
+	(.[0:86] + "AA") | explode | map(if . >= 97 then . - 71 elif . >= 65 then . - 65
+		elif . >= 48 then . + 4 elif . == 43 then 62 else 63 end) | . as $v
+	| [range(0; 88; 4) | $v[.:.+4] | (.[0] * 262144 + .[1] * 4096 + .[2] * 64 + .[3]) as $n
+		| ($n / 65536 | floor), ($n / 256 | floor) % 256, $n % 256] | .[0:64] | map(hx) | join("")
+	else "" end;
+def shape: type == "object" and (.payloadType | type) == "string" and (.payload | type) == "string"
+	and (.signatures | type) == "array"
+	and all(.signatures[]; type == "object" and (.keyid | type) == "string" and (.sig | type) == "string");
+def statement: try fromjson catch null | select(type == "object" and ._type == "https://in-toto.io/Statement/v1"
+	and (.predicateType | type) == "string" and (.subject | type) == "array" and (.subject | length) > 0
+	and all(.subject[]; type == "object" and (.name | type) == "string" and (.digest.sha256 | type) == "string"));
+. as $l | input_line_number as $k | (try fromjson catch null) as $e |
+if ($e | shape | not) then ["E", $k, "s", "not a DSSE envelope"] | @tsv
+else ($e.payload) as $p | ($p | try @base64d catch null) as $d0 |
+	(if $d0 != null and ($d0 | @base64) == $p then $d0 else null end) as $d |
+	(if $e.payloadType != $type then "payloadType \u0027\($e.payloadType)\u0027, expected \u0027\($type)\u0027"
+	elif $d == null then "the payload is not base64 of UTF-8 text"
+	elif ($d | statement) == null then "holds no in-toto v1 statement" else "" end) as $why |
+	(["E", $k, "s" + ([$ids[] as $i | [$e.signatures[] | select(.keyid == $i)] |
+		if length == 1 then .[0].sig | sighex else "n\(length)" end] | join(",")), $why] | @tsv),
+	(if $why == "" then $d | statement | .subject[] | ["S", $k, "d" + .digest.sha256, "n" + .name] | @tsv
+	else empty end)
+end'
+# one PAE a line, for printf %b: its backslashes, newlines and NULs written \\, \n and \0000
+PAE_JQ='. as $l | (try fromjson catch null) as $e | ($e.payload | strings) as $p |
+	(try ($p | @base64d) catch "") as $d |
+	if ($d | @base64) == $p and $e.payloadType == $type
+	then "DSSEv1 \($type | utf8bytelength) \($type) \($d | utf8bytelength) \($d)"
+		| gsub("\\\\"; "\\\\") | gsub("\n"; "\\n") | gsub("\u0000"; "\\0000") else "-" end'
 sbad=0 k=0 last=0
-[ -f "$ATT" ] || { bad "in-toto: $ATT is missing"; sbad=1; }
-while IFS= read -r envl || [ -n "$envl" ]; do
-	k=$((k + 1))
-	printf '%s' "$envl" >"$TMP/env.json"
-	dsse_verify "$TMP/env.json" "$INTOTO_TYPE" "in-toto: envelope $k" || sbad=1
-	st=$TMP/payload
-	if ! jq -e '._type == "https://in-toto.io/Statement/v1" and (.predicateType | type) == "string"
-		and (.subject | type) == "array" and (.subject | length) > 0
-		and all(.subject[]; (.name | type) == "string" and (.digest.sha256 | type) == "string")' "$st" >/dev/null 2>&1; then
-		bad "in-toto: envelope $k does not hold an in-toto v1 statement"
+ST=$TMP/st
+rm -rf "$ST" && mkdir "$ST"
+IDS=$(printf '%s\n' "${SIGNER_IDS[@]}" | jq -R . | jq -sc .)
+declare -A EWHY=() NREC=() STOK=()
+GOOD=()
+if [ ! -f "$ATT" ]; then
+	bad "in-toto: $ATT is missing"; sbad=1
+else
+	for i in "${!SIGNER_KEYS[@]}"; do : >"$ST/s$i.hex"; done
+	jq -R -r --arg type "$INTOTO_TYPE" --argjson ids "$IDS" "$ENV_JQ" "$ATT" >"$ST/env.tsv" 2>/dev/null
+	while IFS=$'\t' read -r tag k sigs why; do
+		[ "$tag" = E ] || continue
+		EWHY[$k]=$why
+		[ -n "$why" ] && continue
+		STOK[$k]=1
+		IFS=, read -r -a SIG <<<"${sigs#s}"
+		for i in "${!SIGNER_KEYS[@]}"; do
+			if [[ ! ${SIG[i]:-} =~ ^[0-9a-f]{128}$ ]]; then
+				EWHY[$k]+="${EWHY[$k]:+$'\n'}${SIG[i]#n} signatures by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}), expected 1"
+				printf '%0128d' 0 >>"$ST/s$i.hex" # a place holder, never checked
+			else
+				printf '%s' "${SIG[i]}" >>"$ST/s$i.hex"
+				printf '%07d\n' ${#GOOD[@]} >>"$ST/k$i"
+			fi
+		done
+		GOOD+=("$k")
+	done <"$ST/env.tsv"
+	k=$(awk 'END { print NR }' "$ATT")
+	# the PAE of each envelope whose signatures are to be checked, one file each
+	jq -R -r --arg type "$INTOTO_TYPE" "$PAE_JQ" "$ATT" >"$ST/pae" 2>/dev/null
+	j=0 n=0
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[ "${GOOD[j]:-}" = "$n" ] || continue
+		printf -v f '%07d' "$j"
+		printf '%b' "$line" >"$ST/p.$f"
+		j=$((j + 1))
+	done <"$ST/pae" # a file, not a pipe: bash reads a pipe a byte at a time
+	[ "$j" = ${#GOOD[@]} ] || { bad "in-toto: the envelopes could not be read again ($j of ${#GOOD[@]})"; sbad=1; GOOD=(); }
+	PAR=$(nproc 2>/dev/null || echo 2)
+	for i in "${!SIGNER_KEYS[@]}"; do
+		[ -s "$ST/k$i" ] || continue
+		(cd "$ST" && printf '%b' "$(sed 's/../\\x&/g' "s$i.hex")" | split -b 64 -a 7 -d - "g$i." &&
+			xargs -P "$PAR" -I{} openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin \
+				-in p.{} -sigfile "g$i.{}" -out "r$i.{}" <"k$i" >/dev/null 2>&1)
+		declare -A VOK=()
+		while IFS= read -r f; do VOK[${f#r$i.}]=1; done < <(cd "$ST" && grep -l -x 'Signature Verified Successfully' r$i.* 2>/dev/null)
+		while IFS= read -r f; do
+			[ -n "${VOK[$f]:-}" ] || EWHY[${GOOD[10#$f]}]+="${EWHY[${GOOD[10#$f]}]:+$'\n'}the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) does NOT verify"
+		done <"$ST/k$i"
+		unset VOK
+	done
+	for ((n = 1; n <= k; n++)); do
+		[ -z "${EWHY[$n]-x}" ] && continue
 		sbad=1
-		continue
-	fi
-	nrec=0
-	while IFS=$'\t' read -r name digest; do
+		if [ -z "${EWHY[$n]+x}" ]; then bad "in-toto: envelope $n: not a DSSE envelope"
+		elif [ "${EWHY[$n]}" = "holds no in-toto v1 statement" ]; then bad "in-toto: envelope $n does not hold an in-toto v1 statement"
+		else while IFS= read -r l; do bad "in-toto: envelope $n: $l"; done <<<"${EWHY[$n]}"; fi
+	done
+	# the subjects: exactly one record of the slice per statement (in increasing order) with
+	# its line's digest, and files of the bundle with theirs
+	while IFS=$'\t' read -r tag n digest name; do
+		[ "$tag" = S ] || continue
+		digest=${digest#d} name=${name#n}
 		case $name in
-		audit/log.jsonl\#seq=*)
+		audit/slice.jsonl\#seq=*)
 			s=${name#*=}
-			nrec=$((nrec + 1))
-			[[ $s =~ ^[1-9][0-9]*$ ]] || { bad "in-toto: envelope $k: subject '$name'"; sbad=1; continue; }
-			rec=$(grep -m1 "^{\"seq\":$s," "$LOG")
-			[ -n "$rec" ] && [ "$(printf '%s' "$rec" | sha)" = "$digest" ] ||
-				{ bad "in-toto: envelope $k: subject $name does not match the audit record"; sbad=1; }
-			grep -qxF -- "$rec" audit/slice.jsonl || { bad "in-toto: envelope $k: record $s is not in the slice"; sbad=1; }
-			[ "$s" -gt "$last" ] || { bad "in-toto: envelope $k: record $s comes after record $last (reordered or repeated)"; sbad=1; }
+			NREC[$n]=$((${NREC[$n]:-0} + 1))
+			if [[ ! $s =~ ^[1-9][0-9]*$ ]]; then bad "in-toto: envelope $n: subject '$name'"; sbad=1; continue; fi
+			if [ -z "${RECSHA[$s]:-}" ]; then bad "in-toto: envelope $n: record $s is not in the slice"; sbad=1
+			elif [ "${RECSHA[$s]}" != "$digest" ]; then bad "in-toto: envelope $n: subject $name does not match the audit record"; sbad=1; fi
+			[ "$s" -gt "$last" ] || { bad "in-toto: envelope $n: record $s comes after record $last (reordered or repeated)"; sbad=1; }
 			last=$s ;;
 		profile:*) ;; # a profile the bundle does not carry: its digest is in the record
 		*)
-			if [ -z "${LISTED[$name]:-}" ] || [ ! -f "$name" ] || [ "$(sha <"$name")" != "$digest" ]; then
-				bad "in-toto: envelope $k: subject $name is not a file of the bundle with that digest"
-				sbad=1
-			fi ;;
+			[ -n "${FSHA[$name]:-}" ] && [ "${FSHA[$name]}" = "$digest" ] ||
+				{ bad "in-toto: envelope $n: subject $name is not a file of the bundle with that digest"; sbad=1; } ;;
 		esac
-	done < <(jq -r '.subject[] | [.name, .digest.sha256] | @tsv' "$st")
-	[ $nrec = 1 ] || { bad "in-toto: envelope $k names $nrec audit records, expected 1"; sbad=1; }
-done < <([ -f "$ATT" ] && cat "$ATT")
+	done <"$ST/env.tsv"
+	for ((n = 1; n <= k; n++)); do
+		[ -n "${STOK[$n]:-}" ] || continue
+		[ "${NREC[$n]:-0}" = 1 ] || { bad "in-toto: envelope $n names ${NREC[$n]:-0} audit records, expected 1"; sbad=1; }
+	done
+fi
 [ "$k" = "$want" ] || { bad "in-toto: $k envelopes, the signed manifest says $want (dropped or added)"; sbad=1; }
 [ $sbad = 0 ] && ok "in-toto: $k statements in DSSE envelopes, each signed by every signer, subjects match"
 

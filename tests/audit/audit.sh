@@ -278,8 +278,8 @@ rejected() {
 	if runverify "${PIN[@]}"; then fail "verify.sh rejects: $name"; else pass "verify.sh rejects: $name"; fi
 }
 rejected "a flipped byte in a profile" "sed -i 's/lab-pair/lab-pain/' profiles/lab-pair-v2.yaml"
-rejected "a modified audit record, SHA256SUMS recomputed" "sed -i '1s/\"h1\"/\"h9\"/' audit/log.jsonl; $(declare -f resum); resum"
-rejected "a deleted audit record, sums recomputed" "sed -i '2d' audit/log.jsonl; $(declare -f resum); resum"
+rejected "a modified audit record, SHA256SUMS recomputed" "sed -i '1s/\"h1\"/\"h9\"/' audit/slice.jsonl; $(declare -f resum); resum"
+rejected "a deleted audit record, sums recomputed" "sed -i '2d' audit/slice.jsonl; $(declare -f resum); resum"
 rejected "an edited MANIFEST.json, sums recomputed" "sed -i 's/\"auditor\"/\"someone\"/' MANIFEST.json; $(declare -f resum); resum"
 rejected "a swapped DSSE signature" "jq -c '.signatures[1].sig = .signatures[0].sig' MANIFEST.dsse.json >t && mv t MANIFEST.dsse.json"
 rejected "one of two signatures removed (dual control)" "jq -c '.signatures |= .[:1]' MANIFEST.dsse.json >t && mv t MANIFEST.dsse.json"

@@ -114,7 +114,7 @@ stmt_edit() {
 }
 kid() { openssl pkey -pubin -in "$1" -outform DER | sha256sum | cut -d' ' -f1; }
 export -f sign_env stmt_edit kid
-export T ATT
+export T ATT F
 
 # --- the genuine bundle verifies, and only with a trust anchor --------------------------------
 expect_ok genuine-with-pins "$T/good" "${PIN[@]}"
@@ -134,8 +134,8 @@ fi
 
 # --- the finding: a forged test-result statement plus its SHA256SUMS line --------------------
 # record 4 is the failed write_bw probe; the forgery says it passed, naming the record's real digest
-R4=$(sed -n 4p "$T/good/audit/log.jsonl" | tr -d '\n' | sha256sum | cut -d' ' -f1)
-FORGED='{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"audit/log.jsonl#seq=4","digest":{"sha256":"'$R4'"}}],"predicateType":"https://in-toto.io/attestation/test-result/v0.1","predicate":{"result":"PASSED","passedTests":["write_bw size=65536 link=h1-h2"],"failedTests":[],"warnedTests":[]}}'
+R4=$(sed -n 4p "$T/good/audit/slice.jsonl" | tr -d '\n' | sha256sum | cut -d' ' -f1)
+FORGED='{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":"audit/slice.jsonl#seq=4","digest":{"sha256":"'$R4'"}}],"predicateType":"https://in-toto.io/attestation/test-result/v0.1","predicate":{"result":"PASSED","passedTests":["write_bw size=65536 link=h1-h2"],"failedTests":[],"warnedTests":[]}}'
 export FORGED
 tampered forged-attestation-file-plus-sums-line "'attestations/00000099-probe.json' is not listed in the signed manifest" \
 	'mkdir -p attestations && printf "%s\n" "$FORGED" >attestations/00000099-probe.json &&
@@ -189,8 +189,82 @@ else
 	fail forged-end-to-end-self-consistent-says-proves-nothing "$(tail -2 "$T/out" | tr '\n' ' ')"
 fi
 # --- the audit log --------------------------------------------------------------------------------
-tampered audit-slice-modified "a record of slice.jsonl is not in log.jsonl" 'sed -i "1s/\"h1\"/\"h9\"/" audit/slice.jsonl'
-tampered audit-record-modified "prev does not match the hash of the record before" 'sed -i "1s/\"h1\"/\"h9\"/" audit/log.jsonl'
+# the window and its proofs; resum: SHA256SUMS and the manifest's file list are signed, so a
+# changed file fails there anyway. Each case below also rewrites MANIFEST.json's list and
+# re-signs the manifest with the pinned signers' keys (an insider holding both signer keys,
+# or a signer fooled into signing), so the check named must catch it on its own.
+resign() {
+	local f
+	for f in $(awk '{print $2}' SHA256SUMS); do sha256sum "$f"; done >SHA256SUMS.new && mv SHA256SUMS.new SHA256SUMS
+	for f in $(jq -r '.files[].name' MANIFEST.json); do
+		printf '%s\t%s\t%s\n' "$f" "$(wc -c <"$f")" "$(sha256sum "$f" | cut -d' ' -f1)"
+	done >"$T/list.tsv"
+	jq --indent 2 --rawfile l "$T/list.tsv" '($l | split("\n") | map(select(length > 0) | split("\t") |
+		{key: .[0], value: {size: (.[1] | tonumber), sha256: .[2]}}) | from_entries) as $m |
+		.files |= map(. + $m[.name])' MANIFEST.json >"$T/m.new" && mv "$T/m.new" MANIFEST.json
+	sign_env "$T/alice/audit.key" application/vnd.fabricctl.evidence-manifest+json MANIFEST.json "$(kid "$T/alice/audit.pub")" >"$T/e1" &&
+		sign_env "$T/bob/audit.key" application/vnd.fabricctl.evidence-manifest+json MANIFEST.json "$(kid "$T/bob/audit.pub")" >"$T/e2" &&
+		jq -c --slurpfile b "$T/e2" '.signatures += $b[0].signatures' "$T/e1" >MANIFEST.dsse.json
+}
+# canon_edit LINE JQ: record LINE of the slice replaced by a spelling jq gives it (the other
+# records kept byte for byte)
+canon_edit() { awk -v n="$1" -v r="$2" 'NR == n { print r; next } { print }' audit/slice.jsonl >s && mv s audit/slice.jsonl; }
+# note_of SIZE FILE: the signed note of that size from a checkpoints file
+note_of() {
+	awk -v RS= -v want="$1" '{ p[NR] = $0 } END { for (i = 1; i < NR; i++) if (split(p[i], l, "\n") == 3 && l[2] == want) {
+		print p[i] "\n"; print p[i + 1]; exit } }' "$2"
+}
+export -f resign canon_edit note_of
+# the control: re-signing alone (nothing changed) still verifies, so each case below fails by
+# the check it names, not by the re-signing
+rm -rf "$T/x" && cp -a "$T/good" "$T/x" && (cd "$T/x" && resign) && expect_ok resigned-unchanged-verifies "$T/x" "${PIN[@]}"
+tampered audit-slice-modified "a record of slice.jsonl is not in log.jsonl|audit/slice.jsonl does not match its size" 'sed -i "1s/\"h1\"/\"h9\"/" audit/slice.jsonl'
+ROOTFAIL="the window's records and the range proof do not give the checkpoint's root"
+tampered window-record-altered-resigned "$ROOTFAIL" \
+	'sed -i "3s/\"h1\"/\"h9\"/" audit/slice.jsonl && resign'
+tampered window-last-record-altered-resigned "$ROOTFAIL" \
+	'sed -i "4s/\"fail\"/\"pass\"/" audit/slice.jsonl && resign'
+tampered proof-node-flipped-resigned "$ROOTFAIL" \
+	'jq -c ".range.nodes[0] |= (.[0:63] + (if .[63:] == \"0\" then \"1\" else \"0\" end))" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-node-dropped-resigned "holds 0 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
+	'jq -c ".range.nodes = []" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-node-added-resigned "holds 2 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
+	'jq -c ".range.nodes += [.root]" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered proof-of-another-range-resigned "proves leaves 1..3, not 0..3" \
+	'jq -c ".range.first_index = 1" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered record-dropped-from-window-resigned "has seq 3, expected 2 \(the window must be consecutive" \
+	'sed -i 2d audit/slice.jsonl && jq --indent 2 ".audit.slice_records = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# the last record dropped and everything that names the window's end made to agree: the chain
+# and the seqs hold, the range proof does not
+tampered window-end-dropped-resigned "range proof|the window's records and the range proof" \
+	'sed -i 4d audit/slice.jsonl && jq -c ".last_seq = 3 | .range.last_index = 2" audit/proofs.json >p && mv p audit/proofs.json &&
+	 jq --indent 2 ".audit.slice_records = 3 | .audit.slice_last_seq = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# a genuine record from outside the window (seq 5, CHG-2) inserted in the middle of it
+tampered record-from-outside-inserted-resigned "audit/slice.jsonl:3 has seq 5, expected 3" \
+	'r5=$(sed -n 5p "$T/host/audit.log") && awk -v r="$r5" "{ print } NR == 2 { print r }" audit/slice.jsonl >s && mv s audit/slice.jsonl &&
+	 jq --indent 2 ".audit.slice_records = 5" MANIFEST.json >m && mv m MANIFEST.json && resign'
+# the window claims another checkpoint: the genuine, host-signed note of size 4 (it covers the
+# whole window), named in the re-signed manifest; the proofs are against size 5
+tampered window-claims-other-checkpoint-resigned "is not the proof of the window \(1..4\) against the checkpoint \(4 records\)" \
+	'note_of 4 "$T/host/audit.log.checkpoints" >audit/checkpoint.txt &&
+	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt) && [ "$sz" = 4 ] &&
+	 jq --indent 2 --arg r "$rt" ".audit.checkpoint_size = 4 | .audit.checkpoint_root = \$r" MANIFEST.json >m && mv m MANIFEST.json && resign'
+tampered proofs-root-of-another-tree-resigned "the checkpoint is not the one the signed manifest names" \
+	'jq -c ".root = .range.nodes[0]" audit/proofs.json >p && mv p audit/proofs.json && resign'
+tampered duplicate-key-record-resigned "audit/slice.jsonl:2 repeats the key result \(non-canonical" \
+	'canon_edit 2 "$(sed -n 2p audit/slice.jsonl | sed "s/}\$/,\"result\":\"rolled-back\"}/")" && resign'
+tampered reordered-keys-record-resigned "audit/slice.jsonl:2 has its keys out of the canonical order" \
+	'canon_edit 2 "$(sed -n 2p audit/slice.jsonl | jq -c "{prev, seq} + .")" && resign'
+# seq 5 (CHG-2, proven by "audit proof") and a seq 6 chained to it that no checkpoint covers
+tampered record-beyond-checkpoint-resigned "audit/slice.jsonl:6 \\(seq 6\\) is beyond the checkpoint, which covers 5 records" \
+	'r5=$(sed -n 5p "$T/host/audit.log") &&
+	 l5=$(printf "\\0%s" "$r5" | sha256sum | cut -d" " -f1) && printf "%s\\n" "$r5" >>audit/slice.jsonl &&
+	 printf "%s\\n" "$r5" | sed "s/^{\"seq\":5,\"prev\":\"[0-9a-f]*\"/{\"seq\":6,\"prev\":\"$l5\"/" >>audit/slice.jsonl &&
+	 jq ".range.last_index = 5 | .last_seq = 6" audit/proofs.json >p && mv p audit/proofs.json &&
+	 jq --indent 2 ".audit.slice_records = 6 | .audit.slice_last_seq = 6" MANIFEST.json >m && mv m MANIFEST.json && resign'
+tampered origin-in-manifest-changed-resigned "the checkpoint's origin .* is not the one the signed manifest records" \
+	'jq --indent 2 ".audit.origin = \"vm/elsewhere/audit.log\"" MANIFEST.json >m && mv m MANIFEST.json && resign'
+tampered whole-log-added-unlisted "'audit/log.jsonl' is not listed in the signed manifest" 'cp "$T/host/audit.log" audit/log.jsonl'
 tampered checkpoint-from-another-log "the checkpoint is not signed by" 'cp "$T/other/audit.log.checkpoints" audit/checkpoint.txt'
 tampered profile-modified "profiles/lab-pair-v2.yaml does not match its size and SHA-256" \
 	'sed -i "s/lab-pair/lab-pain/" profiles/lab-pair-v2.yaml'

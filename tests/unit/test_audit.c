@@ -955,7 +955,9 @@ static void test_origin_names_the_log(void **state)
 static void test_proofs_against_recursive(void **state)
 {
 	uint8_t l[40][32], path[FCTL_AUDIT_PROOF_MAX][32], root[32], old[32], want[32];
-	size_t plen;
+	uint8_t path2[FCTL_AUDIT_PROOF_MAX][32];
+	struct fctl_audit_levels lv;
+	size_t plen, plen2;
 
 	(void)state;
 	for (int i = 0; i < 40; i++)
@@ -964,9 +966,14 @@ static void test_proofs_against_recursive(void **state)
 		fctl_audit_mth((const uint8_t(*)[32])l, n, root);
 		mth(l, n, want);
 		assert_memory_equal(root, want, 32);
+		assert_int_equal(fctl_audit_levels_build((const uint8_t(*)[32])l, n, &lv), 0);
+		assert_memory_equal(lv.lv[lv.n - 1][0], want, 32);
 		for (uint64_t i = 0; i < n; i++) {
+			assert_int_equal(fctl_audit_levels_path(&lv, i, path2, &plen2), 0);
 			assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, n, i, path,
 								    &plen), 0);
+			assert_int_equal(plen, plen2); /* the level walk gives the RFC's path */
+			assert_memory_equal(path, path2, plen * 32);
 			assert_int_equal(fctl_audit_inclusion_check(i, n, l[i], (const uint8_t(*)[32])path,
 								    plen, root), 1);
 			assert_int_equal(fctl_audit_inclusion_check(i, n, l[(i + 1) % 40],
@@ -985,11 +992,60 @@ static void test_proofs_against_recursive(void **state)
 								      (const uint8_t(*)[32])path,
 								      plen), 0);
 		}
+		fctl_audit_levels_release(&lv);
 	}
+	fctl_audit_levels_release(NULL);
 	assert_int_equal(fctl_audit_inclusion_proof((const uint8_t(*)[32])l, 3, 3, path, &plen),
 			 -EINVAL);
 	assert_int_equal(fctl_audit_consistency_proof((const uint8_t(*)[32])l, 3, 0, path, &plen),
 			 -EINVAL);
+}
+
+/* Range proofs: every range of every tree up to 40 leaves gives the root (the recursive
+ * MTH), and a changed leaf, a changed node, a dropped node or an extra one does not. */
+static void test_range_proofs(void **state)
+{
+	uint8_t l[40][32], nodes[FCTL_AUDIT_PROOF_MAX + 1][32], root[32], bad[40][32];
+	struct fctl_audit_levels lv;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		fctl_audit_leaf_hash(&i, sizeof(i), l[i]);
+	for (uint64_t n = 1; n <= 40; n++) {
+		mth(l, n, root);
+		assert_int_equal(fctl_audit_levels_build((const uint8_t(*)[32])l, n, &lv), 0);
+		for (uint64_t lo = 0; lo < n; lo++) {
+			for (uint64_t hi = lo; hi < n; hi++) {
+				const uint8_t (*win)[32] = (const uint8_t(*)[32])l + lo;
+				const uint8_t (*nd)[32] = (const uint8_t(*)[32])nodes;
+				int nn = fctl_audit_levels_range(&lv, lo, hi, nodes);
+
+				assert_true(nn >= 0 && nn <= 12);
+				assert_int_equal(fctl_audit_range_check(n, lo, hi, win, nd, (size_t)nn,
+									root), 1);
+				memcpy(bad, win, (hi - lo + 1) * 32);
+				bad[(hi - lo) / 2][5] ^= 1;
+				assert_int_equal(fctl_audit_range_check(n, lo, hi,
+									(const uint8_t(*)[32])bad, nd,
+									(size_t)nn, root), 0);
+				memcpy(nodes[nn], l[0], 32);
+				assert_int_equal(fctl_audit_range_check(n, lo, hi, win, nd,
+									(size_t)nn + 1, root), 0);
+				if (hi + 1 < n) /* one leaf short of the range it proves */
+					assert_int_equal(fctl_audit_range_check(n, lo, hi + 1, win, nd,
+										(size_t)nn, root), 0);
+				if (!nn)
+					continue;
+				assert_int_equal(fctl_audit_range_check(n, lo, hi, win, nd,
+									(size_t)nn - 1, root), 0);
+				nodes[nn - 1][31] ^= 0x80;
+				assert_int_equal(fctl_audit_range_check(n, lo, hi, win, nd, (size_t)nn,
+									root), 0);
+			}
+		}
+		assert_int_equal(fctl_audit_levels_range(&lv, 0, n, nodes), -EINVAL);
+		fctl_audit_levels_release(&lv);
+	}
 }
 
 static void latest_note(struct fx *f, struct fctl_buf *b)
@@ -1113,6 +1169,7 @@ int main(void)
 		FX(test_policy_path_and_actor),
 		cmocka_unit_test(test_canonical_rejects),
 		cmocka_unit_test(test_proofs_against_recursive),
+		cmocka_unit_test(test_range_proofs),
 		FX(test_canonical_writer_output),
 		FX(test_duplicate_key_fails_verify),
 		FX(test_time_backwards_fails_verify),

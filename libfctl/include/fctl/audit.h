@@ -330,6 +330,36 @@ int fctl_audit_inclusion_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t
 /* PROOF(m, D[n]): -EINVAL unless 0 < m <= n (m = n: the empty proof). */
 int fctl_audit_consistency_proof(const uint8_t (*leaves)[32], uint64_t n, uint64_t m,
 				 uint8_t (*path)[32], size_t *plen);
+/*
+ * Every level of the tree of n leaves, for many inclusion proofs against one tree: level 0
+ * is the leaves (borrowed), level k+1 pairs level k's nodes left to right, an odd last node
+ * carried up unchanged (the RFC 9162 tree). fctl_audit_levels_path() is then PATH(index,
+ * D[n]) in O(log n), the same hashes in the same order as fctl_audit_inclusion_proof().
+ * Owns the upper levels (about n hashes); release with fctl_audit_levels_release (NULL ok).
+ */
+struct fctl_audit_levels {
+	const uint8_t (*lv[FCTL_AUDIT_PROOF_MAX + 1])[32];
+	uint64_t len[FCTL_AUDIT_PROOF_MAX + 1];
+	size_t n; /* levels, the root's included */
+};
+int fctl_audit_levels_build(const uint8_t (*leaves)[32], uint64_t n, struct fctl_audit_levels *t);
+int fctl_audit_levels_path(const struct fctl_audit_levels *t, uint64_t index, uint8_t (*path)[32],
+			   size_t *plen);
+void fctl_audit_levels_release(struct fctl_audit_levels *t);
+/*
+ * A range proof: the hashes that, with the leaves lo..hi (inclusive) of the tree t, give its
+ * root and nothing else: level by level from the leaves, the left neighbour of the range
+ * when its first node is a right child, then the right neighbour when its last node is a
+ * left child that has one (an odd last node goes up as it is). At most 2 per level, so
+ * FCTL_AUDIT_PROOF_MAX is room enough. Returns the number of hashes, or -EINVAL unless
+ * lo <= hi < the tree's size.
+ */
+int fctl_audit_levels_range(const struct fctl_audit_levels *t, uint64_t lo, uint64_t hi,
+			    uint8_t (*nodes)[32]);
+/* Checks a range proof: 1 when leaves[0..hi-lo] (the leaf hashes lo..hi of a tree of size
+ * leaves) and nodes[0..nn-1], every one used, give root; 0 when not; -ENOMEM. */
+int fctl_audit_range_check(uint64_t size, uint64_t lo, uint64_t hi, const uint8_t (*leaves)[32],
+			   const uint8_t (*nodes)[32], size_t nn, const uint8_t root[32]);
 /* The verification algorithms of RFC 9162 2.1.3.2 and 2.1.4.2: 1 holds, 0 does not. */
 int fctl_audit_inclusion_check(uint64_t index, uint64_t size, const uint8_t leaf[32],
 			       const uint8_t (*path)[32], size_t plen, const uint8_t root[32]);

@@ -4,15 +4,19 @@
  * entries, mtime 0, uid/gid 0, mode 0644) holding MANIFEST.json (every other file
  * with its SHA-256: the authority), its DSSE envelope with one Ed25519 signature per
  * signer, SHA256SUMS, in-toto v1 statements each in a DSSE envelope signed by every
- * signer (attestations.intoto.jsonl), the audit log with its latest checkpoint and the
- * slice of the window or change, key metadata (no key material), the profiles
- * involved, VERIFY.md, verify.sh and report.html (the auditor's report: one self-contained
- * page, a reading aid). The same inputs give the same bytes.
+ * signer (attestations.intoto.jsonl), the window of the audit log (the records from the
+ * first to the last one of the time window or change) with an RFC 9162 inclusion proof of
+ * each against the latest signed checkpoint (the whole log only on request), key metadata
+ * (no key material), the profiles involved, VERIFY.md, verify.sh and report.html (the
+ * auditor's report: one self-contained page, a reading aid). The same inputs give the
+ * same bytes.
  */
 #ifndef FCTL_EVIDENCE_H
 #define FCTL_EVIDENCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fctl/util.h"
 
@@ -37,6 +41,9 @@ struct fctl_evidence_opts {
 	const char *operator_name;    /* NULL: the local user */
 	const char *tool_version;
 	struct fctl_buf *html;        /* not NULL: report.html's bytes appended here too */
+	bool whole_log;               /* also audit/log.jsonl, every record of the log */
+	const uint64_t *consistency_from; /* sizes to prove the checkpoint consistent from */
+	size_t n_consistency_from;
 };
 
 /* One file of a tar. */

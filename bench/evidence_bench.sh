@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Evidence bundle benchmark: a log of RECORDS records (default 1,000,000; written by
+# `audit append --count` with group commit) with a window of WINDOW records (default 1,000,
+# change CHG-W, in the middle of the log): the bundle's size (target <= 2 MB, without the
+# whole log) and the time of verify.sh over it (target <= 10 s): wall and CPU seconds.
+# Prints one line: BENCH {json}.
+#
+# usage: bench/evidence_bench.sh [FABRICCTL] [RECORDS] [WINDOW]
+set -euo pipefail
+
+FCTL=${1:-build/fabricctl/fabricctl}
+N=${2:-1000000}
+W=${3:-1000}
+TMP=$(mktemp -d /var/tmp/fctl-evidence-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+LOG=$TMP/audit.log
+now() { date +%s%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
+append() { # CHANGE COUNT
+	"$FCTL" audit append --log "$LOG" --action "${FCTL_BENCH_ACTION:-apply}" --result applied --host gpu01 --link eth0.100 \
+		--secy ms100 --change "$1" --profile-name gpu-pod-a --profile-version 7 \
+		--profile-sha256 9ed46e9bdc989a335a08e6d244aefffb15f24d80bcf6501fe4c22e58aef35ac9 \
+		--key-id 0011223344556677 --kcv a1b2c3 --count "$2" --batch 4096 >/dev/null
+}
+
+"$FCTL" audit keygen --out "$TMP" >/dev/null
+"$FCTL" audit keygen --out "$TMP/signer" >/dev/null
+half=$(((N - W) / 2))
+t0=$(now)
+append CHG-A "$half"
+append CHG-W "$W"
+append CHG-B "$((N - W - half))"
+t1=$(now)
+gen=$(secs "$t0" "$t1")
+logbytes=$(stat -c %s "$LOG")
+t0=$(now)
+"$FCTL" evidence --log "$LOG" --change CHG-W --sign "$TMP/signer/audit.key" --out "$TMP/b.tar" >/dev/null
+t1=$(now)
+build=$(secs "$t0" "$t1")
+mkdir "$TMP/b" && tar -xf "$TMP/b.tar" -C "$TMP/b"
+fsize() { stat -c %s "$TMP/b/$1"; }
+# wall seconds, and the CPU seconds (user + system, verify.sh and every process it starts),
+# which a shared machine's load does not inflate as much
+TIMEFORMAT='%R %U %S'
+{ time bash "$TMP/b/verify.sh" --tar "$TMP/b.tar" --signer-pub "$TMP/signer/audit.pub" --audit-pub "$TMP/audit.pub" \
+	>"$TMP/out" 2>&1; } 2>"$TMP/time" || { cat "$TMP/out" >&2; echo "evidence_bench: FAILED: verify.sh rejected the bundle" >&2; exit 1; }
+read -r ver vu vs <"$TMP/time"
+cpu=$(awk -v u="$vu" -v s="$vs" 'BEGIN { printf "%.3f", u + s }')
+grep -q "the window's $W records and the leaf before it with the range proof's [0-9]* nodes give the checkpoint's root" "$TMP/out" ||
+	{ cat "$TMP/out" >&2; echo "evidence_bench: FAILED: no proof check in the output" >&2; exit 1; }
+printf 'BENCH {"records":%s,"window":%s,"log_bytes":%s,"generate_s":%s,"build_s":%s,"bundle_bytes":%s,' \
+	"$N" "$W" "$logbytes" "$gen" "$build" "$(stat -c %s "$TMP/b.tar")"
+printf '"slice_bytes":%s,"proofs_bytes":%s,"attestations_bytes":%s,"report_bytes":%s,"verify_s":%s,"verify_cpu_s":%s,"load":"%s","target_bundle_bytes":2097152,"target_verify_s":10}\n' \
+	"$(fsize audit/slice.jsonl)" "$(fsize audit/proofs.json)" "$(fsize attestations.intoto.jsonl)" \
+	"$(fsize report.html)" "$ver" "$cpu" "$(cut -d' ' -f1-3 /proc/loadavg)"
