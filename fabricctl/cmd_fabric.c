@@ -47,9 +47,14 @@ static void progress(void *ctx, const struct fctl_fabric_progress *ev)
 	const struct remote *rm = ctx;
 
 	if (ev->event == FCTL_FABRIC_NOT_ROLLED_BACK) {
-		cli_err("apply: %s had no profile applied before: it cannot be rolled back "
-			"through its history; it keeps the new profile",
-			ev->r->host->name);
+		if (ev->r->status == -ETIMEDOUT)
+			cli_err("apply: %s timed out and may have applied; it had no profile "
+				"applied before, so it cannot be rolled back through its history",
+				ev->r->host->name);
+		else
+			cli_err("apply: %s had no profile applied before: it cannot be rolled "
+				"back through its history; it keeps the new profile",
+				ev->r->host->name);
 		return;
 	}
 	if (!rm->quiet)
@@ -138,8 +143,9 @@ static int parse(struct remote *rm, int argc, char **argv)
 			rm->o.partial = true;
 			break;
 		case 'n':
-			if (fctl_parse_u64(optarg, &n) < 0 || !n || n > 64) {
-				cli_err("%s: --parallel expects 1..64", rm->cmd);
+			if (fctl_parse_u64(optarg, &n) < 0 || !n || n > FCTL_FABRIC_MAX_PARALLEL) {
+				cli_err("%s: --parallel expects 1..%u", rm->cmd,
+					FCTL_FABRIC_MAX_PARALLEL);
 				return EXIT_USAGE;
 			}
 			rm->o.parallel = (unsigned)n;

@@ -22,8 +22,10 @@ static int cmd_version(int argc, char **argv);
 	"  --profile FILE   the profile that names the hosts (when no PROFILE is given)\n"  \
 	"  --cert F --key F --ca F\n"                                                        \
 	"                   mutual TLS identity (default $FCTL_CERT, $FCTL_KEY, $FCTL_CA)\n" \
-	"  --parallel N     with --fabric: hosts at a time (1..64, default 8)\n"            \
-	"  --timeout DUR    per agent request (1s..1h)\n"                                   \
+	"  --parallel N     with --fabric: hosts at a time (1..1024; default 64, or one\n"  \
+	"                   per 16 hosts above 1024 hosts)\n"                              \
+	"  --timeout DUR    per host: connect, TLS handshake and answer (1s..1h,\n"        \
+	"                   default 10s); a host over it is reported 'timed out after Ns'\n" \
 	"  -q, --quiet      with --fabric: no progress lines\n"
 
 static const struct cmd commands[] = {

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: MIT
-/* Agent client: one blocking connection (Unix socket or mutual TLS) with timeouts. */
+/* Agent client: one connection (Unix socket or mutual TLS), non-blocking, every wait
+ * bounded by one deadline (connect, TLS handshake, request and answer). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -23,7 +24,39 @@ struct fctl_agent_conn {
 	int fd;
 	SSL *ssl;
 	uint32_t next_id;
+	unsigned timeout_s;
+	int64_t deadline_ms; /* CLOCK_MONOTONIC: the current deadline of this connection */
+	bool called;         /* the first call shares the connect's deadline */
+	SSL_CTX *ctx_borrowed;
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t left = deadline_ms - now_ms();
+		int k;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		k = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (k > 0)
+			return 0;
+		if (k == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
 
 /* "host:port", "[v6]:port" -> host, port */
 static int split_endpoint(const char *ep, char *host, size_t hlen, char *port, size_t plen)
@@ -49,27 +82,41 @@ static int split_endpoint(const char *ep, char *host, size_t hlen, char *port, s
 	return 0;
 }
 
-static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, unsigned timeout_s)
+static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len,
+			    int64_t deadline_ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-	int soerr = 0;
+	int soerr = 0, r;
 	socklen_t sl = sizeof(soerr);
 
 	if (connect(fd, sa, len) == 0)
 		return 0;
-	if (errno != EINPROGRESS)
+	if (errno != EINPROGRESS && errno != EAGAIN)
 		return -errno;
-	if (poll(&p, 1, (int)timeout_s * 1000) <= 0)
-		return -ETIMEDOUT;
+	r = wait_fd(fd, POLLOUT, deadline_ms);
+	if (r < 0)
+		return r;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 		return -errno;
 	return -soerr;
 }
 
-static int open_socket(const char *endpoint, unsigned timeout_s, char *host, size_t hlen,
-		       char *err, size_t errlen)
+/* The connect's error as the user reads it: "connection refused", "timed out after Ns". */
+static void connect_error(const char *endpoint, int r, unsigned timeout_s, char *err,
+			  size_t errlen)
 {
-	struct timeval tv = { .tv_sec = timeout_s };
+	if (r == -ETIMEDOUT)
+		snprintf(err, errlen, "cannot connect to %s: timed out after %us (TCP connect)",
+			 endpoint, timeout_s);
+	else if (r == -ECONNREFUSED)
+		snprintf(err, errlen, "cannot connect to %s: connection refused", endpoint);
+	else
+		snprintf(err, errlen, "cannot connect to %s: %s", endpoint, strerror(-r));
+}
+
+/* A non-blocking socket connected to endpoint before the deadline, or -errno with err. */
+static int open_socket(const char *endpoint, unsigned timeout_s, int64_t deadline_ms, char *host,
+		       size_t hlen, char *err, size_t errlen)
+{
 	const char *path = NULL;
 	int fd = -1, r = -EINVAL;
 
@@ -89,7 +136,7 @@ static int open_socket(const char *endpoint, unsigned timeout_s, char *host, siz
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			return -errno;
-		r = connect_timeout(fd, (struct sockaddr *)&sun, sizeof(sun), timeout_s);
+		r = connect_deadline(fd, (struct sockaddr *)&sun, sizeof(sun), deadline_ms);
 	} else {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 		char port[16];
@@ -105,43 +152,93 @@ static int open_socket(const char *endpoint, unsigned timeout_s, char *host, siz
 			return -EHOSTUNREACH;
 		}
 		r = -EHOSTUNREACH;
-		for (struct addrinfo *a = ai; a && r < 0; a = a->ai_next) {
+		for (struct addrinfo *a = ai; a && r < 0 && r != -ETIMEDOUT; a = a->ai_next) {
 			if (fd >= 0)
 				close(fd);
 			fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 			if (fd < 0)
 				continue;
-			r = connect_timeout(fd, a->ai_addr, a->ai_addrlen, timeout_s);
+			r = connect_deadline(fd, a->ai_addr, a->ai_addrlen, deadline_ms);
 		}
 		freeaddrinfo(ai);
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "cannot connect to %s: %s", endpoint, strerror(-r));
+		connect_error(endpoint, r, timeout_s, err, errlen);
 		if (fd >= 0)
 			close(fd);
 		return r;
 	}
-	/* blocking from here on, bounded by the timeouts */
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
+	return fd; /* non-blocking from here on: every wait is bounded by the deadline */
+}
+
+/* Waits for what SSL_get_error says the TLS connection needs: 0, or -ETIMEDOUT,
+ * -ECONNRESET (closed), -EPROTO (a TLS failure). */
+static int ssl_wait(struct fctl_agent_conn *c, int ret)
+{
+	switch (SSL_get_error(c->ssl, ret)) {
+	case SSL_ERROR_WANT_READ:
+		return wait_fd(c->fd, POLLIN, c->deadline_ms);
+	case SSL_ERROR_WANT_WRITE:
+		return wait_fd(c->fd, POLLOUT, c->deadline_ms);
+	case SSL_ERROR_ZERO_RETURN:
+		return -ECONNRESET;
+	case SSL_ERROR_SYSCALL:
+		return errno == EPIPE || errno == ECONNRESET || errno == 0 ? -ECONNRESET : -EPROTO;
+	default:
+		return -EPROTO;
 	}
-	return fd;
+}
+
+static int tls_handshake(struct fctl_agent_conn *c, const char *endpoint, const char *host,
+			 char *err, size_t errlen)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	char e[256];
+	int r, k;
+
+	c->ssl = SSL_new(c->ctx_borrowed);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
+		return -ENOMEM;
+	/* the server certificate must name the host we dialled */
+	if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
+		r = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1 ? 0 : -EINVAL;
+	else
+		r = SSL_set1_host(c->ssl, host) == 1 ? 0 : -EINVAL;
+	if (r < 0)
+		return r;
+	ERR_clear_error();
+	while ((k = SSL_connect(c->ssl)) != 1) {
+		r = ssl_wait(c, k);
+		if (r == 0)
+			continue;
+		if (r == -ETIMEDOUT) {
+			snprintf(err, errlen, "TLS with %s: timed out after %us (the agent "
+					      "accepted the connection but did not answer)",
+				 endpoint, c->timeout_s);
+			return r;
+		}
+		fctl_tls_error(c->ssl, e, sizeof(e));
+		snprintf(err, errlen, "TLS with %s failed: %s", endpoint,
+			 r == -ECONNRESET && !strcmp(e, "TLS error") ? "the agent closed the connection"
+								    : e);
+		return r == -ECONNRESET ? r : -EPROTO;
+	}
+	return 0;
 }
 
 int fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned timeout_s,
 		       struct fctl_agent_conn **out, char *err, size_t errlen)
 {
 	struct fctl_agent_conn *c;
-	char host[256], e[256];
-	struct in6_addr a6;
-	struct in_addr a4;
+	char host[256];
+	int64_t deadline;
 	int fd, r = 0;
 
-	fd = open_socket(endpoint, timeout_s ? timeout_s : 30, host, sizeof(host), err, errlen);
+	if (!timeout_s)
+		timeout_s = 30;
+	deadline = now_ms() + (int64_t)timeout_s * 1000;
+	fd = open_socket(endpoint, timeout_s, deadline, host, sizeof(host), err, errlen);
 	if (fd < 0)
 		return fd;
 	c = fctl_calloc(1, sizeof(*c));
@@ -151,31 +248,18 @@ int fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned ti
 	}
 	c->fd = fd;
 	c->next_id = 1;
+	c->timeout_s = timeout_s;
+	c->deadline_ms = deadline;
 	if (host[0]) {
 		if (!ctx) {
 			snprintf(err, errlen, "%s: a TCP endpoint needs --cert, --key and --ca",
 				 endpoint);
 			r = -EINVAL;
-			goto out;
-		}
-		c->ssl = SSL_new(ctx);
-		if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
-			r = -ENOMEM;
-			goto out;
-		}
-		/* the server certificate must name the host we dialled */
-		if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
-			r = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1 ? 0
-											       : -EINVAL;
-		else
-			r = SSL_set1_host(c->ssl, host) == 1 ? 0 : -EINVAL;
-		if (r == 0 && SSL_connect(c->ssl) != 1) {
-			fctl_tls_error(c->ssl, e, sizeof(e));
-			snprintf(err, errlen, "TLS with %s failed: %s", endpoint, e);
-			r = -ECONNREFUSED;
+		} else {
+			c->ctx_borrowed = ctx;
+			r = tls_handshake(c, endpoint, host, err, errlen);
 		}
 	}
-out:
 	if (r < 0) {
 		fctl_agent_conn_free(c);
 		return r;
@@ -184,6 +268,7 @@ out:
 	return 0;
 }
 
+/* Writes (wp) or reads (rp) n bytes before the connection's deadline. */
 static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
 {
 	bool wr = wp != NULL;
@@ -191,6 +276,7 @@ static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
 
 	while (off < n) {
 		ssize_t k;
+		int r;
 
 		if (c->ssl) {
 			size_t done = 0;
@@ -198,11 +284,10 @@ static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
 				    : SSL_read_ex(c->ssl, (char *)rp + off, n - off, &done);
 
 			if (ok != 1) {
-				int e = SSL_get_error(c->ssl, 0);
-
-				return e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET
-				       : errno == EAGAIN	    ? -ETIMEDOUT
-								    : -ECONNRESET;
+				r = ssl_wait(c, ok);
+				if (r < 0)
+					return r == -EPROTO ? -ECONNRESET : r;
+				continue;
 			}
 			k = (ssize_t)done;
 		} else {
@@ -210,8 +295,14 @@ static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
 			       : recv(c->fd, (char *)rp + off, n - off, 0);
 			if (k < 0 && errno == EINTR)
 				continue;
+			if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				r = wait_fd(c->fd, wr ? POLLOUT : POLLIN, c->deadline_ms);
+				if (r < 0)
+					return r;
+				continue;
+			}
 			if (k < 0)
-				return errno == EAGAIN ? -ETIMEDOUT : -errno;
+				return -errno;
 			if (k == 0)
 				return -ECONNRESET;
 		}
@@ -234,6 +325,11 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 	uint8_t *payload = NULL;
 	int r;
 
+	/* the first call shares the connect's deadline (connect, handshake, request and
+	 * answer under one); each later call on the connection has a deadline of its own */
+	if (c->called)
+		c->deadline_ms = now_ms() + (int64_t)c->timeout_s * 1000;
+	c->called = true;
 	req->id = c->next_id++;
 	r = fctl_proto_encode(req, &b);
 	if (r < 0) {
@@ -244,9 +340,12 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 	if (r == 0)
 		r = io_all(c, NULL, hdr, sizeof(hdr));
 	if (r < 0) {
-		snprintf(err, errlen, "%s", r == -ECONNRESET ? "the agent closed the connection"
-				  : r == -ETIMEDOUT		? "no answer from the agent (timeout)"
-								: strerror(-r));
+		if (r == -ETIMEDOUT)
+			snprintf(err, errlen, "no answer from the agent: timed out after %us",
+				 c->timeout_s);
+		else
+			snprintf(err, errlen, "%s", r == -ECONNRESET ? "the agent closed the connection"
+								    : strerror(-r));
 		goto out;
 	}
 	r = fctl_proto_hdr_parse(hdr, sizeof(hdr), 0, &h);
@@ -263,7 +362,11 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 	}
 	r = io_all(c, NULL, payload, h.length);
 	if (r < 0) {
-		snprintf(err, errlen, "reading the response: %s", strerror(-r));
+		if (r == -ETIMEDOUT)
+			snprintf(err, errlen, "reading the response: timed out after %us",
+				 c->timeout_s);
+		else
+			snprintf(err, errlen, "reading the response: %s", strerror(-r));
 		goto out;
 	}
 	fctl_buf_reset(frame);

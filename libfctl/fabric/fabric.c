@@ -127,28 +127,50 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
+unsigned fctl_fabric_default_parallel(size_t hosts)
+{
+	size_t p = hosts / FCTL_FABRIC_HOSTS_PER_SLOT;
+
+	if (p < FCTL_FABRIC_DEFAULT_PARALLEL)
+		return FCTL_FABRIC_DEFAULT_PARALLEL;
+	return p > FCTL_FABRIC_MAX_PARALLEL ? FCTL_FABRIC_MAX_PARALLEL : (unsigned)p;
+}
+
+/* A pool thread's stack: a request needs far less than the 8 MiB default, and a
+ * large pool would reserve gigabytes of address space. */
+#define POOL_STACK (256u << 10)
+
 /* Runs the requests set in v[] (type != 0) with at most o->parallel at once. */
 static void run_phase(const struct fctl_fabric_opts *o, uint8_t phase, uint32_t options,
 		      struct fctl_fabric_result *v, size_t n)
 {
-	pthread_t th[FCTL_FABRIC_MAX_PARALLEL];
 	struct pool p = { .o = o, .phase = phase, .options = options, .v = v, .n = n };
-	size_t nt = o->parallel ? o->parallel : FCTL_FABRIC_DEFAULT_PARALLEL, started = 0;
+	size_t nt, started = 0;
+	pthread_attr_t attr;
+	pthread_t *th;
 
 	for (size_t i = 0; i < n; i++)
 		p.total += v[i].type != 0;
+	nt = o->parallel ? o->parallel : fctl_fabric_default_parallel(p.total);
 	if (nt > p.total)
 		nt = p.total;
-	if (nt > FCTL_ARRAY_SIZE(th))
-		nt = FCTL_ARRAY_SIZE(th);
+	if (nt > FCTL_FABRIC_MAX_PARALLEL)
+		nt = FCTL_FABRIC_MAX_PARALLEL;
+	th = nt ? calloc(nt, sizeof(*th)) : NULL;
+	if (!th)
+		nt = 0;
 	pthread_mutex_init(&p.lock, NULL);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, POOL_STACK);
 	for (size_t i = 0; i < nt; i++)
-		if (pthread_create(&th[started], NULL, pool_worker, &p) == 0)
+		if (pthread_create(&th[started], &attr, pool_worker, &p) == 0)
 			started++;
+	pthread_attr_destroy(&attr);
 	if (!started)
 		pool_worker(&p);
 	for (size_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
+	free(th);
 	pthread_mutex_destroy(&p.lock);
 }
 
@@ -307,8 +329,10 @@ int fctl_fabric_apply(const struct fctl_fabric_opts *o, struct fctl_fabric_resul
 	set_phase(v, n, FCTL_MSG_APPLY);
 	run_phase(o, FCTL_MSG_APPLY, FCTL_OPT_JSON, v, n);
 	for (size_t i = 0; i < n; i++) {
-		v[i].changed = v[i].exit == 0 && v[i].output &&
-			       strstr(v[i].output, "\"result\":\"applied\"");
+		/* a host whose answer did not come in time may have applied */
+		v[i].changed = (v[i].exit == 0 && v[i].output &&
+				strstr(v[i].output, "\"result\":\"applied\"")) ||
+			       v[i].status == -ETIMEDOUT;
 		changed += v[i].changed;
 		failed |= v[i].exit != 0;
 	}

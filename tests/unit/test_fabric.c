@@ -28,6 +28,7 @@ struct fake_host {
 	int status_exit, plan_exit, apply_exit, rollback_exit;
 	bool unchanged;     /* apply: "unchanged" instead of "applied" */
 	bool apply_hangup;  /* apply: the connection drops (no answer) */
+	bool apply_timeout; /* apply: no answer before the deadline */
 	bool unreachable;   /* connect fails */
 	unsigned delay_ms;  /* before answering */
 };
@@ -221,6 +222,11 @@ int __wrap_fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req,
 		snprintf(err, errlen, "the agent closed the connection");
 		return -ECONNRESET;
 	}
+	if (req->type == FCTL_MSG_APPLY && fk.h[i].apply_timeout) {
+		leave(req->type);
+		snprintf(err, errlen, "no answer from the agent: timed out after 10s");
+		return -ETIMEDOUT;
+	}
 	ex = answer(i, req, out, sizeof(out));
 	snprintf(e, sizeof(e), ex ? "%s failed on %s\n" : "", fctl_proto_type_name(req->type),
 		 hosts[i].name);
@@ -317,7 +323,7 @@ static void test_pool_bound(void **state)
 		size_t n;
 		unsigned parallel, expect;
 	} cases[] = {
-		{ 16, 4, 4 }, { 16, 1, 1 }, { 3, 8, 3 }, { 12, 0, 8 }, /* 0: the default, 8 */
+		{ 16, 4, 4 }, { 16, 1, 1 }, { 3, 8, 3 }, { 12, 0, 12 }, /* 0: the default, 64 */
 		{ 9, 9, 9 },  { 16, 64, 16 },
 	};
 
@@ -554,6 +560,15 @@ static const struct apply_case apply_cases[] = {
 	  false, FCTL_FABRIC_ROLLBACK_INCOMPLETE, 0, 0xf, 0xf, 0xe, 0 },
 	{ "no answer to an apply counts as a failure", 3, { [2] = { .apply_hangup = true } }, false,
 	  false, FCTL_FABRIC_ROLLED_BACK, 0, 0x7, 0x7, 0x3, 0 },
+	/* a host whose apply answer did not come in time may have applied */
+	{ "a timed-out apply is rolled back too", 3,
+	  { [0] = { .apply_exit = 3 }, [2] = { .apply_timeout = true } }, false, false,
+	  FCTL_FABRIC_ROLLED_BACK, 0, 0x7, 0x7, 0x6, 0 },
+	{ "a timed-out apply without history: incomplete", 3,
+	  { [0] = { .apply_exit = 3 }, [1] = { .apply_timeout = true, .no_prev = true } }, false,
+	  false, FCTL_FABRIC_ROLLBACK_INCOMPLETE, 0, 0x7, 0x7, 0x4, 0x2 },
+	{ "--partial: a timed-out apply is left alone", 3, { [1] = { .apply_timeout = true } },
+	  true, false, FCTL_FABRIC_PARTIAL, 0, 0x7, 0x7, 0, 0 },
 	{ "every apply fails: nothing to roll back", 3,
 	  { [0] = { .apply_exit = 3 }, [1] = { .apply_exit = 3 }, [2] = { .apply_exit = 1 } },
 	  false, false, FCTL_FABRIC_ROLLED_BACK, 0, 0x7, 0x7, 0, 0 },
@@ -595,6 +610,18 @@ static void test_apply_cases(void **state)
 		}
 		results_free(v, t->n);
 	}
+}
+
+/* The default pool: 64, one slot per 16 hosts above 1,024, at most the maximum. */
+static void test_default_parallel(void **state)
+{
+	(void)state;
+	assert_int_equal(fctl_fabric_default_parallel(0), 64);
+	assert_int_equal(fctl_fabric_default_parallel(1000), 64);
+	assert_int_equal(fctl_fabric_default_parallel(1024), 64);
+	assert_int_equal(fctl_fabric_default_parallel(3000), 187);
+	assert_int_equal(fctl_fabric_default_parallel(10000), 625);
+	assert_int_equal(fctl_fabric_default_parallel(1000000), FCTL_FABRIC_MAX_PARALLEL);
 }
 
 static void test_verdict_names(void **state)
@@ -703,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_call_request),
 		cmocka_unit_test(test_apply_host_k_fails),
 		cmocka_unit_test(test_apply_cases),
+		cmocka_unit_test(test_default_parallel),
 		cmocka_unit_test(test_verdict_names),
 		cmocka_unit_test(test_output_json),
 		cmocka_unit_test(test_json_depth),

@@ -209,11 +209,19 @@ void fctl_probe_last_path(const char *state_dir, const char *netns, char *out, s
 struct fctl_agent_conn;
 
 /* endpoint: "HOST:PORT" or "[V6]:PORT" (mutual TLS with ctx; the server certificate
- * must name HOST), or "unix:PATH" / an absolute path (ctx unused). */
+ * must name HOST), or "unix:PATH" / an absolute path (ctx unused). timeout_s (0 = 30)
+ * is one deadline for the TCP connect, the TLS handshake and the first
+ * fctl_agent_call on the connection (its request and the whole answer); each later
+ * call has timeout_s of its own. Errors (err says which step): -ECONNREFUSED (nothing
+ * listens: "connection refused"), -ETIMEDOUT ("timed out after Ns": the connect, or a
+ * peer that accepted but never finished the handshake), -EPROTO (the handshake
+ * failed: certificate, protocol), -ECONNRESET (the agent closed it during the
+ * handshake: most often a refused client certificate), other -errno. */
 int fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned timeout_s,
 		       struct fctl_agent_conn **out, char *err, size_t errlen);
 /* Sends req (its id is set), reads the response into frame and decodes it into resp
- * (pointing into frame). */
+ * (pointing into frame). -ETIMEDOUT when the deadline passes ("timed out after Ns"),
+ * -ECONNRESET when the agent closed the connection. */
 int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl_msg *resp,
 		    struct fctl_buf *frame, char *err, size_t errlen);
 /* Sends raw bytes (tests: malformed frames). */

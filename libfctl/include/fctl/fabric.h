@@ -31,9 +31,17 @@
 #include "fctl/agent.h"
 #include "fctl/inventory.h"
 
-#define FCTL_FABRIC_MAX_PARALLEL 64
-#define FCTL_FABRIC_DEFAULT_PARALLEL 8
-#define FCTL_FABRIC_DEFAULT_TIMEOUT 120
+/* Hosts at once: at most 1024. The default (parallel 0) scales with the phase:
+ * 64, or one per 16 hosts of the phase above 1,024 hosts (625 for 10,000), at most
+ * FCTL_FABRIC_MAX_PARALLEL. A host that accepts a connection but never answers holds
+ * its slot until the deadline; with a slot per 16 hosts, up to ~6% of a fleet can hang
+ * and the others still go through at full speed, so the phase ends within its
+ * normal time plus one deadline. */
+#define FCTL_FABRIC_MAX_PARALLEL 1024
+#define FCTL_FABRIC_DEFAULT_PARALLEL 64
+#define FCTL_FABRIC_HOSTS_PER_SLOT 16
+/* The deadline of each host: connect, TLS handshake, request and the whole answer. */
+#define FCTL_FABRIC_DEFAULT_TIMEOUT 10
 /* The exit a host is given when its agent did not answer (status < 0): the usage,
  * I/O or environment exit code of fabricctl. */
 #define FCTL_FABRIC_EXIT_NO_ANSWER 2
@@ -55,7 +63,8 @@ struct fctl_fabric_result {
 	/* fctl_fabric_apply only */
 	bool has_prev;    /* the host had a profile applied before this run ... */
 	uint64_t prev;    /* ... of this version (its status "applied_version") */
-	bool changed;     /* the apply phase changed the host ("result":"applied") */
+	bool changed;     /* the apply phase changed the host ("result":"applied"), or may
+			   * have: its answer did not come before the deadline (-ETIMEDOUT) */
 };
 
 enum fctl_fabric_event {
@@ -77,8 +86,10 @@ struct fctl_fabric_progress {
 
 struct fctl_fabric_opts {
 	struct ssl_ctx_st *tls;   /* client context for HOST:PORT endpoints; NULL: none */
-	unsigned timeout_s;       /* per connection; 0 = FCTL_FABRIC_DEFAULT_TIMEOUT */
-	unsigned parallel;        /* hosts at once, 1..64; 0 = FCTL_FABRIC_DEFAULT_PARALLEL */
+	unsigned timeout_s;       /* per host and phase, one deadline for its connect,
+				   * handshake and answer; 0 = FCTL_FABRIC_DEFAULT_TIMEOUT */
+	unsigned parallel;        /* hosts at once, 1..FCTL_FABRIC_MAX_PARALLEL; 0 = scaled
+				   * (fctl_fabric_default_parallel) */
 	uint32_t options;         /* FCTL_OPT_* of the request (fctl_fabric_apply: only
 				   * FCTL_OPT_DRY_RUN counts, its phases ask for JSON) */
 	uint64_t to_version;      /* FCTL_MSG_ROLLBACK of fctl_fabric_call/_run */
@@ -113,6 +124,9 @@ struct fctl_fabric_outcome {
 	int worst;
 };
 
+/* The number of hosts at once when opts.parallel is 0, for a phase of `hosts` hosts. */
+unsigned fctl_fabric_default_parallel(size_t hosts);
+
 /* "ok", "failed", "planned", "plan-failed", "applied", "partial", "rolled-back",
  * "rollback-incomplete". */
 const char *fctl_fabric_verdict_name(enum fctl_fabric_verdict v);
@@ -139,8 +153,9 @@ int fctl_fabric_run(const struct fctl_fabric_opts *o, uint8_t type, struct fctl_
  *     Results: the plan's (the status's when a status failed), type PLAN.
  *  2. apply everywhere. Every host 0: APPLIED. Otherwise, with opts.partial:
  *     PARTIAL, no rollback. Results: the apply's, type APPLY.
- *  3. otherwise, rollback: each host that reported "applied" in phase 2 (changed),
- *     and only those, is sent a rollback to its prev; a changed host without prev
+ *  3. otherwise, rollback: each host that reported "applied" in phase 2, or whose
+ *     answer timed out (it may have applied; changed), and only those, is sent a
+ *     rollback to its prev (a no-op where the apply did not happen); a changed host without prev
  *     gets a NOT_ROLLED_BACK event instead. Hosts that failed, or applied nothing
  *     new, are left as they are. ROLLED_BACK when every changed host was rolled
  *     back with exit 0, else ROLLBACK_INCOMPLETE. Results: the rollback's for the

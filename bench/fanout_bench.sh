@@ -1,0 +1,298 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Fabric fan-out figures with real agents: N `fabricctl agent` processes on 127.0.0.1
+# (mutual TLS, one port, state dir, audit log and network namespace each), then
+# `status --fabric` and `plan --fabric` over all of them (wall time, the CLI's peak
+# RSS and CPU), a TLS-handshake-only pass over the same agents (the handshake's
+# share), and status again with HUNG% of the agents stopped (SIGSTOP: TCP accepts,
+# TLS never answers) and DEAD% killed: it must finish and name each one "timed out"
+# or "connection refused".
+# usage: sudo bench/fanout_bench.sh [--agents N] [--hung PCT] [--dead PCT]
+#            [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns]
+# --timeout (default 10s, the CLI's) is the deadline of the status runs; plan runs
+# get --plan-timeout (default 60s): here N agents share the machine's cores, so
+# N / parallel plan workers (a fork and re-execution each) queue for them, which no
+# single agent host sees. --no-netns: every agent in the host's namespace (saves
+# the kernel memory of N namespaces). The agents' handshake_timeout is 60 s: N of
+# them share the cores, and under load an agent's 5 s default closes handshakes the
+# client has not been scheduled to finish.
+# Needs root, a build in build/ (FCTL_BUILD_DIR=DIR for another), python3, ip, ss,
+# /usr/bin/time. Refuses (exit 1, "FAILED: ...") when the machine lacks the memory
+# for N agents. Stops every agent it started, by PID, and removes its namespaces and
+# its directory (/var/tmp/fctl-fanout-bench.XXXXXX) on exit, whatever happens.
+# Ends with one line: BENCH {json}.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+N=1000 HUNG=5 DEAD=5 TIMEOUT=10s PLAN_TIMEOUT=60s PARALLEL="" NETNS=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--agents) N=$2; shift 2 ;;
+	--hung) HUNG=$2; shift 2 ;;
+	--dead) DEAD=$2; shift 2 ;;
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	--plan-timeout) PLAN_TIMEOUT=$2; shift 2 ;;
+	--parallel) PARALLEL=$2; shift 2 ;;
+	--no-netns) NETNS=0; shift ;;
+	*) echo "usage: $0 [--agents N] [--hung PCT] [--dead PCT] [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns]" >&2
+		exit 2 ;;
+	esac
+done
+die() { echo "fanout_bench: FAILED: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root"
+[ -x "$F" ] || die "no $F: build first"
+for t in python3 ip ss /usr/bin/time; do command -v "$t" >/dev/null || die "no $t"; done
+[[ $N =~ ^[0-9]+$ ]] && [ "$N" -ge 10 ] || die "--agents expects 10 or more"
+
+W=$(mktemp -d /var/tmp/fctl-fanout-bench.XXXXXX) || die "mktemp"
+chmod 0755 "$W"
+PIDS=() STOPPED=() NSNAMES=()
+NSPFX=fctl-fb$$-
+cleanup() {
+	local p left
+	for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for _ in $(seq 100); do
+		left=0
+		for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && { left=1; break; }; done
+		[ $left = 0 ] && break
+		sleep 0.2
+	done
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ ${#NSNAMES[@]} -gt 0 ]; then
+		printf 'netns del %s\n' "${NSNAMES[@]}" | ip -force -batch - 2>/dev/null
+	fi
+	rm -rf -- "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# memory: an agent holds ~1.5 MiB of its own (anonymous pages, page tables, its
+# namespace); ask for 2 MiB each and 2 GiB besides
+avail=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+need=$((N * 2048 + 2 * 1024 * 1024))
+[ "$avail" -ge "$need" ] || die "cannot start $N agents here: they need ~$((need / 1024)) MiB, MemAvailable is $((avail / 1024)) MiB"
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+mapfile -t PORTS < <(python3 - "$N" <<'EOPY'
+import socket, sys
+n, out = int(sys.argv[1]), []
+for p in range(15000, 32768):       # below the ephemeral range the CLI's connects use
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        out.append(p)
+    except OSError:
+        pass
+    finally:
+        s.close()
+    if len(out) == n:
+        break
+print("\n".join(map(str, out)))
+EOPY
+)
+[ "${#PORTS[@]}" -eq "$N" ] || die "only ${#PORTS[@]} free ports in 15000..32767 for $N agents"
+
+sh "$ROOT/scripts/pki.sh" "$W/pki" h1=127.0.0.1 >/dev/null || die "pki.sh failed"
+PKI=$W/pki
+VIEWER=(--cert "$PKI/client-viewer.crt" --key "$PKI/client-viewer.key" --ca "$PKI/ca.crt")
+python3 - "$W" "${PORTS[@]}" <<'EOPY'
+import sys
+w, ports = sys.argv[1], sys.argv[2:]
+with open(w + "/inventory", "w") as inv, open(w + "/fleet.yaml", "w") as prof:
+    prof.write("schema: 1\nprofile:\n  name: fleet\n  version: 1\nhosts:\n")
+    for i, p in enumerate(ports):
+        inv.write("h%d 127.0.0.1:%s\n" % (i, p))
+        prof.write("  - name: h%d\n    ports: [{ name: eth0 }]\n" % i)
+EOPY
+
+now() { date +%s.%N; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+load0=$(load)
+# the first hosts of NAME.json that did not answer, with their errors
+failures() {
+	python3 -c 'import json,sys
+bad = [h for h in json.load(open(sys.argv[1]))["hosts"] if h["exit"]]
+print(len(bad), "failed:", "; ".join("%s: %s" % (h["host"], (h["error"] or "").strip()) for h in bad[:3]))' "$W/$1.json" 2>&1
+}
+t0=$(now)
+if [ $NETNS = 1 ]; then
+	for i in $(seq 0 $((N - 1))); do NSNAMES+=("$NSPFX$i"); done
+	printf 'netns add %s\n' "${NSNAMES[@]}" | ip -batch - || die "ip netns add failed"
+fi
+t_ns=$(now)
+mkdir -p "$W/agents"
+for i in $(seq 0 $((N - 1))); do
+	d=$W/agents/$i
+	mkdir -p "$d/state" "$d/profiles"
+	ns=()
+	[ $NETNS = 1 ] && ns=(--netns "$NSPFX$i")
+	"$F" agent --socket "" --listen "127.0.0.1:${PORTS[$i]}" --cert "$PKI/server-h1.crt" \
+		--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" "${ns[@]}" --state-dir "$d/state" \
+		--host "h$i" --profile-dir "$d/profiles" --audit-log "$d/audit.log" \
+		--drift-interval 0 --handshake-timeout 60s 2>>"$W/agents.err" &
+	PIDS+=($!)
+done
+# up: every port listens (read from ss, without connecting to any agent)
+python3 - "$W/inventory" "$N" <<'EOPY' || die "the agents did not all listen: $(tail -3 "$W/agents.err")"
+import subprocess, sys, time
+want = {l.split(":")[-1].strip() for l in open(sys.argv[1])}
+deadline = time.time() + 60 + int(sys.argv[2]) * 0.05
+while time.time() < deadline:
+    out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True).stdout
+    got = {l.split()[3].rsplit(":", 1)[1] for l in out.splitlines() if "127.0.0.1:" in l}
+    if want <= got:
+        sys.exit(0)
+    time.sleep(1)
+print("%d of %d listen" % (len(want & got), len(want)), file=sys.stderr)
+sys.exit(1)
+EOPY
+# ... and answers: a warm-up status (not measured) until every agent did, 5 tries
+for try in 1 2 3 4 5; do
+	"$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" --timeout 30s --json -q \
+		>"$W/warm.json" 2>/dev/null && break
+	[ $try = 5 ] && die "not every agent answers: $(failures warm)"
+done
+t_up=$(now)
+for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || die "agent $p died: $(tail -3 "$W/agents.err")"; done
+agents_pss=$(for p in "${PIDS[@]}"; do awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup"; done |
+	awk '{s += $1} END {print s}')
+
+PAR=()
+[ -n "$PARALLEL" ] && PAR=(--parallel "$PARALLEL")
+# run NAME CMD...: wall, peak RSS, user+sys CPU of CMD into $W/NAME.time, its exit in RC
+run() {
+	local name=$1; shift
+	/usr/bin/time -f '%e %M %U %S' -o "$W/$name.time" "$@" >"$W/$name.json" 2>"$W/$name.err"
+	RC=$?
+}
+
+# hosts of a fabric JSON with exit 0
+answered() { python3 -c 'import json,sys; print(sum(h["exit"] == 0 for h in json.load(open(sys.argv[1]))["hosts"]))' "$W/$1.json"; }
+
+run status "$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
+	--timeout "$TIMEOUT" --json -q
+# a host that does not answer is reported, not fatal: on a loaded machine the
+# figures are still worth having, with the count beside them
+status_ok=$(answered status)
+[ "$status_ok" = "$N" ] || echo "fanout_bench: status --fabric: exit $RC, $(failures status)" >&2
+run plan "$F" plan --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
+	--timeout "$PLAN_TIMEOUT" --json -q "$W/fleet.yaml"
+plan_ok=$(answered plan)
+[ "$plan_ok" = "$N" ] || echo "fanout_bench: plan --fabric: exit $RC, $(failures plan)" >&2
+
+# the TLS handshakes alone: connect, mutual TLS handshake, close; as many at once as
+# the CLI's default pool
+par=${PARALLEL:-$(( N / 16 > 64 ? (N / 16 > 1024 ? 1024 : N / 16) : 64 ))}
+tls_s=$(python3 - "$W/inventory" "$PKI" "$par" <<'EOPY' || die "the TLS pass failed"
+import socket, ssl, sys, threading, time
+eps = [l.split()[1] for l in open(sys.argv[1])]
+pki, par = sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.load_verify_locations(pki + "/ca.crt")
+ctx.load_cert_chain(pki + "/client-viewer.crt", pki + "/client-viewer.key")
+lock, nxt, bad = threading.Lock(), [0], [0]
+def worker():
+    while True:
+        with lock:
+            i = nxt[0]; nxt[0] += 1
+        if i >= len(eps):
+            return
+        host, port = eps[i].rsplit(":", 1)
+        try:
+            with ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=10)) as s:
+                s.do_handshake()
+        except OSError:
+            with lock:
+                bad[0] += 1
+t = time.perf_counter()
+threading.stack_size(256 << 10)
+th = [threading.Thread(target=worker) for _ in range(min(par, len(eps)))]
+for x in th: x.start()
+for x in th: x.join()
+print("%.2f" % (time.perf_counter() - t))
+if bad[0]:
+    print("%d handshakes failed" % bad[0], file=sys.stderr)
+EOPY
+)
+
+# faults: HUNG% stopped, DEAD% killed, picked at random (seed 1)
+read -r -a IDX < <(python3 -c 'import random,sys; n=int(sys.argv[1]); r=random.Random(1); v=list(range(n)); r.shuffle(v); print(*v)' "$N")
+nh=$((N * HUNG / 100)) nd=$((N * DEAD / 100))
+: >"$W/hung" && : >"$W/dead"
+for k in $(seq 0 $((nh - 1))); do
+	i=${IDX[$k]}; kill -STOP "${PIDS[$i]}" && STOPPED+=("${PIDS[$i]}"); echo "h$i" >>"$W/hung"
+done
+for k in $(seq "$nh" $((nh + nd - 1))); do
+	i=${IDX[$k]}; kill "${PIDS[$i]}"; echo "h$i" >>"$W/dead"
+done
+# reaped, a dead agent's PID is no longer ours: out of the list cleanup kills
+for k in $(seq "$nh" $((nh + nd - 1))); do
+	i=${IDX[$k]}; wait "${PIDS[$i]}" 2>/dev/null; unset "PIDS[$i]"
+done
+run faults "$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
+	--timeout "$TIMEOUT" --json -q
+faults_rc=$RC
+read -r reported wrong < <(python3 - "$W" <<'EOPY'
+import json, sys
+w = sys.argv[1]
+hung = set(open(w + "/hung").read().split())
+dead = set(open(w + "/dead").read().split())
+rep = wrong = 0
+for h in json.load(open(w + "/faults.json"))["hosts"]:
+    e = h["error"] or ""
+    if h["host"] in hung:
+        ok = h["exit"] == 2 and "timed out after" in e
+    elif h["host"] in dead:
+        ok = h["exit"] == 2 and "connection refused" in e
+    else:
+        ok = h["exit"] == 0
+        if not ok:
+            wrong += 1
+        continue
+    rep += ok
+    wrong += not ok
+print(rep, wrong)
+EOPY
+)
+t_end=$(now)
+load1=$(load)
+
+python3 - "$W" "$N" "$nh" "$nd" "$reported" "$wrong" "$faults_rc" "$tls_s" "$par" "$TIMEOUT" \
+	"$(awk "BEGIN {print $t_ns - $t0}")" "$(awk "BEGIN {print $t_up - $t_ns}")" "$agents_pss" "$NETNS" \
+	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" <<'EOPY'
+import json, sys
+w = sys.argv[1]
+n, nh, nd, rep, wrong, frc = map(int, sys.argv[2:8])
+tls_s, par, timeout = float(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
+ns_s, up_s, pss, netns, cores = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13]), sys.argv[14] == "1", int(sys.argv[15])
+plan_timeout, load0, load1 = sys.argv[16], float(sys.argv[17]), float(sys.argv[18])
+status_ok, plan_ok = int(sys.argv[19]), int(sys.argv[20])
+def t(name):
+    e, m, u, s = open("%s/%s.time" % (w, name)).read().splitlines()[-1].split()
+    return float(e), int(m), float(u) + float(s)
+st, sm, sc = t("status")
+pl, pm, pc = t("plan")
+ft, fm, fc = t("faults")
+print("agents %d (%s), %d cores, pool %d, deadline %s (plan %s), load average %.1f -> %.1f" % (
+    n, "own netns each" if netns else "no netns", cores, par, timeout, plan_timeout, load0, load1))
+print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each)" % (ns_s, up_s, pss / 1024, pss / n))
+print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (st, st * 1e3 / n, sm / 1024, sc, status_ok))
+print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok))
+print("  TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
+print("  %d hung + %d dead: status %.2f s (exit %d), %d of %d named right, %d hosts wrong" % (nh, nd, ft, frc, rep, nh + nd, wrong))
+print("BENCH " + json.dumps({
+    "agents": n, "cores": cores, "netns": netns, "parallel": par, "timeout": timeout,
+    "plan_timeout": plan_timeout, "load1_start": load0, "load1_end": load1,
+    "status_s": st, "plan_s": pl, "status_answered": status_ok, "plan_answered": plan_ok, "status_ms_per_agent": round(st * 1e3 / n, 3),
+    "plan_ms_per_agent": round(pl * 1e3 / n, 3),
+    "cli_peak_rss_kb": max(sm, pm, fm), "status_rss_kb": sm, "plan_rss_kb": pm,
+    "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2),
+    "tls_only_s": tls_s, "tls_share": round(tls_s / st, 3),
+    "agents_pss_kb": pss, "netns_s": round(ns_s, 2), "agents_up_s": round(up_s, 2),
+    "hung": nh, "dead": nd, "status_with_faults_s": ft, "faults_exit": frc,
+    "faults_reported": rep, "hosts_misreported": wrong}))
+EOPY
