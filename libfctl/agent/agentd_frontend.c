@@ -69,6 +69,8 @@ void fctl_agentd_fr_forward(struct agent *a, struct conn *c)
 {
 	c->pending = true;
 	c->deadline = 0;
+	/* nothing more read from the peer until the response (as a worker's connection) */
+	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	send_msg(a, CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
 }
 
@@ -360,6 +362,10 @@ static void respond(struct agent *a, struct conn *c)
 	fctl_agentd_conn_hold(a, c, c->out.len + (c->frame ? FCTL_PROTO_HDR_LEN + c->h.length : 0));
 	c->writing = true;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
+	if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
+		fctl_agentd_conn_close(a, c);
+		return;
+	}
 	fctl_agentd_conn_flush(a, c);
 }
 

@@ -21,7 +21,7 @@
 
 #include "agentd_int.h"
 
-#define FE_MAX_DEATHS 5       /* restarts within FE_WINDOW_MS; one more stops the agent */
+#define FE_MAX_DEATHS 10      /* restarts within FE_WINDOW_MS; one more stops the agent */
 #define FE_WINDOW_MS 60000
 #define FE_ANSWER_MS 30000    /* a CH_CONFIG unanswered this long: the front-end is stuck */
 
