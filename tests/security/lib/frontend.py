@@ -139,7 +139,8 @@ w.report(bool(st) and st["CapEff"] == ["0000000000000000"] and st["CapPrm"] == [
 w.report(bool(st) and st["NoNewPrivs"] == ["1"], "frontend-no-new-privs", "%r" % st)
 w.report(bool(st) and st["Seccomp"] == ["2"], "frontend-seccomp-filter", "%r" % st)
 rc, out = tls_status()
-w.report(rc == 0 and "your role: viewer" in out, "tls-status-through-the-frontend", out)
+w.report(fe is not None and rc == 0 and "your role: viewer" in out, "tls-status-through-the-frontend",
+         "front-end %r: %s" % (fe, out))
 held = scan(fe, needles) if fe else None
 w.report(bool(held) and ("scalar" in held or "scalar-le" in held), "control-frontend-holds-the-tls-key",
          "found %r in pid %r" % (held, fe))
@@ -151,6 +152,9 @@ w.report(found is not None and not found, "agent-memory-has-no-tls-key-after-req
 
 # 3. a front-end killed with SIGKILL: audited, restarted, TLS answers again
 def restarted(old, n):
+    if old is None:  # there was none to replace
+        return None
+
     def ok():
         f = frontend()
         return f if f and f != old and len(records("frontend")) >= n else None
@@ -165,7 +169,8 @@ w.report(any(r.get("result") == "restarted" and "signal 9" in json.dumps(r) for 
          "frontend-sigkill-audited", "records %r" % recs)
 w.report(new is not None, "frontend-sigkill-restarted", "front-end %r -> %r" % (fe, new))
 rc, out = tls_status()
-w.report(rc == 0 and "your role: viewer" in out, "tls-answers-after-sigkill", out)
+w.report(new is not None and rc == 0 and "your role: viewer" in out, "tls-answers-after-sigkill",
+         "front-end %r: %s" % (new, out))
 st = status(new) if new else None
 w.report(bool(st) and st["Uid"] == [nobody] * 4 and st["Seccomp"] == ["2"] and st["CapEff"] == ["0" * 16],
          "restarted-frontend-sandboxed", "%r" % st)
@@ -222,9 +227,10 @@ for name, data in forged:
     w.report(len(refused) > before_refused, "forged-%s-refused-and-audited" % name, "records %r" % recs)
     w.report(new is not None, "forged-%s-frontend-replaced" % name, "front-end %r -> %r" % (fe, new))
     rc, out = tls_status()
-    w.report(rc == 0 and "your role: viewer" in out, "forged-%s-tls-answers-again" % name, out)
+    w.report(new is not None and rc == 0 and "your role: viewer" in out,
+             "forged-%s-tls-answers-again" % name, "front-end %r: %s" % (new, out))
     # nothing granted: no record has the forged identity as its actor
-    w.report(not [r for r in records(None) if r.get("actor", {}).get("cert") == "CN=forged"],
-             "forged-%s-nothing-granted" % name)
+    w.report(sent and not [r for r in records(None) if r.get("actor", {}).get("cert") == "CN=forged"],
+             "forged-%s-nothing-granted" % name, "sent %r" % sent)
 r = subprocess.run([fab, "status", "--target", "unix:" + sock], capture_output=True, text=True)
-w.report(r.returncode == 0 and "your role: local" in r.stdout, "agent-serves-after-forgeries", r.stdout + r.stderr)
+w.report(new is not None and r.returncode == 0 and "your role: local" in r.stdout, "agent-serves-after-forgeries", r.stdout + r.stderr)
