@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The agent's connections: accept, TLS handshake, reading frames, writing responses, close. */
+/* Connections (the agent's Unix socket, the front-end's TLS): accept, handshake, frames, close. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>

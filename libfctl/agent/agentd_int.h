@@ -30,6 +30,13 @@
  * and stderr go to memfds that become the response's OUTPUT and ERROR; read-only
  * workers drop to worker_user, no capabilities, no_new_privs and seccomp.
  *
+ * TLS is not the agent's: a front-end process (agentd_frontend.c, re-executed as
+ * worker_user under seccomp) owns the TLS listener, the TLS key and every TLS
+ * connection, and runs this same connection code (struct agent with .frontend set;
+ * the hooks fctl_agentd_fr_*). The agent sees each TLS connection as a proxy (struct
+ * conn with .proxy, fd -1) fed by the front-end's channel (agentd_tlsfe.c), whose
+ * messages it checks before anything acts on them.
+ *
  * Ownership of a struct conn (one rule, everywhere): only
  * fctl_agentd_conn_collect frees a connection, and the loop calls it once per
  * epoll batch, after every event of the batch (and the timeout sweep) ran.
