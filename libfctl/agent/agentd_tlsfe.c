@@ -23,7 +23,7 @@
 
 #define FE_MAX_DEATHS 10      /* restarts within FE_WINDOW_MS; one more stops the agent */
 #define FE_WINDOW_MS 60000
-#define FE_ANSWER_MS 30000    /* a CH_CONFIG unanswered this long: the front-end is stuck */
+#define FE_ANSWER_MS 120000   /* a CH_CONFIG unanswered this long: the front-end is stuck */
 
 static uint32_t max_len(const struct agent *a)
 {
