@@ -169,6 +169,9 @@ int cmd_agent(int argc, char **argv)
 		ops.ctx = &aa;
 		_exit(fctl_agent_worker_main(&ops, 3));
 	}
+	/* the agent's TLS front-end, re-executed by the agent (fctl_agent_frontend_main) */
+	if (argc == 3 && strcmp(argv[1], "--frontend") == 0 && strcmp(argv[2], "3") == 0)
+		_exit(fctl_agent_frontend_main(3));
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		switch (ch) {

@@ -48,7 +48,6 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			     size_t errlen)
 {
 	struct fctl_tls_policy *pol = NULL;
-	SSL_CTX *ctx = NULL;
 	bool has_gid = false;
 	gid_t gid = 0, wgid = 0;
 	uid_t wuid = 0;
@@ -69,22 +68,19 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			 "(%u)", cfg->unix_root_reserve, cfg->max_unix_connections);
 		r = -EINVAL;
 	}
-	if (r == 0 && cfg->listen)
-		r = fctl_tls_ctx_new(true, cfg->cert, cfg->key, cfg->ca, &ctx, err, errlen);
+	if (r == 0 && cfg->listen && (!cfg->cert || !cfg->key || !cfg->ca)) {
+		snprintf(err, errlen, "a certificate, its key and the fabric CA are all needed "
+				      "(--cert, --key, --ca)");
+		r = -EINVAL;
+	}
 	if (r == 0 && cfg->crl && !cfg->listen) {
 		snprintf(err, errlen, "'crl' needs 'listen' (it checks TLS clients)");
 		r = -EINVAL;
 	}
-	if (r == 0 && cfg->crl) {
-		r = fctl_tls_ctx_load_crl(ctx, cfg->crl, err, errlen);
-		if (r > 0)
-			fctl_agentd_log("warning: a CRL of '%s' is past its next update: every "
-					"client it covers is refused until a fresh one is loaded "
-					"(SIGHUP)", cfg->crl);
-		r = r < 0 ? r : 0;
-	}
+	/* the policy is checked here (its findings at once), used by the front-end */
 	if (r == 0 && cfg->policy)
 		r = fctl_tls_policy_load(cfg->policy, &pol, err, errlen);
+	fctl_tls_policy_free(pol);
 	if (r == 0 && cfg->group && *cfg->group) {
 		struct group *g = getgrnam(cfg->group);
 
@@ -109,20 +105,23 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 			wgid = pw->pw_gid;
 		}
 	}
-	if (r < 0) {
-		fctl_tls_ctx_free(ctx);
-		fctl_tls_policy_free(pol);
-		return r;
+	/* last: the running front-end takes the TLS files (the agent never reads the key)
+	 * and keeps what it had when they fail; nothing below fails */
+	if (r == 0 && cfg->listen && a->fe.pid > 0) {
+		r = fctl_agentd_fe_configure(a, cfg, err, errlen);
+		if (r > 0)
+			fctl_agentd_log("warning: a CRL of '%s' is past its next update: every "
+					"client it covers is refused until a fresh one is loaded "
+					"(SIGHUP)", cfg->crl);
+		r = r < 0 ? r : 0;
 	}
+	if (r < 0)
+		return r;
 	/* every field from the new configuration, a removed group included */
 	a->gid = gid;
 	a->has_gid = has_gid;
 	a->worker_uid = wuid;
 	a->worker_gid = wgid;
-	fctl_tls_ctx_free(a->ctx);
-	fctl_tls_policy_free(a->pol);
-	a->ctx = ctx;
-	a->pol = pol;
 	fctl_agent_config_release(&a->cfg);
 	a->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The agent's connections: accept, TLS handshake, reading frames, writing responses, close. */
+/* Connections (the agent's Unix socket, the front-end's TLS): accept, handshake, frames, close. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -76,6 +76,10 @@ void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 		return;
 	c->closing = true;
 	c->writing = false;
+	if (a->frontend)
+		fctl_agentd_fr_closed(a, c);
+	if (c->proxy)
+		fctl_agentd_fe_close(a, c);
 	if (c->fd >= 0) {
 		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
 		if (c->ssl && !c->child)
@@ -210,6 +214,10 @@ void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
 {
 	if (c->closing)
 		return;
+	if (c->proxy) {
+		fctl_agentd_fe_respond(a, c);
+		return;
+	}
 	while (c->out_off < c->out.len) {
 		ssize_t k = conn_write(c, c->out.data + c->out_off, c->out.len - c->out_off);
 
@@ -244,8 +252,12 @@ void fctl_agentd_conn_flush(struct agent *a, struct conn *c)
 static void refuse_frame(struct agent *a, struct conn *c, enum fctl_refusal why, uint32_t id,
 			 const char *text)
 {
-	a->st.refused[why]++;
-	fctl_agentd_audit_event(a, "request", "refused", c, text);
+	if (a->frontend) {
+		fctl_agentd_fr_event(a, c, why, 1, text);
+	} else {
+		a->st.refused[why]++;
+		fctl_agentd_audit_event(a, "request", "refused", c, text);
+	}
 	c->close_after = true;
 	fctl_agentd_respond_error(a, c, id, 2, "%s", text);
 }
@@ -326,7 +338,7 @@ static void readable(struct agent *a, struct conn *c)
 		char why[200];
 		int r;
 
-		if (c->closing || c->writing || c->child || c->close_after)
+		if (c->closing || c->writing || c->child || c->close_after || c->pending)
 			return;
 		if (!read_some(a, c))
 			return;
@@ -384,6 +396,8 @@ void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
 		return;
 	}
 	c->role = fctl_roles_primary(c->roles);
+	if (a->frontend)
+		fctl_agentd_fr_auth(a, c);
 	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLIN, c);
 	fctl_agentd_conn_readable(a, c);
 }
@@ -458,6 +472,8 @@ static bool admit_tcp(struct agent *a, struct conn *c)
 	snprintf(c->peer, sizeof(c->peer), "%s", h);
 	snprintf(c->who, sizeof(c->who), "%s peer %s port %s", c->kind == C_TLS ? "tls" : "metrics",
 		 h, port);
+	if (a->frontend)
+		fctl_agentd_fr_open(a, c);
 	if (c->kind == C_HTTP) {
 		n = pool_count(a, C_HTTP, NULL, NULL) - 1;
 		if (n >= a->cfg.max_metrics_connections) {

@@ -31,6 +31,13 @@
  * and stderr go to memfds that become the response's OUTPUT and ERROR; read-only
  * workers drop to worker_user, no capabilities, no_new_privs and seccomp.
  *
+ * TLS is not the agent's: a front-end process (agentd_frontend.c, re-executed as
+ * worker_user under seccomp) owns the TLS listener, the TLS key and every TLS
+ * connection, and runs this same connection code (struct agent with .frontend set;
+ * the hooks fctl_agentd_fr_*). The agent sees each TLS connection as a proxy (struct
+ * conn with .proxy, fd -1) fed by the front-end's channel (agentd_tlsfe.c), whose
+ * messages it checks before anything acts on them.
+ *
  * Ownership of a struct conn (one rule, everywhere): only
  * fctl_agentd_conn_collect frees a connection, and the loop calls it once per
  * epoll batch, after every event of the batch (and the timeout sweep) ran.
@@ -95,6 +102,60 @@ struct conn {
 	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */
 	bool in_readable;  /* inside fctl_agentd_conn_readable (which reads on itself) */
 	size_t held;       /* bytes of frame and response counted in agent.buffered */
+	uint32_t rid;      /* a TLS connection's id on the front-end channel (both sides) */
+	bool proxy;        /* agent: a TLS connection the front-end holds (fd -1) */
+	bool authed;       /* agent: the front-end named its peer (CH_AUTH) */
+	bool fe_gone;      /* agent: the front-end closed it, or is gone */
+	bool pending;      /* front-end: a request the agent handles */
+};
+
+/*
+ * The channel between the agent and its TLS front-end (agentd_chan.c, a stream
+ * socketpair): messages of a 12-byte header (type u8, three zero bytes, connection id
+ * u32, payload length u32; big-endian) and the payload: at most FCTL_CHAN_SMALL bytes,
+ * a request or response frame (CH_REQ, CH_RESP) at most max_len. Payloads (u32
+ * big-endian, strings without their NUL unless said):
+ *   CH_OPEN   fe>agent  peer NUL who        a TCP connection accepted (id > every earlier)
+ *   CH_AUTH   fe>agent  roles u32, who      its handshake finished: subject, policy roles
+ *   CH_REQ    fe>agent  frame               one well-formed request frame
+ *   CH_REFUSE fe>agent  why u32, detail NUL who  refused (fctl_agentd_refuse), closed
+ *   CH_EVENT  fe>agent  why u32, what u8, detail  a counted refusal (what 1: audited as
+ *                                           "request refused", 2: "request timeout")
+ *   CH_CLOSE  both      -                   closed (or: close it)
+ *   CH_ACK    fe>agent  result u32, error   a CH_CONFIG applied (0, 1: a CRL is stale) or
+ *                                           not (an errno, and why)
+ *   CH_RESP   agent>fe  flags u8, frame     the response (flags 1: close after it)
+ *   CH_CONFIG agent>fe  u32 x 10, names     limits, the worker user, which files; the
+ *                                           files' descriptors ride along (SCM_RIGHTS)
+ */
+enum { CH_OPEN = 1, CH_AUTH, CH_REQ, CH_REFUSE, CH_EVENT, CH_CLOSE, CH_ACK, CH_RESP, CH_CONFIG,
+       CH_MAX };
+#define FCTL_CHAN_HDR 12
+#define FCTL_CHAN_SMALL 4096
+#define FCTL_CHAN_FDS 5 /* cert, key, ca, crl, policy */
+
+struct fctl_chan {
+	int fd;
+	uint8_t hdr[FCTL_CHAN_HDR];
+	size_t hdr_got;
+	uint8_t type;
+	uint32_t id, len;
+	uint8_t *msg;     /* the payload being read (len + 1 bytes, NUL-terminated) */
+	size_t msg_got;
+	uint32_t max_len; /* of a CH_REQ or CH_RESP payload */
+	struct fctl_buf out;
+	size_t out_off;
+	int fds[FCTL_CHAN_FDS * 2]; /* received with the bytes (front-end) */
+	unsigned nfds;
+};
+
+/* The agent's TLS front-end (agentd_tlsfe.c). */
+struct fe {
+	pid_t pid;          /* 0: none running */
+	struct fctl_chan ch;
+	uint32_t max_id;    /* the highest connection id it opened */
+	unsigned deaths;    /* in the window */
+	uint64_t window_ms; /* the window of deaths began */
 };
 
 /* One reason and source of refusals, audited once, then counted (agentd_refusal.c). */
@@ -147,6 +208,11 @@ struct agent {
 	uid_t worker_uid;       /* worker_user: what read-only workers run as */
 	gid_t worker_gid;
 	struct fctl_agentd_pull *pull; /* pull mode (agentd_pull.c), NULL = off */
+	bool frontend;          /* this process is the TLS front-end (agentd_frontend.c) */
+	struct fe fe;           /* agent: its front-end; front-end: fe.ch is its channel */
+	uint32_t next_rid;      /* front-end: the next connection's id */
+	int fatal;              /* agent: stop with this error (fatal_err) */
+	char fatal_err[256];
 };
 
 /* What a worker is told besides its request (agentd_sandbox.c). */
@@ -159,6 +225,10 @@ struct fctl_wreq {
 
 /* --- agentd_loop.c: the loop's clock, log and epoll --- */
 
+/* Closes connections past their deadline (handshake, idle), audited as the loop does. */
+void fctl_agentd_sweep_timeouts(struct agent *a);
+/* The epoll timeout until the next deadline, -1 for none. */
+int fctl_agentd_next_timeout(struct agent *a);
 /* One line "fabricctl-agent: ..." on stderr. */
 void fctl_agentd_log(const char *fmt, ...) FCTL_PRINTF(1, 2);
 /* CLOCK_MONOTONIC in milliseconds. */
@@ -269,6 +339,75 @@ _Noreturn void fctl_agentd_exec_worker(const struct agent *a, int fd_out, int fd
 /* The request as "key=value\0" strings (b: appended). 0 or -ENOMEM. */
 int fctl_agentd_wreq_encode(const struct fctl_agent_request *rq, const struct fctl_wreq *w,
 			    struct fctl_buf *b);
+
+/* Drops to uid:gid (no supplementary groups), checks every capability is gone: 0 or a
+ * negative errno. */
+int fctl_agentd_drop_to(uid_t uid, gid_t gid);
+
+/* --- agentd_chan.c: the front-end channel's messages --- */
+
+/* Queues one message (payload p1 then p2, either may be empty) and writes what it can:
+ * 0 (some may wait: fctl_chan_pending), or a negative errno. */
+int fctl_chan_send(struct fctl_chan *ch, uint8_t type, uint32_t id, const void *p1, size_t l1,
+		   const void *p2, size_t l2);
+/* Writes all queued bytes, then one message with nfds descriptors attached (blocking
+ * until sent): 0 or a negative errno. */
+int fctl_chan_send_fds(struct fctl_chan *ch, uint8_t type, uint32_t id, const void *p, size_t l,
+		       const int *fds, unsigned nfds);
+/* Writes what it can of the queue: 0 all written, -EAGAIN some left, < 0 error. */
+int fctl_chan_flush(struct fctl_chan *ch);
+/* Whether bytes wait in the queue. */
+bool fctl_chan_pending(const struct fctl_chan *ch);
+/* Reads on: 1 a message is complete (ch->type, id, len, msg; then fctl_chan_done), 0
+ * nothing more now, -EPIPE the other side closed, -EPROTO a header no message has
+ * (unknown type, payload over its limit, bytes that must be zero). */
+int fctl_chan_recv(struct fctl_chan *ch);
+/* The message was handled: its payload wiped and freed. */
+void fctl_chan_done(struct fctl_chan *ch);
+/* Closes the socket, wipes and frees the queue and the message, closes received fds. */
+void fctl_chan_release(struct fctl_chan *ch);
+/* Big-endian u32 at p. */
+uint32_t fctl_chan_u32(const uint8_t *p);
+
+/* --- agentd_tlsfe.c: the agent's side of its TLS front-end --- */
+
+/* Starts the front-end (fork, re-executes `fabricctl agent --frontend 3` with the
+ * channel and the TLS listener) and configures it: 0 or a negative errno with err. */
+int fctl_agentd_fe_start(struct agent *a, char *err, size_t errlen);
+/* Sends cfg's limits and TLS files (opened here, never read) to the running front-end
+ * and waits for its answer: 0, 1 (a CRL is past its next update) or a negative errno
+ * with err (the front-end keeps what it had). */
+int fctl_agentd_fe_configure(struct agent *a, const struct fctl_agent_config *cfg, char *err,
+			     size_t errlen);
+/* The channel is readable or writable: reads and checks the front-end's messages. */
+void fctl_agentd_fe_event(struct agent *a, uint32_t events);
+/* pid was the front-end: audits its end, closes its connections, restarts it (at most
+ * FE_MAX_DEATHS times a minute; beyond: the agent stops, exit non-zero). */
+bool fctl_agentd_fe_reaped(struct agent *a, pid_t pid, int status);
+/* Teardown: kills it, waits for it, closes the channel. */
+void fctl_agentd_fe_stop(struct agent *a);
+/* A proxy connection's response (c->out) to the front-end; closes c after it when
+ * c->close_after. */
+void fctl_agentd_fe_respond(struct agent *a, struct conn *c);
+/* A proxy connection closed by the agent: tells the front-end. */
+void fctl_agentd_fe_close(struct agent *a, struct conn *c);
+
+/* --- agentd_frontend.c: the front-end process (its hooks in the shared code) --- */
+
+/* A TCP connection was accepted (peer and who are set). */
+void fctl_agentd_fr_open(struct agent *a, struct conn *c);
+/* The handshake of c finished and its peer has roles. */
+void fctl_agentd_fr_auth(struct agent *a, struct conn *c);
+/* A decoded request: its frame to the agent; c waits (c->pending). */
+void fctl_agentd_fr_forward(struct agent *a, struct conn *c);
+/* fctl_agentd_refuse of the front-end: reported, then c closed. */
+void fctl_agentd_fr_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
+			   const char *detail);
+/* A counted refusal (why) the agent counts and, what 1 or 2, audits. */
+void fctl_agentd_fr_event(struct agent *a, struct conn *c, enum fctl_refusal why, uint8_t what,
+			  const char *detail);
+/* c closed here: told to the agent. */
+void fctl_agentd_fr_closed(struct agent *a, struct conn *c);
 
 /* --- agentd_sa.c: the SA requests of key rotation --- */
 

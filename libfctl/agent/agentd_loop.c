@@ -50,13 +50,15 @@ int fctl_agentd_ep_set(struct agent *a, int op, int fd, uint32_t events, void *p
 	return epoll_ctl(a->ep, op, fd, &ev) < 0 ? -errno : 0;
 }
 
-static void sweep_timeouts(struct agent *a)
+void fctl_agentd_sweep_timeouts(struct agent *a)
 {
 	uint64_t t = fctl_agentd_now_ms();
 	struct conn *c = a->conns, *next;
 
 	for (; c; c = next) {
 		next = c->next;
+		if (c->proxy || c->pending) /* the front-end's deadlines; the agent's answer */
+			continue;
 		if (c->deadline && c->deadline <= t && !c->child && !c->closing && c->handshake) {
 			char d[96];
 
@@ -64,20 +66,25 @@ static void sweep_timeouts(struct agent *a)
 				 a->cfg.handshake_timeout_s);
 			fctl_agentd_refuse(a, c, FCTL_REFUSED_HANDSHAKE_TIMEOUT, d);
 		} else if (c->deadline && c->deadline <= t && !c->child && !c->closing) {
-			a->st.refused[FCTL_REFUSED_TIMEOUT]++;
-			if (c->hdr_got || c->writing)
-				fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
+			if (a->frontend) {
+				fctl_agentd_fr_event(a, c, FCTL_REFUSED_TIMEOUT,
+						     c->hdr_got || c->writing ? 2 : 0, NULL);
+			} else {
+				a->st.refused[FCTL_REFUSED_TIMEOUT]++;
+				if (c->hdr_got || c->writing)
+					fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
+			}
 			fctl_agentd_conn_close(a, c);
 		}
 	}
 }
 
-static int next_timeout(struct agent *a)
+int fctl_agentd_next_timeout(struct agent *a)
 {
 	uint64_t t = fctl_agentd_now_ms(), best = 0;
 
 	for (struct conn *c = a->conns; c; c = c->next)
-		if (c->deadline && !c->child && !c->closing && (!best || c->deadline < best))
+		if (c->deadline && !c->child && !c->closing && !c->proxy && !c->pending && (!best || c->deadline < best))
 			best = c->deadline;
 	if (!best)
 		return -1;
@@ -154,8 +161,9 @@ static int open_listeners(struct agent *a, char *err, size_t errlen)
 /* Link notifications (optional) and every fd of the loop into the epoll. */
 static int watch_fds(struct agent *a, char *err, size_t errlen)
 {
+	/* not the TLS listener: the front-end accepts there */
 	int *fds[] = { &a->sfd, &a->drift_tfd, &a->debounce_tfd, &a->refusal_tfd, &a->nl_fd,
-		       &a->unix_fd, &a->tcp_fd, &a->http_fd };
+		       &a->unix_fd, &a->http_fd };
 	int r;
 
 	a->nl_fd = fctl_agentd_open_netlink();
@@ -227,8 +235,8 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 		fctl_agentd_drift_schedule(a, a->cfg.drift_debounce_ms);
 	} else if (p == &a->unix_fd) {
 		fctl_agentd_accept(a, a->unix_fd, C_UNIX);
-	} else if (p == &a->tcp_fd) {
-		fctl_agentd_accept(a, a->tcp_fd, C_TLS);
+	} else if (p == &a->fe) {
+		fctl_agentd_fe_event(a, ev->events);
 	} else if (p == &a->http_fd) {
 		fctl_agentd_accept(a, a->http_fd, C_HTTP);
 	} else if (fctl_agentd_pull_event(a, p)) {
@@ -245,7 +253,7 @@ static int serve(struct agent *a, char *err, size_t errlen)
 
 	while (!a->stop) {
 		struct epoll_event ev[32];
-		int n = epoll_wait(a->ep, ev, 32, next_timeout(a));
+		int n = epoll_wait(a->ep, ev, 32, fctl_agentd_next_timeout(a));
 
 		if (n < 0 && errno != EINTR) {
 			r = -errno;
@@ -254,9 +262,13 @@ static int serve(struct agent *a, char *err, size_t errlen)
 		}
 		for (int i = 0; i < n; i++)
 			on_event(a, &ev[i]);
-		sweep_timeouts(a);
+		fctl_agentd_sweep_timeouts(a);
 		/* the only place connections are freed: no event of this batch is left */
 		fctl_agentd_conn_collect(a);
+	}
+	if (a->fatal) {
+		snprintf(err, errlen, "%s", a->fatal_err);
+		return a->fatal;
 	}
 	return 0;
 }
@@ -266,6 +278,8 @@ static void teardown(struct agent *a)
 {
 	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd,
 		      a->refusal_tfd, a->sfd, a->ep, a->exe_fd };
+
+	fctl_agentd_fe_stop(a);
 
 	while (a->conns) {
 		struct conn *c = a->conns;
@@ -304,7 +318,7 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 {
 	struct agent a = { .ops = ops, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
 			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1,
-			   .refusal_tfd = -1, .exe_fd = -1 };
+			   .refusal_tfd = -1, .exe_fd = -1, .fe.ch.fd = -1 };
 	struct fctl_agent_config cfg;
 	int r;
 
@@ -328,6 +342,8 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 	if (r < 0)
 		goto out;
 	r = watch_fds(&a, err, errlen);
+	if (r == 0 && a.tcp_fd >= 0)
+		r = fctl_agentd_fe_start(&a, err, errlen);
 	if (r == 0)
 		r = fctl_agentd_pull_start(&a, err, errlen);
 	if (r < 0)

@@ -94,6 +94,10 @@ void fctl_agentd_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
 	struct refusal_src *s;
 	bool recorded = false;
 
+	if (a->frontend) { /* the agent counts and audits it */
+		fctl_agentd_fr_refuse(a, c, why, detail);
+		return;
+	}
 	if (!detail)
 		detail = fctl_refusal_name(why);
 	a->st.refused[why]++;

@@ -53,6 +53,10 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	const char *tn = fctl_proto_type_name(m->type);
 	int r;
 
+	if (a->frontend) { /* the front-end: the agent handles it */
+		fctl_agentd_fr_forward(a, c);
+		return;
+	}
 	c->req_id = m->id;
 	c->req_type = m->type;
 	c->req_options = m->options;

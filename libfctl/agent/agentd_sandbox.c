@@ -231,7 +231,7 @@ static int no_caps_left(void)
 
 /* uid and gid (every one of the three), no supplementary groups; the kernel then
  * clears every capability (no SECBIT_KEEP_CAPS): checked, not assumed. */
-static int drop_to(uid_t uid, gid_t gid)
+int fctl_agentd_drop_to(uid_t uid, gid_t gid)
 {
 	uid_t ru, eu, su;
 	gid_t rg, eg, sg;
@@ -344,7 +344,7 @@ static int sandbox(struct fctl_agent_request *rq, const struct fctl_wreq *w, cha
 	}
 	preopen_state(rq);
 	*step = "drop to the worker user";
-	r = drop_to(w->uid, w->gid);
+	r = fctl_agentd_drop_to(w->uid, w->gid);
 	if (r < 0)
 		return r;
 	*step = "set no_new_privs";

@@ -200,7 +200,8 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	a->workers++;
 	if (c->req_writes)
 		a->writers++;
-	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->fd >= 0)
+		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	return 0;
 }
 
@@ -237,7 +238,7 @@ void fctl_agentd_reap(struct agent *a)
 			fctl_agentd_drift_schedule(a, 200);
 			continue;
 		}
-		if (fctl_agentd_pull_reaped(a, pid, status))
+		if (fctl_agentd_pull_reaped(a, pid, status) || fctl_agentd_fe_reaped(a, pid, status))
 			continue;
 		for (c = a->conns; c && c->child != pid; c = c->next)
 			;
@@ -267,7 +268,7 @@ void fctl_agentd_reap(struct agent *a)
 		drop_spool(c);
 		if (c->closing) {
 			/* the peer is gone: fctl_agentd_conn_collect frees c */
-		} else if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
+		} else if (!c->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
 			fctl_agentd_conn_close(a, c);
 		} else {
 			fctl_agentd_respond(a, c, c->req_id, code, out.data, out.len, err.data,

@@ -126,6 +126,26 @@ void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 		snprintf(buf, len, "TLS error");
 }
 
+/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left. */
+static void set_common(SSL_CTX *ctx)
+{
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
+	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
+}
+
+/* The peer's certificate required and verified (a server: with the reason kept). */
+static void set_verify(SSL_CTX *ctx, bool server)
+{
+	if (server)
+		CRYPTO_THREAD_run_once(&failed_once, failed_init);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+			   server ? verify_cb : NULL);
+	if (server)
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+}
+
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
 		     struct ssl_ctx_st **out, char *err, size_t errlen)
 {
@@ -143,10 +163,7 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 		SSL_CTX_free(ctx);
 		return -EINVAL;
 	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
-	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
+	set_common(ctx);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
 		what = cert;
 	else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
@@ -160,16 +177,12 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 		SSL_CTX_free(ctx);
 		return -EINVAL;
 	}
-	if (server)
-		CRYPTO_THREAD_run_once(&failed_once, failed_init);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-			   server ? verify_cb : NULL);
+	set_verify(ctx, server);
 	if (server) {
 		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca);
 
 		if (names)
 			SSL_CTX_set_client_CA_list(ctx, names);
-		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	}
 	*out = ctx;
 	return 0;
@@ -178,6 +191,104 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 void fctl_tls_ctx_free(struct ssl_ctx_st *ctx)
 {
 	SSL_CTX_free(ctx);
+}
+
+/* The leaf and the chain after it, as SSL_CTX_use_certificate_chain_file reads them. */
+static int use_chain_mem(SSL_CTX *ctx, const struct fctl_tls_pem *p)
+{
+	BIO *b = BIO_new_mem_buf(p->data, (int)p->len);
+	X509 *x = b ? PEM_read_bio_X509_AUX(b, NULL, NULL, NULL) : NULL;
+	int ok = x && SSL_CTX_use_certificate(ctx, x) == 1;
+
+	X509_free(x);
+	while (ok && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)))
+		if (SSL_CTX_add0_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			ok = 0;
+		}
+	if (ok && ERR_GET_REASON(ERR_peek_last_error()) == PEM_R_NO_START_LINE)
+		ERR_clear_error();
+	else if (ok && ERR_peek_last_error())
+		ok = 0;
+	BIO_free(b);
+	return ok ? 0 : -EINVAL;
+}
+
+static int use_key_mem(SSL_CTX *ctx, const struct fctl_tls_pem *p)
+{
+	BIO *b = BIO_new_mem_buf(p->data, (int)p->len);
+	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+	int ok = k && SSL_CTX_use_PrivateKey(ctx, k) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+
+	EVP_PKEY_free(k);
+	BIO_free(b);
+	return ok ? 0 : -EINVAL;
+}
+
+/* Every certificate (and CRL) of the CA file into the store, as
+ * SSL_CTX_load_verify_locations does; the certificates' subjects are the client CA list. */
+static int use_ca_mem(SSL_CTX *ctx, const struct fctl_tls_pem *p)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	BIO *b = BIO_new_mem_buf(p->data, (int)p->len);
+	STACK_OF(X509_INFO) *infos = b ? PEM_X509_INFO_read_bio(b, NULL, NULL, NULL) : NULL;
+	STACK_OF(X509_NAME) *names = sk_X509_NAME_new_null();
+	int n = 0, ok = infos && names;
+
+	for (int i = 0; ok && i < sk_X509_INFO_num(infos); i++) {
+		X509_INFO *in = sk_X509_INFO_value(infos, i);
+
+		if (in->x509) {
+			X509_NAME *nm = X509_NAME_dup(X509_get_subject_name(in->x509));
+
+			ok = X509_STORE_add_cert(st, in->x509) == 1 && nm &&
+			     sk_X509_NAME_push(names, nm) > 0;
+			if (!ok)
+				X509_NAME_free(nm);
+			n++;
+		}
+		if (ok && in->crl)
+			ok = X509_STORE_add_crl(st, in->crl) == 1;
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	BIO_free(b);
+	if (ok && n) {
+		SSL_CTX_set_client_CA_list(ctx, names);
+		return 0;
+	}
+	sk_X509_NAME_pop_free(names, X509_NAME_free);
+	return -EINVAL;
+}
+
+int fctl_tls_ctx_new_mem(const struct fctl_tls_pem *cert, const struct fctl_tls_pem *key,
+			 const struct fctl_tls_pem *ca, struct ssl_ctx_st **out, char *err,
+			 size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	const char *what = NULL;
+	char e[256];
+
+	if (!ctx) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ERR_clear_error();
+	set_common(ctx);
+	if (use_chain_mem(ctx, cert) < 0)
+		what = cert->name;
+	else if (use_key_mem(ctx, key) < 0)
+		what = key->name;
+	else if (use_ca_mem(ctx, ca) < 0)
+		what = ca->name;
+	if (what) {
+		fctl_tls_error(NULL, e, sizeof(e));
+		snprintf(err, errlen, "'%s': %s", what, e);
+		SSL_CTX_free(ctx);
+		return -EINVAL;
+	}
+	set_verify(ctx, true);
+	*out = ctx;
+	return 0;
 }
 
 /* A CA certificate of store that issued and signed crl, or NULL. */
@@ -196,7 +307,7 @@ static X509 *crl_signer(X509_STORE *store, X509_CRL *crl)
 }
 
 /* Reads every CRL of the PEM file f into store: their number, or -EINVAL with err. */
-static int add_crls(X509_STORE *store, FILE *f, const char *path, unsigned *issuers,
+static int add_crls(X509_STORE *store, BIO *f, const char *path, unsigned *issuers,
 		    bool *expired, char *err, size_t errlen)
 {
 	X509 *seen[16];
@@ -204,7 +315,7 @@ static int add_crls(X509_STORE *store, FILE *f, const char *path, unsigned *issu
 	int n = 0;
 
 	*issuers = 0;
-	while ((crl = PEM_read_X509_CRL(f, NULL, NULL, NULL))) {
+	while ((crl = PEM_read_bio_X509_CRL(f, NULL, NULL, NULL))) {
 		X509 *ca = crl_signer(store, crl);
 		const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
 		unsigned j;
@@ -241,12 +352,28 @@ static int add_crls(X509_STORE *store, FILE *f, const char *path, unsigned *issu
 	return n;
 }
 
-int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen)
+/* The CRLs of b into ctx's store, and the checks they need: as fctl_tls_ctx_load_crl. */
+static int load_crls(SSL_CTX *ctx, BIO *b, const char *path, char *err, size_t errlen)
 {
 	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
-	FILE *f = fopen(path, "re");
 	bool expired = false;
 	unsigned issuers;
+	int r;
+
+	ERR_clear_error();
+	r = add_crls(store, b, path, &issuers, &expired, err, errlen);
+	if (r < 0)
+		return r;
+	X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx),
+				    X509_V_FLAG_CRL_CHECK |
+					    (issuers > 1 ? X509_V_FLAG_CRL_CHECK_ALL : 0));
+	return expired ? 1 : 0;
+}
+
+int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	BIO *b;
 	int r;
 
 	if (!f) {
@@ -254,13 +381,29 @@ int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, s
 		snprintf(err, errlen, "'%s': %s", path, strerror(-r));
 		return r;
 	}
-	ERR_clear_error();
-	r = add_crls(store, f, path, &issuers, &expired, err, errlen);
+	b = BIO_new_fp(f, BIO_NOCLOSE);
+	if (!b) {
+		fclose(f);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = load_crls(ctx, b, path, err, errlen);
+	BIO_free(b);
 	fclose(f);
-	if (r < 0)
-		return r;
-	X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx),
-				    X509_V_FLAG_CRL_CHECK |
-					    (issuers > 1 ? X509_V_FLAG_CRL_CHECK_ALL : 0));
-	return expired ? 1 : 0;
+	return r;
+}
+
+int fctl_tls_ctx_load_crl_mem(struct ssl_ctx_st *ctx, const struct fctl_tls_pem *crl, char *err,
+			      size_t errlen)
+{
+	BIO *b = BIO_new_mem_buf(crl->data, (int)crl->len);
+	int r;
+
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = load_crls(ctx, b, crl->name, err, errlen);
+	BIO_free(b);
+	return r;
 }

@@ -8,6 +8,14 @@
 # parses: that worker must run as worker_user (nobody), with CapEff 0, NoNewPrivs 1 and
 # Seccomp 2 (a filter), and its memory must hold neither the TLS key's PEM text nor the
 # SAK. A writing worker (apply) is re-executed too (a fresh image without the key).
+# Then the TLS front-end (frontend.py): TLS was terminated, its key held and frames
+# decoded in the root agent with CAP_NET_ADMIN. The process with the TLS listener that
+# is not the agent must exist and run as nobody, CapEff 0, NoNewPrivs 1, Seccomp 2 and
+# hold the key; the agent must hold no line of the key's PEM and not its scalar, after
+# start and after TLS requests; a front-end killed with SIGKILL is audited and
+# restarted (TLS answers again); forged messages on its channel (taken from the
+# front-end with pidfd_getfd, as a compromised front-end would write them) are refused
+# by the agent: audited, the front-end killed and restarted, nothing granted.
 # Prints PASS/FAIL per check, "privsep: N passed, M failed"; needs root.
 set -uo pipefail
 NAME=privsep
@@ -15,6 +23,10 @@ NAME=privsep
 NOBODY=$(id -u nobody 2>/dev/null) || die "no user nobody"
 
 start_agent $(agent_args) --max-frame 16777216 --max-buffered 67108864
+# the agent never loaded the TLS key: none of it in its memory before any TLS connection
+"$PY" "$ROOT/tests/security/lib/frontend.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" \
+	"$T/audit/agent.log" "$F" "$SOCK" start >"$T/frontend.out" 2>&1
+count <"$T/frontend.out"
 # an applied profile: the plan below reads the history, as nobody, through preopened files
 profile privsep 1 >"$T/p1.yaml"
 "$F" apply --target "unix:$SOCK" "$T/p1.yaml" >/dev/null 2>&1 || fail "apply-before" "the first apply failed"
@@ -95,13 +107,18 @@ def workers():
             except OSError:
                 continue
             ppid = int(st[st.rindex(")") + 2:].split()[1])
-            if ppid == agent and "fabricctl" in st[st.index("(") + 1:st.rindex(")")]:
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            # workers, not the TLS front-end (its own checks: frontend.py)
+            if ppid == agent and "fabricctl" in comm and comm != "fabricctl-tls":
                 out.append(int(d))
     return out
 
-# control: the agent itself holds the key (so a worker with its memory would too)
-held = scan(agent, [("tls-key-scalar", scalar), ("tls-key-scalar-le", scalar[::-1])])
-w.report(bool(held), "control-the-agent-holds-the-tls-key", "no copy of the scalar in pid %d" % agent)
+# control: the TLS front-end holds the key (so a worker forked from it would too)
+fes = [p for p in map(int, filter(str.isdigit, os.listdir("/proc")))
+       if os.path.exists("/proc/%d/comm" % p) and open("/proc/%d/comm" % p).read().strip() == "fabricctl-tls"
+       and status(p) and status(p)["PPid"] == [str(agent)]]
+held = scan(fes[0], [("tls-key-scalar", scalar), ("tls-key-scalar-le", scalar[::-1])]) if fes else None
+w.report(bool(held), "control-the-frontend-holds-the-tls-key", "front-ends %r, found %r" % (fes, held))
 
 caught = None
 for attempt in range(6):
@@ -153,6 +170,10 @@ w.report(r is not None and r[0] in (0, 1), "%s-request-succeeds" % kind, "respon
 EOPY
 count < <("$PY" "$T/catch.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" plan 2>&1)
 count < <("$PY" "$T/catch.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" apply 2>&1)
+
+"$PY" "$ROOT/tests/security/lib/frontend.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" \
+	"$T/audit/agent.log" "$F" "$SOCK" >"$T/frontend.out" 2>&1
+count <"$T/frontend.out"
 
 # a sandboxed worker still reads what plan reads: the history (as nobody, files of mode 0600)
 out=$("$F" plan --target "127.0.0.1:$PORT" $(tls_opts viewer) "$T/p1.yaml" 2>&1)

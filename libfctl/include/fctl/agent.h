@@ -122,6 +122,13 @@ struct fctl_agent_ops {
  * not be set up, with the reason on stderr). */
 int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd);
 
+/* The TLS front-end mode of the program (`fabricctl agent --frontend FD`, started only
+ * by the agent): FD is its channel to the agent, fd 4 the TLS listener. It terminates
+ * TLS as worker_user with no capabilities, no_new_privs and a seccomp allow-list, and
+ * sends the agent well-formed requests and their peers' identities
+ * (docs/agent.md, "Privilege boundary"). Exits when the agent goes. */
+int fctl_agent_frontend_main(int fd);
+
 /* Runs until SIGTERM/SIGINT. Returns 0 on a clean shutdown, negative errno when it
  * could not start (err says why). */
 int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen);

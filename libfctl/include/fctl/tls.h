@@ -61,6 +61,22 @@ void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
  */
 int fctl_tls_ctx_load_crl(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen);
 
+/* A PEM file's text already read (from a descriptor opened by someone else); name is
+ * the file of its findings. */
+struct fctl_tls_pem {
+	const void *data;
+	size_t len;
+	const char *name;
+};
+/* fctl_tls_ctx_new(true, ...) and fctl_tls_ctx_load_crl from text instead of paths: the
+ * agent's TLS front-end, which cannot open the files itself (agentd_frontend.c). The
+ * caller wipes the key's text afterwards. */
+int fctl_tls_ctx_new_mem(const struct fctl_tls_pem *cert, const struct fctl_tls_pem *key,
+			 const struct fctl_tls_pem *ca, struct ssl_ctx_st **out, char *err,
+			 size_t errlen);
+int fctl_tls_ctx_load_crl_mem(struct ssl_ctx_st *ctx, const struct fctl_tls_pem *crl, char *err,
+			      size_t errlen);
+
 struct fctl_tls_policy;
 /*
  * The policy file: lines of (docs/agent.md, "The policy file")
