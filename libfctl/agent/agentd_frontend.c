@@ -29,6 +29,7 @@
 #include <openssl/crypto.h>
 
 #include "agentd_int.h"
+#include "seccomp_int.h"
 
 #define LISTEN_FD 4
 
@@ -121,18 +122,10 @@ void fctl_agentd_fr_closed(struct agent *a, struct conn *c)
 
 /* --- the sandbox --- */
 
-#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 #define REFUSE(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 		   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES)
 
-#if defined(__x86_64__)
-#define FE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define FE_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-#ifdef FE_ARCH
+#ifdef FCTL_SECCOMP_ARCH
 /*
  * What the front-end does once it runs as worker_user: epoll, accept on its listener,
  * TLS over the connections, its channel (descriptors received: recvmsg), reading the
@@ -140,14 +133,7 @@ void fctl_agentd_fr_closed(struct agent *a, struct conn *c)
  * (EACCES: OpenSSL copes); anything else kills the process.
  */
 static struct sock_filter fe_filter[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FE_ARCH, 1, 0),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#ifdef __x86_64__
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-#endif
+	FCTL_SECCOMP_PROLOGUE
 	ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_readv), ALLOW(__NR_writev),
 	ALLOW(__NR_close), ALLOW(__NR_fstat), ALLOW(__NR_newfstatat), ALLOW(__NR_lseek),
 	ALLOW(__NR_fcntl), ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mprotect),
@@ -176,7 +162,7 @@ static struct sock_filter fe_filter[] = {
 
 static int sandbox(uid_t uid, gid_t gid, pid_t parent, const char **step)
 {
-#ifdef FE_ARCH
+#ifdef FCTL_SECCOMP_ARCH
 	struct sock_fprog prog = { .len = FCTL_ARRAY_SIZE(fe_filter), .filter = fe_filter };
 	int r;
 

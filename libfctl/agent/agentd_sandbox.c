@@ -27,6 +27,7 @@
 #include <linux/seccomp.h>
 
 #include "agentd_int.h"
+#include "seccomp_int.h"
 
 /* --- the request, as the agent encodes it: "key=value\0" strings --- */
 
@@ -247,17 +248,9 @@ int fctl_agentd_drop_to(uid_t uid, gid_t gid)
 	return no_caps_left();
 }
 
-#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-		  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 #define ARG_LO(i) (offsetof(struct seccomp_data, args) + (i) * sizeof(__u64))
 
-#if defined(__x86_64__)
-#define SANDBOX_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SANDBOX_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-#ifdef SANDBOX_ARCH
+#ifdef FCTL_SECCOMP_ARCH
 /*
  * What a read command needs once its files are open (found with strace on plan, show,
  * diff, history and apply --dry-run): memory, reading its files and writing its
@@ -265,15 +258,7 @@ int fctl_agentd_drop_to(uid_t uid, gid_t gid)
  * large array asks it), signals to itself (abort) and exit. Everything else kills the process.
  */
 static struct sock_filter sandbox_filter[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SANDBOX_ARCH, 1, 0),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#ifdef __x86_64__
-	/* the x32 ABI shares the architecture: its numbers have bit 30 set */
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-#endif
+	FCTL_SECCOMP_PROLOGUE
 	ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_readv), ALLOW(__NR_writev),
 	ALLOW(__NR_pread64), ALLOW(__NR_close), ALLOW(__NR_fstat), ALLOW(__NR_newfstatat),
 	ALLOW(__NR_statx), ALLOW(__NR_lseek), ALLOW(__NR_openat), ALLOW(__NR_fcntl),
@@ -314,7 +299,7 @@ static struct sock_filter sandbox_filter[] = {
 
 static int install_filter(void)
 {
-#ifdef SANDBOX_ARCH
+#ifdef FCTL_SECCOMP_ARCH
 	struct sock_fprog prog = { .len = FCTL_ARRAY_SIZE(sandbox_filter),
 				   .filter = sandbox_filter };
 
