@@ -105,7 +105,8 @@ fi
 pass "lab-up"
 
 # guests see the host root read-only (live), but not the host's /tmp or /var/tmp
-WORK=$BUILD/lab-apply-work
+# one work directory per lab: the suite runs on two kernels, maybe at once (test.sh lanes)
+WORK=$BUILD/lab-apply-work-${FCTL_LAB_DIR##*/}
 rm -rf "$WORK"
 mkdir -p "$WORK/keys"
 chmod 700 "$WORK/keys"

@@ -64,7 +64,8 @@ on() { local h=$1; shift; "$LAB" exec --timeout 300 "$h" -- "$@"; }
 for b in "$F" "$K" "$SEQ"; do [ -x "$b" ] || { fail "build" "$b is missing: build first"; exit 1; }; done
 
 # --- material under the build dir (the guests see it read-only) -----------------
-WORK=$BUILD/lab-rotation-work
+# one work directory per lab: the suite runs on two kernels, maybe at once (test.sh lanes)
+WORK=$BUILD/lab-rotation-work-${FCTL_LAB_DIR##*/}
 rm -rf "$WORK"
 mkdir -p "$WORK/keys"
 "$ROOT/scripts/pki.sh" "$WORK/pki" h1=10.9.12.1 h2=10.9.12.2 >/dev/null || { fail "pki"; exit 1; }
