@@ -299,7 +299,7 @@ audit_has "2b-wrong-length-key" 'rolled-back.*hex digits'
 
 # 2c. peer agent killed before the switch (keymgr paused at stage-tx)
 stamp "2c"
-job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=stage-tx:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
+job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=stage-tx:pause:20 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
 for _ in $(seq 40); do on h1 test -e "$KS/paused-stage-tx" && break; sleep 0.5; done
 on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
 "$LAB" wait --timeout 60 h1 "$job" >/dev/null 2>&1
@@ -313,7 +313,7 @@ counters_zero "2c"
 
 # 2d. peer agent killed at the switch (after h1 may have switched): back to the old AN
 stamp "2d"
-job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=switch:pause:6 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
+job=$("$LAB" exec-bg --env FCTL_KEYMGR_TEST_HOOK=switch:pause:20 h1 -- "${KM[@]}" rotate --all --overlap 1 "$WORK/rot.yaml")
 for _ in $(seq 40); do on h1 test -e "$KS/paused-switch" && break; sleep 0.5; done
 on h2 sh -c 'kill -9 $(pidof fabricctl)' >/dev/null 2>&1
 "$LAB" wait --timeout 60 h1 "$job" >/dev/null 2>&1
