@@ -389,10 +389,10 @@ for h in h1 h2; do
 done
 na=$(on h1 sh -c "wc -l <$KA")
 out=$(on h1 "${KM[@]}" rotate --all --json "$WORK/rot-batch.yaml" 2>/dev/null)
-# per link its own counters: 18 agent requests (2 each for the prepare dumps, install,
+# one connection per agent, kept open across phases (sa-batch); per link its own counters: 18 agent requests (2 each for the prepare dumps, install,
 # stage, confirm dumps, switch, the two overlap dumps; 4 for retire); KMS: the new key,
 # and the current one where no check value was recorded yet (101, 102: first rotation)
-jq -e '.total.links == 3 and .total.committed == 3 and .total.agent_connections == 4 and
+jq -e '.total.links == 3 and .total.committed == 3 and .total.agent_connections == 2 and
 	.total.overlap_s == 2 and .total.overlap_wait_ms > 0 and ([.links[].link] | sort == ["h1-h2.100","h1-h2.101","h1-h2.102"]) and
 	all(.links[]; .agent_requests == 18) and ([.links[] | select(.link == "h1-h2.100") | .kms_ops] == [1]) and
 	([.links[] | select(.link != "h1-h2.100") | .kms_ops] == [2, 2]) and .total.kms_ops == 5' \
