@@ -71,7 +71,6 @@ static void arm(struct fctl_agentd_pull *p, unsigned ms)
 /* The content into a new spool file of profile_dir (.pull-XXXXXX.yaml, 0600). */
 static int spool(struct agent *a, struct fctl_agentd_pull *p, const struct fctl_buf *b)
 {
-	size_t off = 0;
 	int fd, r = 0;
 
 	if (mkdir(a->cfg.profile_dir, 0700) < 0 && errno != EEXIST)
@@ -83,14 +82,7 @@ static int spool(struct agent *a, struct fctl_agentd_pull *p, const struct fctl_
 		p->spool[0] = '\0';
 		return r;
 	}
-	while (off < b->len && r == 0) {
-		ssize_t k = write(fd, b->data + off, b->len - off);
-
-		if (k < 0 && errno != EINTR)
-			r = -errno;
-		else if (k > 0)
-			off += (size_t)k;
-	}
+	r = fctl_write_all(fd, b->data, b->len);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r < 0) {

@@ -31,7 +31,6 @@ static void drop_spool(struct conn *c)
 static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
 	static const char suffix[] = ".yaml";
-	size_t off = 0;
 	int fd, r = 0, n;
 
 	if (mkdir(a->cfg.profile_dir, 0700) < 0 && errno != EEXIST)
@@ -50,14 +49,8 @@ static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m
 	}
 	if (fchmod(fd, 0600) < 0)
 		r = -errno;
-	while (off < m->profile_len && r == 0) {
-		ssize_t k = write(fd, m->profile + off, m->profile_len - off);
-
-		if (k < 0 && errno != EINTR)
-			r = -errno;
-		else if (k > 0)
-			off += (size_t)k;
-	}
+	if (r == 0)
+		r = fctl_write_all(fd, m->profile, m->profile_len);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r < 0)
