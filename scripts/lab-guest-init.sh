@@ -83,14 +83,36 @@ ln -sf /proc/self/fd/1 "$R/dev/stdout"
 ln -sf /proc/self/fd/2 "$R/dev/stderr"
 [ -d /sys/kernel/config ] && mount -t configfs configfs "$R/sys/kernel/config" 2>/dev/null
 
-# Writable scratch space.  A directory that does not exist on the host cannot
-# be created on the read-only root: it is skipped with a warning.
+# A mount point the host root lacks cannot be made on the read-only 9p root.  The
+# host may have lost it while this guest booted: a 'dpkg --purge fabricctl' on
+# the host removes an empty /var/lib/fabricctl.  Lay a tmpfs over its parent
+# instead, bring each of the parent's entries back with a bind mount from the
+# untouched host view, and make the mount point in the tmpfs.
+mount_point_in_parent() { # DIR
+	p=${1%/*}
+	[ -n "$p" ] && [ -d "$R$p" ] || return 1
+	mount -t tmpfs -o mode=0755,size=4m tmpfs "$R$p" || return 1
+	for e in "/hostview$p"/* "/hostview$p"/.[!.]*; do
+		[ -e "$e" ] || [ -L "$e" ] || continue
+		n=${e##*/}
+		if [ -L "$e" ]; then
+			cp -P "$e" "$R$p/$n"
+		elif [ -d "$e" ]; then
+			mkdir "$R$p/$n" && mount -o bind "$e" "$R$p/$n"
+		else
+			: >"$R$p/$n" && mount -o bind "$e" "$R$p/$n"
+		fi || say "warning: $p/$n not brought back over the tmpfs on $p"
+	done
+	mkdir -p "$R$1"
+}
+
+# Writable scratch space.
 for d in /tmp /run /var/tmp /var/lib/fabricctl /root /dev/shm; do
-	if [ -d "$R$d" ]; then
-		mount -t tmpfs -o mode=1777,size=128m tmpfs "$R$d" || fatal "tmpfs on $d"
-	else
-		say "warning: $d missing on the host root, left out"
+	if [ ! -d "$R$d" ] && ! mount_point_in_parent "$d"; then
+		say "warning: $d missing on the host root and no parent to hold it, left out"
+		continue
 	fi
+	mount -t tmpfs -o mode=1777,size=128m tmpfs "$R$d" || fatal "tmpfs on $d"
 done
 chmod 0700 "$R/root" 2>/dev/null
 chmod 0755 "$R/run" "$R/var/lib/fabricctl" 2>/dev/null

@@ -753,7 +753,6 @@ cmd_up() {
 	with_lock
 	trap 'say "interrupted: tearing the lab down"; cmd_down; exit 130' INT TERM
 	local deadline=$(($(date +%s) + lifetime)) i h nlinks
-	mkdir -p /var/lib/fabricctl # mount point for a guest tmpfs
 	for ((i = 1; i <= hosts; i++)); do
 		rm -rf -- "${LAB_DIR:?}/h$i"
 		mkdir -p "$LAB_DIR/h$i/queue" "$LAB_DIR/h$i/jobs"

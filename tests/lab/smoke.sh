@@ -5,6 +5,9 @@
 # the lab can do what fabricctl's live tests need:
 #
 #   lab-up           two hosts boot and answer commands
+#   scratch-dirs     /var/lib/fabricctl, /root, /tmp, /run writable in a guest, whether
+#                    or not the host has /var/lib/fabricctl (a purge removes it), and
+#                    the rest of the host's /var/lib still visible beside it
 #   macsec-ping      VLAN 100 on eth0, MACsec GCM-AES-128 (encrypt on) over
 #                    it, 10.100.0.1/24 <-> 10.100.0.2/24 ping
 #   macsec-counters  InPktsOK grew on both sides, InPktsNotValid stayed 0
@@ -56,7 +59,7 @@ trap cleanup EXIT
 # 16 random bytes as 32 hex digits (test data only).
 hexkey() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 
-TESTS=(lab-up macsec-ping macsec-counters rxe-devices rdma-send-lat)
+TESTS=(lab-up scratch-dirs macsec-ping macsec-counters rxe-devices rdma-send-lat)
 fail_rest() {
 	local from=$1 t on=0
 	for t in "${TESTS[@]}"; do
@@ -84,6 +87,17 @@ else
 	fail_rest lab-up "guests do not answer commands"
 fi
 echo "lab up in $(($(date +%s) - t0)) s"
+
+# --- scratch-dirs -------------------------------------------------------------
+if [[ -d /var/lib/fabricctl ]]; then how="the host has /var/lib/fabricctl"; else how="the host has no /var/lib/fabricctl"; fi
+# shellcheck disable=SC2016 # expanded inside the guest
+if out=$(lab exec h1 -- sh -c 'set -e
+	for d in /var/lib/fabricctl /root /tmp /run; do echo x >"$d/.smoke"; rm "$d/.smoke"; done
+	test -f /var/lib/dpkg/status' 2>&1); then
+	pass "scratch-dirs ($how)"
+else
+	fail scratch-dirs "$how: $out"
+fi
 
 # --- macsec-ping ------------------------------------------------------------
 status=$(lab status --json) || fail_rest macsec-ping "lab.sh status --json failed"
