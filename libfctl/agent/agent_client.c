@@ -207,8 +207,11 @@ static int tls_handshake(struct fctl_agent_conn *c, const char *endpoint, const 
 		r = SSL_set1_host(c->ssl, host) == 1 ? 0 : -EINVAL;
 	if (r < 0)
 		return r;
-	ERR_clear_error();
-	while ((k = SSL_connect(c->ssl)) != 1) {
+	for (;;) {
+		ERR_clear_error(); /* as in io_all */
+		k = SSL_connect(c->ssl);
+		if (k == 1)
+			break;
 		r = ssl_wait(c, k);
 		if (r == 0)
 			continue;
@@ -280,8 +283,14 @@ static int io_all(struct fctl_agent_conn *c, const void *wp, void *rp, size_t n)
 
 		if (c->ssl) {
 			size_t done = 0;
-			int ok = wr ? SSL_write_ex(c->ssl, (const char *)wp + off, n - off, &done)
-				    : SSL_read_ex(c->ssl, (char *)rp + off, n - off, &done);
+			int ok;
+
+			/* SSL_get_error() reads this thread's error queue first: an error another
+			 * library left there (a PKCS#11 module's OpenSSL, say) would pass for a
+			 * TLS failure of this connection */
+			ERR_clear_error();
+			ok = wr ? SSL_write_ex(c->ssl, (const char *)wp + off, n - off, &done)
+				: SSL_read_ex(c->ssl, (char *)rp + off, n - off, &done);
 
 			if (ok != 1) {
 				r = ssl_wait(c, ok);

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/err.h>
 
 #include "agentd_int.h"
 
@@ -110,6 +111,7 @@ ssize_t fctl_agentd_conn_read(struct conn *c, void *p, size_t n)
 	if (c->ssl) {
 		size_t done = 0;
 
+		ERR_clear_error(); /* SSL_get_error() reads the queue first: only this call's */
 		if (SSL_read_ex(c->ssl, p, n, &done) == 1)
 			return (ssize_t)done;
 		switch (SSL_get_error(c->ssl, 0)) {
@@ -135,6 +137,7 @@ static ssize_t conn_write(struct conn *c, const void *p, size_t n)
 	if (c->ssl) {
 		size_t done = 0;
 
+		ERR_clear_error();
 		if (SSL_write_ex(c->ssl, p, n, &done) == 1)
 			return (ssize_t)done;
 		switch (SSL_get_error(c->ssl, 0)) {
@@ -371,8 +374,11 @@ void fctl_agentd_conn_readable(struct agent *a, struct conn *c)
 
 void fctl_agentd_tls_handshake(struct agent *a, struct conn *c)
 {
-	int r = SSL_do_handshake(c->ssl);
 	char e[256];
+	int r;
+
+	ERR_clear_error();
+	r = SSL_do_handshake(c->ssl);
 
 	if (r != 1) {
 		int se = SSL_get_error(c->ssl, r);

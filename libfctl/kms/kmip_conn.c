@@ -158,7 +158,10 @@ static int ssl_drive(struct kmip_conn *c, int (*fn)(SSL *, void *, int), void *b
 		     int64_t deadline, const char *what, char *err, size_t errlen)
 {
 	for (;;) {
-		int ret = fn(c->ssl, buf, len), se, r;
+		int ret, se, r;
+
+		ERR_clear_error(); /* SSL_get_error() reads the queue first: only this call's */
+		ret = fn(c->ssl, buf, len);
 
 		if (ret > 0)
 			return ret;
