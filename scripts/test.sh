@@ -209,7 +209,7 @@ lab_lane() {
 			bash tests/lab/package_lab.sh
 		# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
 		# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
-		suite lab-rotation 1800 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
+		suite lab-rotation 2400 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rotation.sh
 		# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
 		# wrong key and rotations asserted with PromQL, promtool on real scrapes

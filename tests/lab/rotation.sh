@@ -85,7 +85,7 @@ KA=/var/lib/fabricctl/keymgr-audit.log
 KM=("$K" --state-dir "$KS" --audit-log "$KA" --timeout 20 "${KC[@]}")
 
 # --- lab, profile, agents ----------------------------------------------------------
-if ! "$LAB" up --hosts 2; then
+if ! "$LAB" up --hosts 2 --lifetime 2400; then
 	fail "lab-up" "the lab did not start"
 	exit 1
 fi
