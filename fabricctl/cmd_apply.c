@@ -22,6 +22,7 @@ struct common {
 	bool audit;            /* diff: --audit (or --audit-log) records drift */
 	bool markdown;         /* plan: --markdown */
 	bool detailed;         /* plan: --detailed-exitcode */
+	char confirm_id[64];   /* apply --confirm: the pending record's id */
 };
 
 enum {
@@ -38,6 +39,7 @@ enum {
 	OPT_AUDIT,
 	OPT_MARKDOWN,
 	OPT_DETAILED,
+	OPT_CONFIRM,
 };
 
 static const struct option common_opts[] = {
@@ -52,10 +54,31 @@ static const struct option common_opts[] = {
 	{ "audit", no_argument, NULL, OPT_AUDIT },
 	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
 	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
+	{ "confirm", required_argument, NULL, OPT_CONFIRM },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* apply --confirm DURATION: 1 s to 7 days */
+static int parse_confirm(const char *cmd, const char *arg, struct common *c)
+{
+	uint64_t s;
+
+	if (strcmp(cmd, "apply") != 0) {
+		cli_err("%s: unknown option '--confirm' (only apply takes it)", cmd);
+		return -EINVAL;
+	}
+	if (fctl_parse_duration(arg, &s) < 0 || s < 1 || s > 7 * 86400) {
+		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
+			"1h30m)", arg);
+		return -EINVAL;
+	}
+	c->eo.confirm_seconds = s;
+	cli_confirm_id(c->confirm_id, sizeof(c->confirm_id));
+	c->eo.confirm_id = c->confirm_id;
+	return 0;
+}
 
 /* Parses the options every host command shares. Returns -1 on success (continue),
  * or an exit code. */
@@ -117,6 +140,10 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			else
 				c->detailed = true;
 			break;
+		case OPT_CONFIRM:
+			if (parse_confirm(cmd, optarg, c) < 0)
+				return EXIT_USAGE;
+			break;
 		case 'q':
 			c->quiet = true;
 			break;
@@ -148,8 +175,9 @@ static int env_error(const char *what, int r, const char *msg)
 	return EXIT_USAGE;
 }
 
-static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
-			const struct fctl_apply_result *res, const char *result)
+static void result_json(struct fctl_buf *o, const struct fctl_engine_opts *eo,
+			const struct fctl_profile *p, const struct fctl_apply_result *res,
+			const char *result)
 {
 	fctl_buf_puts(o, "{\"host\":");
 	fctl_buf_json_str(o, res->host);
@@ -171,6 +199,12 @@ static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
 		fctl_buf_puts(o, ",\"error\":");
 		fctl_buf_json_str(o, res->error);
 	}
+	if (res->confirm_pending) {
+		struct fctl_confirm_pending cp;
+
+		fctl_buf_puts(o, ",\"confirm\":");
+		cli_confirm_json(fctl_engine_confirm_pending(eo, &cp) == 1 ? &cp : NULL, o);
+	}
 	fctl_buf_puts(o, ",\"plan\":");
 	if (res->plan)
 		fctl_plan_to_json(res->plan, o);
@@ -191,6 +225,8 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
 		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs,
 	};
+	struct fctl_confirm_pending cp;
+	char detail[192];
 
 	if (!audit)
 		return;
@@ -211,6 +247,10 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 	ev.action = cmd;
 	ev.result = result;
 	ev.error = res->error;
+	if (res->confirm_pending && fctl_engine_confirm_pending(&c->eo, &cp) == 1) {
+		cli_confirm_detail(&cp, detail, sizeof(detail));
+		ev.detail = detail;
+	}
 	ev.has_counts = true;
 	ev.ops = res->ops_done;
 	ev.writes = res->writes;
@@ -230,6 +270,10 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	const char *result;
 	int r, rc;
 
+	if (c->eo.dry_run && c->eo.confirm_seconds) {
+		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
+		return EXIT_USAGE;
+	}
 	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
 		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
 			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
@@ -242,7 +286,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	if (r < 0 && res.refused) {
 		rc = env_error(cmd, r, res.error);
 		if (c->json) {
-			result_json(&out, p, &res, "refused");
+			result_json(&out, &c->eo, p, &res, "refused");
 			cli_write(stdout, &out);
 		}
 		audit_apply(audit, cmd, c, p, &res, "refused", &rc);
@@ -255,7 +299,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c->json) {
-		result_json(&out, p, &res, result);
+		result_json(&out, &c->eo, p, &res, result);
 	} else if (!c->quiet) {
 		if (res.recovered)
 			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
@@ -301,6 +345,13 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 out:
 	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
 		rc = EXIT_USAGE;
+	/* after its record: the watchdog that owns the deadline from now on */
+	if (r == 0 && res.confirm_pending) {
+		int arm = cli_confirm_arm(&c->eo, c->audit_log, c->change_id, c->quiet || c->json);
+
+		if (arm != EXIT_OK)
+			rc = arm;
+	}
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
 	return rc;
@@ -435,7 +486,7 @@ int cmd_teardown(int argc, char **argv)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c.json)
-		result_json(&out, NULL, &res, result);
+		result_json(&out, &c.eo, NULL, &res, result);
 	else if (!c.quiet || r < 0)
 		teardown_text(&out, &c, &res, r);
 	cli_write(stdout, &out);
@@ -659,6 +710,8 @@ int cmd_show(int argc, char **argv)
 			out.len--;
 			fctl_buf_puts(&out, ",\"mka\":");
 			cli_mka_show(c.eo.netns, &out, true);
+			fctl_buf_puts(&out, ",\"confirm\":");
+			cli_confirm_show(&c.eo, &out);
 			fctl_buf_putc(&out, '}');
 		}
 		fctl_buf_putc(&out, '\n');
@@ -666,6 +719,7 @@ int cmd_show(int argc, char **argv)
 		r = fctl_state_to_profile(live, &out);
 		if (r >= 0)
 			cli_mka_show(c.eo.netns, &out, false);
+		cli_confirm_show(&c.eo, NULL);
 	}
 	rc = r < 0 || cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
 	fctl_buf_release(&out);
