@@ -80,11 +80,14 @@ struct fctl_confirm_pending;
 int cmd_confirm(int argc, char **argv);
 /* A fresh id for the pending record of one apply --confirm. */
 void cli_confirm_id(char *out, size_t len);
-/* After a confirmed apply changed the host: starts the watchdog that owns the deadline (a
- * process of its own session, STATE_DIR/confirm.pid) and says until when. EXIT_OK; when it
- * cannot start, the host is rolled back at once and EXIT_FAILED returned (said). */
-int cli_confirm_arm(const struct fctl_engine_opts *eo, const char *audit_log,
-		    const char *change_id, bool quiet);
+/* Before an apply --confirm: starts the watchdog that owns the deadline (a process of its
+ * own session, STATE_DIR/confirm.pid), 0 once it watches; *life_fd stays open until the
+ * CLI exits (its closing, a kill -9 too, tells the watchdog). Negative errno, said: the
+ * apply must be refused. */
+int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
+		      const char *change_id, int *life_fd);
+/* After it: the deadline and what the host goes back to, on stderr. */
+void cli_confirm_note(const struct fctl_engine_opts *eo);
 /* The pending confirmation as a JSON object (NULL: null), and as the audit detail. */
 void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o);
 void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,13 +263,30 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 	}
 }
 
+/* FCTL_TEST_STOP_AFTER_APPLY=FILE (builds with FCTL_TEST_HOOKS only, docs/apply.md): after
+ * the engine returned, the pid goes to FILE and the process stops itself, for a test to
+ * kill -9 it there. */
+static void test_stop_after_apply(void)
+{
+#ifdef FCTL_TEST_HOOKS
+	const char *f = getenv("FCTL_TEST_STOP_AFTER_APPLY");
+	FILE *o;
+
+	if (!f || !*f || !(o = fopen(f, "w")))
+		return;
+	fprintf(o, "%ld\n", (long)getpid());
+	fclose(o);
+	raise(SIGSTOP);
+#endif
+}
+
 static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
 	struct fctl_audit *audit = NULL;
 	const char *result;
-	int r, rc;
+	int r, rc, life_fd = -1;
 
 	if (c->eo.dry_run && c->eo.confirm_seconds) {
 		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
@@ -280,9 +298,16 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 			cmd);
 		return EXIT_USAGE;
 	}
+	/* before the apply: the deadline's owner, should this process die at any point */
+	if (c->eo.confirm_seconds &&
+	    cli_confirm_watch(&c->eo, c->audit_log, c->change_id, &life_fd) < 0) {
+		cli_audit_close(audit);
+		return EXIT_USAGE;
+	}
 	if (!c->json && !c->quiet && isatty(fileno(stderr)))
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
+	test_stop_after_apply();
 	if (r < 0 && res.refused) {
 		rc = env_error(cmd, r, res.error);
 		if (c->json) {
@@ -345,13 +370,10 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 out:
 	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
 		rc = EXIT_USAGE;
-	/* after its record: the watchdog that owns the deadline from now on */
-	if (r == 0 && res.confirm_pending) {
-		int arm = cli_confirm_arm(&c->eo, c->audit_log, c->change_id, c->quiet || c->json);
-
-		if (arm != EXIT_OK)
-			rc = arm;
-	}
+	if (r == 0 && res.confirm_pending && !c->quiet && !c->json)
+		cli_confirm_note(&c->eo);
+	if (life_fd >= 0)
+		close(life_fd); /* the watchdog now needs nothing of this process */
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
 	return rc;

@@ -164,41 +164,69 @@ static int pid_file(const struct fctl_engine_opts *eo)
 	return fd;
 }
 
-/* The watchdog: a process of its own session, started by apply --confirm, that outlives
- * the CLI. It waits for the deadline of record id and rolls back then; it ends when the
- * record is confirmed or replaced. ready_fd gets one byte once it watches. */
+/* Waits up to a second for the CLI's end of the life pipe to close: false once it did. */
+static bool cli_alive(int *life_fd)
+{
+	struct pollfd p = { .fd = *life_fd, .events = POLLIN };
+
+	if (*life_fd < 0)
+		return false;
+	if (poll(&p, 1, 1000) == 0)
+		return true;
+	close(*life_fd); /* EOF or an error: the CLI is gone, whichever way it ended */
+	*life_fd = -1;
+	return false;
+}
+
+/* The watchdog: a process of its own session, started by apply --confirm before the apply,
+ * that outlives the CLI. Once record id exists (the engine writes it before its journal)
+ * it waits for the deadline and rolls back then; it ends when the record is confirmed or
+ * replaced, or when the CLI ended (life_fd closed, however it died) without one. ready_fd
+ * gets one byte once it watches. */
 static int watchdog(const struct fctl_engine_opts *eo, const char *id, int ready_fd,
-		    const char *log, const char *change_id)
+		    int life_fd, const char *log, const char *change_id)
 {
 	struct fctl_confirm_pending c;
 	int pfd = pid_file(eo), r;
+	bool seen = false;
 
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (pfd < 0 || fctl_engine_confirm_pending(eo, &c) != 1 || strcmp(c.id, id) != 0)
-		return EXIT_USAGE; /* no byte: apply rolls back at once */
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "1", 1) != 1)
-			return EXIT_USAGE;
-		close(ready_fd);
-	}
+	if (pfd < 0 || ready_fd < 0 || write(ready_fd, "1", 1) != 1)
+		return EXIT_USAGE; /* no byte: apply is refused */
+	close(ready_fd);
 	for (;;) {
 		int64_t left;
+		bool mine;
 
 		r = fctl_engine_confirm_pending(eo, &c);
-		if (r == 0 || (r == 1 && strcmp(c.id, id) != 0))
-			break; /* confirmed, or another apply's record */
-		left = r == 1 ? c.deadline - (int64_t)time(NULL) : 0;
-		if (r == 1 && (left <= 0 || c.expiring)) {
+		mine = r == 1 && strcmp(c.id, id) == 0;
+		if (!mine) {
+			/* confirmed or replaced; or the CLI ended without a record (refused,
+			 * failed, nothing to change): read once more after it ended */
+			if (seen || (life_fd < 0 && r >= 0))
+				break;
+			if (!cli_alive(&life_fd) && r < 0)
+				sleep(1); /* unreadable for now: keep trying */
+			continue;
+		}
+		seen = true;
+		left = c.deadline - (int64_t)time(NULL);
+		if (left <= 0 || c.expiring) {
 			r = expire(eo, id, false, log, change_id, true);
 			if (r >= 0)
 				break;
 			sleep(r == -EBUSY ? 1 : 5); /* the lock is held, or the rollback failed */
 			continue;
 		}
-		sleep(left > 1 || left <= 0 ? 1 : (unsigned)left);
+		if (life_fd >= 0)
+			cli_alive(&life_fd); /* a second, and the pipe closed when it is gone */
+		else
+			sleep(left > 1 ? 1 : (unsigned)left);
 	}
+	if (life_fd >= 0)
+		close(life_fd);
 	close(pfd);
 	return EXIT_OK;
 }
@@ -208,7 +236,7 @@ static void exec_watchdog(const struct fctl_engine_opts *eo, const char *audit_l
 			  const char *change_id)
 {
 	const char *opt[][2] = {
-		{ "--watchdog", eo->confirm_id }, { "--ready-fd", "3" },
+		{ "--watchdog", eo->confirm_id }, { "--ready-fd", "3" }, { "--life-fd", "4" },
 		{ "--state-dir", eo->state_dir }, { "--netns", eo->netns },
 		{ "--host", eo->host },	  { "--audit-log", audit_log },
 		{ "--change", change_id },
@@ -233,24 +261,26 @@ static void exec_watchdog(const struct fctl_engine_opts *eo, const char *audit_l
 }
 
 /* Starts the watchdog: fork, a new session, fork again (so it is nobody's child), stdio on
- * /dev/null, then exec_watchdog. 0 once it said it watches. */
+ * /dev/null, then exec_watchdog. 0 once it said it watches; *life_fd is the CLI's end of
+ * the pipe whose closing (at exit, or a kill -9) tells the watchdog the CLI is gone. */
 static int start_watchdog(const struct fctl_engine_opts *eo, const char *audit_log,
-			  const char *change_id)
+			  const char *change_id, int *life_fd)
 {
 	struct pollfd pfd;
-	int p[2], st;
+	int p[2], life[2], st;
 	char b = 0;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(life, O_CLOEXEC) < 0) {
+		st = -errno;
 		close(p[0]);
 		close(p[1]);
-		return -errno;
+		return st;
 	}
+	fflush(NULL);
+	pid = fork();
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDWR);
 
@@ -259,93 +289,145 @@ static int start_watchdog(const struct fctl_engine_opts *eo, const char *audit_l
 		dup2(nul, 0);
 		dup2(nul, 1);
 		dup2(nul, 2);
-		if (dup2(p[1], 3) < 0 || fcntl(3, F_SETFD, 0) < 0) /* without O_CLOEXEC */
-			_exit(127);
-		for (int fd = 4; fd < 1024; fd++)
+		/* p[1] and life[0] are above 4 or a dup2 of them would close the other */
+		if (p[1] < 5 || life[0] < 5) {
+			p[1] = fcntl(p[1], F_DUPFD_CLOEXEC, 5);
+			life[0] = fcntl(life[0], F_DUPFD_CLOEXEC, 5);
+		}
+		if (p[1] < 0 || life[0] < 0 || dup2(p[1], 3) < 0 || dup2(life[0], 4) < 0)
+			_exit(127); /* dup2 leaves 3 and 4 without O_CLOEXEC */
+		for (int fd = 5; fd < 1024; fd++)
 			close(fd);
 		exec_watchdog(eo, audit_log, change_id);
 	}
 	close(p[1]);
+	close(life[0]);
+	if (pid < 0) {
+		st = -errno;
+		close(p[0]);
+		close(life[1]);
+		return st;
+	}
 	waitpid(pid, &st, 0);
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
 	st = poll(&pfd, 1, READY_TIMEOUT_MS) == 1 && read(p[0], &b, 1) == 1 && b == '1';
 	close(p[0]);
-	return st ? 0 : -ECHILD;
+	if (!st) {
+		close(life[1]);
+		return -ECHILD;
+	}
+	*life_fd = life[1];
+	return 0;
 }
 
-int cli_confirm_arm(const struct fctl_engine_opts *eo, const char *audit_log,
-		    const char *change_id, bool quiet)
+int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
+		      const char *change_id, int *life_fd)
+{
+	struct fctl_confirm_pending c;
+	int r;
+
+	*life_fd = -1;
+	if (fctl_engine_confirm_pending(eo, &c) == 1)
+		return 0; /* one is pending: the engine refuses this apply and says why */
+	r = start_watchdog(eo, audit_log, change_id, life_fd);
+
+	if (r < 0)
+		cli_err("apply: refused: the confirmation watchdog did not start (%s); nothing "
+			"was changed", strerror(-r));
+	return r;
+}
+
+void cli_confirm_note(const struct fctl_engine_opts *eo)
 {
 	struct fctl_confirm_pending c;
 	char dl[32];
-	int r = start_watchdog(eo, audit_log, change_id);
 
-	if (r == 0) {
-		if (!quiet && fctl_engine_confirm_pending(eo, &c) == 1) {
-			fmt_time(c.deadline, dl, sizeof(dl));
-			fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' "
-					"on this host, or it goes back to %s%" PRIu64 "\n",
-				dl, c.prev_seq ? "version " : "nothing, no version ", c.prev_version);
-		}
-		return EXIT_OK;
-	}
-	cli_err("apply: the confirmation watchdog did not start (%s): rolling back now",
-		strerror(-r));
-	r = expire(eo, eo->confirm_id, true, audit_log, change_id, false);
-	if (r == 1)
-		cli_err("rolled back: nothing is left awaiting confirmation");
-	return EXIT_FAILED;
+	if (fctl_engine_confirm_pending(eo, &c) != 1)
+		return;
+	fmt_time(c.deadline, dl, sizeof(dl));
+	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host, or "
+			"it goes back to %s%" PRIu64 "\n",
+		dl, c.prev_seq ? "version " : "nothing, no version ", c.prev_version);
 }
 
 /* confirm's options */
 struct confirm_args {
 	struct fctl_engine_opts eo;
 	const char *audit_log, *change_id, *watchdog;
-	int ready_fd;
+	int ready_fd, life_fd;
 	bool json, quiet, cancel;
 };
 
 static int parse(int argc, char **argv, struct confirm_args *a)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },	 { "netns", required_argument, NULL, 'n' },
-		{ "host", required_argument, NULL, 'H' }, { "state-dir", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "state-dir", required_argument, NULL, 's' },
 		{ "audit-log", required_argument, NULL, 'a' },
 		{ "change", required_argument, NULL, 'c' },
-		{ "cancel", no_argument, NULL, 'C' },	 { "watchdog", required_argument, NULL, 'w' },
+		{ "cancel", no_argument, NULL, 'C' },
+		/* hidden: the watchdog apply --confirm starts (its id, its two pipe ends) */
+		{ "watchdog", required_argument, NULL, 'w' },
 		{ "ready-fd", required_argument, NULL, 'r' },
-		{ "quiet", no_argument, NULL, 'q' },	 { "help", no_argument, NULL, 'h' },
+		{ "life-fd", required_argument, NULL, 'l' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
 	int ch;
 
 	memset(a, 0, sizeof(*a));
-	a->ready_fd = -1;
+	a->ready_fd = a->life_fd = -1;
 	a->eo.keymgr_path = cli_keymgr_path();
 	a->change_id = getenv("FCTL_CHANGE_ID");
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'j': a->json = true; break;
-		case 'n': a->eo.netns = optarg; break;
-		case 'H': a->eo.host = optarg; break;
-		case 's': a->eo.state_dir = optarg; break;
-		case 'a': a->audit_log = optarg; break;
-		case 'c': a->change_id = optarg; break;
-		case 'C': a->cancel = true; break;
-		case 'w': a->watchdog = optarg; break;
+		case 'j':
+			a->json = true;
+			break;
+		case 'n':
+			a->eo.netns = optarg;
+			break;
+		case 'H':
+			a->eo.host = optarg;
+			break;
+		case 's':
+			a->eo.state_dir = optarg;
+			break;
+		case 'a':
+			a->audit_log = optarg;
+			break;
+		case 'c':
+			a->change_id = optarg;
+			break;
+		case 'C':
+			a->cancel = true;
+			break;
+		case 'w':
+			a->watchdog = optarg;
+			break;
 		case 'r':
-			if (fctl_parse_u64(optarg, &v) < 0 || v > 1023) {
-				cli_err("confirm: bad --ready-fd '%s'", optarg);
+		case 'l':
+			if (fctl_parse_u64(optarg, &v) < 0 || v < 3 || v > 1023) {
+				cli_err("confirm: bad --%s '%s'", ch == 'r' ? "ready-fd" : "life-fd",
+					optarg);
 				return EXIT_USAGE;
 			}
-			a->ready_fd = (int)v;
+			*(ch == 'r' ? &a->ready_fd : &a->life_fd) = (int)v;
 			break;
-		case 'q': a->quiet = true; break;
-		case 'h': cli_usage_cmd("confirm"); return EXIT_OK;
-		default: return EXIT_USAGE;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'h':
+			cli_usage_cmd("confirm");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc) {
@@ -383,7 +465,7 @@ int cmd_confirm(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (a.watchdog)
-		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.audit_log, a.change_id);
+		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.life_fd, a.audit_log, a.change_id);
 	if (a.cancel)
 		return cancel(&a);
 	r = fctl_engine_confirm(&a.eo, &c, err, sizeof(err));
