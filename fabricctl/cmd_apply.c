@@ -552,27 +552,44 @@ int cmd_recover(int argc, char **argv)
 	if (cli_audit_open(c.audit_log, &audit) < 0)
 		cli_err("recover: continuing WITHOUT an audit record: restoring the host comes first");
 	r = fctl_engine_recover(&c.eo, &res);
-	if (audit && r != 0) {
+	if (audit && r != 0 && (res.recovered || r < 0)) {
 		struct cli_audit_event ev = { .action = "recover", .host = res.host,
 					      .change_id = c.change_id, .error = res.error,
 					      .result = r == 1 ? "recovered" : "failed" };
 
 		cli_audit_record(audit, &ev);
 	}
+	if (audit && res.confirm_rolled_back) {
+		struct cli_audit_event ev = {
+			.action = "confirm-rollback", .result = "rolled-back", .host = res.host,
+			.change_id = c.change_id, .plan = res.plan, .kcvs = res.kcvs,
+			.n_kcvs = res.n_kcvs, .has_counts = true, .ops = res.ops_done,
+			.writes = res.writes,
+			.detail = "an apply --confirm not confirmed by its deadline went back to the "
+				  "version before",
+		};
+
+		cli_audit_record(audit, &ev);
+	}
 	cli_audit_close(audit);
 	if (c.json)
-		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s}\n",
-		       res.host, r == 1 ? "true" : "false", res.rolled_back ? "true" : "false",
-		       res.restored_exactly ? "true" : "false");
+		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s,"
+		       "\"confirm_rolled_back\":%s}\n",
+		       res.host, res.recovered ? "true" : "false", res.rolled_back ? "true" : "false",
+		       res.restored_exactly ? "true" : "false",
+		       res.confirm_rolled_back ? "true" : "false");
 	if (r < 0) {
 		cli_err("recover failed on %s: %s", res.host, res.error[0] ? res.error : strerror(-r));
 		return EXIT_FAILED;
 	}
-	if (!c.json && !c.quiet)
-		printf(r == 1 ? "recovered: the interrupted apply on %s was rolled back to the prior "
-				"state\n"
-			      : "nothing to recover on %s\n",
+	if (!c.json && !c.quiet && res.recovered)
+		printf("recovered: the interrupted apply on %s was rolled back to the prior state\n",
 		       res.host);
+	if (!c.json && !c.quiet && res.confirm_rolled_back)
+		printf("rolled back: the apply --confirm on %s was not confirmed by its deadline; "
+		       "the version before is applied again\n", res.host);
+	if (!c.json && !c.quiet && r == 0)
+		printf("nothing to recover on %s\n", res.host);
 	fctl_apply_result_release(&res);
 	return EXIT_OK;
 }

@@ -22,6 +22,16 @@
 
 #define READY_TIMEOUT_MS 10000 /* how long apply waits for its watchdog to say it watches */
 
+/* What the host goes back to: "version N", or "nothing (teardown)" when none was before. */
+static const char *back_to(const struct fctl_confirm_pending *c, char *out, size_t len)
+{
+	if (c->prev_seq)
+		snprintf(out, len, "version %" PRIu64, c->prev_version);
+	else
+		snprintf(out, len, "nothing (a teardown: no version was applied before)");
+	return out;
+}
+
 static void fmt_time(int64_t t, char *out, size_t len)
 {
 	time_t tt = (time_t)t;
@@ -63,11 +73,11 @@ void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o)
 
 void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len)
 {
-	char dl[32];
+	char dl[32], to[64];
 
 	fmt_time(c->deadline, dl, sizeof(dl));
-	snprintf(out, len, "awaits confirmation until %s, else back to %s%" PRIu64, dl,
-		 c->prev_seq ? "version " : "nothing, no version ", c->prev_version);
+	snprintf(out, len, "awaits confirmation until %s, else back to %s", dl,
+		 back_to(c, to, sizeof(to)));
 }
 
 void cli_confirm_show(const struct fctl_engine_opts *eo, struct fctl_buf *json)
@@ -117,15 +127,15 @@ static int expire(const struct fctl_engine_opts *eo, const char *id, bool force,
 {
 	struct fctl_confirm_pending c;
 	struct fctl_apply_result res;
-	char detail[256], dl[32];
+	char detail[256], dl[32], to[64];
 	int r = fctl_engine_confirm_expire(eo, id, force, &c, &res);
 
 	if (r == 1) {
 		fmt_time(c.deadline, dl, sizeof(dl));
 		snprintf(detail, sizeof(detail),
-			 "version %" PRIu64 " %s %s: back to %s%" PRIu64, c.version,
-			 force ? "cancelled before its deadline" : "not confirmed by", force ? "" : dl,
-			 c.prev_seq ? "version " : "nothing, no version ", c.prev_version);
+			 "version %" PRIu64 " %s%s: back to %s", c.version,
+			 force ? "cancelled before its deadline" : "not confirmed by ", force ? "" : dl,
+			 back_to(&c, to, sizeof(to)));
 		audit_event(log, change_id, "confirm-rollback", "rolled-back", &res, detail);
 	} else if (r < 0 && r != -EBUSY) {
 		snprintf(detail, sizeof(detail), "the rollback of an unconfirmed apply failed");
@@ -341,14 +351,14 @@ int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
 void cli_confirm_note(const struct fctl_engine_opts *eo)
 {
 	struct fctl_confirm_pending c;
-	char dl[32];
+	char dl[32], to[64];
 
 	if (fctl_engine_confirm_pending(eo, &c) != 1)
 		return;
 	fmt_time(c.deadline, dl, sizeof(dl));
 	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host, or "
-			"it goes back to %s%" PRIu64 "\n",
-		dl, c.prev_seq ? "version " : "nothing, no version ", c.prev_version);
+			"it goes back to %s\n",
+		dl, back_to(&c, to, sizeof(to)));
 }
 
 /* confirm's options */

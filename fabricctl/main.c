@@ -191,13 +191,16 @@ static const struct cmd commands[] = {
 	  "recover [--json] [--netns NAME] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
 	  "state recorded in the journal before that apply started. 'apply' does this by\n"
-	  "itself first; 'recover' does only this.\n"
+	  "itself first; 'recover' does only this. Then, when an 'apply --confirm' was not\n"
+	  "confirmed by its deadline and its watchdog is gone (a reboot), the version\n"
+	  "before is applied again (audit action confirm-rollback).\n"
 	  "\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  the journal (default /var/lib/fabricctl)\n"
 	  "  --audit-log PATH the audit log (recovery goes ahead when it cannot be written)\n"
 	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
-	  "  --json           {host, recovered, rolled_back, restored_exactly}\n"
+	  "  --json           {host, recovered, rolled_back, restored_exactly,\n"
+	  "                   confirm_rolled_back}\n"
 	  "  -q, --quiet      no output on success\n"
 	  "\n"
 	  REMOTE_HELP

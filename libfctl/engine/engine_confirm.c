@@ -152,11 +152,13 @@ int fctl_engi_confirm_refuse(const struct eng *e, char *err, size_t errlen)
 	if (c.expiring || c.deadline <= (int64_t)time(NULL))
 		snprintf(err, errlen, "the confirmed apply of version %" PRIu64 " was not confirmed by "
 			 "%s: its rollback is due ('fabricctl recover' runs it now)", c.version, when);
+	else if (c.prev_seq)
+		snprintf(err, errlen, "version %" PRIu64 " awaits confirmation until %s: 'fabricctl "
+			 "confirm' keeps it, else the host goes back to version %" PRIu64 " then",
+			 c.version, when, c.prev_version);
 	else
 		snprintf(err, errlen, "version %" PRIu64 " awaits confirmation until %s: 'fabricctl "
-			 "confirm' keeps it, else the host goes back to %s%" PRIu64 " then",
-			 c.version, when, c.prev_seq ? "version " : "nothing, no version ",
-			 c.prev_version);
+			 "confirm' keeps it, else it is torn down then", c.version, when);
 	return -EBUSY;
 }
 

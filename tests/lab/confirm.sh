@@ -7,8 +7,9 @@
 #  2. an apply --confirm that moves h2's address on the MACsec VLAN cuts the path h1
 #     reaches it by; the CLI has exited; after the deadline h2 restores itself: ping
 #     over the old path works again, history and the audit log show the rollback
-#  3. the CLI stopped right after its apply and killed with kill -9: the watchdog
-#     still rolls the host back at the deadline
+#  3. on h1, while h2 waits for its deadline: the CLI stopped right after its apply
+#     --confirm and killed with kill -9; the watchdog still rolls h1 back at the
+#     deadline
 #
 # No timed assertions: every wait is a poll with a generous deadline. Prints PASS/FAIL
 # per check and "confirm_lab: N passed, M failed"; exits non-zero on any failure,
@@ -58,14 +59,15 @@ poll() { # seconds, command...: until it succeeds (0) or the seconds have passed
 }
 
 ping_ok() { on h1 ping -c 2 -i 0.3 -W 2 10.100.0.2 >/dev/null 2>&1; }
-pending() { on h2 "$F" show --json | jq -e '.confirm.pending == true' >/dev/null; }
-not_pending() { on h2 "$F" show --json | jq -e '.confirm == null' >/dev/null; }
-restored() { ping_ok && not_pending; }
-versions() { on h2 "$F" history --json | jq -r '[.[].version] | map(tostring) | join(",")'; }
-audit_count() { # action [result]
-	on h2 "$F" audit show --json |
-		jq --arg a "$1" --arg r "${2:-}" '[.[] | select(.action == $a and ($r == "" or .result == $r))] | length'
+pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm.pending == true' >/dev/null; }
+not_pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm == null' >/dev/null; }
+restored() { ping_ok && not_pending h2; }
+versions() { on "${1:-h2}" "$F" history --json | jq -r '[.[].version] | map(tostring) | join(",")'; }
+audit_count() { # host action [result]
+	on "$1" "$F" audit show --json |
+		jq --arg a "$2" --arg r "${3:-}" '[.[] | select(.action == $a and ($r == "" or .result == $r))] | length'
 }
+window() { on "$1" ip -j macsec show ms100 | jq -r '.[0].window'; }
 watchdog_gone() {
 	local pid
 	pid=$(on h2 cat /var/lib/fabricctl/confirm.pid) || return 1
@@ -119,52 +121,64 @@ out=$(on h2 "$F" confirm --json)
 check "1-nothing-pending-after-confirm" not_pending
 check "1-watchdog-ends" poll 60 watchdog_gone
 [ "$(versions)" = "1,2" ] && pass "1-version-2-stays" || fail "1-version-2-stays" "history $(versions)"
-[ "$(on h2 ip -j macsec show ms100 | jq -r '.[0].window')" = 64 ] && pass "1-kernel-has-v2" || fail "1-kernel-has-v2"
+[ "$(window h2)" = 64 ] && pass "1-kernel-has-v2" || fail "1-kernel-has-v2"
 check "1-ping-after-confirm" ping_ok
 on h2 "$F" confirm -q 2>/dev/null
 [ $? -eq 1 ] && pass "1-second-confirm-exit-1" || fail "1-second-confirm-exit-1"
-[ "$(audit_count confirm confirmed)" = 1 ] && pass "1-audit-confirm" || fail "1-audit-confirm"
+[ "$(audit_count h2 confirm confirmed)" = 1 ] && pass "1-audit-confirm" || fail "1-audit-confirm"
 rec=$(on h2 "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
 grep -q 'awaits confirmation until' <<<"$rec" && pass "1-audit-apply-names-deadline" ||
 	fail "1-audit-apply-names-deadline" "$rec"
 
 # --- 2. the change cuts the operator's path; the host restores itself ----------
-on h2 "$F" apply -q --confirm 60s "$WORK/v3-cut.yaml"
+on h2 "$F" apply -q --confirm 45s "$WORK/v3-cut.yaml"
 rc=$?
 [ $rc -eq 0 ] && pass "2-apply-confirm-cut" || fail "2-apply-confirm-cut" "exit $rc"
 # the CLI has exited: only the watchdog is left on h2
 [ "$(h2_addr)" = 10.100.0.9 ] && pass "2-address-moved" || fail "2-address-moved" "ms100 has $(h2_addr)"
 if ping_ok; then
-	fail "2-path-cut" "h1 still reaches 10.100.0.2 (pending: $(pending && echo yes || echo no))"
+	fail "2-path-cut" "h1 still reaches 10.100.0.2 (pending: $(pending h2 && echo yes || echo no))"
 else
 	pass "2-path-cut"
 fi
-check "2-host-restores-itself" poll 300 restored
-[ "$(h2_addr)" = 10.100.0.2 ] && pass "2-address-back" || fail "2-address-back" "ms100 has $(h2_addr)"
-[ "$(versions)" = "1,2,3,2" ] && pass "2-history-shows-rollback" || fail "2-history-shows-rollback" "history $(versions)"
-[ "$(audit_count confirm-rollback rolled-back)" = 1 ] && pass "2-audit-rollback" || fail "2-audit-rollback"
-on h2 "$F" diff "$WORK/v2.yaml" >/dev/null && pass "2-no-drift-from-v2" || fail "2-no-drift-from-v2"
 
-# --- 3. the CLI killed with kill -9 after its apply --------------------------
-on h2 rm -f /run/fctl-stop.pid
-job=$("$LAB" exec-bg --timeout 600 --env FCTL_TEST_STOP_AFTER_APPLY=/run/fctl-stop.pid h2 -- \
-	"$F" apply -q --confirm 60s "$WORK/v3-cut.yaml")
-if poll 120 on h2 test -s /run/fctl-stop.pid; then
-	pid=$(on h2 cat /run/fctl-stop.pid)
-	on h2 grep -q '^State:.*T' "/proc/$pid/status" && pass "3-cli-stopped-after-apply" ||
+# --- 3. meanwhile on h1: the CLI killed with kill -9 after its apply --confirm ---
+on h1 rm -f /run/fctl-stop.pid
+job=$("$LAB" exec-bg --timeout 600 --env FCTL_TEST_STOP_AFTER_APPLY=/run/fctl-stop.pid h1 -- \
+	"$F" apply -q --confirm 45s "$WORK/v2.yaml")
+killed=0
+if poll 120 on h1 test -s /run/fctl-stop.pid; then
+	pid=$(on h1 cat /run/fctl-stop.pid)
+	on h1 grep -q '^State:.*T' "/proc/$pid/status" && pass "3-cli-stopped-after-apply" ||
 		fail "3-cli-stopped-after-apply" "pid $pid"
-	check "3-pending-while-cli-lives" pending
-	on h2 sh -c 'kill -9 "$1"' _ "$pid"
-	"$LAB" wait --timeout 120 h2 "$job" >/dev/null 2>&1
+	[ "$(window h1)" = 64 ] && pass "3-h1-has-v2" || fail "3-h1-has-v2"
+	check "3-pending-while-cli-lives" pending h1
+	on h1 sh -c 'kill -9 "$1"' _ "$pid"
+	"$LAB" wait --timeout 120 h1 "$job" >/dev/null 2>&1
 	rc=$?
 	[ $rc -eq 137 ] && pass "3-cli-killed" || fail "3-cli-killed" "job exit $rc"
-	check "3-host-restores-after-kill-9" poll 300 restored
-	[ "$(versions)" = "1,2,3,2,3,2" ] && pass "3-history-shows-rollback" ||
-		fail "3-history-shows-rollback" "history $(versions)"
-	[ "$(audit_count confirm-rollback rolled-back)" = 2 ] && pass "3-audit-rollback" || fail "3-audit-rollback"
+	killed=1
 else
 	fail "3-cli-stopped-after-apply" "no pid file (a build without -DFCTL_TEST_HOOKS=ON?)"
-	"$LAB" kill h2 "$job" >/dev/null 2>&1
+	"$LAB" kill h1 "$job" >/dev/null 2>&1
 fi
-on h2 "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null && pass "audit-verifies" ||
-	fail "audit-verifies"
+
+# --- 2, then 3: both deadlines pass ------------------------------------------
+check "2-host-restores-itself" poll 300 restored
+[ "$(h2_addr)" = 10.100.0.2 ] && pass "2-address-back" || fail "2-address-back" "ms100 has $(h2_addr)"
+[ "$(versions h2)" = "1,2,3,2" ] && pass "2-history-shows-rollback" || fail "2-history-shows-rollback" "history $(versions h2)"
+[ "$(audit_count h2 confirm-rollback rolled-back)" = 1 ] && pass "2-audit-rollback" || fail "2-audit-rollback"
+on h2 "$F" diff "$WORK/v2.yaml" >/dev/null && pass "2-no-drift-from-v2" || fail "2-no-drift-from-v2"
+
+if [ $killed = 1 ]; then
+	check "3-h1-restores-after-kill-9" poll 300 not_pending h1
+	[ "$(window h1)" = 0 ] && pass "3-h1-back-on-v1" || fail "3-h1-back-on-v1" "window $(window h1)"
+	[ "$(versions h1)" = "1,2,1" ] && pass "3-history-shows-rollback" ||
+		fail "3-history-shows-rollback" "history $(versions h1)"
+	[ "$(audit_count h1 confirm-rollback rolled-back)" = 1 ] && pass "3-audit-rollback" || fail "3-audit-rollback"
+	check "3-ping-after-both" ping_ok
+fi
+for h in h1 h2; do
+	on "$h" "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null && pass "audit-verifies-$h" ||
+		fail "audit-verifies-$h"
+done

@@ -1362,6 +1362,24 @@ static void test_confirm_first_apply_and_failure(void **st)
 	fctl_apply_result_release(&res);
 	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
 	assert_converged(&r, v1);
+	/* a record that cannot be read refuses changes rather than dropping a deadline */
+	{
+		char path[600];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/confirm", r.dir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("fabricctl-confirm 1\nid x\ndeadline soon\n", f);
+		fclose(f);
+		assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), -EINVAL);
+		r.f.calls = 0;
+		assert_true(apply(&r, v2, &res) < 0);
+		assert_non_null(strstr(res.error, "pending confirmation"));
+		fctl_apply_result_release(&res);
+		assert_int_equal(r.f.calls, 0);
+		unlink(path);
+	}
 	fake_release(&r.f);
 }
 
