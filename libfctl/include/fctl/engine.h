@@ -119,8 +119,10 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
  * negative errno as fctl_engine_apply. */
 int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
 
-/* Rolls back an interrupted apply if the journal says there is one.
- * Returns 1 when it recovered, 0 when there was nothing to do, < 0 on error. */
+/* Rolls back an interrupted apply if the journal says there is one (res->recovered), then
+ * a confirmed apply whose deadline passed unconfirmed (res->confirm_rolled_back: the
+ * version before applied again, as fctl_engine_confirm_expire). Returns 1 when it did
+ * either, 0 when there was nothing to do, < 0 on error. */
 int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
 
 /* Live state of the managed links (those of the last applied profile and, if p is
