@@ -74,6 +74,25 @@ int cmd_status(int argc, char **argv);
  * arguments ask for the local form. */
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+/* Confirmed apply (cmd_confirm.c, docs/apply.md "Confirmed apply"). */
+struct fctl_engine_opts;
+struct fctl_confirm_pending;
+int cmd_confirm(int argc, char **argv);
+/* A fresh id for the pending record of one apply --confirm. */
+void cli_confirm_id(char *out, size_t len);
+/* Before an apply --confirm: starts the watchdog that owns the deadline (a process of its
+ * own session, STATE_DIR/confirm.pid), 0 once it watches; *life_fd stays open until the
+ * CLI exits (its closing, a kill -9 too, tells the watchdog). Negative errno, said: the
+ * apply must be refused. */
+int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
+		      const char *change_id, int *life_fd);
+/* After it: the deadline and what the host goes back to, on stderr. */
+void cli_confirm_note(const struct fctl_engine_opts *eo);
+/* The pending confirmation as a JSON object (NULL: null), and as the audit detail. */
+void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o);
+void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len);
+/* show: the pending confirmation into json (an object or null), else a note on stderr. */
+void cli_confirm_show(const struct fctl_engine_opts *eo, struct fctl_buf *json);
 /* The running binary (realpath of /proc/self/exe) is inside this build's tree. */
 bool cli_in_build_tree(void);
 /* A helper program fabricctl runs (keymgr, the probe, lab.sh), access(mode) allowed: when

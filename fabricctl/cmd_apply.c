@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ struct common {
 	bool audit;            /* diff: --audit (or --audit-log) records drift */
 	bool markdown;         /* plan: --markdown */
 	bool detailed;         /* plan: --detailed-exitcode */
+	char confirm_id[64];   /* apply --confirm: the pending record's id */
 };
 
 enum {
@@ -38,6 +40,7 @@ enum {
 	OPT_AUDIT,
 	OPT_MARKDOWN,
 	OPT_DETAILED,
+	OPT_CONFIRM,
 };
 
 static const struct option common_opts[] = {
@@ -52,10 +55,31 @@ static const struct option common_opts[] = {
 	{ "audit", no_argument, NULL, OPT_AUDIT },
 	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
 	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
+	{ "confirm", required_argument, NULL, OPT_CONFIRM },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* apply --confirm DURATION: 1 s to 7 days */
+static int parse_confirm(const char *cmd, const char *arg, struct common *c)
+{
+	uint64_t s;
+
+	if (strcmp(cmd, "apply") != 0) {
+		cli_err("%s: unknown option '--confirm' (only apply takes it)", cmd);
+		return -EINVAL;
+	}
+	if (fctl_parse_duration(arg, &s) < 0 || s < 1 || s > 7 * 86400) {
+		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
+			"1h30m)", arg);
+		return -EINVAL;
+	}
+	c->eo.confirm_seconds = s;
+	cli_confirm_id(c->confirm_id, sizeof(c->confirm_id));
+	c->eo.confirm_id = c->confirm_id;
+	return 0;
+}
 
 /* Parses the options every host command shares. Returns -1 on success (continue),
  * or an exit code. */
@@ -117,6 +141,10 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			else
 				c->detailed = true;
 			break;
+		case OPT_CONFIRM:
+			if (parse_confirm(cmd, optarg, c) < 0)
+				return EXIT_USAGE;
+			break;
 		case 'q':
 			c->quiet = true;
 			break;
@@ -148,8 +176,9 @@ static int env_error(const char *what, int r, const char *msg)
 	return EXIT_USAGE;
 }
 
-static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
-			const struct fctl_apply_result *res, const char *result)
+static void result_json(struct fctl_buf *o, const struct fctl_engine_opts *eo,
+			const struct fctl_profile *p, const struct fctl_apply_result *res,
+			const char *result)
 {
 	fctl_buf_puts(o, "{\"host\":");
 	fctl_buf_json_str(o, res->host);
@@ -171,6 +200,12 @@ static void result_json(struct fctl_buf *o, const struct fctl_profile *p,
 		fctl_buf_puts(o, ",\"error\":");
 		fctl_buf_json_str(o, res->error);
 	}
+	if (res->confirm_pending) {
+		struct fctl_confirm_pending cp;
+
+		fctl_buf_puts(o, ",\"confirm\":");
+		cli_confirm_json(fctl_engine_confirm_pending(eo, &cp) == 1 ? &cp : NULL, o);
+	}
 	fctl_buf_puts(o, ",\"plan\":");
 	if (res->plan)
 		fctl_plan_to_json(res->plan, o);
@@ -191,6 +226,8 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
 		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs,
 	};
+	struct fctl_confirm_pending cp;
+	char detail[192];
 
 	if (!audit)
 		return;
@@ -211,6 +248,10 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 	ev.action = cmd;
 	ev.result = result;
 	ev.error = res->error;
+	if (res->confirm_pending && fctl_engine_confirm_pending(&c->eo, &cp) == 1) {
+		cli_confirm_detail(&cp, detail, sizeof(detail));
+		ev.detail = detail;
+	}
 	ev.has_counts = true;
 	ev.ops = res->ops_done;
 	ev.writes = res->writes;
@@ -222,27 +263,55 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common
 	}
 }
 
+/* FCTL_TEST_STOP_AFTER_APPLY=FILE (builds with FCTL_TEST_HOOKS only, docs/apply.md): after
+ * the engine returned, the pid goes to FILE and the process stops itself, for a test to
+ * kill -9 it there. */
+static void test_stop_after_apply(void)
+{
+#ifdef FCTL_TEST_HOOKS
+	const char *f = getenv("FCTL_TEST_STOP_AFTER_APPLY");
+	FILE *o;
+
+	if (!f || !*f || !(o = fopen(f, "w")))
+		return;
+	fprintf(o, "%ld\n", (long)getpid());
+	fclose(o);
+	raise(SIGSTOP);
+#endif
+}
+
 static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
 	struct fctl_audit *audit = NULL;
 	const char *result;
-	int r, rc;
+	int r, rc, life_fd = -1;
 
+	if (c->eo.dry_run && c->eo.confirm_seconds) {
+		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
+		return EXIT_USAGE;
+	}
 	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
 		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
 			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
 			cmd);
 		return EXIT_USAGE;
 	}
+	/* before the apply: the deadline's owner, should this process die at any point */
+	if (c->eo.confirm_seconds &&
+	    cli_confirm_watch(&c->eo, c->audit_log, c->change_id, &life_fd) < 0) {
+		cli_audit_close(audit);
+		return EXIT_USAGE;
+	}
 	if (!c->json && !c->quiet && isatty(fileno(stderr)))
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
+	test_stop_after_apply();
 	if (r < 0 && res.refused) {
 		rc = env_error(cmd, r, res.error);
 		if (c->json) {
-			result_json(&out, p, &res, "refused");
+			result_json(&out, &c->eo, p, &res, "refused");
 			cli_write(stdout, &out);
 		}
 		audit_apply(audit, cmd, c, p, &res, "refused", &rc);
@@ -255,7 +324,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c->json) {
-		result_json(&out, p, &res, result);
+		result_json(&out, &c->eo, p, &res, result);
 	} else if (!c->quiet) {
 		if (res.recovered)
 			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
@@ -301,6 +370,10 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 out:
 	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
 		rc = EXIT_USAGE;
+	if (r == 0 && res.confirm_pending && !c->quiet && !c->json)
+		cli_confirm_note(&c->eo);
+	if (life_fd >= 0)
+		close(life_fd); /* the watchdog now needs nothing of this process */
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
 	return rc;
@@ -435,7 +508,7 @@ int cmd_teardown(int argc, char **argv)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c.json)
-		result_json(&out, NULL, &res, result);
+		result_json(&out, &c.eo, NULL, &res, result);
 	else if (!c.quiet || r < 0)
 		teardown_text(&out, &c, &res, r);
 	cli_write(stdout, &out);
@@ -479,27 +552,44 @@ int cmd_recover(int argc, char **argv)
 	if (cli_audit_open(c.audit_log, &audit) < 0)
 		cli_err("recover: continuing WITHOUT an audit record: restoring the host comes first");
 	r = fctl_engine_recover(&c.eo, &res);
-	if (audit && r != 0) {
+	if (audit && r != 0 && (res.recovered || r < 0)) {
 		struct cli_audit_event ev = { .action = "recover", .host = res.host,
 					      .change_id = c.change_id, .error = res.error,
 					      .result = r == 1 ? "recovered" : "failed" };
 
 		cli_audit_record(audit, &ev);
 	}
+	if (audit && res.confirm_rolled_back) {
+		struct cli_audit_event ev = {
+			.action = "confirm-rollback", .result = "rolled-back", .host = res.host,
+			.change_id = c.change_id, .plan = res.plan, .kcvs = res.kcvs,
+			.n_kcvs = res.n_kcvs, .has_counts = true, .ops = res.ops_done,
+			.writes = res.writes,
+			.detail = "an apply --confirm not confirmed by its deadline went back to the "
+				  "version before",
+		};
+
+		cli_audit_record(audit, &ev);
+	}
 	cli_audit_close(audit);
 	if (c.json)
-		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s}\n",
-		       res.host, r == 1 ? "true" : "false", res.rolled_back ? "true" : "false",
-		       res.restored_exactly ? "true" : "false");
+		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s,"
+		       "\"confirm_rolled_back\":%s}\n",
+		       res.host, res.recovered ? "true" : "false", res.rolled_back ? "true" : "false",
+		       res.restored_exactly ? "true" : "false",
+		       res.confirm_rolled_back ? "true" : "false");
 	if (r < 0) {
 		cli_err("recover failed on %s: %s", res.host, res.error[0] ? res.error : strerror(-r));
 		return EXIT_FAILED;
 	}
-	if (!c.json && !c.quiet)
-		printf(r == 1 ? "recovered: the interrupted apply on %s was rolled back to the prior "
-				"state\n"
-			      : "nothing to recover on %s\n",
+	if (!c.json && !c.quiet && res.recovered)
+		printf("recovered: the interrupted apply on %s was rolled back to the prior state\n",
 		       res.host);
+	if (!c.json && !c.quiet && res.confirm_rolled_back)
+		printf("rolled back: the apply --confirm on %s was not confirmed by its deadline; "
+		       "the version before is applied again\n", res.host);
+	if (!c.json && !c.quiet && r == 0)
+		printf("nothing to recover on %s\n", res.host);
 	fctl_apply_result_release(&res);
 	return EXIT_OK;
 }
@@ -659,6 +749,8 @@ int cmd_show(int argc, char **argv)
 			out.len--;
 			fctl_buf_puts(&out, ",\"mka\":");
 			cli_mka_show(c.eo.netns, &out, true);
+			fctl_buf_puts(&out, ",\"confirm\":");
+			cli_confirm_show(&c.eo, &out);
 			fctl_buf_putc(&out, '}');
 		}
 		fctl_buf_putc(&out, '\n');
@@ -666,6 +758,7 @@ int cmd_show(int argc, char **argv)
 		r = fctl_state_to_profile(live, &out);
 		if (r >= 0)
 			cli_mka_show(c.eo.netns, &out, false);
+		cli_confirm_show(&c.eo, NULL);
 	}
 	rc = r < 0 || cli_write(stdout, &out) < 0 ? EXIT_USAGE : EXIT_OK;
 	fctl_buf_release(&out);

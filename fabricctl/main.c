@@ -79,8 +79,8 @@ static const struct cmd commands[] = {
 	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
 	  "show the ordered netlink operations a profile needs" },
 	{ "apply", cmd_apply,
-	  "apply [--json] [--dry-run] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
-	  "             [--audit-log PATH] [--change ID] [-q] PROFILE",
+	  "apply [--json] [--dry-run] [--confirm DURATION] [--netns NAME] [--host HOST]\n"
+	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q] PROFILE",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -92,6 +92,15 @@ static const struct cmd commands[] = {
 	  "protect on, receive SAs before transmit SAs, addresses last.\n"
 	  "\n"
 	  "  --dry-run        plan only (same as 'plan')\n"
+	  "  --confirm DURATION\n"
+	  "                   a confirmed apply (as Junos 'commit confirmed'): unless\n"
+	  "                   'fabricctl confirm' runs on this host within DURATION (1s to\n"
+	  "                   7d: 90, 90s, 5m, 1h30m), the host goes back to the version\n"
+	  "                   applied before (nothing applied before: teardown). A watchdog\n"
+	  "                   process of its own session owns the deadline, so the rollback\n"
+	  "                   happens when this command, its terminal or the path to the\n"
+	  "                   host are gone; after a reboot, 'recover' (and the agent at its\n"
+	  "                   start) makes it. Until then other changes are refused\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
@@ -106,8 +115,31 @@ static const struct cmd commands[] = {
 	  "  --partial        with --fabric: keep the hosts that applied when others fail\n"
 	  "\n"
 	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
-	  "I/O, key or environment error (nothing written), 3 failed and rolled back.\n",
+	  "I/O, key or environment error, or a confirmation is pending (nothing written),\n"
+	  "3 failed and rolled back (with --confirm: also when the watchdog cannot start).\n",
 	  "apply a profile to this host, all or nothing" },
+	{ "confirm", cmd_confirm,
+	  "confirm [--json] [--cancel] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
+	  "             [--audit-log PATH] [--change ID] [-q]",
+	  "Confirm the apply --confirm that awaits confirmation on this host: its version\n"
+	  "stays, its watchdog ends, and the audit log records it (action confirm). Too\n"
+	  "late once its deadline passed: the host goes back to the version before (audit\n"
+	  "action confirm-rollback), which 'history' then shows as the latest entry.\n"
+	  "'show --json' says what is pending (confirm: version, deadline,\n"
+	  "rollback_to_version), and so does the agent's 'status'.\n"
+	  "\n"
+	  "  --cancel         do not wait for the deadline: go back to the version before now\n"
+	  "  --host HOST      the profile host this machine is (default: hostname)\n"
+	  "  --netns NAME     act inside network namespace NAME\n"
+	  "  --state-dir DIR  where the pending record is (default /var/lib/fabricctl)\n"
+	  "  --audit-log PATH the audit log, as for apply\n"
+	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
+	  "  --json           {host, result: confirmed, none or too-late, version, deadline}\n"
+	  "  -q, --quiet      no output on success\n"
+	  "\n"
+	  "Exit: 0 confirmed (or cancelled), 1 nothing is pending or its deadline passed,\n"
+	  "2 usage, I/O or lock error, 3 the rollback of --cancel failed.\n",
+	  "confirm a confirmed apply before its deadline" },
 	{ "rollback", cmd_rollback,
 	  "rollback --to VERSION [--json] [--dry-run] [--netns NAME] [--host HOST]\n"
 	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
@@ -159,13 +191,16 @@ static const struct cmd commands[] = {
 	  "recover [--json] [--netns NAME] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
 	  "state recorded in the journal before that apply started. 'apply' does this by\n"
-	  "itself first; 'recover' does only this.\n"
+	  "itself first; 'recover' does only this. Then, when an 'apply --confirm' was not\n"
+	  "confirmed by its deadline and its watchdog is gone (a reboot), the version\n"
+	  "before is applied again (audit action confirm-rollback).\n"
 	  "\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  the journal (default /var/lib/fabricctl)\n"
 	  "  --audit-log PATH the audit log (recovery goes ahead when it cannot be written)\n"
 	  "  --change ID      the change id the audit record names (default $FCTL_CHANGE_ID)\n"
-	  "  --json           {host, recovered, rolled_back, restored_exactly}\n"
+	  "  --json           {host, recovered, rolled_back, restored_exactly,\n"
+	  "                   confirm_rolled_back}\n"
 	  "  -q, --quiet      no output on success\n"
 	  "\n"
 	  REMOTE_HELP

@@ -10,7 +10,8 @@
 #   4. the real-kernel lab: qemu VMs with Debian's stock kernel 6.1 and with 6.12
 #        smoke (the lab itself), nl_live (netlink layer), apply (apply engine), wiring,
 #        probe, agent, the CI pipeline from fresh clones under /root and /tmp, the
-#        package in the lab, rotation, metrics; netlink, apply and rotation on 6.12
+#        package in the lab, rotation, metrics, pull, confirm; netlink, apply and
+#        rotation on 6.12
 # After the build and the lab setup, two lanes run side by side: "host" (1-3, then the
 # 6.12 lab suites and the ASan apply in the lab) and "lab" (the 6.1 lab suites and the
 # package, which owns dpkg); FCTL_TEST_LANES=1 runs them one after the other.
@@ -220,6 +221,10 @@ lab_lane() {
 		# rolled back (tests/lab/pull.sh, one VM)
 		suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/pull.sh
+		# confirmed apply: confirm in time; a change that cuts the path to the host rolled
+		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply
+		suite lab-confirm 600 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/confirm.sh
 	fi
 }
 
@@ -279,7 +284,7 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
 	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka \
-	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm; do
+	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm /var/tmp/fabricctl-lab-confirm; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary

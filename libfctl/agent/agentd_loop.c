@@ -125,7 +125,12 @@ static void recover_at_start(struct agent *a)
 	int r;
 
 	r = fctl_engine_recover(&a->eo, &res);
-	if (r == 1)
+	if (r == 1 && res.confirm_rolled_back)
+		fctl_agentd_audit_event(a, "confirm-rollback", "rolled-back", NULL,
+					"a confirmed apply not confirmed by its deadline (the "
+					"host was down or its watchdog gone) went back to the "
+					"version before");
+	else if (r == 1)
 		fctl_agentd_audit_event(a, "recover",
 					res.rolled_back && res.restored_exactly ? "rolled-back"
 										: "failed",

@@ -18,6 +18,8 @@ void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsi
 static void status_output(struct agent *a, const struct conn *c, bool json, struct fctl_buf *o)
 {
 	const struct fctl_agent_stats *s = &a->st;
+	struct fctl_confirm_pending cp;
+	int pending = fctl_engine_confirm_pending(&a->eo, &cp);
 
 	if (json) {
 		fctl_buf_puts(o, "{\"host\":");
@@ -33,6 +35,17 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 					s->drift ? "true" : "false", s->drift_last_check);
 		else
 			fctl_buf_puts(o, ",\"drift\":null");
+		if (pending == 1) {
+			fctl_buf_printf(o, ",\"confirm\":{\"pending\":true,\"version\":%" PRIu64
+					   ",\"deadline_unix\":%" PRId64 ",\"rollback_to_version\":",
+					cp.version, cp.deadline);
+			if (cp.prev_seq)
+				fctl_buf_printf(o, "%" PRIu64 "}", cp.prev_version);
+			else
+				fctl_buf_puts(o, "null}");
+		} else {
+			fctl_buf_puts(o, ",\"confirm\":null");
+		}
 		fctl_buf_printf(o, ",\"drift_repair\":%s,\"busy\":%s,\"uptime_seconds\":%.0f}\n",
 				a->cfg.drift_repair ? "true" : "false",
 				a->writers ? "true" : "false", fctl_agentd_wall() - s->start_time);
@@ -46,6 +59,9 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 		fctl_buf_puts(o, "applied profile version: none\n");
 	if (s->drift_known)
 		fctl_buf_printf(o, "drift: %s\n", s->drift ? "yes" : "no");
+	if (pending == 1)
+		fctl_buf_printf(o, "awaiting confirmation: version %" PRIu64 ", deadline %" PRId64
+				   " (UNIX seconds)\n", cp.version, cp.deadline);
 }
 
 void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m)

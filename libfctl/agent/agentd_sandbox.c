@@ -155,7 +155,7 @@ static void preopen(const char *path, int flags)
 }
 
 /* The profile; the state directory's history index, the last applied profile's stored
- * copy and the rotation records (what plan, show, diff and history read there). */
+ * copy, the pending confirmation and the rotation records (what plan, show, diff and history read there). */
 static void preopen_state(const struct fctl_agent_request *rq)
 {
 	struct fctl_engine_opts eo = { .state_dir = rq->state_dir, .host = rq->host };
@@ -167,6 +167,8 @@ static void preopen_state(const struct fctl_agent_request *rq)
 	if (rq->profile_path)
 		preopen(rq->profile_path, 0);
 	snprintf(path, sizeof(path), "%s/history/index", rq->state_dir);
+	preopen(path, 0);
+	snprintf(path, sizeof(path), "%s/confirm", rq->state_dir); /* show: a pending confirmation */
 	preopen(path, 0);
 	if (fctl_engine_history(&eo, &v, &n) == 0 && n)
 		preopen(v[n - 1].file, 0);

@@ -93,8 +93,8 @@ void fctl_engine_unlock(int fd)
 		close(fd);
 }
 
-static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, bool need_nl,
-		    char *err, size_t errlen)
+int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, bool need_nl,
+		   char *err, size_t errlen)
 {
 	char path[PATH_MAX + 16];
 	int r;
@@ -140,7 +140,7 @@ static int eng_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, 
 	return 0;
 }
 
-static void eng_close(struct eng *e)
+void fctl_engi_close(struct eng *e)
 {
 	if (e->nl)
 		e->ops->close(e->nl);
@@ -155,12 +155,12 @@ int fctl_engine_history(const struct fctl_engine_opts *o, struct fctl_history_en
 {
 	struct eng e;
 	char err[256];
-	int r = eng_open(&e, o, false, false, err, sizeof(err));
+	int r = fctl_engi_open(&e, o, false, false, err, sizeof(err));
 
 	if (r < 0)
 		return r;
 	r = fctl_engi_history_read(e.dir, out, n);
-	eng_close(&e);
+	fctl_engi_close(&e);
 	return r;
 }
 
@@ -317,26 +317,17 @@ static int recover_locked(struct eng *e, const struct fctl_host_state *want,
 	fctl_host_state_free(before);
 	fctl_host_state_free(touched);
 	if (r == 0 && res->restored_exactly) {
+		struct fctl_confirm_pending c;
+
 		res->recovered = true;
+		/* a confirmed apply that was interrupted is undone: nothing awaits confirmation;
+		 * an interrupted rollback of one (expiring) runs again */
+		if (fctl_engi_confirm_read(e->dir, &c) == 1 && !c.expiring)
+			fctl_engi_confirm_remove(e);
 		fctl_engi_journal_end(e);
 		return 1;
 	}
 	return r < 0 ? r : -EIO;
-}
-
-int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res)
-{
-	struct eng e;
-	int r;
-
-	memset(res, 0, sizeof(*res));
-	r = eng_open(&e, o, true, true, res->error, sizeof(res->error));
-	if (r < 0)
-		return r;
-	snprintf(res->host, sizeof(res->host), "%s", e.host);
-	r = recover_locked(&e, NULL, res);
-	eng_close(&e);
-	return r;
 }
 
 int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts *o,
@@ -348,7 +339,7 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 	struct eng e;
 	int r;
 
-	r = eng_open(&e, o, false, true, err, errlen);
+	r = fctl_engi_open(&e, o, false, true, err, errlen);
 	if (r < 0)
 		return r;
 	if (!fctl_profile_find_host(p, e.host)) {
@@ -378,7 +369,7 @@ out:
 	fctl_host_state_free(want);
 	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
-	eng_close(&e);
+	fctl_engi_close(&e);
 	return r;
 }
 
@@ -388,7 +379,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 	struct fctl_host_state *want = NULL, *prev_owned = NULL;
 	const struct fctl_host_state *prev = NULL;
 	struct eng e;
-	int r = eng_open(&e, o, false, true, err, errlen);
+	int r = fctl_engi_open(&e, o, false, true, err, errlen);
 
 	if (r < 0)
 		return r;
@@ -406,7 +397,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 	}
 	fctl_host_state_free(want);
 	fctl_host_state_free(prev_owned);
-	eng_close(&e);
+	fctl_engi_close(&e);
 	return r;
 }
 
@@ -480,10 +471,23 @@ static int execute(struct eng *e, const struct fctl_profile *p, const struct fct
 		if (!dup)
 			memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
 	}
+	if (e->arm) {
+		/* before the journal: a crash from here on leaves a record that recovery (or
+		 * the deadline) resolves, never a confirmed apply without its deadline */
+		r = fctl_engi_confirm_write(e, e->arm);
+		if (r < 0) {
+			snprintf(res->error, sizeof(res->error), "cannot write '%s/confirm': %s",
+				 e->dir, strerror(-r));
+			res->refused = true;
+			goto out;
+		}
+	}
 	r = fctl_engi_journal_begin(e, p, live, res->plan);
 	if (r < 0) {
 		snprintf(res->error, sizeof(res->error), "cannot write the journal in '%s': %s",
 			 e->dir, strerror(-r));
+		if (e->arm)
+			fctl_engi_confirm_remove(e);
 		goto out;
 	}
 	r = fctl_engi_run_plan(e, res->plan, keys, "apply", true, &res->ops_done, &res->failed_op,
@@ -492,8 +496,11 @@ static int execute(struct eng *e, const struct fctl_profile *p, const struct fct
 		r = verify(e, want, prev, res);
 	if (r < 0) {
 		res->failed = true;
-		if (restore(e, live, want, NULL, res) == 0 && res->restored_exactly)
+		if (restore(e, live, want, NULL, res) == 0 && res->restored_exactly) {
+			if (e->arm)
+				fctl_engi_confirm_remove(e); /* nothing changed: nothing to confirm */
 			fctl_engi_journal_end(e);
+		}
 		goto out;
 	}
 	fctl_engi_journal_end(e);
@@ -513,49 +520,72 @@ static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int 
 		res->round_trips = st.round_trips;
 	}
 	res->seconds = now_s() - t0;
-	eng_close(e);
+	fctl_engi_close(e);
 	if (r < 0 && !res->failed)
 		res->failed = true;
 	if (r < 0 && res->writes == 0 && !res->recovered)
 		res->refused = true;
 }
 
-int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
-		      struct fctl_apply_result *res)
+/* The confirmation record an apply of p arms (o->confirm_seconds): its deadline and the
+ * last history entry, the one the host goes back to. */
+static int arm_record(struct eng *e, const struct fctl_profile *p, struct fctl_confirm_pending *c)
+{
+	struct fctl_history_entry *v = NULL;
+	size_t n = 0;
+	int r = fctl_engi_history_read(e->dir, &v, &n);
+
+	if (r < 0)
+		return r;
+	memset(c, 0, sizeof(*c));
+	c->started = (int64_t)time(NULL);
+	c->deadline = c->started + (int64_t)e->o->confirm_seconds;
+	c->version = p->version;
+	snprintf(c->name, sizeof(c->name), "%s", p->name ? p->name : "-");
+	snprintf(c->id, sizeof(c->id), "%s", e->o->confirm_id ? e->o->confirm_id : "-");
+	if (n) {
+		c->prev_seq = v[n - 1].seq;
+		c->prev_version = v[n - 1].version;
+	}
+	free(v);
+	return 0;
+}
+
+int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
+			   struct fctl_apply_result *res)
 {
 	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL;
 	const struct fctl_host_state *prev = NULL;
-	double t0 = now_s();
-	struct eng e;
+	const struct fctl_engine_opts *o = e->o;
+	struct fctl_confirm_pending arm;
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->failed_op = -1;
-	r = eng_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
-	if (r < 0)
-		return r;
-	snprintf(res->host, sizeof(res->host), "%s", e.host);
+	snprintf(res->host, sizeof(res->host), "%s", e->host);
 	if (!o->dry_run) {
 		r = rotation_check(o, res);
 		if (r < 0)
 			goto out;
 	}
-	if (!fctl_profile_find_host(p, e.host)) {
+	if (!fctl_profile_find_host(p, e->host)) {
 		snprintf(res->error, sizeof(res->error),
-			 "host '%s' is not in profile '%s' (use --host NAME)", e.host, p->name);
+			 "host '%s' is not in profile '%s' (use --host NAME)", e->host, p->name);
 		r = -ENOENT;
 		goto out;
 	}
-	r = fctl_engi_render_host(&e, p, &want);
+	r = fctl_engi_render_host(e, p, &want);
 	if (r < 0)
 		goto out;
 	if (!o->dry_run) {
-		r = recover_locked(&e, want, res);
+		r = recover_locked(e, want, res);
+		if (r >= 0 && !e->expiring) {
+			r = fctl_engi_confirm_refuse(e, res->error, sizeof(res->error));
+			res->refused = r < 0;
+		}
 		if (r < 0)
 			goto out;
 	}
-	fctl_engi_last_applied(&e, p, want, &prev, &prev_owned);
-	r = fctl_engi_read_live(&e, want, prev, NULL, &live, res->error, sizeof(res->error));
+	fctl_engi_last_applied(e, p, want, &prev, &prev_owned);
+	r = fctl_engi_read_live(e, want, prev, NULL, &live, res->error, sizeof(res->error));
 	if (r < 0)
 		goto out;
 	fctl_engi_restrict_live(live, want, prev, NULL);
@@ -564,15 +594,81 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 		goto out;
 	if (o->dry_run || res->plan->n_ops == 0)
 		goto record;
-	r = execute(&e, p, live, want, prev, res);
+	if (o->confirm_seconds && !e->expiring) {
+		r = arm_record(e, p, &arm);
+		if (r < 0) {
+			snprintf(res->error, sizeof(res->error), "cannot read the history: %s",
+				 strerror(-r));
+			goto out;
+		}
+		e->arm = &arm;
+	}
+	r = execute(e, p, live, want, prev, res);
 	if (r < 0)
 		goto out;
+	res->confirm_pending = e->arm != NULL;
 record:
 	if (!o->dry_run)
-		fctl_engi_history_record(&e, p, res->error, sizeof(res->error));
+		fctl_engi_history_record(e, p, res->error, sizeof(res->error));
 out:
-	finish(&e, res, t0, r);
+	e->arm = NULL;
 	fctl_host_state_free(want);
+	fctl_host_state_free(prev_owned);
+	fctl_host_state_free(live);
+	return r;
+}
+
+int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
+		      struct fctl_apply_result *res)
+{
+	double t0 = now_s();
+	struct eng e;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->failed_op = -1;
+	r = fctl_engi_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
+	if (r < 0)
+		return r;
+	r = fctl_engi_apply_locked(&e, p, res);
+	finish(&e, res, t0, r);
+	return r;
+}
+
+int fctl_engi_teardown_locked(struct eng *e, struct fctl_apply_result *res)
+{
+	struct fctl_host_state *none = NULL, *prev_owned = NULL, *live = NULL;
+	const struct fctl_host_state *prev = NULL;
+	const struct fctl_engine_opts *o = e->o;
+	int r;
+
+	snprintf(res->host, sizeof(res->host), "%s", e->host);
+	none = fctl_host_state_new(e->host); /* the state wanted: nothing fabricctl made */
+	r = none ? 0 : -ENOMEM;
+	if (r == 0 && !o->dry_run)
+		r = rotation_check(o, res);
+	if (r == 0 && !o->dry_run) {
+		r = recover_locked(e, none, res);
+		r = r > 0 ? 0 : r; /* 1: an interrupted apply was rolled back first */
+		if (r == 0 && !e->expiring) {
+			r = fctl_engi_confirm_refuse(e, res->error, sizeof(res->error));
+			res->refused = r < 0;
+		}
+	}
+	if (r < 0)
+		goto out;
+	/* what fabricctl manages: the links of the last applied profile (an apply removes
+	 * those a new version drops, and recovery has just finished an interrupted one) */
+	fctl_engi_last_applied(e, NULL, NULL, &prev, &prev_owned);
+	r = fctl_engi_read_live(e, none, prev, NULL, &live, res->error, sizeof(res->error));
+	if (r < 0)
+		goto out;
+	fctl_engi_restrict_live(live, none, prev, NULL);
+	r = fctl_plan_compute(live, none, &res->plan);
+	if (r == 0 && !o->dry_run && res->plan->n_ops)
+		r = execute(e, NULL, live, none, prev, res);
+out:
+	fctl_host_state_free(none);
 	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
 	return r;
@@ -580,44 +676,64 @@ out:
 
 int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res)
 {
-	struct fctl_host_state *none = NULL, *prev_owned = NULL, *live = NULL;
-	const struct fctl_host_state *prev = NULL;
 	double t0 = now_s();
 	struct eng e;
 	int r;
 
 	memset(res, 0, sizeof(*res));
 	res->failed_op = -1;
-	r = eng_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
+	r = fctl_engi_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
 	if (r < 0) {
 		res->refused = true;
 		return r;
 	}
-	snprintf(res->host, sizeof(res->host), "%s", e.host);
-	none = fctl_host_state_new(e.host); /* the state wanted: nothing fabricctl made */
-	r = none ? 0 : -ENOMEM;
-	if (r == 0 && !o->dry_run)
-		r = rotation_check(o, res);
-	if (r == 0 && !o->dry_run) {
-		r = recover_locked(&e, none, res);
-		r = r > 0 ? 0 : r; /* 1: an interrupted apply was rolled back first */
-	}
-	if (r < 0)
-		goto out;
-	/* what fabricctl manages: the links of the last applied profile (an apply removes
-	 * those a new version drops, and recovery has just finished an interrupted one) */
-	fctl_engi_last_applied(&e, NULL, NULL, &prev, &prev_owned);
-	r = fctl_engi_read_live(&e, none, prev, NULL, &live, res->error, sizeof(res->error));
-	if (r < 0)
-		goto out;
-	fctl_engi_restrict_live(live, none, prev, NULL);
-	r = fctl_plan_compute(live, none, &res->plan);
-	if (r == 0 && !o->dry_run && res->plan->n_ops)
-		r = execute(&e, NULL, live, none, prev, res);
-out:
+	r = fctl_engi_teardown_locked(&e, res);
 	finish(&e, res, t0, r);
-	fctl_host_state_free(none);
-	fctl_host_state_free(prev_owned);
-	fctl_host_state_free(live);
 	return r;
 }
+int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res)
+{
+	struct fctl_confirm_pending c;
+	struct eng e;
+	int r, x;
+
+	memset(res, 0, sizeof(*res));
+	res->failed_op = -1;
+	r = fctl_engi_open(&e, o, true, true, res->error, sizeof(res->error));
+	if (r < 0)
+		return r;
+	snprintf(res->host, sizeof(res->host), "%s", e.host);
+	r = recover_locked(&e, NULL, res);
+	/* then a confirmed apply whose deadline passed (a reboot, a dead watchdog) */
+	if (r >= 0) {
+		x = fctl_engi_confirm_expire_locked(&e, NULL, false, &c, res);
+		if (x == 1)
+			res->confirm_rolled_back = true;
+		r = x < 0 ? x : r || x;
+	}
+	fctl_engi_close(&e);
+	return r;
+}
+
+int fctl_engine_confirm_expire(const struct fctl_engine_opts *o, const char *id, bool force,
+			       struct fctl_confirm_pending *out, struct fctl_apply_result *res)
+{
+	double t0 = now_s();
+	struct eng e;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->failed_op = -1;
+	r = fctl_engi_open(&e, o, true, true, res->error, sizeof(res->error));
+	if (r < 0)
+		return r;
+	snprintf(res->host, sizeof(res->host), "%s", e.host);
+	r = recover_locked(&e, NULL, res);
+	if (r >= 0)
+		r = fctl_engi_confirm_expire_locked(&e, id, force, out, res);
+	finish(&e, res, t0, r);
+	if (r >= 0)
+		res->failed = res->refused = false;
+	return r;
+}
+

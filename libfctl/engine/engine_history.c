@@ -111,8 +111,8 @@ out:
 	return r;
 }
 
-static int load_entry(const struct fctl_history_entry *h, struct fctl_diags *d,
-		      struct fctl_profile **out)
+int fctl_engi_history_load(const struct fctl_history_entry *h, struct fctl_diags *d,
+			   struct fctl_profile **out)
 {
 	struct fctl_profile *p = NULL;
 	int r = fctl_profile_load(h->file, d, &p);
@@ -143,7 +143,7 @@ int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 	r = -ENOENT;
 	for (size_t i = n; i-- > 0;) {
 		if (version == 0 || v[i].version == version) {
-			r = load_entry(&v[i], d, out);
+			r = fctl_engi_history_load(&v[i], d, out);
 			break;
 		}
 	}
@@ -204,7 +204,7 @@ void fctl_engi_last_applied(struct eng *e, const struct fctl_profile *p,
 			return;
 		}
 	}
-	if (load_entry(&v[n - 1], &d, &old) == 0) {
+	if (fctl_engi_history_load(&v[n - 1], &d, &old) == 0) {
 		if (fctl_profile_find_host(old, e->host))
 			fctl_engi_render_host(e, old, &hs);
 		fctl_profile_free(old);

@@ -20,12 +20,44 @@ struct eng {
 	int lock_fd;
 	const struct fctl_engine_ops *ops;
 	void *nl; /* the ops' session */
+	/* the confirmation record the apply writes before its journal (NULL: none) */
+	const struct fctl_confirm_pending *arm;
+	bool expiring; /* the rollback of a confirmed apply: pending records do not refuse it */
 };
+
+/* --- engine.c --- */
+
+/* Opens one engine run: the state directory, the host, with lock the apply lock (without
+ * waiting, -EBUSY), with need_nl a netlink session. err says why on failure. */
+int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, bool need_nl,
+		   char *err, size_t errlen);
+void fctl_engi_close(struct eng *e);
+/* fctl_engine_apply and fctl_engine_teardown with e open and locked (res zeroed by the
+ * caller; counters and time are the caller's). */
+int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
+			   struct fctl_apply_result *res);
+int fctl_engi_teardown_locked(struct eng *e, struct fctl_apply_result *res);
+
+/* --- engine_confirm.c --- */
+
+/* STATE_DIR/confirm: written durably (replace + directory fsync), read (1 and *out, 0 when
+ * there is none, -EINVAL when malformed), removed durably. */
+int fctl_engi_confirm_write(const struct eng *e, const struct fctl_confirm_pending *c);
+int fctl_engi_confirm_read(const char *dir, struct fctl_confirm_pending *out);
+int fctl_engi_confirm_remove(const struct eng *e);
+/* -EBUSY with err saying why when a confirmation is pending (a change must wait), else 0. */
+int fctl_engi_confirm_refuse(const struct eng *e, char *err, size_t errlen);
+/* fctl_engine_confirm_expire with e open and locked, its journal recovered. */
+int fctl_engi_confirm_expire_locked(struct eng *e, const char *id, bool force,
+				    struct fctl_confirm_pending *out, struct fctl_apply_result *res);
 
 /* --- engine_history.c --- */
 
 /* The history index of state directory dir (*out = NULL, *n = 0 when there is none). */
 int fctl_engi_history_read(const char *dir, struct fctl_history_entry **out, size_t *n);
+/* Loads history entry h's stored copy (validated; relative key ids resolve in h->dir). */
+int fctl_engi_history_load(const struct fctl_history_entry *h, struct fctl_diags *d,
+			   struct fctl_profile **out);
 /* Records p in the history unless the last entry has its bytes. Returns 0, or a negative
  * errno with err saying the apply went through but the history was not written. */
 int fctl_engi_history_record(struct eng *e, const struct fctl_profile *p, char *err,

@@ -1158,6 +1158,326 @@ static void test_teardown_rollback_every_op(void **st)
 	}
 }
 
+/* --- confirmed apply --- */
+
+/* Moves the pending record's deadline to the past, as if its time ran out. */
+static void expire_deadline(const struct run *r)
+{
+	char path[600], line[512];
+	struct fctl_buf b = { 0 };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/confirm", r->dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		fctl_buf_puts(&b, strncmp(line, "deadline ", 9) == 0 ? "deadline 1\n" : line);
+	fclose(f);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(b.data, f);
+	fclose(f);
+	fctl_buf_release(&b);
+}
+
+static int apply_confirmed(struct run *r, const struct fctl_profile *p,
+			   struct fctl_apply_result *res)
+{
+	int rc;
+
+	r->o.confirm_seconds = 3600;
+	r->o.confirm_id = "test-id";
+	rc = apply(r, p, res);
+	r->o.confirm_seconds = 0;
+	r->o.confirm_id = NULL;
+	return rc;
+}
+
+static size_t history_len(const struct run *r, uint64_t *last_version)
+{
+	struct fctl_history_entry *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(fctl_engine_history(&r->o, &v, &n), 0);
+	if (n && last_version)
+		*last_version = v[n - 1].version;
+	free(v);
+	return n;
+}
+
+/* Confirmed in time: the new version stays; while pending every other change waits. */
+static void test_confirm_in_time(void **st)
+{
+	struct fctl_confirm_pending c;
+	struct fctl_apply_result res;
+	char err[512];
+	struct run r;
+	char *pending_state;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_false(res.confirm_pending);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+	assert_int_equal(apply_confirmed(&r, v2, &res), 0);
+	assert_true(res.confirm_pending);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v2);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 1);
+	assert_int_equal(c.version, 2);
+	assert_int_equal(c.prev_version, 1);
+	assert_int_equal(c.prev_seq, 1);
+	assert_false(c.expiring);
+	assert_string_equal(c.id, "test-id");
+	assert_true(c.deadline >= c.started + 3600);
+	/* another apply, a rollback, a teardown: refused, nothing sent */
+	pending_state = state_text(r.f.hs);
+	r.f.calls = 0;
+	assert_int_equal(apply(&r, v1, &res), -EBUSY);
+	assert_true(res.refused);
+	assert_non_null(strstr(res.error, "awaits confirmation"));
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), -EBUSY);
+	fctl_apply_result_release(&res);
+	assert_int_equal(r.f.calls, 0);
+	/* before the deadline nothing is due: not even for the right id */
+	assert_int_equal(fctl_engine_confirm_expire(&r.o, "test-id", false, &c, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_recover(&r.o, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(r.f.calls, 0);
+	{
+		char *now = state_text(r.f.hs);
+
+		assert_string_equal(now, pending_state);
+		free(now);
+	}
+	free(pending_state);
+	assert_int_equal(fctl_engine_confirm(&r.o, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.version, 2);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+	assert_int_equal(fctl_engine_confirm(&r.o, &c, err, sizeof(err)), -ENOENT);
+	/* confirmed: a later deadline does nothing, the host stays on v2, changes go ahead */
+	assert_int_equal(fctl_engine_confirm_expire(&r.o, NULL, true, &c, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v2);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* Not confirmed: past the deadline confirm is too late, and the expiry (the watchdog's,
+ * recover's) applies the version before again, recorded in the history. */
+static void test_confirm_deadline_rolls_back(void **st)
+{
+	struct fctl_confirm_pending c;
+	struct fctl_apply_result res;
+	uint64_t last = 0;
+	char err[512];
+	struct run r;
+	char *v1_state;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	v1_state = state_text(r.f.hs);
+	assert_int_equal(apply_confirmed(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	expire_deadline(&r);
+	assert_int_equal(fctl_engine_confirm(&r.o, &c, err, sizeof(err)), -ETIMEDOUT);
+	assert_non_null(strstr(err, "too late"));
+	assert_int_equal(apply(&r, v1, &res), -EBUSY);
+	assert_non_null(strstr(res.error, "rollback is due"));
+	fctl_apply_result_release(&res);
+	/* another watchdog's id: not its record */
+	assert_int_equal(fctl_engine_confirm_expire(&r.o, "other", false, &c, &res), 0);
+	fctl_apply_result_release(&res);
+	if (fctl_engine_confirm_expire(&r.o, "test-id", false, &c, &res) != 1)
+		fail_msg("expire: %s", res.error);
+	assert_false(res.failed);
+	assert_true(res.plan && res.plan->n_ops > 0);
+	assert_int_equal(c.version, 2);
+	fctl_apply_result_release(&res);
+	{
+		char *now = state_text(r.f.hs);
+
+		assert_string_equal(now, v1_state);
+		free(now);
+	}
+	assert_converged(&r, v1);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+	assert_int_equal(history_len(&r, &last), 3);
+	assert_int_equal(last, 1);
+	/* recover finds the same when the watchdog is gone (a reboot): here nothing is left */
+	assert_int_equal(apply_confirmed(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	expire_deadline(&r);
+	assert_int_equal(fctl_engine_recover(&r.o, &res), 1);
+	assert_true(res.confirm_rolled_back);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	free(v1_state);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* A confirmed first apply has no version before it: the expiry tears it down. A failed
+ * confirmed apply is rolled back at once and leaves nothing pending. */
+static void test_confirm_first_apply_and_failure(void **st)
+{
+	struct fctl_confirm_pending c;
+	struct fctl_apply_result res;
+	struct run r;
+	char *empty;
+
+	(void)st;
+	run_init(&r);
+	add_foreign_vlan(&r.f);
+	empty = state_text(r.f.hs);
+	assert_int_equal(apply_confirmed(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 1);
+	assert_int_equal(c.prev_seq, 0);
+	assert_int_equal(fctl_engine_confirm_expire(&r.o, NULL, true, &c, &res), 1);
+	fctl_apply_result_release(&res);
+	{
+		char *now = state_text(r.f.hs);
+
+		assert_string_equal(now, empty);
+		free(now);
+	}
+	free(empty);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	r.f.calls = 0;
+	r.f.fail_at = 3;
+	assert_true(apply_confirmed(&r, v2, &res) < 0);
+	assert_true(res.rolled_back && res.restored_exactly);
+	assert_false(res.confirm_pending);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+	assert_converged(&r, v1);
+	/* a record that cannot be read refuses changes rather than dropping a deadline */
+	{
+		char path[600];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/confirm", r.dir);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("fabricctl-confirm 1\nid x\ndeadline soon\n", f);
+		fclose(f);
+		assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), -EINVAL);
+		r.f.calls = 0;
+		assert_true(apply(&r, v2, &res) < 0);
+		assert_non_null(strstr(res.error, "pending confirmation"));
+		fctl_apply_result_release(&res);
+		assert_int_equal(r.f.calls, 0);
+		unlink(path);
+	}
+	fake_release(&r.f);
+}
+
+/* Runs fn in a child the fake kills at exec call k; the kernel state it left is loaded
+ * back. Returns false when the child was not killed (fn finished before call k). */
+static bool crash_child(struct run *r, long k, void (*fn)(struct run *))
+{
+	struct fctl_buf text = { 0 };
+	char chunk[4096];
+	int status, fd;
+	ssize_t got;
+	pid_t pid;
+
+	r->f.calls = 0;
+	r->f.crash_at = k;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn(r);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	r->f.crash_at = -1;
+	if (!WIFSIGNALED(status))
+		return false;
+	assert_int_equal(WTERMSIG(status), SIGKILL);
+	fd = open(r->f.crash_file, O_RDONLY);
+	assert_true(fd >= 0);
+	while ((got = read(fd, chunk, sizeof(chunk))) > 0)
+		fctl_buf_append(&text, chunk, (size_t)got);
+	close(fd);
+	fctl_buf_putc(&text, '\0');
+	fctl_host_state_free(r->f.hs);
+	r->f.hs = state_from_text(text.data);
+	assert_non_null(r->f.hs);
+	fctl_buf_release(&text);
+	return true;
+}
+
+static void child_apply_confirmed(struct run *r)
+{
+	struct fctl_apply_result res;
+
+	apply_confirmed(r, v2, &res);
+}
+
+static void child_expire(struct run *r)
+{
+	struct fctl_confirm_pending c;
+	struct fctl_apply_result res;
+
+	fctl_engine_confirm_expire(&r->o, NULL, false, &c, &res);
+}
+
+/* A crash at every point of a confirmed apply: recovery restores v1 and nothing is left
+ * pending. A crash at every point of its rollback: recovery ends on v1 as well. */
+static void test_confirm_crash_every_point(void **st)
+{
+	(void)st;
+	for (int phase = 0; phase < 2; phase++) {
+		for (long k = 0;; k++) {
+			struct fctl_confirm_pending c;
+			struct fctl_apply_result res;
+			struct run r;
+			char *v1_state, *after;
+
+			run_init(&r);
+			assert_int_equal(apply(&r, v1, &res), 0);
+			fctl_apply_result_release(&res);
+			v1_state = state_text(r.f.hs);
+			if (phase == 1) {
+				assert_int_equal(apply_confirmed(&r, v2, &res), 0);
+				fctl_apply_result_release(&res);
+				expire_deadline(&r);
+			}
+			if (!crash_child(&r, k, phase ? child_expire : child_apply_confirmed)) {
+				free(v1_state);
+				fake_release(&r.f);
+				assert_true(k > 3);
+				break;
+			}
+			assert_true(fctl_engine_recover(&r.o, &res) == 1);
+			fctl_apply_result_release(&res);
+			assert_int_equal(fctl_engine_confirm_pending(&r.o, &c), 0);
+			assert_false(journal_exists(&r));
+			after = state_text(r.f.hs);
+			if (strcmp(v1_state, after) != 0)
+				fail_msg("phase %d, crash at %ld: v1\n%s\nafter recovery\n%s", phase, k,
+					 v1_state, after);
+			assert_no_violation(&r.f);
+			free(v1_state);
+			free(after);
+			fake_release(&r.f);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1171,6 +1491,10 @@ int main(void)
 		cmocka_unit_test(test_crash_every_point_change),
 		cmocka_unit_test(test_teardown),
 		cmocka_unit_test(test_teardown_rollback_every_op),
+		cmocka_unit_test(test_confirm_in_time),
+		cmocka_unit_test(test_confirm_deadline_rolls_back),
+		cmocka_unit_test(test_confirm_first_apply_and_failure),
+		cmocka_unit_test(test_confirm_crash_every_point),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -71,6 +71,10 @@ struct fctl_engine_opts {
 	void *progress_ctx;
 	const struct fctl_engine_ops *ops; /* NULL: fctl_engine_nl_ops */
 	void *ops_ctx;                     /* passed to ops->open */
+	/* apply only: > 0 makes it a confirmed apply (below): unless fctl_engine_confirm()
+	 * comes within this many seconds, the host goes back to the version before */
+	uint64_t confirm_seconds;
+	const char *confirm_id; /* names the pending confirmation (the watchdog's); may be NULL */
 };
 
 struct fctl_apply_result {
@@ -90,6 +94,8 @@ struct fctl_apply_result {
 	char kcvs[FCTL_APPLY_MAX_KCVS][7];
 	size_t n_kcvs;
 	double seconds;
+	bool confirm_pending;    /* a confirmed apply changed the host: it awaits confirmation */
+	bool confirm_rolled_back; /* recover: an unconfirmed apply past its deadline was undone */
 };
 
 void fctl_apply_result_release(struct fctl_apply_result *r);
@@ -113,8 +119,10 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
  * negative errno as fctl_engine_apply. */
 int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
 
-/* Rolls back an interrupted apply if the journal says there is one.
- * Returns 1 when it recovered, 0 when there was nothing to do, < 0 on error. */
+/* Rolls back an interrupted apply if the journal says there is one (res->recovered), then
+ * a confirmed apply whose deadline passed unconfirmed (res->confirm_rolled_back: the
+ * version before applied again, as fctl_engine_confirm_expire). Returns 1 when it did
+ * either, 0 when there was nothing to do, < 0 on error. */
 int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
 
 /* Live state of the managed links (those of the last applied profile and, if p is
@@ -146,6 +154,45 @@ int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
  * (fctl/rotation.h) is unexpired. */
 int fctl_engine_lock(const struct fctl_engine_opts *o, char *err, size_t errlen);
 void fctl_engine_unlock(int fd); /* takes a negative fd */
+
+/*
+ * Confirmed apply (docs/apply.md, "Confirmed apply"). An apply with
+ * o->confirm_seconds that changes the host writes STATE_DIR/confirm (the deadline in
+ * wall-clock seconds, the history entry it goes back to, never a key) durably before
+ * its journal. Until fctl_engine_confirm() removes it, every other apply, rollback and
+ * teardown is refused (-EBUSY), and once the deadline passed, fctl_engine_confirm_expire()
+ * (the watchdog, `fabricctl recover`, the agent at start) applies the version before
+ * again (a teardown when there was none). A crash inside the confirmed apply leaves its
+ * journal: recovery restores the host and drops the record; a crash inside the rollback
+ * leaves the record marked expiring: recovery restores the journal and the rollback runs
+ * again. The record is written and removed under the apply lock.
+ */
+struct fctl_confirm_pending {
+	int64_t deadline;      /* UNIX seconds */
+	int64_t started;       /* UNIX seconds */
+	uint64_t version;      /* the profile version that awaits confirmation */
+	char name[129];        /* its profile name */
+	uint64_t prev_seq;     /* the history entry it goes back to; 0: teardown */
+	uint64_t prev_version; /* that entry's profile version (0: none) */
+	bool expiring;         /* the rollback has started */
+	char id[64];           /* o->confirm_id of the apply ("-" when none) */
+};
+
+/* Reads the pending confirmation without the lock (a read command's view): 1 and *out
+ * when there is one, 0 when there is none, a negative errno when it cannot be read. */
+int fctl_engine_confirm_pending(const struct fctl_engine_opts *o,
+				struct fctl_confirm_pending *out);
+/* Confirms the pending apply under the lock: 0 (out: what was confirmed), -ENOENT when
+ * none is pending, -ETIMEDOUT when its deadline passed or its rollback started (too late:
+ * the host goes or went back), -EBUSY when the lock is held; err says why. */
+int fctl_engine_confirm(const struct fctl_engine_opts *o, struct fctl_confirm_pending *out,
+			char *err, size_t errlen);
+/* Under the lock: when a confirmation is pending, its deadline passed (or force) and, with
+ * id, it is that one, applies the version before again (res as for fctl_engine_apply) and
+ * removes the record. Returns 1 rolled back (*out: the record it acted on), 0 nothing due,
+ * or a negative errno (res->error; the record stays, marked expiring, for the next try). */
+int fctl_engine_confirm_expire(const struct fctl_engine_opts *o, const char *id, bool force,
+			       struct fctl_confirm_pending *out, struct fctl_apply_result *res);
 
 /* The profile host this machine is (opts->host, else the hostname). */
 int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t len);

@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl confirm: confirmed apply (apply --confirm), its watchdog, and what show says of it */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fctl/audit.h"
+#include "fctl/engine.h"
+#include "fctl/state.h"
+
+#define READY_TIMEOUT_MS 10000 /* how long apply waits for its watchdog to say it watches */
+
+/* What the host goes back to: "version N", or "nothing (teardown)" when none was before. */
+static const char *back_to(const struct fctl_confirm_pending *c, char *out, size_t len)
+{
+	if (c->prev_seq)
+		snprintf(out, len, "version %" PRIu64, c->prev_version);
+	else
+		snprintf(out, len, "nothing (a teardown: no version was applied before)");
+	return out;
+}
+
+static void fmt_time(int64_t t, char *out, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void cli_confirm_id(char *out, size_t len)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(out, len, "%lld.%09ld-%ld", (long long)ts.tv_sec, ts.tv_nsec, (long)getpid());
+}
+
+void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o)
+{
+	char dl[32], st[32];
+
+	if (!c) {
+		fctl_buf_puts(o, "null");
+		return;
+	}
+	fmt_time(c->deadline, dl, sizeof(dl));
+	fmt_time(c->started, st, sizeof(st));
+	fctl_buf_printf(o, "{\"pending\":true,\"version\":%" PRIu64 ",\"profile\":", c->version);
+	fctl_buf_json_str(o, c->name);
+	fctl_buf_printf(o, ",\"applied\":\"%s\",\"deadline\":\"%s\",\"deadline_unix\":%" PRId64
+			   ",\"seconds_left\":%" PRId64 ",\"rollback_to_version\":",
+			st, dl, c->deadline, c->deadline - (int64_t)time(NULL));
+	if (c->prev_seq)
+		fctl_buf_printf(o, "%" PRIu64, c->prev_version);
+	else
+		fctl_buf_puts(o, "null");
+	fctl_buf_printf(o, ",\"rolling_back\":%s}", c->expiring ? "true" : "false");
+}
+
+void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len)
+{
+	char dl[32], to[64];
+
+	fmt_time(c->deadline, dl, sizeof(dl));
+	snprintf(out, len, "awaits confirmation until %s, else back to %s", dl,
+		 back_to(c, to, sizeof(to)));
+}
+
+void cli_confirm_show(const struct fctl_engine_opts *eo, struct fctl_buf *json)
+{
+	struct fctl_confirm_pending c;
+	int r = fctl_engine_confirm_pending(eo, &c);
+	char dl[32];
+
+	if (json) {
+		cli_confirm_json(r == 1 ? &c : NULL, json);
+		return;
+	}
+	if (r != 1)
+		return;
+	fmt_time(c.deadline, dl, sizeof(dl));
+	cli_err("note: version %" PRIu64 " awaits confirmation until %s ('fabricctl confirm'); "
+		"else the host goes back to %s",
+		c.version, dl, c.prev_seq ? "the version before" : "nothing (teardown)");
+}
+
+/* One audit record of the confirmation's life (confirm, confirm-rollback). */
+static int audit_event(const char *log, const char *change_id, const char *action,
+		       const char *result, const struct fctl_apply_result *res, const char *detail)
+{
+	struct fctl_audit *audit = NULL;
+	struct cli_audit_event ev = {
+		.action = action, .result = result, .host = res ? res->host : NULL,
+		.change_id = change_id, .detail = detail,
+		.error = res && res->error[0] ? res->error : NULL, .plan = res ? res->plan : NULL,
+		.kcvs = res ? res->kcvs : NULL, .n_kcvs = res ? res->n_kcvs : 0,
+		.has_counts = res && res->plan, .ops = res ? res->ops_done : 0,
+		.writes = res ? res->writes : 0,
+	};
+	int r = cli_audit_open(log, &audit);
+
+	if (r == 0)
+		r = cli_audit_record(audit, &ev);
+	if (cli_audit_close(audit) < 0 && r == 0)
+		r = -EIO;
+	return r;
+}
+
+/* The rollback at the deadline (or now, with force), audited. 1 rolled back, 0 nothing
+ * was due, < 0 failed (said on stderr unless quiet). */
+static int expire(const struct fctl_engine_opts *eo, const char *id, bool force,
+		  const char *log, const char *change_id, bool quiet)
+{
+	struct fctl_confirm_pending c;
+	struct fctl_apply_result res;
+	char detail[256], dl[32], to[64];
+	int r = fctl_engine_confirm_expire(eo, id, force, &c, &res);
+
+	if (r == 1) {
+		fmt_time(c.deadline, dl, sizeof(dl));
+		snprintf(detail, sizeof(detail),
+			 "version %" PRIu64 " %s%s: back to %s", c.version,
+			 force ? "cancelled before its deadline" : "not confirmed by ", force ? "" : dl,
+			 back_to(&c, to, sizeof(to)));
+		audit_event(log, change_id, "confirm-rollback", "rolled-back", &res, detail);
+	} else if (r < 0 && r != -EBUSY) {
+		snprintf(detail, sizeof(detail), "the rollback of an unconfirmed apply failed");
+		audit_event(log, change_id, "confirm-rollback", "failed", &res, detail);
+	}
+	if (r < 0 && !quiet)
+		cli_err("confirm: rollback on %s failed: %s", res.host,
+			res.error[0] ? res.error : strerror(-r));
+	fctl_apply_result_release(&res);
+	return r;
+}
+
+/* The watchdog's pid file STATE_DIR/confirm.pid, locked while it lives: an fd or -1. An
+ * earlier watchdog (of a record just confirmed) may hold it for a moment: wait a little. */
+static int pid_file(const struct fctl_engine_opts *eo)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], pid[24];
+	int fd;
+
+	fctl_state_dir_path(eo->state_dir, eo->netns, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/confirm.pid", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < 50 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+		usleep(100 * 1000);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || fctl_write_all(fd, pid, strlen(pid)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Waits up to a second for the CLI's end of the life pipe to close: false once it did. */
+static bool cli_alive(int *life_fd)
+{
+	struct pollfd p = { .fd = *life_fd, .events = POLLIN };
+
+	if (*life_fd < 0)
+		return false;
+	if (poll(&p, 1, 1000) == 0)
+		return true;
+	close(*life_fd); /* EOF or an error: the CLI is gone, whichever way it ended */
+	*life_fd = -1;
+	return false;
+}
+
+/* The watchdog: a process of its own session, started by apply --confirm before the apply,
+ * that outlives the CLI. Once record id exists (the engine writes it before its journal)
+ * it waits for the deadline and rolls back then; it ends when the record is confirmed or
+ * replaced, or when the CLI ended (life_fd closed, however it died) without one. ready_fd
+ * gets one byte once it watches. */
+static int watchdog(const struct fctl_engine_opts *eo, const char *id, int ready_fd,
+		    int life_fd, const char *log, const char *change_id)
+{
+	struct fctl_confirm_pending c;
+	int pfd = pid_file(eo), r;
+	bool seen = false;
+
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if (pfd < 0 || ready_fd < 0 || write(ready_fd, "1", 1) != 1)
+		return EXIT_USAGE; /* no byte: apply is refused */
+	close(ready_fd);
+	for (;;) {
+		int64_t left;
+		bool mine;
+
+		r = fctl_engine_confirm_pending(eo, &c);
+		mine = r == 1 && strcmp(c.id, id) == 0;
+		if (!mine) {
+			/* confirmed or replaced; or the CLI ended without a record (refused,
+			 * failed, nothing to change): read once more after it ended */
+			if (seen || (life_fd < 0 && r >= 0))
+				break;
+			if (!cli_alive(&life_fd) && r < 0)
+				sleep(1); /* unreadable for now: keep trying */
+			continue;
+		}
+		seen = true;
+		left = c.deadline - (int64_t)time(NULL);
+		if (left <= 0 || c.expiring) {
+			r = expire(eo, id, false, log, change_id, true);
+			if (r >= 0)
+				break;
+			sleep(r == -EBUSY ? 1 : 5); /* the lock is held, or the rollback failed */
+			continue;
+		}
+		if (life_fd >= 0)
+			cli_alive(&life_fd); /* a second, and the pipe closed when it is gone */
+		else
+			sleep(left > 1 ? 1 : (unsigned)left);
+	}
+	if (life_fd >= 0)
+		close(life_fd);
+	close(pfd);
+	return EXIT_OK;
+}
+
+/* In the grandchild: this program again as 'confirm --watchdog ID --ready-fd 3 ...'. */
+static void exec_watchdog(const struct fctl_engine_opts *eo, const char *audit_log,
+			  const char *change_id)
+{
+	const char *opt[][2] = {
+		{ "--watchdog", eo->confirm_id }, { "--ready-fd", "3" }, { "--life-fd", "4" },
+		{ "--state-dir", eo->state_dir }, { "--netns", eo->netns },
+		{ "--host", eo->host },	  { "--audit-log", audit_log },
+		{ "--change", change_id },
+	};
+	char *argv[2 + 2 * FCTL_ARRAY_SIZE(opt) + 1];
+	int argc = 0;
+
+	argv[argc++] = strdup("fabricctl");
+	argv[argc++] = strdup("confirm");
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(opt); i++) {
+		if (!opt[i][1])
+			continue;
+		argv[argc++] = strdup(opt[i][0]);
+		argv[argc++] = strdup(opt[i][1]);
+	}
+	argv[argc] = NULL;
+	for (int i = 0; i < argc; i++)
+		if (!argv[i])
+			_exit(127);
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
+/* Starts the watchdog: fork, a new session, fork again (so it is nobody's child), stdio on
+ * /dev/null, then exec_watchdog. 0 once it said it watches; *life_fd is the CLI's end of
+ * the pipe whose closing (at exit, or a kill -9) tells the watchdog the CLI is gone. */
+static int start_watchdog(const struct fctl_engine_opts *eo, const char *audit_log,
+			  const char *change_id, int *life_fd)
+{
+	struct pollfd pfd;
+	int p[2], life[2], st;
+	char b = 0;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(life, O_CLOEXEC) < 0) {
+		st = -errno;
+		close(p[0]);
+		close(p[1]);
+		return st;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		if (setsid() < 0 || nul < 0 || fork() != 0)
+			_exit(0);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		/* p[1] and life[0] are above 4 or a dup2 of them would close the other */
+		if (p[1] < 5 || life[0] < 5) {
+			p[1] = fcntl(p[1], F_DUPFD_CLOEXEC, 5);
+			life[0] = fcntl(life[0], F_DUPFD_CLOEXEC, 5);
+		}
+		if (p[1] < 0 || life[0] < 0 || dup2(p[1], 3) < 0 || dup2(life[0], 4) < 0)
+			_exit(127); /* dup2 leaves 3 and 4 without O_CLOEXEC */
+		for (int fd = 5; fd < 1024; fd++)
+			close(fd);
+		exec_watchdog(eo, audit_log, change_id);
+	}
+	close(p[1]);
+	close(life[0]);
+	if (pid < 0) {
+		st = -errno;
+		close(p[0]);
+		close(life[1]);
+		return st;
+	}
+	waitpid(pid, &st, 0);
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	st = poll(&pfd, 1, READY_TIMEOUT_MS) == 1 && read(p[0], &b, 1) == 1 && b == '1';
+	close(p[0]);
+	if (!st) {
+		close(life[1]);
+		return -ECHILD;
+	}
+	*life_fd = life[1];
+	return 0;
+}
+
+int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
+		      const char *change_id, int *life_fd)
+{
+	struct fctl_confirm_pending c;
+	int r;
+
+	*life_fd = -1;
+	if (fctl_engine_confirm_pending(eo, &c) == 1)
+		return 0; /* one is pending: the engine refuses this apply and says why */
+	r = start_watchdog(eo, audit_log, change_id, life_fd);
+
+	if (r < 0)
+		cli_err("apply: refused: the confirmation watchdog did not start (%s); nothing "
+			"was changed", strerror(-r));
+	return r;
+}
+
+void cli_confirm_note(const struct fctl_engine_opts *eo)
+{
+	struct fctl_confirm_pending c;
+	char dl[32], to[64];
+
+	if (fctl_engine_confirm_pending(eo, &c) != 1)
+		return;
+	fmt_time(c.deadline, dl, sizeof(dl));
+	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host, or "
+			"it goes back to %s\n",
+		dl, back_to(&c, to, sizeof(to)));
+}
+
+/* confirm's options */
+struct confirm_args {
+	struct fctl_engine_opts eo;
+	const char *audit_log, *change_id, *watchdog;
+	int ready_fd, life_fd;
+	bool json, quiet, cancel;
+};
+
+static int parse(int argc, char **argv, struct confirm_args *a)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "audit-log", required_argument, NULL, 'a' },
+		{ "change", required_argument, NULL, 'c' },
+		{ "cancel", no_argument, NULL, 'C' },
+		/* hidden: the watchdog apply --confirm starts (its id, its two pipe ends) */
+		{ "watchdog", required_argument, NULL, 'w' },
+		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "life-fd", required_argument, NULL, 'l' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->ready_fd = a->life_fd = -1;
+	a->eo.keymgr_path = cli_keymgr_path();
+	a->change_id = getenv("FCTL_CHANGE_ID");
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			a->json = true;
+			break;
+		case 'n':
+			a->eo.netns = optarg;
+			break;
+		case 'H':
+			a->eo.host = optarg;
+			break;
+		case 's':
+			a->eo.state_dir = optarg;
+			break;
+		case 'a':
+			a->audit_log = optarg;
+			break;
+		case 'c':
+			a->change_id = optarg;
+			break;
+		case 'C':
+			a->cancel = true;
+			break;
+		case 'w':
+			a->watchdog = optarg;
+			break;
+		case 'r':
+		case 'l':
+			if (fctl_parse_u64(optarg, &v) < 0 || v < 3 || v > 1023) {
+				cli_err("confirm: bad --%s '%s'", ch == 'r' ? "ready-fd" : "life-fd",
+					optarg);
+				return EXIT_USAGE;
+			}
+			*(ch == 'r' ? &a->ready_fd : &a->life_fd) = (int)v;
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'h':
+			cli_usage_cmd("confirm");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cli_err("confirm: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* confirm --cancel: the rollback now, as the deadline would make it */
+static int cancel(struct confirm_args *a)
+{
+	int r = expire(&a->eo, NULL, true, a->audit_log, a->change_id, false);
+
+	if (a->json)
+		printf("{\"result\":\"%s\"}\n", r == 1 ? "rolled-back" : r == 0 ? "none" : "failed");
+	if (r == 0) {
+		cli_err("confirm: --cancel: no confirmation is pending");
+		return EXIT_INVALID;
+	}
+	if (r < 0)
+		return r == -EBUSY ? EXIT_USAGE : EXIT_FAILED;
+	if (!a->json && !a->quiet)
+		printf("cancelled: the host went back to the version before\n");
+	return EXIT_OK;
+}
+
+int cmd_confirm(int argc, char **argv)
+{
+	struct fctl_confirm_pending c;
+	struct confirm_args a;
+	char err[512] = "", host[64] = "", detail[128], dl[32];
+	int r, rc = parse(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	if (a.watchdog)
+		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.life_fd, a.audit_log, a.change_id);
+	if (a.cancel)
+		return cancel(&a);
+	r = fctl_engine_confirm(&a.eo, &c, err, sizeof(err));
+	fctl_engine_host_name(&a.eo, host, sizeof(host));
+	if (r < 0) {
+		if (a.json)
+			printf("{\"host\":\"%s\",\"result\":\"%s\"}\n", host,
+			       r == -ENOENT ? "none" : r == -ETIMEDOUT ? "too-late" : "failed");
+		cli_err("confirm: %s", err[0] ? err : strerror(-r));
+		return r == -ENOENT || r == -ETIMEDOUT ? EXIT_INVALID : EXIT_USAGE;
+	}
+	fmt_time(c.deadline, dl, sizeof(dl));
+	snprintf(detail, sizeof(detail), "version %" PRIu64 " confirmed before its deadline %s",
+		 c.version, dl);
+	{
+		struct fctl_apply_result res = { .failed_op = -1 };
+
+		snprintf(res.host, sizeof(res.host), "%s", host);
+		rc = audit_event(a.audit_log, a.change_id, "confirm", "confirmed", &res, detail) < 0
+			     ? EXIT_USAGE
+			     : EXIT_OK;
+	}
+	if (rc != EXIT_OK)
+		cli_err("confirm: version %" PRIu64 " IS confirmed, but no audit record says so",
+			c.version);
+	if (a.json)
+		printf("{\"host\":\"%s\",\"result\":\"confirmed\",\"version\":%" PRIu64
+		       ",\"deadline\":\"%s\"}\n", host, c.version, dl);
+	else if (!a.quiet)
+		printf("confirmed: version %" PRIu64 " stays on %s\n", c.version, host);
+	return rc;
+}

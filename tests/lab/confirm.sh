@@ -1,0 +1,184 @@
+#!/bin/bash
+# Confirmed apply (apply --confirm, confirm) against real kernels: two lab VMs on one
+# wire, the lab profile applied on both, h1 reaching h2 over the MACsec VLAN.
+#
+#  1. apply --confirm on h2, then confirm in time: the new version stays, every other
+#     change waits while it is pending, the watchdog ends, the audit log says so
+#  2. an apply --confirm that moves h2's address on the MACsec VLAN cuts the path h1
+#     reaches it by; the CLI has exited; after the deadline h2 restores itself: ping
+#     over the old path works again, history and the audit log show the rollback
+#  3. on h1, while h2 waits for its deadline: the CLI stopped right after its apply
+#     --confirm and killed with kill -9; the watchdog still rolls h1 back at the
+#     deadline
+#
+# No timed assertions: every wait is a poll with a generous deadline. Prints PASS/FAIL
+# per check and "confirm_lab: N passed, M failed"; exits non-zero on any failure,
+# including a lab that cannot start (never skips).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
+F=$BUILD/fabricctl/fabricctl
+LAB=$ROOT/scripts/lab.sh
+export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-confirm}
+PASS=0
+FAIL=0
+
+pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
+check() { # name, then a command: PASS when it succeeds
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+finish() {
+	local rc=$?
+	"$LAB" down >/dev/null 2>&1 || true
+	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
+	echo "confirm_lab: $PASS passed, $FAIL failed"
+	[ "$FAIL" -eq 0 ] && exit 0
+	exit 1
+}
+trap finish EXIT
+
+on() { # host, command...: run in a lab guest
+	local h=$1
+	shift
+	"$LAB" exec --timeout 120 "$h" -- "$@"
+}
+
+poll() { # seconds, command...: until it succeeds (0) or the seconds have passed (1)
+	local until=$((SECONDS + $1))
+	shift
+	while :; do
+		"$@" && return 0
+		[ "$SECONDS" -ge "$until" ] && return 1
+		sleep 2
+	done
+}
+
+ping_ok() { on h1 ping -c 2 -i 0.3 -W 2 10.100.0.2 >/dev/null 2>&1; }
+pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm.pending == true' >/dev/null; }
+not_pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm == null' >/dev/null; }
+restored() { ping_ok && not_pending h2; }
+versions() { on "${1:-h2}" "$F" history --json | jq -r '[.[].version] | map(tostring) | join(",")'; }
+audit_count() { # host action [result]
+	on "$1" "$F" audit show --json |
+		jq --arg a "$2" --arg r "${3:-}" '[.[] | select(.action == $a and ($r == "" or .result == $r))] | length'
+}
+window() { on "$1" ip -j macsec show ms100 | jq -r '.[0].window'; }
+watchdog_gone() {
+	local pid
+	pid=$(on h2 cat /var/lib/fabricctl/confirm.pid) || return 1
+	[ -n "$pid" ] && ! on h2 sh -c 'kill -0 "$1"' _ "$pid" 2>/dev/null
+}
+h2_addr() { on h2 ip -j -4 addr show dev ms100 | jq -r '[.[0].addr_info[].local] | join(",")'; }
+
+# --- set up -----------------------------------------------------------------
+[ -x "$F" ] || { fail "build" "$F is missing: build first (cmake --build build)"; exit 1; }
+if ! "$LAB" up --hosts 2; then
+	fail "lab-up" "the lab did not start (see the console tail above)"
+	exit 1
+fi
+pass "lab-up"
+
+# guests see the host root read-only: one work directory per lab, under the build
+WORK=$BUILD/lab-confirm-work-${FCTL_LAB_DIR##*/}
+rm -rf "$WORK"
+mkdir -p "$WORK/keys"
+chmod 700 "$WORK/keys"
+cp "$ROOT/profiles/lab-pair.yaml" "$WORK/v1.yaml"
+cp "$ROOT/tests/lab/profiles/lab-pair-v2.yaml" "$WORK/v2.yaml"
+# v3: h2's address on the protected VLAN moves: h1's path to 10.100.0.2 is cut
+sed -e 's/^  version: 2$/  version: 3/' -e 's|h2: 10.100.0.2/24|h2: 10.100.0.9/24|' \
+	"$WORK/v2.yaml" >"$WORK/v3-cut.yaml"
+grep -q 'h2: 10.100.0.9/24' "$WORK/v3-cut.yaml" && grep -q '^  version: 3$' "$WORK/v3-cut.yaml" ||
+	{ fail "setup" "v3-cut.yaml was not made from v2"; exit 1; }
+( umask 077; openssl rand -hex 16 >"$WORK/keys/lab-pair.key" )
+
+for h in h1 h2; do
+	on "$h" "$F" apply -q "$WORK/v1.yaml" && pass "apply-v1-$h" || fail "apply-v1-$h"
+done
+check "ping-over-macsec" poll 60 ping_ok
+
+# --- 1. confirmed in time ----------------------------------------------------
+out=$(on h2 "$F" apply --json --confirm 10m "$WORK/v2.yaml")
+rc=$?
+[ $rc -eq 0 ] && [ "$(jq -r '"\(.result) \(.confirm.pending) \(.confirm.version) \(.confirm.rollback_to_version)"' <<<"$out")" = \
+	"applied true 2 1" ] && pass "1-apply-confirm-pending" || fail "1-apply-confirm-pending" "exit $rc: $out"
+show=$(on h2 "$F" show --json)
+dl=$(jq -r '.confirm.deadline_unix' <<<"$show")
+now=$(on h2 date +%s)
+[ "$dl" -gt "$now" ] && [ "$dl" -le $((now + 600)) ] && pass "1-show-json-deadline" ||
+	fail "1-show-json-deadline" "deadline $dl, guest clock $now: $(jq -c .confirm <<<"$show")"
+err=$(on h2 "$F" apply -q "$WORK/v1.yaml" 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 2 ] && grep -q 'awaits confirmation' <<<"$err" && pass "1-other-apply-refused-while-pending" ||
+	fail "1-other-apply-refused-while-pending" "exit $rc: $err"
+out=$(on h2 "$F" confirm --json)
+[ "$(jq -r '"\(.result) \(.version)"' <<<"$out")" = "confirmed 2" ] && pass "1-confirm" || fail "1-confirm" "$out"
+check "1-nothing-pending-after-confirm" not_pending
+check "1-watchdog-ends" poll 60 watchdog_gone
+[ "$(versions)" = "1,2" ] && pass "1-version-2-stays" || fail "1-version-2-stays" "history $(versions)"
+[ "$(window h2)" = 64 ] && pass "1-kernel-has-v2" || fail "1-kernel-has-v2"
+check "1-ping-after-confirm" ping_ok
+on h2 "$F" confirm -q 2>/dev/null
+[ $? -eq 1 ] && pass "1-second-confirm-exit-1" || fail "1-second-confirm-exit-1"
+[ "$(audit_count h2 confirm confirmed)" = 1 ] && pass "1-audit-confirm" || fail "1-audit-confirm"
+rec=$(on h2 "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
+grep -q 'awaits confirmation until' <<<"$rec" && pass "1-audit-apply-names-deadline" ||
+	fail "1-audit-apply-names-deadline" "$rec"
+
+# --- 2. the change cuts the operator's path; the host restores itself ----------
+on h2 "$F" apply -q --confirm 45s "$WORK/v3-cut.yaml"
+rc=$?
+[ $rc -eq 0 ] && pass "2-apply-confirm-cut" || fail "2-apply-confirm-cut" "exit $rc"
+# the CLI has exited: only the watchdog is left on h2
+[ "$(h2_addr)" = 10.100.0.9 ] && pass "2-address-moved" || fail "2-address-moved" "ms100 has $(h2_addr)"
+if ping_ok; then
+	fail "2-path-cut" "h1 still reaches 10.100.0.2 (pending: $(pending h2 && echo yes || echo no))"
+else
+	pass "2-path-cut"
+fi
+
+# --- 3. meanwhile on h1: the CLI killed with kill -9 after its apply --confirm ---
+on h1 rm -f /run/fctl-stop.pid
+job=$("$LAB" exec-bg --timeout 600 --env FCTL_TEST_STOP_AFTER_APPLY=/run/fctl-stop.pid h1 -- \
+	"$F" apply -q --confirm 45s "$WORK/v2.yaml")
+killed=0
+if poll 120 on h1 test -s /run/fctl-stop.pid; then
+	pid=$(on h1 cat /run/fctl-stop.pid)
+	on h1 grep -q '^State:.*T' "/proc/$pid/status" && pass "3-cli-stopped-after-apply" ||
+		fail "3-cli-stopped-after-apply" "pid $pid"
+	[ "$(window h1)" = 64 ] && pass "3-h1-has-v2" || fail "3-h1-has-v2"
+	check "3-pending-while-cli-lives" pending h1
+	on h1 sh -c 'kill -9 "$1"' _ "$pid"
+	"$LAB" wait --timeout 120 h1 "$job" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 137 ] && pass "3-cli-killed" || fail "3-cli-killed" "job exit $rc"
+	killed=1
+else
+	fail "3-cli-stopped-after-apply" "no pid file (a build without -DFCTL_TEST_HOOKS=ON?)"
+	"$LAB" kill h1 "$job" >/dev/null 2>&1
+fi
+
+# --- 2, then 3: both deadlines pass ------------------------------------------
+check "2-host-restores-itself" poll 300 restored
+[ "$(h2_addr)" = 10.100.0.2 ] && pass "2-address-back" || fail "2-address-back" "ms100 has $(h2_addr)"
+[ "$(versions h2)" = "1,2,3,2" ] && pass "2-history-shows-rollback" || fail "2-history-shows-rollback" "history $(versions h2)"
+[ "$(audit_count h2 confirm-rollback rolled-back)" = 1 ] && pass "2-audit-rollback" || fail "2-audit-rollback"
+on h2 "$F" diff "$WORK/v2.yaml" >/dev/null && pass "2-no-drift-from-v2" || fail "2-no-drift-from-v2"
+
+if [ $killed = 1 ]; then
+	check "3-h1-restores-after-kill-9" poll 300 not_pending h1
+	[ "$(window h1)" = 0 ] && pass "3-h1-back-on-v1" || fail "3-h1-back-on-v1" "window $(window h1)"
+	[ "$(versions h1)" = "1,2,1" ] && pass "3-history-shows-rollback" ||
+		fail "3-history-shows-rollback" "history $(versions h1)"
+	[ "$(audit_count h1 confirm-rollback rolled-back)" = 1 ] && pass "3-audit-rollback" || fail "3-audit-rollback"
+	check "3-ping-after-both" ping_ok
+fi
+for h in h1 h2; do
+	on "$h" "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null && pass "audit-verifies-$h" ||
+		fail "audit-verifies-$h"
+done
