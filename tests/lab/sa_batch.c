@@ -13,7 +13,8 @@
  *   tx-stage AN KEYFILE KEYID            (PN 1, inactive)
  *   switch AN VERSION KEYID
  *   encoding AN VERSION KEYID
- *   retire AN [SCI]                      (with SCI: the RX SA of that SC, else the TX SA)
+ *   retire AN [SCI] [KEYID]              (with SCI: the RX SA of that SC, else the TX SA;
+ *                                         with KEYID: only an SA holding that key)
  *
  * SCI and KEYID in hex (16 and 32 digits); KEYFILE holds the key in hex (keys never in
  * argv). Prints the agent's output ("op I ok" / "op I failed: WHY" lines, dumps), its
@@ -112,9 +113,12 @@ static int parse_line(char *line, struct rec *r)
 		r->m.present |= FCTL_HAS_KEY_VERSION;
 		return keyid(w[3], r);
 	}
-	if (strcmp(w[0], "retire") == 0 && (n == 2 || n == 3)) {
+	if (strcmp(w[0], "retire") == 0 && n >= 2 && n <= 4) {
 		r->m.type = FCTL_MSG_SA_RETIRE;
-		return n == 3 ? sci(w[2], r) : 0;
+		for (int i = 2; i < n; i++)
+			if ((strlen(w[i]) == 16 ? sci(w[i], r) : keyid(w[i], r)) < 0)
+				return -EINVAL;
+		return 0;
 	}
 	return -EINVAL;
 }
