@@ -40,7 +40,9 @@ int km_append_sync(const char *path, const char *line)
 static void test_hook(const struct km *k, enum km_step s)
 {
 #ifdef FCTL_TEST_HOOKS /* test builds only */
-	const char *h = getenv("FCTL_KEYMGR_TEST_HOOK"); /* "STEP:kill" or "STEP:pause:SEC" */
+	/* "STEP:kill", "STEP:pause:SEC", or "STEP:hold" (until the test removes the marker,
+	 * 300 s at most: a test on a loaded machine takes its time, and says when it is done) */
+	const char *h = getenv("FCTL_KEYMGR_TEST_HOOK");
 	size_t n = strlen(km_step_name(s));
 	char marker[4200];
 
@@ -48,10 +50,15 @@ static void test_hook(const struct km *k, enum km_step s)
 		return;
 	if (strcmp(h + n + 1, "kill") == 0)
 		raise(SIGKILL);
+	snprintf(marker, sizeof(marker), "%s/paused-%s", k->state_dir, km_step_name(s));
 	if (strncmp(h + n + 1, "pause:", 6) == 0) {
-		snprintf(marker, sizeof(marker), "%s/paused-%s", k->state_dir, km_step_name(s));
 		close(open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
 		sleep((unsigned)atoi(h + n + 7));
+		unlink(marker);
+	} else if (strcmp(h + n + 1, "hold") == 0) {
+		close(open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		for (int i = 0; i < 1200 && access(marker, F_OK) == 0; i++)
+			usleep(250000);
 		unlink(marker);
 	}
 #endif

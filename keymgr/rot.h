@@ -20,8 +20,9 @@ struct rot {
 	/* after the switch: counters at the start of the overlap, when they could be read */
 	bool have_base;
 	struct km_dump base[2];
-	/* the new key's KEYID and XPN salt, named by its requests */
-	uint8_t new_keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN];
+	/* the new key's KEYID and XPN salt, named by its requests; the old key's, named by
+	 * its retirement */
+	uint8_t new_keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN], old_keyid[FCTL_KEYID_LEN];
 };
 
 /* journal.c: STATE/journal-LINK, written (and synced) before each step is taken. */

@@ -84,19 +84,20 @@ void km_audit(struct km *k, const struct km_link *l, const char *action, const c
 	}
 }
 
-/* An AN-only request; switch and encoding-sa also name the key (version + KEYID), which
- * the agent keeps in its rotation record. */
+/* An AN request naming the key of version by its KEYID: switch and encoding-sa also by
+ * the version, which the agent keeps in its rotation record; a retirement touches only an
+ * SA holding that key. */
 static int req_an(struct km *k, const struct km_link *l, struct km_end *e, uint8_t type,
 		  unsigned an, uint32_t version, const uint64_t *sci, char *err, size_t errlen)
 {
-	struct fctl_msg m = { .type = type, .an = an, .present = FCTL_HAS_AN };
+	struct fctl_msg m = { .type = type, .an = an, .present = FCTL_HAS_AN | FCTL_HAS_KEYID };
 	uint8_t keyid[FCTL_KEYID_LEN];
 
+	km_ref_keyid(l, version, keyid);
+	m.keyid = keyid;
 	if (type != FCTL_MSG_SA_RETIRE) {
 		m.key_version = version;
-		km_ref_keyid(l, version, keyid);
-		m.keyid = keyid;
-		m.present |= FCTL_HAS_KEY_VERSION | FCTL_HAS_KEYID;
+		m.present |= FCTL_HAS_KEY_VERSION;
 	}
 	if (sci) {
 		m.sci = *sci;
@@ -117,9 +118,10 @@ static int remove_new(struct km *k, struct km_link *l, const struct rot *rt, cha
 		struct km_end *e = &l->end[i];
 		char why[600];
 
-		if (req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, &e->peer_sci, why,
-			   sizeof(why)) < 0 ||
-		    req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, 0, NULL, why, sizeof(why)) < 0) {
+		if (req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, rt->new_version, &e->peer_sci,
+			   why, sizeof(why)) < 0 ||
+		    req_an(k, l, e, FCTL_MSG_SA_RETIRE, rt->new_an, rt->new_version, NULL, why,
+			   sizeof(why)) < 0) {
 			bad = -EIO;
 			snprintf(err, errlen, "%s", why);
 		}
@@ -336,14 +338,18 @@ static int overlap_judge(struct km *k, struct km_link *l, struct rot *rt, const 
 	return km_journal_step(k, l, rt, KM_RETIRE) < 0 ? -EIO : 0;
 }
 
-/* The retire requests of end i: the old RX SA (of the peer's SC), then the old TX SA. */
-static void retire_msgs(const struct rot *rt, const struct km_end *e, struct fctl_msg m[2])
+/* The retire requests of end i: the old RX SA (of the peer's SC), then the old TX SA;
+ * each names the old key (an SA holding another key is not touched). */
+static void retire_msgs(struct rot *rt, const struct km_link *l, const struct km_end *e,
+			struct fctl_msg m[2])
 {
+	km_ref_keyid(l, rt->old_version, rt->old_keyid);
 	memset(m, 0, 2 * sizeof(*m));
 	for (int j = 0; j < 2; j++) {
 		m[j].type = FCTL_MSG_SA_RETIRE;
 		m[j].an = rt->old_an;
-		m[j].present = FCTL_HAS_AN;
+		m[j].keyid = rt->old_keyid;
+		m[j].present = FCTL_HAS_AN | FCTL_HAS_KEYID;
 	}
 	m[0].sci = e->peer_sci;
 	m[0].present |= FCTL_HAS_SCI;
@@ -398,7 +404,7 @@ static int overlap_end(struct km *k, struct km_link *l, struct rot *rt)
 	for (int i = 0; i < 2 && ok; i++) {
 		struct fctl_msg m[2];
 
-		retire_msgs(rt, &l->end[i], m);
+		retire_msgs(rt, l, &l->end[i], m);
 		ok = km_call(k, &l->end[i], &m[0], NULL, err, sizeof(err)) == 0 &&
 		     km_call(k, &l->end[i], &m[1], NULL, err, sizeof(err)) == 0;
 	}
@@ -648,7 +654,7 @@ static void fill_retire(struct lk *x, int end, int j, struct fctl_msg *m)
 {
 	struct fctl_msg two[2];
 
-	retire_msgs(&x->rt, &x->l->end[end], two);
+	retire_msgs(&x->rt, x->l, &x->l->end[end], two);
 	*m = two[j];
 }
 

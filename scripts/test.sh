@@ -169,6 +169,11 @@ host_lane() {
 		# the reason, the repair resumes it (tests/lab/slurm.sh)
 		suite lab-slurm 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/slurm.sh
+		# rekey failures other MACsec stacks hit in the field (SONiC): counters across a
+		# rekey, a retirement that touches only the old key, keymgr killed mid-rotation and
+		# reconciled from the kernels, a delete and an install of one AN in one frame
+		suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/rekey_regress.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 		if want asan; then
 			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -284,7 +289,8 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
 	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka \
-	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm /var/tmp/fabricctl-lab-confirm; do
+	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm /var/tmp/fabricctl-lab-confirm \
+	/var/tmp/fabricctl-lab-rekey; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary

@@ -31,7 +31,8 @@ struct sa_req {
 	struct fctl_nl *nl;
 	char rdir[PATH_MAX];            /* the rotation records */
 	struct fctl_rotation_cur cur;   /* the SecY's record (or what it would be) */
-	struct fctl_macsec sec;         /* the SecY as it is */
+	struct fctl_macsec sec;         /* the SecY as it is (no RX SCs) */
+	struct fctl_sa rx_sa;           /* the RX SA of sci/an the request names, if any */
 	struct fctl_op op;
 	struct fctl_key *sak;           /* the request's SAK, out of the frame */
 	char err[600], detail[700];
@@ -174,17 +175,26 @@ out:
 	*rp = r;
 }
 
-static int sa_cipher(struct fctl_nl *nl, const char *ifname, struct fctl_macsec *out)
+/* The SecY's cipher, encoding SA and TX SAs into out; with an SCI, the RX SA on an of that
+ * SC into rx (not present when there is none). */
+static int sa_cipher(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_macsec *out,
+		     struct fctl_sa *rx)
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *l;
-	int r = read_secy(nl, ifname, &hs, &l);
+	int r = read_secy(nl, m->ifname, &hs, &l);
 
+	memset(rx, 0, sizeof(*rx));
 	if (r == 0) {
+		const struct fctl_rxsc *sc = (m->present & FCTL_HAS_SCI) && m->an < FCTL_MAX_AN
+					     ? fctl_macsec_find_rxsc(&l->macsec, m->sci) : NULL;
+
 		out->cipher = l->macsec.cipher;
 		out->encoding_sa = l->macsec.encoding_sa;
 		out->sci = l->macsec.sci;
 		memcpy(out->txsa, l->macsec.txsa, sizeof(out->txsa));
+		if (sc)
+			*rx = sc->sa[m->an];
 	}
 	fctl_host_state_free(hs);
 	return r;
@@ -380,17 +390,27 @@ static int sa_encoding(struct sa_req *q)
 }
 
 /* SA_RETIRE: deactivates and deletes an RX SA (with SCI) or a TX SA; the TX SA ends the
- * lease. Idempotent. */
+ * lease. Idempotent. With a KEYID, only an SA holding that key. */
 static int sa_retire(struct sa_req *q)
 {
 	const struct fctl_msg *m = q->m;
 	bool rx = m->present & FCTL_HAS_SCI;
 	int r;
 
+	const struct fctl_sa *sa = rx ? &q->rx_sa : &q->sec.txsa[m->an % FCTL_MAX_AN];
+
 	if (m->an == q->sec.encoding_sa && !rx) {
 		snprintf(q->err, sizeof(q->err), "%s: AN %u is the encoding SA in use", q->tn,
 			 m->an);
 		return -EBUSY;
+	}
+	/* a retirement names the key it retires: an SA on that AN holding another key (a
+	 * newer one, after the AN came round again, or a stale request) is not touched */
+	if (m->keyid && sa->present &&
+	    (!sa->has_keyid || memcmp(sa->keyid, m->keyid, FCTL_KEYID_LEN) != 0)) {
+		snprintf(q->err, sizeof(q->err), "%s: the %s SA on AN %u holds another key "
+			 "(keyid differs): not retired", q->tn, rx ? "RX" : "TX", m->an);
+		return -ESTALE;
 	}
 	q->op.kind = rx ? FCTL_OP_RXSA_UPD : FCTL_OP_TXSA_UPD;
 	q->op.sa.present = true;
@@ -489,7 +509,7 @@ static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, boo
 		r = sa_dump_request(&q, has_cur, o);
 		goto done;
 	}
-	r = sa_cipher(q.nl, m->ifname, &q.sec);
+	r = sa_cipher(q.nl, m, &q.sec, &q.rx_sa);
 	if (r < 0) {
 		snprintf(q.err, sizeof(q.err), "%s: not a MACsec interface here (%s)", m->ifname,
 			 strerror(-r));

@@ -408,6 +408,28 @@ static void test_sa_batch(void **state)
 	assert_null(op.key);
 	assert_int_equal(op.present, FCTL_HAS_IFNAME);
 
+	/* a retirement may name the key it retires (the agent leaves an SA holding another
+	 * alone); a key itself it never carries */
+	struct fctl_msg ret = { .type = FCTL_MSG_SA_RETIRE, .ifname = "ms100", .sci = 0x1122,
+				.an = 1, .keyid = keyid,
+				.present = FCTL_HAS_IFNAME | FCTL_HAS_SCI | FCTL_HAS_AN |
+					   FCTL_HAS_KEYID };
+	struct fctl_buf one = { 0 }, f1 = { 0 };
+
+	assert_int_equal(fctl_proto_sa_op_put(&ret, &one), 0);
+	batch_frame(&one, &f1);
+	assert_int_equal(fctl_proto_decode((uint8_t *)f1.data, f1.len, 0, &m, why, sizeof(why)), 0);
+	fctl_proto_sa_op_get(&m, 0, &op);
+	assert_int_equal(op.type, FCTL_MSG_SA_RETIRE);
+	assert_int_equal(op.present, ret.present);
+	assert_memory_equal(op.keyid, keyid, 16);
+	ret.present |= FCTL_HAS_KEY;
+	ret.key = key;
+	ret.key_len = 16;
+	assert_int_equal(fctl_proto_sa_op_put(&ret, &one), -EINVAL);
+	fctl_buf_release(&one);
+	fctl_buf_release(&f1);
+
 	/* refused when put: a batch in a batch, an AN out of range, a missing required field */
 	bad.type = FCTL_MSG_SA_BATCH;
 	assert_int_equal(fctl_proto_sa_op_put(&bad, &recs), -EINVAL);
