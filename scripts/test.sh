@@ -174,6 +174,10 @@ host_lane() {
 		# reconciled from the kernels, a delete and an install of one AN in one frame
 		suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rekey_regress.sh
+		# confirmed apply: confirm in time; a change that cuts the path to the host rolled
+		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply
+		suite lab-confirm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
+			bash tests/lab/confirm.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 		if want asan; then
 			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
@@ -226,10 +230,6 @@ lab_lane() {
 		# rolled back (tests/lab/pull.sh, one VM)
 		suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/pull.sh
-		# confirmed apply: confirm in time; a change that cuts the path to the host rolled
-		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply
-		suite lab-confirm 600 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/confirm.sh
 	fi
 }
 
