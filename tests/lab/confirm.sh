@@ -131,7 +131,7 @@ grep -q 'awaits confirmation until' <<<"$rec" && pass "1-audit-apply-names-deadl
 	fail "1-audit-apply-names-deadline" "$rec"
 
 # --- 2. the change cuts the operator's path; the host restores itself ----------
-on h2 "$F" apply -q --confirm 45s "$WORK/v3-cut.yaml"
+on h2 "$F" apply -q --confirm 90s "$WORK/v3-cut.yaml"
 rc=$?
 [ $rc -eq 0 ] && pass "2-apply-confirm-cut" || fail "2-apply-confirm-cut" "exit $rc"
 # the CLI has exited: only the watchdog is left on h2
@@ -145,7 +145,7 @@ fi
 # --- 3. meanwhile on h1: the CLI killed with kill -9 after its apply --confirm ---
 on h1 rm -f /run/fctl-stop.pid
 job=$("$LAB" exec-bg --timeout 600 --env FCTL_TEST_STOP_AFTER_APPLY=/run/fctl-stop.pid h1 -- \
-	"$F" apply -q --confirm 45s "$WORK/v2.yaml")
+	"$F" apply -q --confirm 90s "$WORK/v2.yaml")
 killed=0
 if poll 120 on h1 test -s /run/fctl-stop.pid; then
 	pid=$(on h1 cat /run/fctl-stop.pid)
