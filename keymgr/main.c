@@ -20,10 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -544,6 +547,40 @@ static void close_audit(struct km *k)
 	k->audit = NULL;
 }
 
+/* One keymgr at a time changes a state directory: a second rotate, watch or recover
+ * would begin its journal over the first one's. The lock is held until exit (the fd is
+ * never closed; close-on-exec). 0, or the exit code 2 with the holder's pid. */
+static int lock_state_dir(const char *dir)
+{
+	char path[4200], pid[32] = "";
+	ssize_t n;
+	int fd;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		kerr("state directory '%s': %s\n", dir, strerror(errno));
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		kerr("'%s': %s\n", path, strerror(errno));
+		return 2;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		kerr("another keymgr (rotate, watch or recover) holds '%s'%s%s: nothing done\n",
+		     path, pid[0] ? ", pid " : "", pid);
+		close(fd);
+		return 2;
+	}
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		kerr("'%s': the pid not written: %s\n", path, strerror(errno));
+	return 0; /* fd kept: the lock lasts as long as this process */
+}
+
 /* The profile, the identity for the agents, the links and (but for status) the audit
  * log; released by main. 0, or the exit code 2 with the reason on stderr. */
 static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char *profile)
@@ -577,7 +614,8 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 		return 2;
 	}
 	/* a rotation nobody can account for is refused; a plan changes nothing */
-	if (strcmp(cmd, "status") != 0 && !opt_dry_run && open_audit(k) < 0)
+	if (strcmp(cmd, "status") != 0 && !opt_dry_run &&
+	    (lock_state_dir(opt_state_dir) != 0 || open_audit(k) < 0))
 		return 2;
 	return 0;
 }
