@@ -316,6 +316,93 @@ static void record_row(struct fctl_buf *b, const struct ehrec *r)
 	fctl_buf_puts(b, "</td></tr>\n");
 }
 
+/* The compact row of a large window (more than EH_COMPACT records): the same fields, once,
+ * with no more markup than a row needs (the end tags HTML lets a table leave out). */
+static void record_row_compact(struct fctl_buf *b, const struct ehrec *r)
+{
+	fctl_buf_printf(b, "<tr><td>%" PRIu64 "<td>", r->seq);
+	eh_esc(b, r->time);
+	fctl_buf_puts(b, "<td>");
+	eh_esc(b, r->action);
+	fctl_buf_printf(b, "<td class=%s>", eh_tone(r));
+	eh_esc(b, r->result);
+	fctl_buf_puts(b, "<td>");
+	eh_esc(b, r->host);
+	fctl_buf_puts(b, "<td>");
+	eh_esc(b, r->link ? r->link : r->secy);
+	fctl_buf_puts(b, "<td>");
+	eh_esc(b, r->change);
+	fctl_buf_puts(b, "<td>");
+	if (r->has_profile) {
+		fctl_buf_puts(b, "profile ");
+		eh_esc(b, r->pname);
+		fctl_buf_printf(b, " v%" PRIu64, r->pver);
+	}
+	if (r->detail) {
+		fctl_buf_puts(b, r->has_profile ? "; " : "");
+		eh_esc(b, r->detail);
+	}
+	if (r->error) {
+		fctl_buf_puts(b, r->has_profile || r->detail ? "; <b>error:</b> " : "<b>error:</b> ");
+		eh_esc(b, r->error);
+	}
+	for (size_t k = 0; k < r->nk; k++)
+		fctl_buf_printf(b, "%skey id %s", k || r->has_profile || r->detail || r->error ? "; " : "",
+				r->keyids[k]);
+	for (size_t k = 0; k < r->nkcv; k++)
+		fctl_buf_printf(b, "%sKCV %s",
+				k || r->nk || r->has_profile || r->detail || r->error ? "; " : "",
+				r->kcvs[k]);
+	fctl_buf_putc(b, '\n');
+}
+
+static bool same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* A large window's changes (applies and key rotation steps) summed up: one row per change,
+ * action, result and host, in the order they first occur, with the count and the seq and
+ * time range (every record is in the table of all records). */
+static void changes_summary(struct fctl_buf *b, const struct ehrec *r, size_t n)
+{
+	bool *done = calloc(n ? n : 1, sizeof(bool));
+
+	fctl_buf_puts(b, "<div class=\"tw\"><table><tr><th>change</th><th>action</th>"
+			 "<th>result</th><th>host</th><th>records</th><th>seq</th><th>time (UTC)</th>"
+			 "</tr>\n");
+	for (size_t i = 0; done && i < n; i++) {
+		const struct ehrec *g = &r[i], *last = g;
+		size_t count = 0;
+
+		if (done[i] || (eh_kind(g) != EH_APPLY && eh_kind(g) != EH_ROTATION))
+			continue;
+		for (size_t j = i; j < n; j++) {
+			if (done[j] || !same(r[j].change, g->change) || !same(r[j].action, g->action) ||
+			    !same(r[j].result, g->result) || !same(r[j].host, g->host))
+				continue;
+			done[j] = true;
+			count++;
+			last = &r[j];
+		}
+		fctl_buf_puts(b, "<tr>");
+		td(b, g->change);
+		td(b, g->action);
+		fctl_buf_puts(b, "<td>");
+		chip(b, eh_tone(g), g->result ? g->result : "-");
+		fctl_buf_puts(b, "</td>");
+		td(b, g->host);
+		fctl_buf_printf(b, "<td class=\"num\">%zu</td><td class=\"t\">%" PRIu64 " to %"
+				   PRIu64 "</td><td class=\"t\">", count, g->seq, last->seq);
+		eh_esc(b, g->time);
+		fctl_buf_puts(b, " to ");
+		eh_esc(b, last->time);
+		fctl_buf_puts(b, "</td></tr>\n");
+	}
+	fctl_buf_puts(b, "</table></div>");
+	free(done);
+}
+
 static void records_head(struct fctl_buf *b)
 {
 	fctl_buf_puts(b, "<div class=\"tw\"><table><tr><th>seq</th><th>time (UTC)</th><th>action</th>"
@@ -332,13 +419,25 @@ static void section_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n
 			 "commit, when the old and the new key were both accepted), key state changes "
 			 "and probe verdicts. Green: applied, committed or passed; red: failed or "
 			 "refused; amber: rolled back. Dashed bands are change windows. Hover a mark "
-			 "for its record.</p>\n");
+			 "for its record.");
+	if (n > EH_COMPACT)
+		fctl_buf_printf(b, " This window holds %zu records, more than %d: each lane shows "
+				   "them in %d time slices, a bar a slice, its height their number, "
+				   "its colour the worst result among them (hover for the seq range); "
+				   "the changes are summed up below, and every record is in the table "
+				   "of all records.", n, EH_COMPACT, EH_BINS);
+	fctl_buf_puts(b, "</p>\n");
 	if (!n) {
 		fctl_buf_puts(b, "<p class=\"nr\">The slice holds no records.</p></section>\n");
 		return;
 	}
 	eh_svg_timeline(b, r, n);
 	fctl_buf_puts(b, "<h3>Changes made</h3>");
+	if (n > EH_COMPACT) {
+		changes_summary(b, r, n);
+		fctl_buf_puts(b, "</section>\n");
+		return;
+	}
 	records_head(b);
 	for (size_t i = 0; i < n; i++)
 		if (eh_kind(&r[i]) == EH_APPLY || eh_kind(&r[i]) == EH_ROTATION)
@@ -669,8 +768,12 @@ int fctl_evidence_html(const struct fctl_evidence_html_in *in, struct fctl_buf *
 		eh_section_verify(&b, in, r, n);
 		fctl_buf_puts(&b, "<section id=\"records\"><h2>All records of the slice</h2>");
 		records_head(&b);
-		for (size_t i = 0; i < n; i++)
-			record_row(&b, &r[i]);
+		for (size_t i = 0; i < n; i++) {
+			if (n > EH_COMPACT)
+				record_row_compact(&b, &r[i]);
+			else
+				record_row(&b, &r[i]);
+		}
 		fctl_buf_puts(&b, "</table></div></section>\n<footer>Generated by fabricctl from "
 				  "audit/slice.jsonl and audit/checkpoint.txt of this bundle; no "
 				  "script, nothing loaded from the network.</footer></main></body></html>\n");

@@ -49,6 +49,12 @@ struct ehrec {
 	size_t nkcv;
 };
 
+/* A window of more records than this gets the compact page: the timeline in EH_BINS time
+ * slices a lane instead of a mark a record, a summary of the changes instead of their rows,
+ * and every record once, in one compact row (docs/audit.md "The report"). */
+#define EH_COMPACT 200
+#define EH_BINS 101
+
 enum ehkind { EH_APPLY, EH_ROTATION, EH_KEYSTATE, EH_PROBE, EH_OTHER, EH_KINDS };
 
 enum ehkind eh_kind(const struct ehrec *r);

@@ -222,6 +222,65 @@ static void change_bands(struct fctl_buf *b, const struct axis *a, const struct 
 	}
 }
 
+/* The worse of two tones: bad, warn, neutral, good (in that order). */
+static const char *worse(const char *a, const char *b)
+{
+	static const char *const rank[] = { "bad", "warn", "neutral", "good" };
+
+	if (!a)
+		return b;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(rank); i++)
+		if (!strcmp(a, rank[i]) || !strcmp(b, rank[i]))
+			return rank[i];
+	return a;
+}
+
+/* A window of more than EH_COMPACT records: per lane, the records of each of EH_BINS time
+ * slices as one bar (its height their number, its colour the worst result among them, its
+ * title the seq range and the count that failed), instead of one mark per record. */
+struct bin {
+	size_t count, bad;
+	uint64_t first, last;
+	const char *tone;
+};
+
+static void lane_bins(struct fctl_buf *b, const struct axis *a, const struct ehrec *r,
+		      size_t n, enum ehkind kd, int y)
+{
+	struct bin bins[EH_BINS] = { 0 };
+	size_t most = 0;
+	double bw = (double)(X1 - X0) / EH_BINS;
+
+	for (size_t i = 0; i < n; i++) {
+		struct bin *c;
+		long k;
+
+		if (!r[i].t_us || eh_kind(&r[i]) != kd)
+			continue;
+		k = (long)((tx(a, r[i].t_us) - X0) / bw);
+		c = &bins[k < 0 ? 0 : k >= EH_BINS ? EH_BINS - 1 : k];
+		if (!c->count++)
+			c->first = r[i].seq;
+		c->last = r[i].seq;
+		c->bad += !strcmp(eh_tone(&r[i]), "bad");
+		c->tone = worse(c->tone, eh_tone(&r[i]));
+		most = c->count > most ? c->count : most;
+	}
+	for (int k = 0; k < EH_BINS; k++) {
+		const struct bin *c = &bins[k];
+		double h;
+
+		if (!c->count)
+			continue;
+		h = 6 + 38.0 * (double)c->count / (double)most;
+		fctl_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				   "fill=\"%s\"><title>%zu record%s, #%" PRIu64 " to #%" PRIu64
+				   ", %zu failed or refused</title></rect>\n", X0 + k * bw,
+				y + LANE - 5 - h, bw - 1, h, tone_fill(c->tone), c->count,
+				c->count == 1 ? "" : "s", c->first, c->last, c->bad);
+	}
+}
+
 void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 {
 	int count[EH_KINDS] = { 0 }, lanes = EH_KINDS - 1, h;
@@ -248,6 +307,12 @@ void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 	}
 	time_ticks(b, &a, 22, 22 + h);
 	rotation_bars(b, &a, r, n, 22 + EH_ROTATION * LANE + LANE / 2.0);
+	if (n > EH_COMPACT) {
+		for (int l = 0; l < lanes; l++)
+			lane_bins(b, &a, r, n, (enum ehkind)l, 22 + l * LANE);
+		fctl_buf_puts(b, "</svg>\n");
+		return;
+	}
 	for (size_t i = 0, k = 0; i < n; i++, k++) {
 		enum ehkind kd = eh_kind(&r[i]);
 

@@ -7,6 +7,7 @@
 #   bash verify.sh --signer-pub FILE... (--audit-pub FILE | --trusted-checkpoint FILE)
 #                  [--tar BUNDLE.tar | --dir DIR]
 #   bash verify.sh --self-consistency-only [--tar BUNDLE.tar | --dir DIR]
+#   --openssl-only (with either): no python3 helper, one openssl process per signature
 #
 # The trust comes from you, never from the bundle: --signer-pub pins a key that must have signed
 # (as many as the bundle requires: two for dual control), --audit-pub pins the host's audit key,
@@ -30,10 +31,11 @@ INTOTO_TYPE=application/vnd.in-toto+json
 NOTHING_PROVEN="SELF-CONSISTENCY ONLY: the keys used are the ones inside the bundle; this proves nothing about who wrote it"
 
 abspath() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
-PINNED=() AUDIT_PUB= TRUSTED_CP= SELF=0 TAR= DIR=.
+PINNED=() AUDIT_PUB= TRUSTED_CP= SELF=0 TAR= DIR=. BATCH=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--self-consistency-only) SELF=1; shift; continue ;;
+	--openssl-only) BATCH=0; shift; continue ;;
 	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 0 ;;
 	--signer-pub | --audit-pub | --trusted-checkpoint | --tar | --dir)
 		[ $# -ge 2 ] || die "$1 needs a file" ;;
@@ -55,6 +57,7 @@ else
 	[ ${#PINNED[@]} -gt 0 ] || die "no trust anchor: pin the signers with --signer-pub FILE (one per required signature) and the audit key with --audit-pub FILE or --trusted-checkpoint FILE; keys shipped in the bundle are never trusted (--self-consistency-only checks the bundle against itself and proves nothing about who wrote it)"
 	[ -n "$AUDIT_PUB$TRUSTED_CP" ] || die "no audit trust anchor: give --audit-pub FILE (the host's audit key) or --trusted-checkpoint FILE (a checkpoint note of the host's log you kept)"
 fi
+command -v python3 >/dev/null || BATCH=0
 for f in "${PINNED[@]}" $AUDIT_PUB $TRUSTED_CP $TAR; do [ -f "$f" ] || die "cannot read '$f'"; done
 TMP=$(mktemp -d) || die "no temporary directory"
 trap 'rm -rf "$TMP"' EXIT
@@ -72,6 +75,110 @@ keyid() {
 # a bundle file name: components of [A-Za-z0-9._-], none starting with a dot, no //, no /
 # at either end (so no dotfile, no "..", no absolute path)
 safe_name() { [[ $1 =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$ ]]; }
+
+# --- batch helper: python3 (standard library) calling OpenSSL's own libcrypto ----------------
+# One process instead of one per record or signature: the leaf and record hashes of the window
+# (hashlib) and every statement's Ed25519 signature (EVP_DigestVerify of libcrypto 3 through
+# ctypes: OpenSSL's verification, the same code `openssl pkeyutl -verify` runs). Before it is
+# trusted it must accept RFC 8032's test vector 1 and refuse it with one bit changed. Without
+# python3 or libcrypto 3, or with --openssl-only, every check runs with the openssl tool alone
+# (one process per signature: slower, the same checks).
+PYBATCH='
+import sys, re, hashlib, ctypes, ctypes.util
+def leaves(path):
+	data = open(path, "rb").read()
+	lines = data.split(b"\n")
+	if lines and lines[-1] == b"":
+		lines.pop()
+	out = []
+	for l in lines:
+		out.append(hashlib.sha256(b"\0" + l).hexdigest() + " " + hashlib.sha256(l).hexdigest())
+	sys.stdout.write("".join(x + "\n" for x in out))
+def crypto():
+	names = ["libcrypto.so.3", ctypes.util.find_library("crypto"), "libcrypto.3.dylib"]
+	for n in names:
+		if not n:
+			continue
+		try:
+			lib = ctypes.CDLL(n)
+			lib.OpenSSL_version_num.restype = ctypes.c_ulong
+			if lib.OpenSSL_version_num() >> 28 >= 3:
+				break
+		except (OSError, AttributeError):
+			pass
+	else:
+		sys.exit(3)
+	P = ctypes.c_void_p
+	lib.EVP_PKEY_new_raw_public_key.restype = P
+	lib.EVP_PKEY_new_raw_public_key.argtypes = [ctypes.c_int, P, ctypes.c_char_p, ctypes.c_size_t]
+	lib.EVP_MD_CTX_new.restype = P
+	lib.EVP_MD_CTX_free.argtypes = [P]
+	lib.EVP_PKEY_free.argtypes = [P]
+	lib.EVP_DigestVerifyInit.argtypes = [P, P, P, P, P]
+	lib.EVP_DigestVerify.argtypes = [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+	return lib
+def verifier(lib, pub):
+	key = lib.EVP_PKEY_new_raw_public_key(1087, None, pub, len(pub)) # EVP_PKEY_ED25519
+	if not key or len(pub) != 32:
+		sys.exit(3)
+	def ok(msg, sig):
+		ctx = lib.EVP_MD_CTX_new()
+		if not ctx:
+			sys.exit(3)
+		try:
+			return len(sig) == 64 and lib.EVP_DigestVerifyInit(ctx, None, None, None, key) == 1 and \
+				lib.EVP_DigestVerify(ctx, sig, 64, msg, len(msg)) == 1
+		finally:
+			lib.EVP_MD_CTX_free(ctx)
+	return ok
+def range_root(w, lo, hi, hashes):
+	# the bash range_root below, step for step: leaves lo..hi, then the proof nodes in order
+	cur, nodes = hashes.split("--")
+	cur, nodes, u = cur.split(), nodes.split(), 0
+	while w > 1:
+		if lo & 1:
+			if u >= len(nodes):
+				return
+			cur, u, lo = [nodes[u]] + cur, u + 1, lo - 1
+		if hi & 1 == 0 and hi + 1 < w:
+			if u >= len(nodes):
+				return
+			cur, u, hi = cur + [nodes[u]], u + 1, hi + 1
+		new = [hashlib.sha256(b"\1" + bytes.fromhex(cur[i]) + bytes.fromhex(cur[i + 1])).hexdigest()
+			for i in range(0, len(cur) - 1, 2)]
+		if len(cur) % 2:
+			new.append(cur[-1])
+		cur, w, lo, hi = new, (w + 1) >> 1, lo >> 1, hi >> 1
+	if u == len(nodes) and len(cur) == 1:
+		print(cur[0])
+def paes(paefile, goodfile):
+	# the PAE lines of the jq pass (a backslash, newline and NUL escaped as printf %b reads them), by envelope line
+	esc = {b"\\\\": b"\\", b"\\n": b"\n", b"\\0000": b"\0"}
+	lines = open(paefile, "rb").read().split(b"\n")
+	return [re.sub(rb"\\(\\|n|0000)", lambda m: esc[m.group(0)], lines[int(k) - 1])
+		for k in open(goodfile).read().split()]
+def ed25519(pubfile, sighex, listfile, paefile, goodfile):
+	lib = crypto()
+	kat = verifier(lib, bytes.fromhex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
+	ksig = bytes.fromhex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b")
+	if not kat(b"", ksig) or kat(b"", ksig[:5] + bytes([ksig[5] ^ 1]) + ksig[6:]) or kat(b"x", ksig):
+		sys.exit(3)
+	ok = verifier(lib, open(pubfile, "rb").read())
+	hx = open(sighex).read()
+	pae = paes(paefile, goodfile)
+	for f in open(listfile).read().split():
+		j = int(f, 10)
+		if ok(pae[j], bytes.fromhex(hx[128 * j:128 * j + 128])):
+			print(f)
+if sys.argv[1] == "leaves":
+	leaves(sys.argv[2])
+elif sys.argv[1] == "ed25519":
+	ed25519(*sys.argv[2:7])
+elif sys.argv[1] == "range":
+	range_root(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.stdin.read())
+'
+# batch MODE ARGS...: the helper (exit 3: it cannot run here; use the openssl tool)
+batch() { [ "$BATCH" = 1 ] && python3 -I -c "$PYBATCH" "$@"; }
 
 # --- 0. the tar (with --tar): regular files only, safe names, each once; then unpacked --------
 if [ -n "$TAR" ]; then
@@ -318,6 +425,8 @@ range_nodes() {
 range_root() {
 	local w=$1 lo=$2 hi=$3 u=0 i last msgs
 	local -a NEW=()
+	printf '%s\n' "${CUR[@]}" -- "${NODES[@]}" >"$TMP/range.in"
+	batch range "$w" "$lo" "$hi" <"$TMP/range.in" 2>/dev/null && return
 	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
 		if ((lo & 1)); then
 			[ $u -lt ${#NODES[@]} ] || return 1
@@ -358,8 +467,11 @@ check_window() {
 		wbad=1
 	fi
 	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line) and its
-	# own SHA-256 (the statements' subject digest), all in one openssl process
+	# own SHA-256 (the statements' subject digest): all in the one python3 helper, or else
+	# in one openssl process over a file per line
 	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
+	local files=1
+	batch leaves "$SLICE" >"$TMP/leaves.out" 2>/dev/null && files=0
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
@@ -367,11 +479,16 @@ check_window() {
 		else
 			SEQ+=("${BASH_REMATCH[1]}") PREV+=("${BASH_REMATCH[2]}")
 		fi
+		[ $files = 1 ] || continue
 		printf -v k '%08d' "$n"
 		printf '\0%s' "$line" >"$TMP/leaves/l.$k"
 		printf '%s' "$line" >"$TMP/leaves/r.$k"
 	done <"$SLICE"
-	if [ "$n" -gt 0 ]; then
+	if [ "$n" -gt 0 ] && [ $files = 0 ]; then
+		while read -r l k; do LEAF+=("$l") DIG+=("$k"); done <"$TMP/leaves.out"
+		[ ${#LEAF[@]} = "$n" ] || { bad "audit: $SLICE: $n lines but ${#LEAF[@]} hashes (a NUL byte in a record?)"; wbad=1; }
+		for ((i = 0; i < n; i++)); do RECSHA[${SEQ[i]}]=${DIG[i]:-x}; done
+	elif [ "$n" -gt 0 ]; then
 		mapfile -t DIG < <(cd "$TMP/leaves" && openssl dgst -sha256 -r l.* r.* | cut -c1-64)
 		LEAF=("${DIG[@]:0:n}")
 		for ((i = 0; i < n; i++)); do RECSHA[${SEQ[i]}]=${DIG[n + i]}; done
@@ -640,23 +757,35 @@ else
 	k=$(awk 'END { print NR }' "$ATT")
 	# the PAE of each envelope whose signatures are to be checked, one file each
 	jq -R -r --arg type "$INTOTO_TYPE" "$PAE_JQ" "$ATT" >"$ST/pae" 2>/dev/null
-	j=0 n=0
-	while IFS= read -r line; do
-		n=$((n + 1))
-		[ "${GOOD[j]:-}" = "$n" ] || continue
-		printf -v f '%07d' "$j"
-		printf '%b' "$line" >"$ST/p.$f"
-		j=$((j + 1))
-	done <"$ST/pae" # a file, not a pipe: bash reads a pipe a byte at a time
-	[ "$j" = ${#GOOD[@]} ] || { bad "in-toto: the envelopes could not be read again ($j of ${#GOOD[@]})"; sbad=1; GOOD=(); }
+	printf '%s\n' "${GOOD[@]}" >"$ST/good"
+	# one file per PAE, for the openssl tool (the python3 helper reads them from $ST/pae)
+	pae_files() {
+		local j=0 n=0 line f
+		while IFS= read -r line; do
+			n=$((n + 1))
+			[ "${GOOD[j]:-}" = "$n" ] || continue
+			printf -v f '%07d' "$j"
+			printf '%b' "$line" >"$ST/p.$f"
+			j=$((j + 1))
+		done <"$ST/pae" # a file, not a pipe: bash reads a pipe a byte at a time
+		[ "$j" = ${#GOOD[@]} ] || { bad "in-toto: the envelopes could not be read again ($j of ${#GOOD[@]})"; sbad=1; GOOD=(); }
+	}
+	[ "$(awk 'END { print NR }' "$ST/pae")" = "$k" ] || { bad "in-toto: the envelopes could not be read again"; sbad=1; GOOD=(); }
 	PAR=$(nproc 2>/dev/null || echo 2)
 	for i in "${!SIGNER_KEYS[@]}"; do
 		[ -s "$ST/k$i" ] || continue
-		(cd "$ST" && printf '%b' "$(sed 's/../\\x&/g' "s$i.hex")" | split -b 64 -a 7 -d - "g$i." &&
-			xargs -P "$PAR" -I{} openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin \
-				-in p.{} -sigfile "g$i.{}" -out "r$i.{}" <"k$i" >/dev/null 2>&1)
 		declare -A VOK=()
-		while IFS= read -r f; do VOK[${f#r$i.}]=1; done < <(cd "$ST" && grep -l -x 'Signature Verified Successfully' r$i.* 2>/dev/null)
+		rawpub "${SIGNER_KEYS[i]}" >"$ST/pub$i"
+		if batch ed25519 "$ST/pub$i" "$ST/s$i.hex" "$ST/k$i" "$ST/pae" "$ST/good" >"$ST/v$i" 2>/dev/null; then
+			while IFS= read -r f; do VOK[$f]=1; done <"$ST/v$i"
+		else
+			[ "$BATCH" = 1 ] && [ $i = 0 ] && echo "    (no python3 with OpenSSL's libcrypto 3 here: one openssl process per signature)"
+			[ -e "$ST/p.0000000" ] || pae_files
+			(cd "$ST" && printf '%b' "$(sed 's/../\\x&/g' "s$i.hex")" | split -b 64 -a 7 -d - "g$i." &&
+				xargs -P "$PAR" -I{} openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin \
+					-in p.{} -sigfile "g$i.{}" -out "r$i.{}" <"k$i" >/dev/null 2>&1)
+			while IFS= read -r f; do VOK[${f#r$i.}]=1; done < <(cd "$ST" && grep -l -x 'Signature Verified Successfully' r$i.* 2>/dev/null)
+		fi
 		while IFS= read -r f; do
 			[ -n "${VOK[$f]:-}" ] || EWHY[${GOOD[10#$f]}]+="${EWHY[${GOOD[10#$f]}]:+$'\n'}the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) does NOT verify"
 		done <"$ST/k$i"

@@ -7,6 +7,8 @@
 # --html gives the same bytes, that record strings come out escaped, that the page is self-
 # contained (no script, no external reference), and renders it in headless Chromium with
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
+# Then a 301-record window: the compact page (time slices, a summary of the changes, every
+# record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
 # Prints PASS/FAIL per check and "report: N passed, M failed"; exit 1 on a failure, 2 when
 # it cannot run (a missing tool, chromium included, is a failure, never a skip).
@@ -172,6 +174,49 @@ EOF
 	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
 else
 	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(tail -c 300 "$T/chromium.err")"
+fi
+
+# --- a large window: the compact page (docs/audit.md "The report") -----------------------------
+# 300 applies and one failed: more than 200 records, so the timeline shows time slices, the
+# changes a summary, and every record comes once, in a compact row
+L=$T/big/audit.log
+mkdir -p "$T/big" && "$F" audit keygen --out "$T/big" >/dev/null || cannot "audit keygen"
+{ "$F" audit append --log "$L" --change CHG-B --action apply --result applied --host h1 --link h1-h2 \
+	--profile-name lab-pair --profile-version 2 --profile-sha256 "$SHA" --count 150 &&
+	"$F" audit append --log "$L" --change CHG-B --action apply --result failed --host h1 --link h1-h2 \
+		--error "netlink: $EVIL" &&
+	"$F" audit append --log "$L" --change CHG-B --action apply --result applied --host h1 --link h1-h2 \
+		--profile-name lab-pair --profile-version 2 --profile-sha256 "$SHA" --count 150; } >"$T/append.err" 2>&1 ||
+	cannot "audit append (large window): $(head -c 300 "$T/append.err")"
+BIG=$T/big/report.html
+"$F" evidence --log "$L" --change CHG-B --operator auditor --html "$BIG" >"$T/out" 2>&1 ||
+	fail "evidence --html of a 301-record window" "$(head -c 300 "$T/out")"
+rows=$(grep -c '^<tr><td>[0-9]*<td>' "$BIG")
+dups=$(grep -o '^<tr><td>[0-9]*<td>' "$BIG" | sort | uniq -d | wc -l)
+if grep -q 'This window holds 301 records, more than 200' "$BIG" && ! grep -q '<circle' "$BIG" &&
+	[ "$rows" = 301 ] && [ "$dups" = 0 ] && grep -q '^<tr><td>151<td>[^<]*<td>apply<td class=bad>failed<td>' "$BIG" &&
+	grep -q 'fill="#cf222e"><title>[0-9]* records\?, #[0-9]* to #[0-9]*, 1 failed or refused</title>' "$BIG" &&
+	grep -q '<td class="num">300</td><td class="t">1 to 301</td>' "$BIG"; then
+	pass "a 301-record window: time slices, a summary of the changes, each record once in a compact row"
+else
+	fail "a 301-record window: time slices, a summary of the changes, each record once in a compact row" \
+		"rows $rows, repeated $dups; $(grep -c '<circle' "$BIG") marks"
+fi
+size=$(wc -c <"$BIG")
+if [ "$size" -lt $((301 * 250 + 40000)) ]; then pass "the compact page stays small ($size bytes for 301 records)"
+else fail "the compact page stays small" "$size bytes for 301 records"; fi
+if ! grep -q '<script\|<img' "$BIG" && grep -q 'netlink: evil&lt;script&gt;' "$BIG"; then
+	pass "the compact rows escape record strings"
+else
+	fail "the compact rows escape record strings"
+fi
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$BIG" \
+	>"$T/dom2.html" 2>"$T/chromium.err"
+if [ "$(grep -c '<tr><td>[0-9]*</td><td>' "$T/dom2.html")" = 301 ] && grep -qF 'All records of the slice' "$T/dom2.html" &&
+	grep -qF '</html>' "$T/dom2.html"; then
+	pass "Chromium reads the compact page: 301 record rows, every section"
+else
+	fail "Chromium reads the compact page: 301 record rows, every section" "$(grep -c '<tr><td>[0-9]*</td><td>' "$T/dom2.html") rows; $(tail -c 300 "$T/chromium.err")"
 fi
 
 echo "report: $PASS passed, $FAIL failed"

@@ -96,7 +96,17 @@ tampered() {
 		fail "$name" "the tampering itself failed: $(head -c 300 "$T/tamper.err")"
 		return
 	fi
-	expect_fail "$name" "$why" "$T/x" "${PIN[@]}"
+	expect_fail "$name" "$why" "$T/x" "${PIN[@]}" "${MODE[@]}"
+}
+# both NAME REASON-REGEX SHELL-COMMANDS: tampered, with verify.sh's python3 helper (the
+# default: hashes and signatures in one process) and again with --openssl-only (the openssl
+# tool alone, one process per signature): each path must catch it
+MODE=()
+both() {
+	tampered "$@"
+	MODE=(--openssl-only)
+	tampered "$1-openssl-only" "${@:2}"
+	MODE=()
 }
 # sign_env KEY TYPE PAYLOAD-FILE KEYID: a DSSE envelope (compact JSON) signed by KEY's key
 sign_env() {
@@ -118,6 +128,12 @@ export T ATT F
 
 # --- the genuine bundle verifies, and only with a trust anchor --------------------------------
 expect_ok genuine-with-pins "$T/good" "${PIN[@]}"
+if grep -q "no python3 with OpenSSL's libcrypto 3" "$T/out"; then
+	fail genuine-checked-by-the-python3-helper "verify.sh fell back to the openssl tool: $(grep 'no python3' "$T/out")"
+else
+	pass genuine-checked-by-the-python3-helper
+fi
+expect_ok genuine-with-pins-openssl-only "$T/good" "${PIN[@]}" --openssl-only
 expect_ok genuine-from-tar "$T" --tar "$T/good.tar" "${PIN[@]}"
 expect_ok genuine-with-trusted-checkpoint "$T/good" --signer-pub "$T/alice/audit.pub" \
 	--signer-pub "$T/bob/audit.pub" --trusted-checkpoint "$T/trusted.cp"
@@ -144,7 +160,7 @@ tampered forged-envelope-signed-by-unpinned-key-plus-sums "in-toto: envelope 5: 
 	'printf "%s" "$FORGED" >"$T/forged.json" &&
 	 sign_env "$T/mallory/audit.key" application/vnd.in-toto+json "$T/forged.json" "$(kid "$T/mallory/audit.pub")" >>$ATT &&
 	 sed -i "/  $ATT\$/d" SHA256SUMS && sha256sum $ATT >>SHA256SUMS'
-tampered forged-envelope-claiming-alice-keyid "in-toto: envelope 5: the signature by .*alice.* does NOT verify" \
+both forged-envelope-claiming-alice-keyid "in-toto: envelope 5: the signature by .*alice.* does NOT verify" \
 	'printf "%s" "$FORGED" >"$T/forged.json" &&
 	 sign_env "$T/mallory/audit.key" application/vnd.in-toto+json "$T/forged.json" "$(kid "$T/alice/audit.pub")" >>$ATT'
 # --- files the signed manifest does not list ---------------------------------------------------
@@ -159,7 +175,7 @@ tampered MANIFEST.json-edited "MANIFEST.json is not the payload of the signed en
 	'sed -i "s/\"auditor\"/\"someone\"/" MANIFEST.json'
 tampered bundled-verify.sh-replaced "verify.sh does not match its size and SHA-256" 'printf "exit 0\n" >verify.sh'
 # --- the statements ------------------------------------------------------------------------------
-tampered statement-modified "in-toto: envelope 4: the signature by .* does NOT verify" \
+both statement-modified "in-toto: envelope 4: the signature by .* does NOT verify" \
 	'stmt_edit 4 "s/\"FAILED\"/\"PASSED\"/"'
 tampered statement-dropped "in-toto: 3 envelopes, the signed manifest says 4" 'sed -i 4d $ATT'
 tampered envelopes-reordered "in-toto: envelope 4: record 3 comes after record 4" \
@@ -168,8 +184,11 @@ tampered envelope-duplicated "in-toto: envelope 2: record 1 comes after record 1
 	'sed -i 1p $ATT'
 tampered statement-payload-type-changed "in-toto: envelope 1: payloadType" \
 	'jq -c "if input_line_number == 1 then .payloadType = \"application/json\" else . end" $ATT >t && mv t $ATT'
-tampered statement-signature-removed "in-toto: envelope 2: 0 signatures by .*bob" \
+both statement-signature-removed "in-toto: envelope 2: 0 signatures by .*bob" \
 	'jq -c "if input_line_number == 2 then .signatures |= .[:1] else . end" $ATT >t && mv t $ATT'
+# each signature valid, but over another envelope's statement
+both signatures-swapped-between-envelopes "in-toto: envelope 1: the signature by .*alice.* does NOT verify" \
+	'jq -c -s ".[0].signatures as \$a | .[1].signatures as \$b | .[0].signatures = \$b | .[1].signatures = \$a | .[]" $ATT >t && mv t $ATT'
 # --- the signatures on the manifest --------------------------------------------------------------
 tampered one-of-two-manifest-signatures-removed "manifest envelope: 0 signatures by .*bob" \
 	'jq -c ".signatures |= .[:1]" MANIFEST.dsse.json >t && mv t MANIFEST.dsse.json'
@@ -220,19 +239,19 @@ export -f resign canon_edit note_of
 rm -rf "$T/x" && cp -a "$T/good" "$T/x" && (cd "$T/x" && resign) && expect_ok resigned-unchanged-verifies "$T/x" "${PIN[@]}"
 tampered audit-slice-modified "a record of slice.jsonl is not in log.jsonl|audit/slice.jsonl does not match its size" 'sed -i "1s/\"h1\"/\"h9\"/" audit/slice.jsonl'
 ROOTFAIL="the window's records and the range proof do not give the checkpoint's root"
-tampered window-record-altered-resigned "$ROOTFAIL" \
+both window-record-altered-resigned "$ROOTFAIL" \
 	'sed -i "3s/\"h1\"/\"h9\"/" audit/slice.jsonl && resign'
 tampered window-last-record-altered-resigned "$ROOTFAIL" \
 	'sed -i "4s/\"fail\"/\"pass\"/" audit/slice.jsonl && resign'
-tampered proof-node-flipped-resigned "$ROOTFAIL" \
+both proof-node-flipped-resigned "$ROOTFAIL" \
 	'jq -c ".range.nodes[0] |= (.[0:63] + (if .[63:] == \"0\" then \"1\" else \"0\" end))" audit/proofs.json >p && mv p audit/proofs.json && resign'
 tampered proof-node-dropped-resigned "holds 0 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
 	'jq -c ".range.nodes = []" audit/proofs.json >p && mv p audit/proofs.json && resign'
-tampered proof-node-added-resigned "holds 2 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
+both proof-node-added-resigned "holds 2 range proof nodes, the proof of leaves 0..3 of 5 needs 1" \
 	'jq -c ".range.nodes += [.root]" audit/proofs.json >p && mv p audit/proofs.json && resign'
 tampered proof-of-another-range-resigned "proves leaves 1..3, not 0..3" \
 	'jq -c ".range.first_index = 1" audit/proofs.json >p && mv p audit/proofs.json && resign'
-tampered record-dropped-from-window-resigned "has seq 3, expected 2 \(the window must be consecutive" \
+both record-dropped-from-window-resigned "has seq 3, expected 2 \(the window must be consecutive" \
 	'sed -i 2d audit/slice.jsonl && jq --indent 2 ".audit.slice_records = 3" MANIFEST.json >m && mv m MANIFEST.json && resign'
 # the last record dropped and everything that names the window's end made to agree: the chain
 # and the seqs hold, the range proof does not
