@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
@@ -552,8 +551,8 @@ static void close_audit(struct km *k)
  * never closed; close-on-exec). 0, or the exit code 2 with the holder's pid. */
 static int lock_state_dir(const char *dir)
 {
-	char path[4200], pid[32] = "";
-	ssize_t n;
+	char path[4200];
+	long holder;
 	int fd;
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -561,23 +560,20 @@ static int lock_state_dir(const char *dir)
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = fctl_lockfile_take(path, FCTL_LOCK_WRITE_PID, &holder);
+	if (fd == -EBUSY) {
+		if (holder > 0)
+			kerr("another keymgr (rotate, watch or recover) holds '%s', pid %ld: "
+			     "nothing done\n", path, holder);
+		else
+			kerr("another keymgr (rotate, watch or recover) holds '%s': nothing done\n",
+			     path);
+		return 2;
+	}
 	if (fd < 0) {
-		kerr("'%s': %s\n", path, strerror(errno));
+		kerr("'%s': %s\n", path, strerror(-fd));
 		return 2;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		n = pread(fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? n : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		kerr("another keymgr (rotate, watch or recover) holds '%s'%s%s: nothing done\n",
-		     path, pid[0] ? ", pid " : "", pid);
-		close(fd);
-		return 2;
-	}
-	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-		kerr("'%s': the pid not written: %s\n", path, strerror(errno));
 	return 0; /* fd kept: the lock lasts as long as this process */
 }
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,22 +54,17 @@ int fctl_engine_host_name(const struct fctl_engine_opts *o, char *out, size_t le
 static int take_lock(const char *dir, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 16];
-	int fd, r;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = -errno;
+	r = fctl_lockfile_take(path, 0, NULL);
+	if (r == -EBUSY)
 		snprintf(err, errlen,
-			 r == -EWOULDBLOCK ? "another fabricctl is changing this host (lock '%s' "
-					     "is held by an apply or a key rotation step)"
-					   : "cannot lock '%s': %s",
-			 path, strerror(-r));
-		if (fd >= 0)
-			close(fd);
-		return r == -EWOULDBLOCK ? -EBUSY : r;
-	}
-	return fd;
+			 "another fabricctl is changing this host (lock '%s' is held by an apply "
+			 "or a key rotation step)", path);
+	else if (r < 0)
+		snprintf(err, errlen, "cannot lock '%s': %s", path, strerror(-r));
+	return r;
 }
 
 int fctl_engine_lock(const struct fctl_engine_opts *o, char *err, size_t errlen)

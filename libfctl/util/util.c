@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -581,4 +582,36 @@ int fctl_mkdir_all(const char *path, mode_t mode)
 	if (mkdir(path, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+int fctl_lockfile_take(const char *path, unsigned int flags, long *holder)
+{
+	char pid[32] = "";
+	ssize_t n;
+	int fd, r;
+
+	if (holder)
+		*holder = 0;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (r == -EBUSY && holder) {
+			n = pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? n : 0] = '\0';
+			*holder = strtol(pid, NULL, 10);
+		}
+		close(fd);
+		return r;
+	}
+	if (flags & FCTL_LOCK_WRITE_PID) {
+		n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+		if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+			r = -errno;
+			close(fd);
+			return r ? r : -EIO;
+		}
+	}
+	return fd;
 }

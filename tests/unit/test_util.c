@@ -2,6 +2,7 @@
 /* Unit tests of the utility layer (fctl_util): table-driven. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -471,6 +473,74 @@ static void test_files(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The lock file: held while the fd is open, refused to another process with its pid,
+ * free again when the holder dies; never taken through a symlink. */
+static void test_lockfile(void **state)
+{
+	char dir[] = "/tmp/fctl-test-lock.XXXXXX", path[64], link[80], buf[32] = "";
+	int fd, st, p[2];
+	long holder = -1;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = fctl_lockfile_take(path, FCTL_LOCK_WRITE_PID, &holder);
+	assert_true(fd >= 0);
+	assert_int_equal(holder, 0);
+	assert_true(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
+	assert_int_equal(strtol(buf, NULL, 10), (long)getpid());
+
+	/* another process is refused and told who holds it (flock is per open file, so a
+	 * second open in this process would be refused as well: the child shows it) */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		long h = 0;
+		int r = fctl_lockfile_take(path, FCTL_LOCK_WRITE_PID, &h);
+
+		_exit(r == -EBUSY && h == (long)getppid() ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the refused attempt left the holder's pid in place */
+	memset(buf, 0, sizeof(buf));
+	assert_true(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
+	assert_int_equal(strtol(buf, NULL, 10), (long)getpid());
+	close(fd);
+
+	/* a holder that dies releases it */
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int r = fctl_lockfile_take(path, FCTL_LOCK_WRITE_PID, NULL);
+
+		(void)!write(p[1], r >= 0 ? "y" : "n", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, 1), 1);
+	assert_int_equal(buf[0], 'y');
+	assert_int_equal(fctl_lockfile_take(path, 0, &holder), -EBUSY);
+	assert_int_equal(holder, (long)pid);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(p[0]);
+	fd = fctl_lockfile_take(path, 0, &holder);
+	assert_true(fd >= 0);
+	close(fd);
+
+	/* never through a symlink */
+	snprintf(link, sizeof(link), "%s/link", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(fctl_lockfile_take(link, 0, NULL), -ELOOP);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_edit_distance),  cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_secrets),	       cmocka_unit_test(test_alloc_helpers),
 		cmocka_unit_test(test_be_and_err),     cmocka_unit_test(test_files),
+		cmocka_unit_test(test_lockfile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,4 +114,12 @@ int fctl_mkdir_parents(const char *path, mode_t mode);
 /* mkdir -p: fctl_mkdir_parents, then path itself (an existing directory is success). */
 int fctl_mkdir_all(const char *path, mode_t mode);
 
+/* A lock file held for as long as the returned fd stays open (flock, so the kernel drops it
+ * when the process dies): opens path (created 0600, never through a symlink) and takes it
+ * without waiting. On success returns the fd and, with FCTL_LOCK_WRITE_PID, leaves this
+ * process's pid in the file. -EBUSY when another process holds it (*holder, when not NULL,
+ * gets the pid that process wrote, or 0); other negative errno from open/flock. */
+#define FCTL_LOCK_WRITE_PID 0x1
+int fctl_lockfile_take(const char *path, unsigned int flags, long *holder);
+
 #endif
