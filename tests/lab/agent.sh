@@ -18,29 +18,11 @@
 # failure, including a lab that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-agent}
+SUITE=agent
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-agent
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 DRIFT_LIMIT=${DRIFT_LIMIT:-10}
-PASS=0
-FAIL=0
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "agent: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-
-on() { local h=$1; shift; "$LAB" exec --timeout 120 "$h" -- "$@"; }
 
 [ -x "$F" ] || { fail "build" "$F is missing: build first"; exit 1; }
 

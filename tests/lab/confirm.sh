@@ -16,37 +16,10 @@
 # including a lab that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-confirm}
-PASS=0
-FAIL=0
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-check() { # name, then a command: PASS when it succeeds
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "confirm_lab: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-
-on() { # host, command...: run in a lab guest
-	local h=$1
-	shift
-	"$LAB" exec --timeout 120 "$h" -- "$@"
-}
+SUITE=confirm_lab
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-confirm
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 poll() { # seconds, command...: until it succeeds (0) or the seconds have passed (1)
 	local until=$((SECONDS + $1))

@@ -27,36 +27,14 @@
 # any failure, a lab that cannot start included (never skips). Needs root.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
+SUITE=probe
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-probe
+SUITE_EXEC_TIMEOUT=240
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 P=$BUILD/probes/fabricctl-probe
 DROP=$BUILD/tests/lab/fctl_lab_drop
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-probe}
-PASS=0
-FAIL=0
 SERVER=
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	[ "$PASS" -eq 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "no check ran"
-	echo "probe: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-
-on() { # host, command...: run in a lab guest
-	local h=$1
-	shift
-	"$LAB" exec --timeout 240 "$h" -- "$@"
-}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
 

@@ -20,33 +20,18 @@
 # failure, including a lab that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-pull}
+SUITE=pull
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-pull
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 WAIT=${FCTL_PULL_WAIT:-90} # seconds a wait for the agent may last (not an assertion)
-PASS=0
-FAIL=0
 JOB=
 
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-
-finish() {
-	local rc=$?
-	[ -n "$JOB" ] && "$LAB" kill h1 "$JOB" >/dev/null 2>&1
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "pull: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-# a suite stopped by a signal (test.sh's timeout) has not passed
-trap 'fail "signal" "stopped by a signal before the end"; exit 1' TERM INT HUP
-
 on() { "$LAB" exec --timeout 120 h1 -- "$@"; }
+
+suite_cleanup() {
+	[ -z "$JOB" ] || "$LAB" kill h1 "$JOB" >/dev/null 2>&1
+}
 
 [ -x "$F" ] || { fail "build" "$F is missing: build first"; exit 1; }
 

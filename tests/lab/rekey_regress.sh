@@ -45,38 +45,21 @@
 # failure, including a lab that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
+SUITE=rekey-regress
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-rekey
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 K=$BUILD/keymgr/fabricctl-keymgr
 SEQ=$BUILD/tests/lab/seqstream
 SAB=$BUILD/tests/lab/sa_batch
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-rekey}
 export FCTL_AUDIT_LOG=/var/lib/fabricctl/audit.log # guests: tmpfs
 RATE=${RATE:-100}
-PASS=0
-FAIL=0
 T0=$SECONDS
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 check() { # name condition-rc detail
 	[ "$2" = 0 ] && pass "$1" || fail "$1" "${3:-}"
 }
 stamp() { echo "   [$((SECONDS - T0)) s] $1"; }
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "rekey-regress: $PASS passed, $FAIL failed ($((SECONDS - T0)) s)"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-
-on() { local h=$1; shift; "$LAB" exec --timeout 120 "$h" -- "$@"; }
+suite_summary() { echo "($((SECONDS - T0)) s)"; }
 
 for b in "$F" "$K" "$SEQ" "$SAB"; do [ -x "$b" ] || { fail "build" "$b is missing: build first"; exit 1; }; done
 for t in jq openssl curl; do command -v "$t" >/dev/null || { fail "tools" "$t is missing"; exit 1; }; done

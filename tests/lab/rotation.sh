@@ -31,35 +31,19 @@
 # any failure, including a lab that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
+SUITE=rotation
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-rotation
+SUITE_EXEC_TIMEOUT=300
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 K=$BUILD/keymgr/fabricctl-keymgr
 SEQ=$BUILD/tests/lab/seqstream
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-rotation}
 export FCTL_AUDIT_LOG=/var/lib/fabricctl/audit.log # guests: tmpfs
 N=${ROTATIONS:-20}
 RATE=${RATE:-200}
-PASS=0
-FAIL=0
 
 T0=$SECONDS
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
 stamp() { echo "   [$((SECONDS - T0)) s] $1"; }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "rotation: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-
-on() { local h=$1; shift; "$LAB" exec --timeout 300 "$h" -- "$@"; }
 
 for b in "$F" "$K" "$SEQ"; do [ -x "$b" ] || { fail "build" "$b is missing: build first"; exit 1; }; done
 

@@ -19,29 +19,11 @@
 # lab or a daemon that cannot start (never skips).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
-LAB=$ROOT/scripts/lab.sh
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-slurm}
+SUITE=slurm
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-slurm
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 WAIT=${FCTL_SLURM_WAIT:-240}
-PASS=0
-FAIL=0
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
-
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	echo "slurm: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-# a suite stopped by a signal (test.sh's timeout) has not passed
-trap 'fail "signal" "stopped by a signal before the end"; exit 1' TERM INT HUP
 
 [ -x "$F" ] || { fail "build" "$F is missing: build first"; exit 1; }
 for p in slurmctld slurmd scontrol srun munged; do

@@ -19,42 +19,21 @@
 #   FCTL_LAB_DIR     lab directory (default /var/tmp/fabricctl-lab-wiring)
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
-F=$BUILD/fabricctl/fabricctl
-LAB=$ROOT/scripts/lab.sh
+SUITE=wiring
+SUITE_LAB_DIR=/var/tmp/fabricctl-lab-wiring
+# shellcheck source=tests/lab/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 PROFILE_SRC=$ROOT/tests/lab/profiles/triangle.yaml
 # Guests see the host root read-only (live), but not the host's /tmp or
 # /var/tmp: the key and a copy of the profile live under the build tree.
 WORK=$BUILD/lab-wiring-work
-export FCTL_LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab-wiring}
 export FCTL_LAB_SCRIPT=$LAB
-PASS=0
-FAIL=0
-
-pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 same() { # name, want, got
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "want '$2', got '$3'"; fi
 }
 
-finish() {
-	local rc=$?
-	"$LAB" down >/dev/null 2>&1 || true
+suite_cleanup() {
 	rm -rf "$WORK" # test key material
-	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
-	[ "$PASS" -eq 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "no check ran"
-	echo "wiring: $PASS passed, $FAIL failed"
-	[ "$FAIL" -eq 0 ] && exit 0
-	exit 1
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
-
-on() { # host (id or name), command...: run in a lab guest
-	local h=$1
-	shift
-	"$LAB" exec --timeout 120 "$h" -- "$@"
 }
 
 # The profile, as the guests must see it: host name, then per port
