@@ -612,6 +612,16 @@ out:
 	return r;
 }
 
+/* The start of every changing entry point: a clean result, then the engine opened (and
+ * locked when lock), its failure explained in res->error. */
+static int open_for_result(struct eng *e, const struct fctl_engine_opts *o, bool lock,
+			   struct fctl_apply_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->failed_op = -1;
+	return fctl_engi_open(e, o, lock, true, res->error, sizeof(res->error));
+}
+
 int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opts *o,
 		      struct fctl_apply_result *res)
 {
@@ -619,9 +629,7 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
 	struct eng e;
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->failed_op = -1;
-	r = fctl_engi_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
+	r = open_for_result(&e, o, !o->dry_run, res);
 	if (r < 0)
 		return r;
 	r = fctl_engi_apply_locked(&e, p, res);
@@ -674,9 +682,7 @@ int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_res
 	struct eng e;
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->failed_op = -1;
-	r = fctl_engi_open(&e, o, !o->dry_run, true, res->error, sizeof(res->error));
+	r = open_for_result(&e, o, !o->dry_run, res);
 	if (r < 0) {
 		res->refused = true;
 		return r;
@@ -691,9 +697,7 @@ int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_resu
 	struct eng e;
 	int r, x;
 
-	memset(res, 0, sizeof(*res));
-	res->failed_op = -1;
-	r = fctl_engi_open(&e, o, true, true, res->error, sizeof(res->error));
+	r = open_for_result(&e, o, true, res);
 	if (r < 0)
 		return r;
 	snprintf(res->host, sizeof(res->host), "%s", e.host);
@@ -716,9 +720,7 @@ int fctl_engine_confirm_expire(const struct fctl_engine_opts *o, const char *id,
 	struct eng e;
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->failed_op = -1;
-	r = fctl_engi_open(&e, o, true, true, res->error, sizeof(res->error));
+	r = open_for_result(&e, o, true, res);
 	if (r < 0)
 		return r;
 	snprintf(res->host, sizeof(res->host), "%s", e.host);
