@@ -118,7 +118,7 @@ export -f release_build
 host_lane() {
 	if want unit; then
 		suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 600
-		suite audit 600 tests/audit/audit.sh "$ROOT/build/fabricctl/fabricctl"
+		# (the audit log's attack tests, tests/audit/audit.sh, are the ctest "audit")
 		# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
 		suite kms 600 tests/kms/kms.sh "$ROOT/build"
 		# attack tests: each reproduces a finding of the security review (tests/security/)
@@ -243,7 +243,10 @@ fi
 # progress meanwhile. Lanes share no lab directory, no dpkg and no fixed port.
 LANES=$(mktemp -d /tmp/fctl-test-lanes.XXXXXX)
 exec 3>&1
-lane_log() { printf '[%s] %s (%ds)\n' "$LANE" "$*" "$(($(date +%s) - T0))" >&3; }
+lane_log() { # the load average beside each start: where a slow run's time went
+	printf '[%s] %s (%ds, load %s)\n' "$LANE" "$*" "$(($(date +%s) - T0))" \
+		"$(cut -d' ' -f1 /proc/loadavg)" >&3
+}
 lane_run() { # name function
 	local LANE=$1
 	PASSED=() FAILED=()
