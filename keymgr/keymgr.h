@@ -88,6 +88,9 @@ struct km {
 	struct fctl_profile *profile;
 	struct km_link *links;
 	size_t n_links;
+	/* links whose policy is MKA: their SAKs are the key server's, never keymgr's */
+	char (*mka_links)[128];
+	size_t n_mka_links;
 	struct km_conn *conns; /* one per agent endpoint in use */
 	size_t n_conns;
 	/* counters for the report */
@@ -95,6 +98,8 @@ struct km {
 	double overlap_wait_ms;
 };
 
+/* The profile's static-key links into k->links; its MKA links only by name into
+ * k->mka_links (keymgr never installs an SA on an MKA SecY). */
 int km_links_from_profile(struct km *k, char *err, size_t errlen);
 void km_links_free(struct km *k);
 

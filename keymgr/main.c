@@ -86,6 +86,8 @@ static void usage(FILE *f)
 	      "confirm, switch), one request per agent and phase, one overlap wait for all\n"
 	      "of them, then the check and retirement of all.\n"
 	      "LINK is PROFILE-LINK.VLAN-ID as `status` prints it, e.g. h1-h2.100.\n"
+	      "A link whose policy has `mka:` is MKA's: status names it, rotate LINK refuses\n"
+	      "it, --all and watch leave it alone (its CAK rotates through apply, docs/mka.md).\n"
 	      "Exit: 0 rotated (or nothing to do), 1 rolled back (old key still in use),\n"
 	      "2 usage or environment, 3 failed with the journal kept (rerun: recover).\n",
 	      f);
@@ -130,17 +132,23 @@ static void on_term(int sig)
 	stop = 1;
 }
 
-/* Rotation links of the profile: one per protected VLAN. */
+/* Rotation links of the profile: one per VLAN protected by static SAKs. */
 int km_links_from_profile(struct km *k, char *err, size_t errlen)
 {
 	const struct fctl_profile *p = k->profile;
-	size_t n = 0;
+	size_t n = 0, n_mka = 0;
 
 	for (size_t i = 0; i < p->n_links; i++)
-		for (size_t j = 0; j < p->links[i].n_vlans; j++)
-			n += fctl_profile_find_policy(p, p->links[i].vlans[j].macsec) != NULL;
+		for (size_t j = 0; j < p->links[i].n_vlans; j++) {
+			const struct fctl_macsec_policy *pol =
+				fctl_profile_find_policy(p, p->links[i].vlans[j].macsec);
+
+			n += pol && !pol->has_mka;
+			n_mka += pol && pol->has_mka;
+		}
 	k->links = calloc(n ? n : 1, sizeof(*k->links));
-	if (!k->links)
+	k->mka_links = calloc(n_mka ? n_mka : 1, sizeof(*k->mka_links));
+	if (!k->links || !k->mka_links)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_links; i++) {
 		const struct fctl_plink *pl = &p->links[i];
@@ -153,6 +161,11 @@ int km_links_from_profile(struct km *k, char *err, size_t errlen)
 
 			if (!pol)
 				continue;
+			if (pol->has_mka) {
+				snprintf(k->mka_links[k->n_mka_links++], sizeof(*k->mka_links), "%s.%u",
+					 pl->name, v->id);
+				continue;
+			}
 			l = &k->links[k->n_links++];
 			snprintf(l->name, sizeof(l->name), "%s.%u", pl->name, v->id);
 			l->cipher = pol->cipher;
@@ -202,6 +215,26 @@ void km_links_free(struct km *k)
 	free(k->links);
 	k->links = NULL;
 	k->n_links = 0;
+	free(k->mka_links);
+	k->mka_links = NULL;
+	k->n_mka_links = 0;
+}
+
+static bool is_mka_link(const struct km *k, const char *name)
+{
+	for (size_t i = 0; i < k->n_mka_links; i++)
+		if (strcmp(k->mka_links[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* What keymgr says of the MKA links it leaves alone (rotate --all, recover, watch). */
+static void note_mka_links(const struct km *k, const char *cmd)
+{
+	for (size_t i = 0; i < k->n_mka_links; i++)
+		kerr("%s: %s: an MKA link, left to MKA (its key server renews the SAKs; the CAK "
+		     "rotates when fabricctl apply gets the next one, docs/mka.md)\n",
+		     cmd, k->mka_links[i]);
 }
 
 static int status(struct km *k)
@@ -251,6 +284,14 @@ static int status(struct km *k)
 			       km_end_version(l, &d[e]), d[e].tx[d[e].encoding_sa].pn,
 			       d[e].sc_not_valid, d[e].sc_not_using_sa, d[e].sc_unused_sa);
 	}
+	for (size_t i = 0; i < k->n_mka_links; i++) {
+		if (opt_json)
+			printf("%s{\"link\":\"%s\",\"mka\":true}", k->n_links || i ? "," : "",
+			       k->mka_links[i]);
+		else
+			printf("%s: MKA (SAKs from the key server, not rotated by keymgr; "
+			       "`fabricctl show` has the session)\n", k->mka_links[i]);
+	}
 	if (opt_json)
 		printf("]\n");
 	return rc;
@@ -278,14 +319,19 @@ static int watch(struct km *k)
 	unsigned done = 0;
 	int worst = 0;
 
-	if (tfd < 0 || !last || !due || !res) {
+	if (tfd < 0 || !last || !due || !res || !k->n_links) {
 		if (tfd >= 0)
 			close(tfd);
 		free(last);
 		free(due);
 		free(res);
-		return 2;
+		if (tfd < 0 || !last || !due || !res)
+			return 2;
+		note_mka_links(k, "watch");
+		kerr("watch: no link with static SAKs in the profile: nothing to watch\n");
+		return 0;
 	}
+	note_mka_links(k, "watch");
 	for (size_t i = 0; i < k->n_links; i++) {
 		unsigned an;
 		uint32_t v;
@@ -467,10 +513,24 @@ static int rotate_or_recover(struct km *k, const char *cmd, char **names, int n_
 
 		while (i < k->n_links && strcmp(names[a], k->links[i].name) != 0)
 			i++;
-		if (i == k->n_links) {
+		if (i == k->n_links && is_mka_link(k, names[a])) {
+			kerr("%s: '%s' is an MKA link: its SAKs come from MKA's key server, not "
+			     "from keymgr; its CAK rotates make-before-break when fabricctl apply "
+			     "gets a profile naming the next CAK and a new CKN (docs/mka.md)\n",
+			     cmd, names[a]);
+			rc = 2;
+		} else if (i == k->n_links) {
 			kerr("%s: no protected link '%s' in the profile "
 				"(see status)\n", cmd, names[a]);
 			rc = 2;
+		}
+	}
+	if (rc == 0 && (opt_all || recover) && k->n_mka_links) {
+		note_mka_links(k, cmd);
+		if (!k->n_links) {
+			free(sel);
+			free(res);
+			return 0; /* nothing of keymgr's to rotate */
 		}
 	}
 	for (size_t i = 0; i < k->n_links && rc == 0; i++) {
@@ -694,7 +754,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': opt_cert = optarg; break;
 		case 'k': opt_key = optarg; break;

@@ -50,4 +50,33 @@ rc=0
 rc=0
 "$KM" rotate --dry-run no-such.1 "$P" >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "unknown link: exit $rc, expected 2"
+# options after a LINK, as the usage line has them: still a dry run (it used to stop
+# parsing options at the first LINK, and the dry run took the state-dir lock and the audit log)
+"$KM" rotate h1-h2.100 --dry-run --state-dir "$T/state2" --audit-log "$T/a2.log" "$P" \
+	>"$T/late.txt" || fail "rotate LINK --dry-run: exit $?"
+grep -q '^1 links on 2 agents' "$T/late.txt" || fail "rotate LINK --dry-run: $(head -3 "$T/late.txt")"
+[ ! -e "$T/state2" ] && [ ! -e "$T/a2.log" ] || fail "rotate LINK --dry-run wrote its state or audit log"
+
+# MKA links: keymgr never installs an SA on an MKA SecY. They are named and left alone.
+M=$REPO/examples/mka/lab-pair-mka.yaml
+AG="--agent h1=127.0.0.1:9 --agent h2=127.0.0.1:9"
+rc=0
+# shellcheck disable=SC2086
+"$KM" rotate h1-h2.100 $AG --state-dir "$T/mstate" "$M" >/dev/null 2>"$T/mka.err" || rc=$?
+[ "$rc" = 2 ] || fail "rotate of an MKA link: exit $rc, expected 2"
+grep -q "'h1-h2.100' is an MKA link" "$T/mka.err" || fail "MKA link refusal: $(cat "$T/mka.err")"
+! grep -q "connect" "$T/mka.err" || fail "rotate of an MKA link asked an agent"
+# shellcheck disable=SC2086
+"$KM" rotate --all --dry-run --json $AG "$M" >"$T/mka.json" 2>"$T/mka.err" ||
+	fail "rotate --all over MKA links only: exit $?"
+[ ! -s "$T/mka.json" ] || fail "rotate --all over MKA links planned: $(cat "$T/mka.json")"
+grep -q "h1-h2.100: an MKA link, left to MKA" "$T/mka.err" || fail "--all did not name the MKA link"
+# shellcheck disable=SC2086
+"$KM" status --json $AG --state-dir "$T/mstate" "$M" >"$T/mst.json" || fail "status of MKA links: exit $?"
+jq -e '. == [{"link":"h1-h2.100","mka":true}]' "$T/mst.json" >/dev/null ||
+	fail "status of MKA links: $(cat "$T/mst.json")"
+# shellcheck disable=SC2086
+"$KM" watch $AG --state-dir "$T/mstate" --audit-log "$T/mw.log" "$M" 2>"$T/mw.err" ||
+	fail "watch over MKA links only: exit $?"
+grep -q "nothing to watch" "$T/mw.err" || fail "watch over MKA links only: $(cat "$T/mw.err")"
 echo "keymgr_plan: ok"
