@@ -98,7 +98,7 @@ def profile(n: int) -> str:
 
 def batch_add(n: int, host: str, key_hex: str, order: str) -> str:
     """The ip commands of each port; in "phase" order (the default) they run in the
-    order of fabricctl's plan: every VLAN, every SecY, RX SCs, RX SAs, TX SAs, links
+    order of fabricctl's plan: every VLAN (and its addrgenmode none), every SecY, RX SCs, RX SAs, TX SAs, links
     up, addresses. "port" order configures one port completely before the next."""
     kid = keyid("file", KEY_ID)
     peer = PEER_MAC[host]
@@ -107,6 +107,9 @@ def batch_add(n: int, host: str, key_hex: str, order: str) -> str:
         v, m = f"eth0.{vid}", f"ms{vid}"
         ports.append([
             f"link add link eth0 name {v} mtu {VLAN_MTU} type vlan id {vid} protocol 802.1Q",
+            # a carrier under a SecY generates no IPv6 address (docs/apply.md, step 4):
+            # fabricctl sets this right after the create, as here
+            f"link set dev {v} addrgenmode none",
             f"link add link {v} name {m} mtu {MTU} type macsec port {MACSEC_PORT} "
             f"cipher gcm-aes-128 icvlen 16 encrypt on send_sci on end_station off scb off "
             f"protect on replay on window {WINDOW} validate strict encodingsa 0",

@@ -24,6 +24,7 @@ struct common {
 	bool markdown;         /* plan: --markdown */
 	bool detailed;         /* plan: --detailed-exitcode */
 	char confirm_id[64];   /* apply --confirm: the pending record's id */
+	const char *desired_cache; /* apply: "hit", "miss" or "ignored" (STATE_DIR/desired) */
 };
 
 enum {
@@ -176,7 +177,7 @@ static int env_error(const char *what, int r, const char *msg)
 	return EXIT_USAGE;
 }
 
-static void result_json(struct fctl_buf *o, const struct fctl_engine_opts *eo,
+static void result_json(struct fctl_buf *o, const struct common *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result)
 {
@@ -204,7 +205,11 @@ static void result_json(struct fctl_buf *o, const struct fctl_engine_opts *eo,
 		struct fctl_confirm_pending cp;
 
 		fctl_buf_puts(o, ",\"confirm\":");
-		cli_confirm_json(fctl_engine_confirm_pending(eo, &cp) == 1 ? &cp : NULL, o);
+		cli_confirm_json(fctl_engine_confirm_pending(&c->eo, &cp) == 1 ? &cp : NULL, o);
+	}
+	if (c->desired_cache) {
+		fctl_buf_puts(o, ",\"desired_cache\":");
+		fctl_buf_json_str(o, c->desired_cache);
 	}
 	fctl_buf_puts(o, ",\"plan\":");
 	if (res->plan)
@@ -311,7 +316,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	if (r < 0 && res.refused) {
 		rc = env_error(cmd, r, res.error);
 		if (c->json) {
-			result_json(&out, &c->eo, p, &res, "refused");
+			result_json(&out, c, p, &res, "refused");
 			cli_write(stdout, &out);
 		}
 		audit_apply(audit, cmd, c, p, &res, "refused", &rc);
@@ -324,7 +329,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c->json) {
-		result_json(&out, &c->eo, p, &res, result);
+		result_json(&out, c, p, &res, result);
 	} else if (!c->quiet) {
 		if (res.recovered)
 			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
@@ -379,6 +384,44 @@ out:
 	return rc;
 }
 
+/* An apply of the bytes applied (or stored) last for this host: the desired-state cache
+ * (docs/apply.md "Unchanged re-applies") stands for the profile's load, validation and
+ * render; the engine still reads the live state, plans, repairs drift and the record is
+ * audited as always. Any other apply loads the profile and, when it succeeded, stores
+ * its state. Returns the exit code, or -1 when the caller is to load the profile. */
+static int apply_cached(struct common *c, const char *file)
+{
+	struct fctl_host_state *want = NULL;
+	struct fctl_profile *p = NULL;
+	struct fctl_buf bytes = { 0 };
+	int r, rc;
+
+	if (c->eo.dry_run || fctl_file_read(file, &bytes) < 0) {
+		fctl_buf_release(&bytes);
+		return -1;
+	}
+	r = fctl_engine_desired_load(&c->eo, file, (const unsigned char *)bytes.data, bytes.len,
+				     &p, &want);
+	c->desired_cache = r == 1 ? "hit" : r == 0 ? "miss" : "ignored";
+	if (r != 1) {
+		rc = cli_load_profile(file, &p, true, c->json);
+		if (rc != EXIT_OK) {
+			fctl_buf_release(&bytes);
+			return rc;
+		}
+	}
+	c->eo.desired = want;
+	rc = do_apply("apply", c, p);
+	if (r != 1 && rc == EXIT_OK)
+		fctl_engine_desired_store(&c->eo, file, (const unsigned char *)bytes.data,
+					  bytes.len, p); /* a failure only costs the next load */
+	c->eo.desired = NULL;
+	fctl_host_state_free(want);
+	fctl_profile_free(p);
+	fctl_buf_release(&bytes);
+	return rc;
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("apply", argc, argv); /* --fabric, --target */
@@ -398,6 +441,9 @@ int cmd_apply(int argc, char **argv)
 	}
 	rc = cli_need_regular("apply", argv[optind]);
 	if (rc != EXIT_OK)
+		return rc;
+	rc = apply_cached(&c, argv[optind]);
+	if (rc >= 0)
 		return rc;
 	rc = cli_load_profile(argv[optind], &p, true, c.json);
 	if (rc != EXIT_OK)
@@ -508,7 +554,7 @@ int cmd_teardown(int argc, char **argv)
 	else
 		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
 	if (c.json)
-		result_json(&out, &c.eo, NULL, &res, result);
+		result_json(&out, &c, NULL, &res, result);
 	else if (!c.quiet || r < 0)
 		teardown_text(&out, &c, &res, r);
 	cli_write(stdout, &out);

@@ -8,7 +8,7 @@ PKGS=(
 	# build
 	build-essential cmake pkg-config
 	libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
-	libssl-dev libyaml-dev libcmocka-dev libsystemd-dev
+	libssl-dev libyaml-dev libcmocka-dev
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks
 	clang libclang-rt-dev jq python3 openssl time xxd
 	# evidence bundles: DSSE signatures checked by a second, independent Ed25519

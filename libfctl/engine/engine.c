@@ -548,7 +548,7 @@ static int arm_record(struct eng *e, const struct fctl_profile *p, struct fctl_c
 int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
 			   struct fctl_apply_result *res)
 {
-	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL;
+	struct fctl_host_state *want = NULL, *want_owned = NULL, *prev_owned = NULL, *live = NULL;
 	const struct fctl_host_state *prev = NULL;
 	const struct fctl_engine_opts *o = e->o;
 	struct fctl_confirm_pending arm;
@@ -566,9 +566,13 @@ int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
 		r = -ENOENT;
 		goto out;
 	}
-	r = fctl_engi_render_host(e, p, &want);
+	if (o->desired)
+		r = fctl_engi_desired_overlay(e, o->desired);
+	else
+		r = fctl_engi_render_host(e, p, &want_owned);
 	if (r < 0)
 		goto out;
+	want = o->desired ? o->desired : want_owned;
 	if (!o->dry_run) {
 		r = recover_locked(e, want, res);
 		if (r >= 0 && !e->expiring) {
@@ -606,7 +610,7 @@ record:
 		fctl_engi_history_record(e, p, res->error, sizeof(res->error));
 out:
 	e->arm = NULL;
-	fctl_host_state_free(want);
+	fctl_host_state_free(want_owned);
 	fctl_host_state_free(prev_owned);
 	fctl_host_state_free(live);
 	return r;

@@ -156,20 +156,26 @@ int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 int fctl_engi_render_host(const struct eng *e, const struct fctl_profile *p,
 			  struct fctl_host_state **out)
 {
-	char dir[PATH_MAX + 16];
 	struct fctl_host_state *hs = NULL;
 	int r = fctl_profile_render_host(p, e->host, &hs);
 
 	if (r < 0)
 		return r;
-	snprintf(dir, sizeof(dir), "%s/rotation", e->dir);
-	r = fctl_rotation_overlay(hs, dir);
+	r = fctl_engi_desired_overlay(e, hs);
 	if (r < 0) {
 		fctl_host_state_free(hs);
 		return r;
 	}
 	*out = hs;
 	return 0;
+}
+
+int fctl_engi_desired_overlay(const struct eng *e, struct fctl_host_state *rendered)
+{
+	char dir[PATH_MAX + 16];
+
+	snprintf(dir, sizeof(dir), "%s/rotation", e->dir);
+	return fctl_rotation_overlay(rendered, dir);
 }
 
 /* The last applied profile's desired state for this host: *prev (NULL when

@@ -62,6 +62,9 @@ int fctl_engi_history_load(const struct fctl_history_entry *h, struct fctl_diags
  * errno with err saying the apply went through but the history was not written. */
 int fctl_engi_history_record(struct eng *e, const struct fctl_profile *p, char *err,
 			     size_t errlen);
+/* Lays the rotation records over a rendered state (fctl_engi_render_host's second step;
+ * alone for opts.desired, rendered before). */
+int fctl_engi_desired_overlay(const struct eng *e, struct fctl_host_state *rendered);
 /* Desired state of e->host: p rendered, with the SAs key rotation moved where they live. */
 int fctl_engi_render_host(const struct eng *e, const struct fctl_profile *p,
 			  struct fctl_host_state **out);

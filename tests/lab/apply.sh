@@ -5,7 +5,9 @@
 #  1. traffic crosses the MACsec link; OutPktsEncrypted grows on both ends,
 #     InPktsNotValid and InPktsNoSCI stay 0
 #  2. `ip -j macsec show` / `ip -j -d link show` agree with `fabricctl show --json`
-#  3. the second apply is a no-op with zero netlink writes
+#  3. the second apply is a no-op with zero netlink writes; drift is repaired, also
+#     when the profile's state comes from the desired-state cache, and a tampered
+#     cache entry is ignored
 #  4. an in-place change (replay window) applies in place; a cipher change is
 #     flagged disruptive and applied by recreate
 #  5. a step the kernel rejects midway, and an injected failure late in a
@@ -184,6 +186,36 @@ on h1 "$F" diff "$WORK/v1.yaml" >/dev/null
 out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
 [ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "applied 1" ] && pass "3-drift-repaired-one-write" ||
 	fail "3-drift-repaired-one-write" "$(jq -c '{result,netlink_writes}' <<<"$out")"
+
+# the same bytes again come from the desired-state cache (STATE_DIR/desired), which
+# stands for the profile's load only: the kernel is still read and repaired, and
+# the apply still audited
+[ "$(jq -r .desired_cache <<<"$out")" = hit ] && pass "3-drift-repaired-with-cache-hit" ||
+	fail "3-drift-repaired-with-cache-hit" "desired_cache $(jq -r .desired_cache <<<"$out")"
+on h1 ip addr del 10.100.0.1/24 dev ms100
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+[ "$(jq -r '"\(.desired_cache) \(.result) \(.netlink_writes)"' <<<"$out")" = "hit applied 1" ] &&
+	[ "$(on h1 ip -j addr show dev ms100 | jq -r '[.[0].addr_info[] | select(.family == "inet") | .local] | join(",")')" = 10.100.0.1 ] &&
+	pass "3-cache-hit-address-removed-by-hand-put-back" ||
+	fail "3-cache-hit-address-removed-by-hand-put-back" "$(jq -c '{desired_cache,result,netlink_writes}' <<<"$out")"
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+rec=$(on h1 "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
+[ "$(jq -r '"\(.desired_cache) \(.result) \(.netlink_writes)"' <<<"$out")" = "hit unchanged 0" ] &&
+	[ "$(jq -r .result <<<"$rec")" = unchanged ] && pass "3-cache-hit-unchanged-audited" ||
+	fail "3-cache-hit-unchanged-audited" "$(jq -c '{desired_cache,result,netlink_writes}' <<<"$out") record $rec"
+# a changed entry (here its state: another address for ms100) fails its MAC: it is
+# ignored, the profile loaded, and nothing of the entry reaches the host
+on h1 sed -i 's|^addr ms100 10.100.0.1/24$|addr ms100 10.100.0.9/24|' /var/lib/fabricctl/desired
+on h1 grep -q '^addr ms100 10.100.0.9/24$' /var/lib/fabricctl/desired || fail "3-tamper-entry" "the entry was not changed"
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+[ "$(jq -r '"\(.desired_cache) \(.result) \(.netlink_writes)"' <<<"$out")" = "ignored unchanged 0" ] &&
+	pass "3-tampered-cache-ignored" ||
+	fail "3-tampered-cache-ignored" "$(jq -c '{desired_cache,result,netlink_writes}' <<<"$out")"
+out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
+[ "$(jq -r '"\(.desired_cache) \(.result)"' <<<"$out")" = "hit unchanged" ] &&
+	on h1 ip -j addr show dev ms100 | jq -e '[.[0].addr_info[] | select(.local == "10.100.0.9")] | length == 0' >/dev/null &&
+	pass "3-cache-rewritten-after-tamper" ||
+	fail "3-cache-rewritten-after-tamper" "$(jq -c '{desired_cache,result}' <<<"$out")"
 
 # --- 4. in place vs disruptive -------------------------------------------------
 idx_before=$(on h1 ip -j link show ms100 | jq '.[0].ifindex')

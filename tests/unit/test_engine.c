@@ -1478,10 +1478,148 @@ static void test_confirm_crash_every_point(void **st)
 	}
 }
 
+/* --- the desired-state cache (engine_cache.c) --- */
+
+static void read_bytes(const char *name, struct fctl_buf *b)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	assert_int_equal(fctl_file_read(path, b), 0);
+}
+
+/* One apply with the cache's entry for v1.yaml as its desired state: 1 and *res, or the
+ * lookup's own result when it was no hit. */
+static int cached_apply(struct run *r, struct fctl_apply_result *res)
+{
+	struct fctl_host_state *want = NULL;
+	struct fctl_profile *p = NULL;
+	struct fctl_buf b = { 0 };
+	char path[512];
+	int h;
+
+	snprintf(path, sizeof(path), "%s/v1.yaml", tmp);
+	read_bytes("v1.yaml", &b);
+	h = fctl_engine_desired_load(&r->o, path, (const unsigned char *)b.data, b.len, &p,
+				     &want);
+	fctl_buf_release(&b);
+	if (h != 1)
+		return h;
+	assert_string_equal(p->name, v1->name);
+	assert_int_equal(p->version, v1->version);
+	assert_memory_equal(p->sha256, v1->sha256, 32);
+	r->o.desired = want;
+	assert_int_equal(apply(r, p, res), 0);
+	r->o.desired = NULL;
+	fctl_host_state_free(want);
+	fctl_profile_free(p);
+	return 1;
+}
+
+static void flip_byte(const char *path, long off)
+{
+	FILE *f = fopen(path, "r+");
+	int c;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, off, off < 0 ? SEEK_END : SEEK_SET), 0);
+	c = fgetc(f);
+	assert_int_equal(fseek(f, -1, SEEK_CUR), 0);
+	fputc(c == '1' ? '2' : '1', f);
+	fclose(f);
+}
+
+static void test_desired_cache(void **st)
+{
+	struct fctl_apply_result res;
+	struct fctl_buf b1 = { 0 }, b2 = { 0 };
+	char path[512], entry[600], saved[600];
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	snprintf(path, sizeof(path), "%s/v1.yaml", tmp);
+	snprintf(entry, sizeof(entry), "%s/desired", r.dir);
+	snprintf(saved, sizeof(saved), "%s/desired.saved", r.dir);
+	read_bytes("v1.yaml", &b1);
+	read_bytes("v2.yaml", &b2);
+	/* nothing stored yet: a miss, and an empty host */
+	assert_int_equal(cached_apply(&r, &res), 0);
+	assert_int_equal(mkdir(r.dir, 0700), 0);
+	/* another file's bytes are never stored as v1's */
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b2.data,
+						   b2.len, v1), -ESTALE);
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b1.data,
+						   b1.len, v1), 0);
+	/* a hit on an empty kernel: the whole host is built from the cached state */
+	assert_int_equal(cached_apply(&r, &res), 1);
+	assert_int_equal(res.plan->n_ops, 11);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	/* unchanged: nothing to do */
+	r.f.calls = 0;
+	assert_int_equal(cached_apply(&r, &res), 1);
+	assert_int_equal(res.plan->n_ops, 0);
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+	/* the kernel changed under the unchanged profile (here: v2 applied): the cached
+	 * apply still reads it and repairs it */
+	assert_int_equal(apply(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(cached_apply(&r, &res), 1);
+	assert_true(res.plan->n_ops > 0);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	/* the lookup of other bytes is a miss */
+	assert_int_equal(fctl_engine_desired_load(&r.o, path, (const unsigned char *)b2.data,
+						  b2.len, &(struct fctl_profile *){ NULL },
+						  &(struct fctl_host_state *){ NULL }), 0);
+	/* an entry changed anywhere (its state, its MAC), writable by others, or without
+	 * its key is not trusted */
+	assert_int_equal(link(entry, saved), 0);
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b1.data,
+						   b1.len, v1), 0);
+	flip_byte(entry, 200);
+	assert_int_equal(cached_apply(&r, &res), -EBADMSG);
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b1.data,
+						   b1.len, v1), 0);
+	flip_byte(entry, -5);
+	assert_int_equal(cached_apply(&r, &res), -EBADMSG);
+	assert_int_equal(rename(saved, entry), 0);
+	assert_int_equal(cached_apply(&r, &res), 1);
+	fctl_apply_result_release(&res);
+	assert_int_equal(chmod(entry, 0622), 0);
+	assert_int_equal(cached_apply(&r, &res), -EBADMSG);
+	assert_int_equal(chmod(entry, 0600), 0);
+	snprintf(saved, sizeof(saved), "%s/desired.key", r.dir);
+	assert_int_equal(unlink(saved), 0);
+	assert_int_equal(cached_apply(&r, &res), -EBADMSG);
+	/* a new key with the next store */
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b1.data,
+						   b1.len, v1), 0);
+	assert_int_equal(cached_apply(&r, &res), 1);
+	fctl_apply_result_release(&res);
+	/* a key file whose inode changed (here its mode) is validated again: a miss, until
+	 * the next store */
+	snprintf(saved, sizeof(saved), "%s/keys/k", tmp);
+	assert_int_equal(chmod(saved, 0644), 0);
+	assert_int_equal(cached_apply(&r, &res), 0);
+	assert_int_equal(chmod(saved, 0600), 0);
+	assert_int_equal(cached_apply(&r, &res), 0);
+	assert_int_equal(fctl_engine_desired_store(&r.o, path, (const unsigned char *)b1.data,
+						   b1.len, v1), 0);
+	assert_int_equal(cached_apply(&r, &res), 1);
+	fctl_apply_result_release(&res);
+	fctl_buf_release(&b1);
+	fctl_buf_release(&b2);
+	fake_release(&r.f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_then_reapply),
+		cmocka_unit_test(test_desired_cache),
 		cmocka_unit_test(test_fail_secure_order),
 		cmocka_unit_test(test_missing_key_refuses),
 		cmocka_unit_test(test_old_carrier_converges),

@@ -75,6 +75,11 @@ struct fctl_engine_opts {
 	 * comes within this many seconds, the host goes back to the version before */
 	uint64_t confirm_seconds;
 	const char *confirm_id; /* names the pending confirmation (the watchdog's); may be NULL */
+	/* apply only: the profile's desired state for this host, already rendered (the
+	 * desired-state cache, fctl_engine_desired_load); NULL: rendered from the profile.
+	 * Borrowed, and changed: the engine lays the rotation records over it as over a fresh
+	 * render (so it serves one apply only); the live state is read as always. */
+	struct fctl_host_state *desired;
 };
 
 struct fctl_apply_result {
@@ -118,6 +123,27 @@ int fctl_engine_apply(const struct fctl_profile *p, const struct fctl_engine_opt
  * only. Returns 0 (res->plan says what was removed; no ops: nothing was managed), or a
  * negative errno as fctl_engine_apply. */
 int fctl_engine_teardown(const struct fctl_engine_opts *o, struct fctl_apply_result *res);
+
+/* The desired-state cache, STATE_DIR/desired (docs/apply.md "Unchanged re-applies"): one
+ * entry, the rendered state of the profile last stored for o's host, keyed by a SHA-256 of
+ * this program's build id, the host, the file name as given, the working directory and
+ * the profile's bytes, and sealed by an HMAC-SHA256 whose key is STATE_DIR/desired.key
+ * (0600). Both files must be regular files of this user that nobody else can write.
+ *
+ * fctl_engine_desired_load: data/len are the bytes just read from file. Returns 1 on a hit
+ * (*p a profile holding only name, version, sha256, file, dir and the one host, to free
+ * with fctl_profile_free; *want the rendered state, pass it as opts.desired), 0 when there
+ * is no entry for these bytes, or -EBADMSG when the entry cannot be trusted (corrupt,
+ * truncated, a wrong MAC, not this user's): the caller loads the profile as always.
+ * fctl_engine_desired_store: after p (loaded from file, validated, applied) succeeded,
+ * replaces the entry with p's rendered state. -ENOTSUP for a profile with MKA policies
+ * (never cached: their ports start from the whole profile), -ESTALE when data are not the
+ * bytes p was parsed from. */
+int fctl_engine_desired_load(const struct fctl_engine_opts *o, const char *file,
+			     const unsigned char *data, size_t len, struct fctl_profile **p,
+			     struct fctl_host_state **want);
+int fctl_engine_desired_store(const struct fctl_engine_opts *o, const char *file,
+			      const unsigned char *data, size_t len, const struct fctl_profile *p);
 
 /* Rolls back an interrupted apply if the journal says there is one (res->recovered), then
  * a confirmed apply whose deadline passed unconfirmed (res->confirm_rolled_back: the
