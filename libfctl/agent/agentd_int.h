@@ -23,8 +23,9 @@
 /*
  * The agent's event loop: one thread, epoll over listeners, connections, a
  * signalfd (TERM/INT/HUP/CHLD), two timerfds (periodic drift check, debounce
- * after link events) and a NETLINK_ROUTE socket subscribed to link and address
- * events. Nothing polls: with no traffic and no timer due the process sleeps
+ * after link events), the MKA supervision's 2 s timerfd (agentd_mka.c) and a
+ * NETLINK_ROUTE socket subscribed to link and address events. Nothing else
+ * polls: with no traffic and no timer due the process sleeps
  * in epoll_wait. Requests that touch the engine run in a worker (one per
  * request, killed with the agent: PR_SET_PDEATHSIG) that re-executes the agent's
  * binary (no memory of the agent's survives: agentd_sandbox.c) and whose stdout

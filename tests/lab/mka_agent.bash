@@ -10,7 +10,8 @@
 #   agent-restart-counted   fabricctl_mka_restarts_total{result="ok"} 1, status mka_restarts 1
 #   agent-mka-state         an mka-state record: secured, CKN, key server h1, the check value
 #                           of the CAK given to wpa_supplicant (kcv), no CAK
-#   agent-evidence-mka      fabricctl evidence on h2: mka/ports.json lists eth0.100 so
+#   agent-evidence-mka      fabricctl evidence on h2: mka/ports.json lists eth0.100 (CKN,
+#                           kcv, key server h1, secured, the restart among its events)
 #   agent-audit-verifies    audit verify passes with the agent's records in the log
 #   agent-no-restart-gone   a profile without the MKA port applied: its wpa_supplicant
 #                           stops and the agent does not start it again

@@ -78,6 +78,8 @@ curl -sf "$M" -o "$T/m1.txt" || fail fetch-metrics "curl $M failed"
 promtool_clean agent "$T/m1.txt"
 count < <("$PY" "$HERE/families.py" "$T/m1.txt" agent "${FAMILIES[@]}" 2>&1)
 expect scrape-not-a-connection "$(sample "$T/m1.txt" '^fabricctl_agent_connections ')" 0
+# no MKA port here: the agent restarted nothing (the lab restarts one: tests/lab/mka_agent.bash)
+expect mka-restarts-none "$(sample "$T/m1.txt" '^fabricctl_mka_restarts_total\{result="ok"\} ')" 0
 version=$("$F" --version 2>/dev/null | awk '{print $2}')
 expect build-info-version "$(grep -c "^fabricctl_build_info{version=\"$version\"" "$T/m1.txt")" 1
 expect requests-by-role-local-status \
