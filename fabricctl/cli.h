@@ -162,5 +162,11 @@ struct fctl_profile;
 int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
 	       const char *keymgr_path, bool quiet);
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json);
+/* In the agent's writing worker (cmd_mkasup.c): restarts the wpa_supplicant of
+ * rq->mka_port (killed first when rq->mka_kill) with the configuration of the last
+ * applied profile, only when that profile still has the port. EXIT_OK or EXIT_FAILED /
+ * EXIT_USAGE after saying why on stderr. */
+struct fctl_agent_request;
+int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path);
 
 #endif

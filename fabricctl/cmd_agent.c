@@ -81,6 +81,8 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		argv[argc++] = "recover";
 		fn = cmd_recover;
 		break;
+	case FCTL_AGENT_MKA_RESTART: /* the agent's own, never a client's */
+		return cli_mka_restart(rq, cli_keymgr_path());
 	default:
 		cli_err("agent: request type %u has no command", rq->type);
 		return EXIT_USAGE;

@@ -122,13 +122,8 @@ void evidence_end(struct evidence *ev, struct fctl_nl *nl, struct probe_end *out
 				 "cannot read the MACsec counters of '%s': %s", ev->netdev,
 				 strerror(-ret));
 		} else {
-			uint8_t an = ev->encoding_sa < FCTL_MAX_AN ? ev->encoding_sa : 0;
-
-			if (s->txsa[an].present)
-				out->ms.out_pkts_encrypted =
-					d64(s->txsa[an].out_pkts_encrypted, b->txsa[an].out_pkts_encrypted);
-			else
-				out->ms.out_pkts_encrypted = d64(s->out_pkts_encrypted, b->out_pkts_encrypted);
+			/* every transmit SA: the encoding one may have changed during the run */
+			out->ms.out_pkts_encrypted = probe_encrypted_delta(b, s);
 			out->ms.in_pkts_not_valid = d64(s->rx_total.in_pkts_not_valid,
 							b->rx_total.in_pkts_not_valid);
 			out->ms.in_pkts_invalid = d64(s->rx_total.in_pkts_invalid,

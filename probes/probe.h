@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fctl/nl.h"
 #include "fctl/stats.h"
 #include "fctl/util.h"
 
@@ -19,6 +20,13 @@
 #define PROBE_MAX_REASONS 12
 
 enum { PROBE_EXIT_PASS = 0, PROBE_EXIT_FAIL = 1, PROBE_EXIT_ERROR = 2 };
+
+/* OutPktsEncrypted of a SecY over a run (counters read before and after): summed over its
+ * transmit SAs, an SA installed during the run counted from zero, so that a change of the
+ * encoding SA (a static key rotation, or an MKA rekey: MKA's SAKs move the AN) neither
+ * hides nor double-counts packets; the TX SC's counter when no transmit SA is left. */
+uint64_t probe_encrypted_delta(const struct fctl_macsec_stats *before,
+			       const struct fctl_macsec_stats *after);
 
 /* The same set of tests as enum fctl_rdma_test, by name (report.c needs no fctl_rdma). */
 extern const char *const probe_test_names[6];
@@ -32,7 +40,7 @@ struct probe_macsec {
 	bool up;
 	bool encrypt;
 	bool tx_sa_active; /* the encoding SA exists and is active */
-	uint64_t out_pkts_encrypted; /* delta, encoding SA */
+	uint64_t out_pkts_encrypted; /* delta over every TX SA (probe_encrypted_delta) */
 	uint64_t in_pkts_not_valid;  /* deltas over every RX SC */
 	uint64_t in_pkts_invalid;
 	uint64_t in_pkts_no_sci;

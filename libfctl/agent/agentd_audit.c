@@ -83,3 +83,23 @@ void fctl_agentd_audit_event(struct agent *a, const char *action, const char *re
 	append(a, action, result, c && c->kind != C_UNIX && c->who[0] ? c->who : NULL,
 	       c && c->has_uid, c ? c->uid : 0, detail);
 }
+
+void fctl_agentd_audit_kcv(struct agent *a, const char *action, const char *result,
+			   const char *detail, const char *kcv)
+{
+	const char *kcvs[1] = { kcv };
+	struct fctl_audit_entry e = {
+		.action = action,
+		.result = result,
+		.host = a->host,
+		.detail = detail,
+		.kcvs = kcvs,
+		.n_kcvs = kcv && *kcv ? 1 : 0,
+	};
+
+	fctl_agentd_log("%s %s%s%s", action, result, detail ? ": " : "", detail ? detail : "");
+	if (!a->audit)
+		return;
+	if (fctl_audit_append(a->audit, &e) < 0 || fctl_audit_sync(a->audit) < 0)
+		fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+}

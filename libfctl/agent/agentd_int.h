@@ -23,8 +23,9 @@
 /*
  * The agent's event loop: one thread, epoll over listeners, connections, a
  * signalfd (TERM/INT/HUP/CHLD), two timerfds (periodic drift check, debounce
- * after link events) and a NETLINK_ROUTE socket subscribed to link and address
- * events. Nothing polls: with no traffic and no timer due the process sleeps
+ * after link events), the MKA supervision's 2 s timerfd (agentd_mka.c) and a
+ * NETLINK_ROUTE socket subscribed to link and address events. Nothing else
+ * polls: with no traffic and no timer due the process sleeps
  * in epoll_wait. Requests that touch the engine run in a worker (one per
  * request, killed with the agent: PR_SET_PDEATHSIG) that re-executes the agent's
  * binary (no memory of the agent's survives: agentd_sandbox.c) and whose stdout
@@ -183,6 +184,7 @@ struct refusals {
 };
 
 struct fctl_agentd_pull;
+struct fctl_agentd_mka;
 
 struct agent {
 	const struct fctl_agent_ops *ops;
@@ -208,6 +210,7 @@ struct agent {
 	uid_t worker_uid;       /* worker_user: what read-only workers run as */
 	gid_t worker_gid;
 	struct fctl_agentd_pull *pull; /* pull mode (agentd_pull.c), NULL = off */
+	struct fctl_agentd_mka *mka;   /* MKA supervision (agentd_mka.c), NULL = not started */
 	bool frontend;          /* this process is the TLS front-end (agentd_frontend.c) */
 	struct fe fe;           /* agent: its front-end; front-end: fe.ch is its channel */
 	uint32_t next_rid;      /* front-end: the next connection's id */
@@ -252,6 +255,11 @@ void fctl_agentd_audit_event(struct agent *a, const char *action, const char *re
  * NULL), else a uid (has_uid), else the agent itself. */
 void fctl_agentd_audit_actor(struct agent *a, const char *action, const char *result,
 			     const char *actor_cert, bool has_uid, uid_t uid, const char *detail);
+
+/* The same by the agent itself, carrying one key check value (kcv: FCTL_AUDIT_KCV_LEN hex
+ * digits, never key material; NULL or "" for none): the MKA state records. */
+void fctl_agentd_audit_kcv(struct agent *a, const char *action, const char *result,
+			   const char *detail, const char *kcv);
 
 /* --- agentd_refusal.c: refused connections, counted and audited in aggregate --- */
 
@@ -458,5 +466,25 @@ bool fctl_agentd_pull_event(struct agent *a, void *ptr);
 bool fctl_agentd_pull_reaped(struct agent *a, pid_t pid, int status);
 /* Teardown: stops its worker, closes its fds, removes its spool file. */
 void fctl_agentd_pull_stop(struct agent *a);
+
+/* --- agentd_mka.c: supervision of the MKA ports' wpa_supplicants --- */
+
+/* Every FCTL_AGENTD_MKA_CHECK_MS (a timerfd in the epoll) the agent checks the
+ * wpa_supplicant of each MKA port of the last applied profile (fctl_mka_health) and
+ * restarts a dead or hung one through a writing worker (root: it starts processes and
+ * changes links; the agent itself never execs wpa_supplicant), with the backoff of
+ * fctl/mka_super.h, one restart at a time, none while another writer runs. A port no
+ * longer in the applied profile is forgotten, never restarted. Each restart is audited
+ * (mka-restart, the port, the reason) and counted (fabricctl_mka_restarts_total). */
+#define FCTL_AGENTD_MKA_CHECK_MS 2000u
+
+/* Starts the check timer: 0, or a negative errno with err filled. */
+int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen);
+/* An epoll event: true when ptr was the check timer's (handled). */
+bool fctl_agentd_mka_event(struct agent *a, void *ptr);
+/* A reaped child: true when it was a restart worker (counted, audited). */
+bool fctl_agentd_mka_reaped(struct agent *a, pid_t pid, int status);
+/* Teardown: stops a restart worker, closes the timer, frees the state. */
+void fctl_agentd_mka_stop(struct agent *a);
 
 #endif

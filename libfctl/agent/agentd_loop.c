@@ -246,6 +246,8 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 		fctl_agentd_accept(a, a->http_fd, C_HTTP);
 	} else if (fctl_agentd_pull_event(a, p)) {
 		/* pull mode's inotify or debounce timer */
+	} else if (fctl_agentd_mka_event(a, p)) {
+		/* the MKA supervision's check timer */
 	} else {
 		on_conn_event(a, p, ev->events);
 	}
@@ -300,6 +302,7 @@ static void teardown(struct agent *a)
 		fctl_agentd_conn_free(a, c);
 	}
 	fctl_agentd_pull_stop(a);
+	fctl_agentd_mka_stop(a);
 	if (a->repair_child > 0) {
 		kill(a->repair_child, SIGTERM);
 		waitpid(a->repair_child, NULL, 0);
@@ -351,6 +354,8 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 		r = fctl_agentd_fe_start(&a, err, errlen);
 	if (r == 0)
 		r = fctl_agentd_pull_start(&a, err, errlen);
+	if (r == 0)
+		r = fctl_agentd_mka_start(&a, err, errlen);
 	if (r < 0)
 		goto out;
 	{

@@ -46,6 +46,8 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 		} else {
 			fctl_buf_puts(o, ",\"confirm\":null");
 		}
+		fctl_buf_printf(o, ",\"mka_restarts\":%" PRIu64 ",\"mka_restart_failures\":%" PRIu64,
+				s->mka_restarts, s->mka_restart_failures);
 		fctl_buf_printf(o, ",\"drift_repair\":%s,\"busy\":%s,\"uptime_seconds\":%.0f}\n",
 				a->cfg.drift_repair ? "true" : "false",
 				a->writers ? "true" : "false", fctl_agentd_wall() - s->start_time);
@@ -59,6 +61,9 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 		fctl_buf_puts(o, "applied profile version: none\n");
 	if (s->drift_known)
 		fctl_buf_printf(o, "drift: %s\n", s->drift ? "yes" : "no");
+	if (s->mka_restarts || s->mka_restart_failures)
+		fctl_buf_printf(o, "mka restarts: %" PRIu64 " (%" PRIu64 " failed)\n",
+				s->mka_restarts, s->mka_restart_failures);
 	if (pending == 1)
 		fctl_buf_printf(o, "awaiting confirmation: version %" PRIu64 ", deadline %" PRId64
 				   " (UNIX seconds)\n", cp.version, cp.deadline);

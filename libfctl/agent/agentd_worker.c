@@ -231,7 +231,8 @@ void fctl_agentd_reap(struct agent *a)
 			fctl_agentd_drift_schedule(a, 200);
 			continue;
 		}
-		if (fctl_agentd_pull_reaped(a, pid, status) || fctl_agentd_fe_reaped(a, pid, status))
+		if (fctl_agentd_pull_reaped(a, pid, status) || fctl_agentd_fe_reaped(a, pid, status) ||
+		    fctl_agentd_mka_reaped(a, pid, status))
 			continue;
 		for (c = a->conns; c && c->child != pid; c = c->next)
 			;

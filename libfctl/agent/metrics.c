@@ -263,6 +263,11 @@ static void agent_families(const struct fctl_metrics_src *src, struct fctl_buf *
 	fctl_mx_sample_u64(o, "fabricctl_drift_repairs_total", "result=\"ok\"", st->drift_repairs);
 	fctl_mx_sample_u64(o, "fabricctl_drift_repairs_total", "result=\"failed\"",
 			   st->drift_repair_failures);
+	fctl_mx_head(o, "fabricctl_mka_restarts_total", "counter",
+		     "wpa_supplicants of MKA ports the agent restarted (dead or hung), by result.");
+	fctl_mx_sample_u64(o, "fabricctl_mka_restarts_total", "result=\"ok\"", st->mka_restarts);
+	fctl_mx_sample_u64(o, "fabricctl_mka_restarts_total", "result=\"failed\"",
+			   st->mka_restart_failures);
 }
 
 int fctl_metrics_render(const struct fctl_metrics_src *src, struct fctl_buf *out)

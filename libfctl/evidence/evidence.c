@@ -763,6 +763,35 @@ out:
 }
 
 /* The profiles found, a second one of the same file name under its digest's prefix. */
+/* mka/ports.json, when the window has records of the agent's MKA supervision. */
+static int add_mka(struct ev *e)
+{
+	struct fctl_evi_mka_in *in = calloc(e->nr ? e->nr : 1, sizeof(*in));
+	struct fctl_buf b = { 0 };
+	size_t n = 0;
+	int r = 0;
+
+	if (!in)
+		return fail(e, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->nr; i++) {
+		const struct rec *rc = &e->r[i];
+
+		if (!rc->in_slice || !rc->action || strncmp(rc->action, "mka-", 4) != 0)
+			continue;
+		in[n++] = (struct fctl_evi_mka_in){ .seq = rc->seq, .time = rc->time,
+						    .action = rc->action, .host = rc->host,
+						    .result = rc->result, .detail = rc->detail,
+						    .kcv = rc->nkcv ? rc->kcvs[0] : NULL };
+	}
+	if (n && fctl_evi_mka_json(in, n, &b) < 0)
+		r = fail(e, -ENOMEM, "out of memory");
+	else if (n)
+		r = add_file(e, "mka/ports.json", &b);
+	fctl_buf_release(&b);
+	free(in);
+	return r;
+}
+
 static int add_profiles(struct ev *e)
 {
 	int r;
@@ -921,7 +950,7 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	    (r = add_log_and_slice(&e, cpsize)) < 0 || (r = add_profiles(&e)) < 0)
 		goto out;
 	if ((r = add_signer_keys(&e)) < 0 || (r = statements(&e)) < 0 ||
-	    (r = key_metadata(&e)) < 0)
+	    (r = key_metadata(&e)) < 0 || (r = add_mka(&e)) < 0)
 		goto out;
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)

@@ -3,6 +3,7 @@
 #ifndef FCTL_EVIDENCE_INT_H
 #define FCTL_EVIDENCE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,5 +34,18 @@ int fctl_evidence_dsse(const char *type, const void *payload, size_t len,
 int fctl_evidence_proofs(const uint8_t (*leaves)[32], uint64_t size, uint64_t first,
 			 uint64_t last, const uint64_t *from, size_t nfrom, struct fctl_buf *out,
 			 char *err, size_t errlen);
+
+/* One mka-state or mka-restart record of the window, its fields borrowed. */
+struct fctl_evi_mka_in {
+	uint64_t seq;
+	const char *time, *action, *host, *result;
+	const char *detail; /* "port=IF ckn=HEX key_server=SCI ..." (the agent's, agentd_mka.c) */
+	const char *kcv;    /* the CAK's check value, NULL: none */
+};
+
+/* mka/ports.json into out: one object per host and port (sorted), with the distinct CKNs,
+ * check values and key servers of its records, its events in order, and the key server
+ * and secured state of its last mka-state record (null when none). 0 or -ENOMEM. */
+int fctl_evi_mka_json(const struct fctl_evi_mka_in *in, size_t n, struct fctl_buf *out);
 
 #endif

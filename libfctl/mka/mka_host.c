@@ -150,6 +150,8 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 	char base[PATH_MAX], *abs;
 	int r, old;
 
+	if (a->o->only_port && strcmp(a->o->only_port, port->ifname) != 0)
+		return 0;
 	abs = port->profile->dir ? realpath(port->profile->dir, NULL) : NULL;
 	snprintf(base, sizeof(base), "%s", abs ? abs : (port->profile->dir ? port->profile->dir : "."));
 	free(abs);

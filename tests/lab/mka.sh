@@ -18,6 +18,7 @@
 #                     file written here (priority 1), traffic both ways
 #   interop-show      show on h1 names h2's SCI as live peer and as key server (priority 1)
 #   key-server-moves  h2's wpa_supplicant again with priority 255: h1 becomes key server
+#   agent-*           the agent restarts a killed wpa_supplicant (tests/lab/mka_agent.bash)
 #
 # Not here yet (docs/mka.md, "Not yet"): CAK rotation under a sequence-numbered stream.
 # Needs root; a missing piece is a FAIL. FCTL_LAB_DIR (default /var/tmp/fabricctl-lab-mka),
@@ -220,4 +221,8 @@ check key-server-moves "h1 did not become key server against priority 255" \
 	wait_mka h1 ".is_key_server and .key_server_sci == \"$SCI1\" and .live_peers == 1"
 check key-server-moves-ping "no traffic after the key server moved" ping_ok h1 10.100.0.2
 on h2 sh -c 'kill $(cat /run/hand/pid)' || :
+
+# --- (g) the agent supervises wpa_supplicant (tests/lab/mka_agent.bash) ---
+# shellcheck source=mka_agent.bash
+source "$HERE/mka_agent.bash"
 done_

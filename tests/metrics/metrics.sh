@@ -37,7 +37,7 @@ mkdir -p "$T/textfile"
 FAMILIES=(fabricctl_build_info fabricctl_agent_start_time_seconds fabricctl_agent_connections
 	fabricctl_agent_requests_total fabricctl_agent_refused_total fabricctl_profile_applied
 	fabricctl_drift fabricctl_drift_last_check_timestamp_seconds fabricctl_drift_checks_total
-	fabricctl_drift_detected_total fabricctl_drift_repairs_total
+	fabricctl_drift_detected_total fabricctl_drift_repairs_total fabricctl_mka_restarts_total
 	fabricctl_macsec_secy_up fabricctl_macsec_secy_encrypting fabricctl_macsec_encoding_sa
 	fabricctl_macsec_sa_active fabricctl_macsec_sa_next_pn fabricctl_macsec_sa_pn_usage_ratio
 	fabricctl_macsec_out_pkts_encrypted_total fabricctl_macsec_out_bytes_encrypted_total
@@ -78,6 +78,8 @@ curl -sf "$M" -o "$T/m1.txt" || fail fetch-metrics "curl $M failed"
 promtool_clean agent "$T/m1.txt"
 count < <("$PY" "$HERE/families.py" "$T/m1.txt" agent "${FAMILIES[@]}" 2>&1)
 expect scrape-not-a-connection "$(sample "$T/m1.txt" '^fabricctl_agent_connections ')" 0
+# no MKA port here: the agent restarted nothing (the lab restarts one: tests/lab/mka_agent.bash)
+expect mka-restarts-none "$(sample "$T/m1.txt" '^fabricctl_mka_restarts_total\{result="ok"\} ')" 0
 version=$("$F" --version 2>/dev/null | awk '{print $2}')
 expect build-info-version "$(grep -c "^fabricctl_build_info{version=\"$version\"" "$T/m1.txt")" 1
 expect requests-by-role-local-status \

@@ -100,7 +100,16 @@ struct fctl_agent_request {
 	const char *actor_cert;
 	bool has_actor_uid;
 	uid_t actor_uid;
+	/* FCTL_AGENT_MKA_RESTART only: the MKA port (VLAN device) whose wpa_supplicant the
+	 * agent restarts, and whether a hung one is to be killed first */
+	const char *mka_port;
+	bool mka_kill;
 };
+
+/* A worker request the agent makes itself, never one a client can send (no protocol
+ * type has this number): restart the wpa_supplicant of rq->mka_port with the
+ * configuration of the last applied profile (docs/mka.md, "Supervision by the agent"). */
+#define FCTL_AGENT_MKA_RESTART 0xf0
 
 struct fctl_agent_ops {
 	/* (Re)builds the configuration: at start and on SIGHUP. */
@@ -185,6 +194,7 @@ struct fctl_agent_stats {
 	double drift_last_check; /* unix time */
 	char drift_ifnames[256]; /* the interfaces the last check found drifting */
 	uint64_t drift_checks, drift_detected, drift_repairs, drift_repair_failures;
+	uint64_t mka_restarts, mka_restart_failures; /* wpa_supplicants the agent restarted */
 	bool applied;
 	uint64_t applied_version;
 	double start_time;

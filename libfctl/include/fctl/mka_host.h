@@ -27,6 +27,7 @@ struct fctl_mka_host_opts {
 	struct fctl_nl *nl;		     /* borrowed */
 	const struct fctl_key_source *keys; /* where the CAK comes from (NULL: file keys only) */
 	const char *wpa_supplicant;	     /* NULL = the default */
+	const char *only_port;		     /* non-NULL: this VLAN device only (the agent's restart) */
 };
 
 /* Calls fn for every MKA VLAN end of host of a validated profile, in profile order;

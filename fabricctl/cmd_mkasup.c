@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/* The agent's restart of one MKA port's wpa_supplicant, run in a writing worker. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fctl/agent.h"
+#include "fctl/engine.h"
+#include "fctl/mka_host.h"
+#include "fctl/mka_super.h"
+
+struct find {
+	const char *ifname;
+	bool found;
+};
+
+static int is_port(const struct fctl_mka_port *port, void *arg)
+{
+	struct find *f = arg;
+
+	f->found |= strcmp(port->ifname, f->ifname) == 0;
+	return 0;
+}
+
+/* A wpa_supplicant killed with SIGKILL leaves its SecY behind (it deletes it only on a
+ * clean exit): delete it, so the new one can create its own (same SCI). The VLAN device
+ * below carries no address: nothing flows in clear meanwhile. */
+static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *ifname)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	struct fctl_op op = { .kind = FCTL_OP_LINK_DEL };
+	struct fctl_nl_err ne = { 0 };
+	int r;
+
+	if (fctl_mka_find_secy(nl, host, ifname, &hs, &secy) < 0)
+		return 0;
+	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
+	r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
+	if (r < 0)
+		cli_err("mka: %s: cannot delete the orphaned %s: %s", ifname, secy->name,
+			ne.msg[0] ? ne.msg : strerror(-r));
+	fctl_host_state_free(hs);
+	return r;
+}
+
+int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path)
+{
+	struct fctl_engine_opts eo = { .netns = rq->netns, .state_dir = rq->state_dir,
+				       .host = rq->host };
+	struct fctl_key_source src = { .keymgr_path = keymgr_path };
+	struct fctl_mka_host_opts o = { .keys = &src, .only_port = rq->mka_port };
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct find f = { .ifname = rq->mka_port };
+	char host[256], err[768] = "";
+	unsigned n = 0;
+	int r;
+
+	if (!rq->mka_port || fctl_engine_host_name(&eo, host, sizeof(host)) < 0)
+		return EXIT_USAGE;
+	r = fctl_engine_load_version(&eo, 0, &d, &p);
+	fctl_diags_release(&d);
+	if (r < 0) {
+		cli_err("mka: %s: cannot load the last applied profile: %s", rq->mka_port,
+			strerror(-r));
+		return EXIT_FAILED;
+	}
+	/* the agent decided on what it read a moment ago: a port the applied profile no
+	 * longer has is never started again */
+	fctl_mka_host_each(p, host, is_port, &f);
+	if (!f.found) {
+		cli_err("mka: %s is no MKA port of %s in the applied profile: not restarted",
+			rq->mka_port, host);
+		fctl_profile_free(p);
+		return EXIT_FAILED;
+	}
+	if (rq->mka_kill)
+		fctl_mka_kill(rq->mka_port, NULL);
+	/* waits for a killed one to be gone, wipes what the old one left */
+	fctl_mka_stop(rq->mka_port, NULL, err, sizeof(err));
+	err[0] = '\0';
+	r = fctl_nl_open(rq->netns, &o.nl);
+	if (r < 0) {
+		cli_err("mka: netlink: %s", strerror(-r));
+		fctl_profile_free(p);
+		return EXIT_USAGE;
+	}
+	r = drop_orphan_secy(o.nl, host, rq->mka_port);
+	if (r == 0)
+		r = fctl_mka_host_up(p, host, &o, &n, err, sizeof(err));
+	fctl_nl_close(o.nl);
+	fctl_profile_free(p);
+	if (r < 0 || n != 1) {
+		cli_err("mka: restart of %s: %s", rq->mka_port,
+			err[0] ? err : r < 0 ? strerror(-r) : "the port was not started");
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}

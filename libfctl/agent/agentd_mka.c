@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/* The agent's supervision of the MKA ports' wpa_supplicants: checks, restarts, backoff. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agentd_int.h"
+#include "fctl/audit.h"
+#include "fctl/mka_host.h"
+#include "fctl/mka_super.h"
+
+#define MAX_PORTS 64
+
+/* What the last mka-state record of a port said (audited again when it changes). */
+struct seen_state {
+	bool recorded, secured;
+	char ckn[65], kcv[FCTL_AUDIT_KCV_LEN + 1], key_server[32];
+};
+
+struct port {
+	char ifname[FCTL_IFNAMSIZ + 8];
+	struct fctl_mka_sup sup;
+	bool seen; /* in the applied profile at this check */
+	struct seen_state last;
+};
+
+struct fctl_agentd_mka {
+	int tfd;
+	struct port ports[MAX_PORTS];
+	size_t n;
+	pid_t child;	/* the restart worker running, 0 = none */
+	char child_port[FCTL_IFNAMSIZ + 8];
+	enum fctl_mka_health child_why;
+};
+
+int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = FCTL_AGENTD_MKA_CHECK_MS / 1000,
+			      .tv_nsec = (long)(FCTL_AGENTD_MKA_CHECK_MS % 1000) * 1000000 + 1 },
+		.it_interval = { .tv_sec = FCTL_AGENTD_MKA_CHECK_MS / 1000,
+				 .tv_nsec = (long)(FCTL_AGENTD_MKA_CHECK_MS % 1000) * 1000000 },
+	};
+	struct fctl_agentd_mka *m = calloc(1, sizeof(*m));
+	int r;
+
+	if (!m) {
+		snprintf(err, errlen, "mka supervision: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (m->tfd < 0 || timerfd_settime(m->tfd, 0, &its, NULL) < 0 ||
+	    fctl_agentd_ep_set(a, EPOLL_CTL_ADD, m->tfd, EPOLLIN, m) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "mka supervision: timer: %s", strerror(-r));
+		if (m->tfd >= 0)
+			close(m->tfd);
+		free(m);
+		return r;
+	}
+	a->mka = m;
+	return 0;
+}
+
+static void spawn(struct agent *a, struct fctl_agentd_mka *m, const char *ifname,
+		  enum fctl_mka_health why)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		struct fctl_agent_request rq = { .type = FCTL_AGENT_MKA_RESTART,
+						 .host = a->cfg.host, .state_dir = a->cfg.state_dir,
+						 .netns = a->cfg.netns, .mka_port = ifname,
+						 .mka_kill = why == FCTL_MKA_HUNG };
+
+		/* a writer: it starts wpa_supplicant and changes links, so not sandboxed;
+		 * output to /dev/null, errors to the agent's log */
+		fctl_agentd_exec_worker(a, open("/dev/null", O_WRONLY | O_CLOEXEC), 2, &rq, false);
+	}
+	if (pid < 0) {
+		fctl_agentd_log("mka: cannot start the restart of %s: %s", ifname, strerror(errno));
+		return;
+	}
+	m->child = pid;
+	m->child_why = why;
+	snprintf(m->child_port, sizeof(m->child_port), "%s", ifname);
+	a->writers++;
+}
+
+static struct port *port_of(struct fctl_agentd_mka *m, const char *ifname)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->ports[i].ifname, ifname) == 0)
+			return &m->ports[i];
+	if (m->n == MAX_PORTS)
+		return NULL;
+	memset(&m->ports[m->n], 0, sizeof(m->ports[m->n]));
+	snprintf(m->ports[m->n].ifname, sizeof(m->ports[m->n].ifname), "%s", ifname);
+	return &m->ports[m->n++];
+}
+
+/* The CKN and the CAK's check value wpa_supplicant was given, from the run directory's
+ * settings line (fctl_mka_start writes it: "ckn=HEX kcv=6HEX ..."; never the CAK). */
+static void given(const char *ifname, struct seen_state *st)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], line[512] = "";
+	FILE *f;
+
+	fctl_mka_run_dir(ifname, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/settings", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	if (sscanf(line, "ckn=%64[0-9a-fA-F] kcv=%6[0-9a-f]", st->ckn, st->kcv) != 2)
+		st->kcv[0] = '\0';
+}
+
+/* A healthy port: its KaY state; an mka-state record when secured, the key server, the
+ * CKN or the CAK's check value changed since the last record (the evidence bundle lists
+ * the MKA ports from these, docs/audit.md). */
+static void observe(struct agent *a, struct port *p)
+{
+	struct fctl_mka_status ks;
+	struct seen_state now = { .recorded = true };
+	char err[256], d[400];
+
+	if (fctl_mka_status_read(p->ifname, NULL, &ks, err, sizeof(err)) < 0)
+		return;
+	given(p->ifname, &now);
+	now.secured = ks.secured;
+	snprintf(now.key_server, sizeof(now.key_server), "%s", ks.key_server_sci);
+	if (!now.ckn[0])
+		snprintf(now.ckn, sizeof(now.ckn), "%s", ks.ckn);
+	if (p->last.recorded && p->last.secured == now.secured &&
+	    !strcmp(p->last.key_server, now.key_server) && !strcmp(p->last.ckn, now.ckn) &&
+	    !strcmp(p->last.kcv, now.kcv))
+		return;
+	p->last = now;
+	snprintf(d, sizeof(d), "port=%s ckn=%s key_server=%s is_key_server=%s live_peers=%u",
+		 p->ifname, now.ckn[0] ? now.ckn : "-", now.key_server[0] ? now.key_server : "-",
+		 ks.is_key_server ? "yes" : "no", ks.live_peers);
+	fctl_agentd_audit_kcv(a, "mka-state", now.secured ? "secured" : "not-secured", d,
+			      now.kcv);
+}
+
+struct visit {
+	struct agent *a;
+	struct fctl_agentd_mka *m;
+	uint64_t now;
+};
+
+static int visit(const struct fctl_mka_port *mp, void *arg)
+{
+	struct visit *v = arg;
+	struct port *p = port_of(v->m, mp->ifname);
+	enum fctl_mka_health h;
+
+	if (!p)
+		return 0;
+	p->seen = true;
+	if (v->m->child) /* one restart at a time: the others at the next check */
+		return 0;
+	h = fctl_mka_health(mp->ifname, NULL);
+	if (fctl_mka_sup_decide(&p->sup, h, v->now) == FCTL_MKA_RESTART)
+		spawn(v->a, v->m, mp->ifname, h);
+	else if (h == FCTL_MKA_OK)
+		observe(v->a, p);
+	return 0;
+}
+
+/* Forgets the ports the applied profile no longer has (their state with them). */
+static void forget_unseen(struct fctl_agentd_mka *m)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (m->ports[i].seen)
+			m->ports[k++] = m->ports[i];
+	m->n = k;
+}
+
+static void check(struct agent *a, struct fctl_agentd_mka *m)
+{
+	struct visit v = { .a = a, .m = m, .now = fctl_agentd_now_ms() };
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	char rdir[PATH_MAX];
+	int r;
+
+	/* an apply starts and stops them itself; a rotation may be reconfiguring one */
+	if (m->child || a->writers)
+		return;
+	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+	if (fctl_rotation_busy(rdir, NULL, 0))
+		return;
+	r = fctl_engine_load_version(&a->eo, 0, &d, &p);
+	fctl_diags_release(&d);
+	for (size_t i = 0; i < m->n; i++)
+		m->ports[i].seen = false;
+	if (r == 0)
+		fctl_mka_host_each(p, a->host, visit, &v);
+	else if (r != -ENOENT)
+		fctl_agentd_log("mka: cannot load the last applied profile: %s", strerror(-r));
+	forget_unseen(m);
+	fctl_profile_free(p);
+}
+
+bool fctl_agentd_mka_event(struct agent *a, void *ptr)
+{
+	struct fctl_agentd_mka *m = a->mka;
+	uint64_t ticks;
+
+	if (!m || ptr != m)
+		return false;
+	if (read(m->tfd, &ticks, sizeof(ticks)) > 0)
+		check(a, m);
+	return true;
+}
+
+bool fctl_agentd_mka_reaped(struct agent *a, pid_t pid, int status)
+{
+	struct fctl_agentd_mka *m = a->mka;
+	bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	char d[160];
+
+	if (!m || !m->child || pid != m->child)
+		return false;
+	m->child = 0;
+	a->writers--;
+	if (ok)
+		a->st.mka_restarts++;
+	else
+		a->st.mka_restart_failures++;
+	/* the port and why; the worker's reason for a failure is in the agent's log */
+	snprintf(d, sizeof(d), "port=%s reason=%s (wpa_supplicant %s)%s", m->child_port,
+		 fctl_mka_health_name(m->child_why),
+		 m->child_why == FCTL_MKA_HUNG ? "running, its control interface not answering"
+					       : "not running",
+		 ok ? "" : WIFEXITED(status) ? ": the restart failed" : ": the restart was killed");
+	fctl_agentd_audit_event(a, "mka-restart", ok ? "restarted" : "failed", NULL, d);
+	return true;
+}
+
+void fctl_agentd_mka_stop(struct agent *a)
+{
+	struct fctl_agentd_mka *m = a->mka;
+
+	if (!m)
+		return;
+	if (m->child > 0) {
+		kill(m->child, SIGTERM);
+		waitpid(m->child, NULL, 0);
+		a->writers--;
+	}
+	if (m->tfd >= 0)
+		close(m->tfd);
+	free(m);
+	a->mka = NULL;
+}
