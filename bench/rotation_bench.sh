@@ -280,7 +280,7 @@ stop_stream() {
 # The --profile round: keymgr under strace -f -c, both agents' main processes attached
 # with strace -c for the round; the tables are printed (not part of the figures).
 profile_round() { # ROUND LINKS PROFILE PKI TIMEOUT
-	local r=$1 n=$2 prof=$3 pki=$4 to=$5 h pid line sj=()
+	local r=$1 n=$2 prof=$3 pki=$4 to=$5 h pid line i
 	declare -A ST=()
 	for h in h1 h2; do
 		pid=$("$LAB" exec --timeout 60 "$h" -- pgrep -o -f "fabricctl agent --host $h") ||
@@ -298,11 +298,18 @@ profile_round() { # ROUND LINKS PROFILE PKI TIMEOUT
 		die "profile round: not every link committed"
 	for h in h1 h2; do "$LAB" kill "$h" "${ST[$h]}" >/dev/null 2>&1 || :; done
 	for h in h1 h2; do "$LAB" wait --timeout 60 "$h" "${ST[$h]}" >/dev/null 2>&1 || :; done
+	# the guests write the tables through the share: wait until they are there
+	for ((i = 0; i < 30; i++)); do
+		[[ -s $FCTL_LAB_DIR/h1/strace-keymgr.txt && -s $FCTL_LAB_DIR/h1/strace-agent.txt &&
+			-s $FCTL_LAB_DIR/h2/strace-agent.txt ]] && break
+		sleep 1
+	done
 	cp "$FCTL_LAB_DIR/h1/strace-keymgr.txt" "$WORK/strace-keymgr.txt"
 	cp "$FCTL_LAB_DIR/h1/strace-agent.txt" "$WORK/strace-agent-h1.txt"
 	cp "$FCTL_LAB_DIR/h2/strace-agent.txt" "$WORK/strace-agent-h2.txt"
 	for h in keymgr agent-h1 agent-h2; do
 		echo "--- strace -c of $h, profile round ($n links; calls, and calls per link) ---"
+		[[ -s $WORK/strace-$h.txt ]] || echo "  (strace wrote nothing: not attached, or killed before its summary)"
 		awk -v n="$n" '$NF ~ /^(fdatasync|fsync|sendmsg|recvmsg|sendto|recvfrom|write|read|openat|flock|rename|unlink|total)$/ {
 			c = ($4 ~ /^[0-9]+$/) ? $4 : $3; printf "  %-10s %8d  %8.2f per link\n", $NF, c, c / n }' "$WORK/strace-$h.txt"
 	done >&2
