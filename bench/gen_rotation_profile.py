@@ -12,8 +12,9 @@ development convention maps version V of id X to the file X.vV
 (docs/rotation.md), so the generator writes X and X.v1 .. X.vK (K = --versions),
 each 32 random hex digits, mode 0600. cryptoperiod 24h (nothing rotates by
 itself during the run), overlap --overlap seconds. Interface names eth0.<VID>
-and ms<VID>, also written as explicit `ifname` overrides. No addresses: the
-benchmark rotates keys, it sends no traffic.
+and ms<VID>, also written as explicit `ifname` overrides. Only the first VLAN
+has addresses (10.201.0.1/24 on h1, .2 on h2): it carries the benchmark's
+sequence-numbered stream, from which the rekey gap is measured.
 
 Writes into OUTDIR:
   rot.yaml                    the profile
@@ -39,6 +40,7 @@ OWN_MAC = {"h1": "52:54:00:fa:01:00", "h2": "52:54:00:fa:02:00"}
 PEER = {"h1": "h2", "h2": "h1"}
 AGENT = {"h1": "10.9.12.1:7443", "h2": "10.9.12.2:7443"}
 MACSEC_PORT = 1
+STREAM_NET = "10.201.0"  # h1 .1, h2 .2 on the first VLAN
 MTU = 1468  # the VLAN's 1500 minus SecTAG+SCI (16) and ICV (16)
 
 
@@ -91,9 +93,11 @@ def profile(vids, overlap: int) -> str:
         "    vlans:",
     ]
     for vid in vids:
+        # the first VLAN carries the bench's sequence-numbered stream (the rekey gap)
+        addr = f", addresses: {{ h1: {STREAM_NET}.1/24, h2: {STREAM_NET}.2/24 }}" if vid == vids[0] else ""
         out.append(
             f"      - {{ id: {vid}, protocol: 802.1q, mtu: {MTU}, macsec: rk{vid}, "
-            f"ifname: {{ vlan: eth0.{vid}, macsec: ms{vid} }} }}"
+            f"ifname: {{ vlan: eth0.{vid}, macsec: ms{vid} }}{addr} }}"
         )
     return "\n".join(out) + "\n"
 

@@ -16,6 +16,15 @@
 #     the bound B = 2 x overlap + N x S, and T/B;
 #   - the overlap wait, KMS operations, agent requests per rotation, agent
 #     connections;
+#   - the rekey gap: a sequence-numbered stream (tests/lab/seqstream) both ways on the
+#     first VLAN (ms<FIRST>, 10.201.0.1 <-> .2) at --stream-rate packets/s during every
+#     round; per round and direction, the longest receive gap among the packets sent
+#     within 1 s of the sender's switch (its agent's audit record of the txsa-switch on
+#     that interface), against the stream's period, and packets lost, reordered and
+#     duplicated (bench/rekey_gap.py); target 0 lost and gap <= 2 x period. Kept in the
+#     bench's JSON ("rekey_gap", per round), not in keymgr's rotation record: keymgr
+#     sees only the control plane, and the data plane's receive times exist only at
+#     the stream's receiver;
 #
 # then, last, the field's alternative: one `ip -batch` file per host doing the
 # same SA operations for all N links of one rotation (add RX SA, add TX SA
@@ -26,7 +35,12 @@
 # A table and one line `BENCH {json}`.
 #
 #   bench/rotation_bench.sh [--links N] [--rounds R] [--overlap SEC] [--dir LABDIR]
-#                           [--round-timeout SEC]
+#                           [--round-timeout SEC] [--stream-rate PPS] [--profile]
+#
+# --profile: one more round after the measured ones (not in the figures), with keymgr
+# under `strace -f -c` and both agents' main processes under `strace -c -p`; their
+# syscall tables (fdatasync, sendmsg/recvmsg to netlink, ...) go to
+# BUILD/rotation-bench-work/strace-*.txt and are printed, with the counts per link.
 #
 # Needs root, a build in build/ (or FCTL_BUILD_DIR) with fabricctl and
 # fabricctl-keymgr, python3, jq, openssl, and what scripts/lab.sh needs. Starts
@@ -49,6 +63,7 @@ REPO=$(cd "${SELF%/*}/.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$REPO/build}
 FCTL=$BUILD/fabricctl/fabricctl
 KEYMGR=$BUILD/keymgr/fabricctl-keymgr
+SEQ=$BUILD/tests/lab/seqstream
 LAB=$REPO/scripts/lab.sh
 STEPS=(prepare install-rx stage-tx confirm switch overlap retire)
 
@@ -68,9 +83,10 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 # One keymgr round on h1: stdout (the JSON) and stderr to OUT.json / OUT.err (in
 # h1's writable lab share); prints "ROUND <wall s> <exit code>".
 guest_rotate() {
-	local out=$1 profile=$2 pki=$3 timeout=$4 t0 t1 rc=0
+	local out=$1 profile=$2 pki=$3 timeout=$4 t0 t1 rc=0 pre=()
+	[[ -n ${FCTL_BENCH_STRACE:-} ]] && pre=(strace -f -c -o "$FCTL_BENCH_STRACE")
 	t0=$(now)
-	"$KEYMGR" rotate --all --json --state-dir /var/lib/fabricctl/keymgr \
+	"${pre[@]}" "$KEYMGR" rotate --all --json --state-dir /var/lib/fabricctl/keymgr \
 		--audit-log /var/lib/fabricctl/keymgr-audit.log --timeout "$timeout" \
 		--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" \
 		"$profile" >"$out.json" 2>"$out.err" || rc=$?
@@ -172,6 +188,13 @@ print_table() { # BENCH-json
 		"ip -batch, one rotation, both hosts at once  h1 \(.ipbatch_wall_s.h1) s, h2 \(.ipbatch_wall_s.h2) s (\(.ipbatch_lines_per_host) lines each)",
 		"ip -batch per link (slower host)             \(.ipbatch_per_link_ms) ms",
 		"ratio keymgr S / ip-batch per link           \(.ratio_keymgr_step_over_ipbatch)"' <<<"$b"
+	jq -r '.rekey_gap | if . == null then empty else
+		"rekey gap: stream \(.stream_rate_pps) packets/s each way on the first VLAN (period \(.period_ms) ms)",
+		"  longest receive gap at a switch            \(.max_gap_at_switch_ms) ms (target <= \(.target_gap_ms_le) ms; \(.switches) switches)",
+		"  longest receive gap away from the switches \(.max_gap_elsewhere_ms) ms",
+		"  lost / reordered / duplicated              \(.lost) / \(.reordered) / \(.duplicated)",
+		"  per round (gap ms at each switch, h1->h2 then h2->h1)  \([.rounds[] | [.directions[].switches[].gap_ms | tostring] | join("/")] | join(", "))",
+		"  target met (0 lost, gap <= 2 x period)     \(.met)" end' <<<"$b"
 }
 
 # ---------------------------------------------------------------------------
@@ -187,7 +210,113 @@ stop_agents() {
 	done
 }
 
+# The stream of one round, both ways on the first VLAN: receivers first (each logs every
+# packet to its host's writable share), then the senders; stream_stop ends the senders
+# (SIGTERM: they print what they sent), waits for the receivers (4 s idle) and writes
+# WORK/gap-R.json from bench/rekey_gap.py with the senders' switch times from their
+# agents' audit logs.
+declare -A SRX=() STX=()
+stream_start() { # ROUND RATE SECONDS
+	local r=$1 rate=$2 secs=$3
+	SRX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" recv 5001 "$secs" 4 "$FCTL_LAB_DIR/h2/stream-$r.log") ||
+		die "h2: could not start the stream's receiver"
+	SRX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" recv 5002 "$secs" 4 "$FCTL_LAB_DIR/h1/stream-$r.log") ||
+		die "h1: could not start the stream's receiver"
+	# each receiver creates its log once its socket is bound: senders start after both
+	local i
+	for ((i = 0; i < 120; i++)); do
+		[[ -e $FCTL_LAB_DIR/h1/stream-$r.log && -e $FCTL_LAB_DIR/h2/stream-$r.log ]] && break
+		sleep 0.5
+	done
+	((i < 120)) || die "round $r: the stream's receivers did not start within 60 s"
+	STX[h1]=$("$LAB" exec-bg h1 -- "$SEQ" send "$STREAM_NET.2" 5001 "$rate" "$secs") ||
+		die "h1: could not start the stream's sender"
+	STX[h2]=$("$LAB" exec-bg h2 -- "$SEQ" send "$STREAM_NET.1" 5002 "$rate" "$secs") ||
+		die "h2: could not start the stream's sender"
+	sleep 2 # ARP, and a stream running before the first step
+}
+
+# "T" per line: the sender's txsa-switch records of the streamed interface (its clock)
+switch_times() { # HOST IFNAME
+	"$LAB" exec --timeout 120 "$1" -- cat /var/lib/fabricctl/agent-audit.log 2>/dev/null |
+		jq -r --arg i "$2" 'select(.action == "txsa-switch" and .result == "applied" and .secy == $i) |
+			((.time | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) + (.time | capture("(?<f>\\.[0-9]+)Z").f | tonumber))' 2>/dev/null
+}
+
+stream_stop() { # ROUND RATE IFNAME
+	local r=$1 rate=$2 ifn=$3 h o sent1 sent2 s
+	sleep 1 # the last steps' packets are in flight
+	for h in h1 h2; do "$LAB" kill "$h" "${STX[$h]}" >/dev/null 2>&1 || :; done
+	o=$("$LAB" wait --timeout 60 h1 "${STX[h1]}" 2>/dev/null) || :
+	sent1=$(sed -n 's/^sent \([0-9]*\).*/\1/p' <<<"$o")
+	o=$("$LAB" wait --timeout 60 h2 "${STX[h2]}" 2>/dev/null) || :
+	sent2=$(sed -n 's/^sent \([0-9]*\).*/\1/p' <<<"$o")
+	for h in h1 h2; do
+		o=$("$LAB" wait --timeout 60 "$h" "${SRX[$h]}" 2>/dev/null) || :
+		s=$(grep '^received ' <<<"$o") || die "round $r: $h's stream receiver printed no result"
+		say "round $r: stream to $h: $s"
+		unset "STX[$h]" "SRX[$h]"
+	done
+	[[ -n $sent1 && -n $sent2 ]] || die "round $r: a stream sender printed no count"
+	cp "$FCTL_LAB_DIR/h2/stream-$r.log" "$WORK/stream-$r-h1-h2.log"
+	cp "$FCTL_LAB_DIR/h1/stream-$r.log" "$WORK/stream-$r-h2-h1.log"
+	switch_times h1 "$ifn" >"$WORK/switch-$r-h1" || :
+	switch_times h2 "$ifn" >"$WORK/switch-$r-h2" || :
+	python3 "$REPO/bench/rekey_gap.py" --period-ms "$(awk -v r="$rate" 'BEGIN { printf "%.4f", 1000 / r }')" \
+		"h1->h2=$WORK/stream-$r-h1-h2.log:$sent1:$WORK/switch-$r-h1" \
+		"h2->h1=$WORK/stream-$r-h2-h1.log:$sent2:$WORK/switch-$r-h2" >"$WORK/gap-$r.json" ||
+		die "round $r: the stream could not be analysed"
+	say "round $r: rekey gap $(jq -c '{lost, reordered, duplicated, switches, max_gap_at_switch_ms,
+		elsewhere_ms: ([.directions[].max_gap_elsewhere_ms] | max), met}' "$WORK/gap-$r.json")"
+}
+
+stop_stream() {
+	local h
+	for h in "${!STX[@]}"; do "$LAB" kill "$h" "${STX[$h]}" >/dev/null 2>&1 || :; done
+	for h in "${!SRX[@]}"; do "$LAB" kill "$h" "${SRX[$h]}" >/dev/null 2>&1 || :; done
+	return 0
+}
+
+# The --profile round: keymgr under strace -f -c, both agents' main processes attached
+# with strace -c for the round; the tables are printed (not part of the figures).
+profile_round() { # ROUND LINKS PROFILE PKI TIMEOUT
+	local r=$1 n=$2 prof=$3 pki=$4 to=$5 h pid line i
+	declare -A ST=()
+	for h in h1 h2; do
+		pid=$("$LAB" exec --timeout 60 "$h" -- pgrep -o -f "fabricctl agent --host $h") ||
+			die "$h: no agent process to profile"
+		ST[$h]=$("$LAB" exec-bg "$h" -- strace -c -f -o "$FCTL_LAB_DIR/$h/strace-agent.txt" -p "$pid") ||
+			die "$h: could not attach strace to the agent"
+	done
+	sleep 3
+	say "profile round $r: $n links, keymgr and both agents under strace (not in the figures)"
+	line=$("$LAB" exec --timeout "$to" h1 -- env FCTL_BUILD_DIR="$BUILD" FCTL_BENCH_STRACE="$FCTL_LAB_DIR/h1/strace-keymgr.txt" \
+		"$SELF" __rotate "$FCTL_LAB_DIR/h1/round-$r" "$prof" "$pki" 30 | grep '^ROUND ') ||
+		die "profile round: the guest side printed no result"
+	cp "$FCTL_LAB_DIR/h1/round-$r.json" "$WORK/round-$r.json"
+	jq -e --argjson n "$n" '.total.committed == $n' "$WORK/round-$r.json" >/dev/null ||
+		die "profile round: not every link committed"
+	for h in h1 h2; do "$LAB" kill "$h" "${ST[$h]}" >/dev/null 2>&1 || :; done
+	for h in h1 h2; do "$LAB" wait --timeout 60 "$h" "${ST[$h]}" >/dev/null 2>&1 || :; done
+	# the guests write the tables through the share: wait until they are there
+	for ((i = 0; i < 30; i++)); do
+		[[ -s $FCTL_LAB_DIR/h1/strace-keymgr.txt && -s $FCTL_LAB_DIR/h1/strace-agent.txt &&
+			-s $FCTL_LAB_DIR/h2/strace-agent.txt ]] && break
+		sleep 1
+	done
+	cp "$FCTL_LAB_DIR/h1/strace-keymgr.txt" "$WORK/strace-keymgr.txt"
+	cp "$FCTL_LAB_DIR/h1/strace-agent.txt" "$WORK/strace-agent-h1.txt"
+	cp "$FCTL_LAB_DIR/h2/strace-agent.txt" "$WORK/strace-agent-h2.txt"
+	for h in keymgr agent-h1 agent-h2; do
+		echo "--- strace -c of $h, profile round ($n links; calls, and calls per link) ---"
+		[[ -s $WORK/strace-$h.txt ]] || echo "  (strace wrote nothing: not attached, or killed before its summary)"
+		awk -v n="$n" '$NF ~ /^(fdatasync|fsync|sendmsg|recvmsg|sendto|recvfrom|write|read|openat|flock|rename|unlink|total)$/ {
+			c = ($4 ~ /^[0-9]+$/) ? $4 : $3; printf "  %-10s %8d  %8.2f per link\n", $NF, c, c / n }' "$WORK/strace-$h.txt"
+	done >&2
+}
+
 cleanup() {
+	stop_stream
 	stop_agents
 	"$LAB" down >/dev/null 2>&1 || :
 	# the ip batches hold keys in clear; the round JSON and PKI stay for inspection
@@ -196,7 +325,7 @@ cleanup() {
 }
 
 main() {
-	local links=200 rounds=3 overlap=2 round_timeout=900
+	local links=200 rounds=3 overlap=2 round_timeout=900 rate=200 profile=0
 	local dir=/var/tmp/fctl-rot-bench.$$ # its own lab, whatever FCTL_LAB_DIR says
 	while (($#)); do
 		case "$1" in
@@ -205,6 +334,8 @@ main() {
 		--overlap) overlap=${2:?} && shift 2 ;;
 		--dir) dir=${2:?} && shift 2 ;;
 		--round-timeout) round_timeout=${2:?} && shift 2 ;;
+		--stream-rate) rate=${2:?} && shift 2 ;;
+		--profile) profile=1 && shift ;;
 		-h | --help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" && exit 0 ;;
 		*) die "unknown argument '$1' (see --help)" ;;
 		esac
@@ -214,9 +345,11 @@ main() {
 	in_range "$rounds" 1 50 || die "--rounds must be 1..50"
 	in_range "$overlap" 0 3600 || die "--overlap must be 0..3600 (s)"
 	in_range "$round_timeout" 30 86400 || die "--round-timeout must be 30..86400 (s)"
+	in_range "$rate" 1 2000 || die "--stream-rate must be 1..2000 (packets/s)"
 	dir=$(realpath -m -- "$dir") # the guests see the share at the same absolute path
 	[[ $(id -u) == 0 ]] || die "must run as root (the lab boots qemu guests)"
-	[[ -x $FCTL && -x $KEYMGR ]] || die "no fabricctl/fabricctl-keymgr build in $BUILD (cmake -S $REPO -B $REPO/build && cmake --build $REPO/build)"
+	[[ -x $FCTL && -x $KEYMGR && -x $SEQ ]] || die "no fabricctl/fabricctl-keymgr/seqstream build in $BUILD (cmake -S $REPO -B $REPO/build && cmake --build $REPO/build)"
+	STREAM_NET=10.201.0 # bench/gen_rotation_profile.py: the first VLAN's addresses
 	local c
 	for c in jq python3 openssl; do command -v "$c" >/dev/null || die "$c is missing"; done
 
@@ -233,12 +366,12 @@ main() {
 	chmod 644 "$WORK"/pki/*.key # guests read them as root over 9p; a test tree
 	local pki=$WORK/pki prof=$WORK/rot.yaml
 	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --overlap "$overlap" \
-		--versions "$((rounds + 1))" || die "profile generation failed"
+		--versions "$((rounds + 1 + profile))" || die "profile generation failed"
 	# a one-link profile of the same agents: "do the agents answer" without 2N dumps
 	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK/ready" --links 1 --versions 1 ||
 		die "profile generation failed"
 	"$FCTL" validate "$prof" >/dev/null || die "the generated profile does not validate"
-	say "profile: $links links, one file key each (v1..v$((rounds + 1))), overlap ${overlap}s"
+	say "profile: $links links, one file key each (v1..v$((rounds + 1 + profile))), overlap ${overlap}s"
 
 	# --- lab, apply, agents ------------------------------------------------------
 	local lifetime=$(((rounds + 4) * round_timeout + 600))
@@ -277,11 +410,14 @@ main() {
 	say "agents answer"
 
 	# --- keymgr rounds ---------------------------------------------------------------
-	local r line wall rc files=() text_only=0 walls=() loads=()
+	local r line wall rc files=() text_only=0 walls=() loads=() gaps=()
 	for ((r = 1; r <= rounds; r++)); do
 		say "round $r/$rounds: rotating $links links, host load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		stream_start "$r" "$rate" "$round_timeout"
 		line=$(on h1 "$round_timeout" env FCTL_BUILD_DIR="$BUILD" "$SELF" __rotate "$dir/h1/round-$r" "$prof" "$pki" 30 |
 			grep '^ROUND ') || die "round $r: the guest side printed no result"
+		stream_stop "$r" "$rate" ms100
+		gaps+=("$WORK/gap-$r.json")
 		read -r _ wall rc <<<"$line"
 		cp "$dir/h1/round-$r.json" "$WORK/round-$r.json"
 		cp "$dir/h1/round-$r.err" "$WORK/round-$r.err"
@@ -309,6 +445,8 @@ main() {
 		fi
 	done
 
+	((profile)) && profile_round "$((rounds + 1))" "$links" "$prof" "$pki" "$round_timeout"
+
 	# --- rotated state is not drift --------------------------------------------------
 	for h in h1 h2; do
 		out=$(on "$h" 300 "$FCTL" diff --host "$h" "$prof" 2>&1) ||
@@ -323,12 +461,12 @@ main() {
 	an1=$(on h1 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an1=error
 	an2=$(on h2 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an2=error
 	if ((text_only)); then v1=$rounds; else
-		v1=$(jq '[.links[].new_version] | unique | if length == 1 then .[0] else "mixed" end' "$WORK/round-$rounds.json")
+		v1=$(jq '[.links[].new_version] | unique | if length == 1 then .[0] else "mixed" end' "$WORK/round-$((rounds + profile)).json")
 	fi
 	[[ $an1 == "$an2" && $an1 =~ ^[0-3]$ && $v1 =~ ^[0-9]+$ ]] ||
 		die "the links are not all on one AN and key version after the rounds (h1 AN $an1, h2 AN $an2, version $v1)"
 	v2=$((v1 + 1))
-	((v2 <= rounds + 1)) || die "key version $v2 has no file (expected $((rounds + 1)))"
+	((v2 <= rounds + 1 + profile)) || die "key version $v2 has no file (expected $((rounds + 1 + profile)))"
 	stop_agents
 	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --ip-batch "$an1" --batch-version "$v2" ||
 		die "ip batch generation failed"
@@ -363,8 +501,16 @@ main() {
 	bench=$(jq -c --argjson lines "$lines" --arg load "$(load1)" \
 		--argjson gw "$(printf '%s\n' "${walls[@]}" | jq -s -c 'map(tonumber)')" \
 		--argjson gl "$(printf '%s\n' "${loads[@]}" | jq -s -c 'map(tonumber)')" \
+		--slurpfile gap <(cat "${gaps[@]}") \
 		'. + {ipbatch_lines_per_host: $lines, guest_walls_s: $gw, host_load1_rounds: $gl,
-		      host_load1_end: ($load | tonumber)}' <<<"$bench")
+		      host_load1_end: ($load | tonumber),
+		      rekey_gap: { stream_rate_pps: (1000 / $gap[0].period_ms), period_ms: $gap[0].period_ms,
+		        lost: ([ $gap[].lost ] | add), reordered: ([ $gap[].reordered ] | add),
+		        duplicated: ([ $gap[].duplicated ] | add), switches: ([ $gap[].switches ] | add),
+		        max_gap_at_switch_ms: ([ $gap[].max_gap_at_switch_ms ] | max),
+		        max_gap_elsewhere_ms: ([ $gap[].directions[].max_gap_elsewhere_ms ] | max),
+		        target_gap_ms_le: (2 * $gap[0].period_ms), met: ([ $gap[].met ] | all),
+		        rounds: $gap }}' <<<"$bench")
 	print_table "$bench"
 	echo "BENCH $bench"
 }

@@ -57,6 +57,10 @@ int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_bu
 		snprintf(err, errlen, "%s: out of memory", e->host);
 		return -ENOMEM;
 	}
+	/* the journal's step and keymgr's records are on disk before the agent acts */
+	r = km_flush_before_request(k, err, errlen);
+	if (r < 0)
+		return r;
 	if (c->conn && !fctl_agent_conn_idle_ok(c->conn)) {
 		/* closed by the agent while idle (its timeout): nothing was in flight */
 		fctl_agent_conn_free(c->conn);
@@ -282,6 +286,21 @@ int km_call_ops(struct km *k, struct km_op *ops, size_t n)
 		free(done);
 		free(g);
 		return -ENOMEM;
+	}
+	/* the journals' steps and keymgr's records are on disk before the agents act */
+	{
+		char why[512];
+
+		if (km_flush_before_request(k, why, sizeof(why)) < 0) {
+			for (size_t i = 0; i < n; i++) {
+				ops[i].r = -EIO;
+				snprintf(ops[i].err, sizeof(ops[i].err), "%s", why);
+			}
+			free(idx);
+			free(done);
+			free(g);
+			return -EIO;
+		}
 	}
 	/* one request per endpoint (in chunks of KM_BATCH_MAX), records in the given order;
 	 * every connection slot made here, before the pool's threads share k->conns */

@@ -23,7 +23,7 @@ void km_jpath(const struct km *k, const struct km_link *l, const char *what, cha
 	snprintf(out, len, "%s/%s-%s", k->state_dir, what, l->name);
 }
 
-int km_append_sync(const char *path, const char *line)
+static int append(const char *path, const char *line, bool sync)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	size_t n = strlen(line);
@@ -31,9 +31,45 @@ int km_append_sync(const char *path, const char *line)
 
 	if (fd < 0)
 		return -errno;
-	if (write(fd, line, n) != (ssize_t)n || fdatasync(fd) < 0)
+	errno = 0;
+	if (write(fd, line, n) != (ssize_t)n || (sync && fdatasync(fd) < 0))
 		r = errno ? -errno : -EIO;
 	close(fd);
+	return r;
+}
+
+int km_append_sync(const char *path, const char *line)
+{
+	return append(path, line, true);
+}
+
+/* A journal line: synced now, or (a batch's phases) written now and synced by the next
+ * km_journal_flush, which comes before any agent request. */
+static int journal_append(struct km *k, const char *path, const char *line)
+{
+	int r = append(path, line, !k->journal_defer);
+
+	if (r == 0 && k->journal_defer)
+		k->journal_dirty = true;
+	return r;
+}
+
+int km_journal_flush(struct km *k)
+{
+	int fd, r = 0;
+
+	if (!k->journal_dirty)
+		return 0;
+	/* every journal of the batch lives in the state directory: one syncfs makes all
+	 * their lines durable (writeback errors are reported since Linux 5.8) */
+	fd = open(k->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syncfs(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0)
+		k->journal_dirty = false;
 	return r;
 }
 
@@ -72,7 +108,7 @@ int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum 
 
 	km_jpath(k, l, "journal", path, sizeof(path));
 	snprintf(line, sizeof(line), "step %s %ld\n", km_step_name(s), (long)time(NULL));
-	r = km_append_sync(path, line);
+	r = journal_append(k, path, line);
 	if (r < 0) {
 		km_audit(k, l, "key-rotation", "failed", NULL, NULL,
 			 "cannot write the journal %s: %s", path, strerror(-r));
@@ -98,7 +134,7 @@ int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt)
 		 " time %ld\n", rt->old_an, rt->old_version, rt->new_an, rt->new_version,
 		 (long)time(NULL));
 	unlink(path);
-	return km_append_sync(path, line);
+	return journal_append(k, path, line);
 }
 
 int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt)

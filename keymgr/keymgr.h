@@ -93,6 +93,14 @@ struct km {
 	size_t n_mka_links;
 	struct km_conn *conns; /* one per agent endpoint in use */
 	size_t n_conns;
+	/* a batch's phases: km_audit queues its records, km_audit_flush syncs them (one
+	 * write, one fdatasync, one signed checkpoint), before every agent request and at
+	 * the end of each phase */
+	bool audit_defer;
+	/* likewise the journals' lines: written at once, synced together by
+	 * km_journal_flush (one syncfs of the state directory's file system) before the
+	 * next agent request; journal_dirty: lines written since the last sync */
+	bool journal_defer, journal_dirty;
 	/* counters for the report */
 	unsigned kms_ops, agent_requests, agent_connects;
 	double overlap_wait_ms;
@@ -172,6 +180,14 @@ int km_metrics_textfile(const char *path, const char *cmd, const struct km_resul
 			size_t n, int rc, double wall_s);
 /* Closes every agent connection (idle ones time out at the agent anyway). */
 void km_close_conns(struct km *k);
+/* Syncs the records km_audit queued (k->audit_defer); nothing to do is 0. A failure is
+ * printed, as km_audit's own; negative errno. */
+int km_audit_flush(struct km *k);
+/* Makes the journal lines written since the last call durable (k->journal_defer), then
+ * the audit records (km_audit_flush): called before every agent request, so a step is
+ * on disk before it is taken. 0, or negative errno with the reason in err: then no
+ * request may go out. */
+int km_flush_before_request(struct km *k, char *err, size_t errlen);
 void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,
 	      const char *kcv, const char *key_state, const char *fmt, ...) FCTL_PRINTF(7, 8);
 

@@ -29,6 +29,8 @@ struct rot {
 void km_jpath(const struct km *k, const struct km_link *l, const char *what, char *out,
 	      size_t len);
 int km_append_sync(const char *path, const char *line);
+/* The journal lines written since the last call (k->journal_defer), made durable. */
+int km_journal_flush(struct km *k);
 /* Journals step s (and runs the test hook of test builds). */
 int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s);
 int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt);

@@ -79,9 +79,32 @@ void km_audit(struct km *k, const struct km_link *l, const char *action, const c
 			.key_state = key_state,
 		};
 
-		if (fctl_audit_append(k->audit, &e) < 0 || fctl_audit_sync(k->audit) < 0)
+		if (fctl_audit_append(k->audit, &e) < 0 ||
+		    (!k->audit_defer && fctl_audit_sync(k->audit) < 0))
 			fprintf(stderr, "keymgr: audit: %s\n", fctl_audit_error(k->audit));
 	}
+}
+
+int km_flush_before_request(struct km *k, char *err, size_t errlen)
+{
+	int r = km_journal_flush(k);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot sync the journals in %s: %s (nothing sent)",
+			 k->state_dir, strerror(-r));
+		return r;
+	}
+	km_audit_flush(k);
+	return 0;
+}
+
+int km_audit_flush(struct km *k)
+{
+	int r = k->audit ? fctl_audit_sync(k->audit) : 0;
+
+	if (r < 0)
+		fprintf(stderr, "keymgr: audit: %s\n", fctl_audit_error(k->audit));
+	return r;
 }
 
 /* An AN request naming the key of version by its KEYID: switch and encoding-sa also by
@@ -200,6 +223,7 @@ static int activate_due(struct km *k, struct km_link *l, uint32_t version)
 	    (int64_t)time(NULL) < info.dates[FCTL_KEY_DATE_ACTIVATION])
 		return -EKEYREJECTED;
 	k->kms_ops++;
+	km_audit_flush(k); /* the records so far are on disk before the KMS changes a state */
 	t = fctl_key_transition(&r, FCTL_KEY_DO_ACTIVATE, why, sizeof(why));
 	km_audit(k, l, "key-state", t == 0 ? "applied" : "failed", NULL, t == 0 ? "active" : NULL,
 		 "%s:%s version %" PRIu32 " %s in the KMS%s%s", l->ref.backend, l->ref.id, version,
@@ -283,6 +307,10 @@ static void kms_retire(struct km *k, struct km_link *l, const struct rot *rt)
 		km_append_sync(path, line);
 	}
 	old.version = rt->old_version;
+	/* the records so far (the commit) are on disk before the KMS changes a state; the
+	 * file backend keeps none (-EOPNOTSUPP below), so its rotations need no sync here */
+	if (strcmp(l->ref.backend, "file") != 0)
+		km_audit_flush(k);
 	t = fctl_key_transition(&old, tr, why, sizeof(why));
 	if (t == -EOPNOTSUPP)
 		return; /* STATE/ and the audit log are the record */
@@ -571,6 +599,7 @@ struct lk {
 	struct fctl_key *key;
 	int r;       /* 0 while it goes on; then 1 rolled back, <0 failed (final) */
 	bool done;   /* r is final */
+	bool in_phase; /* went into the phase running now (its share of the audit sync) */
 	uint64_t old_ok, new_ok; /* RX packets on the old and new SAs during the overlap */
 };
 
@@ -743,6 +772,8 @@ static void phase(struct km *k, struct lk *v, size_t n, enum phase ph, enum km_s
 		}
 	if (!live)
 		return;
+	for (size_t i = 0; i < n; i++)
+		v[i].in_phase = !v[i].done;
 	ops = phase_call(k, v, n, per_end, fills[ph], &n_ops);
 	share = ms_since(&t0) / (double)live;
 	for (size_t i = 0; i < n; i++) {
@@ -771,6 +802,13 @@ static void phase(struct km *k, struct lk *v, size_t n, enum phase ph, enum km_s
 	}
 	km_ops_release(ops, n_ops);
 	free(ops);
+	/* the phase's records: one sync, one checkpoint, its time shared as the requests' */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	km_audit_flush(k);
+	share = ms_since(&t0) / (double)live;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].in_phase)
+			v[i].rt.step_ms[step] += share;
 }
 
 static const char *const phase_name[] = { "prepare", "install-rx", "stage-tx", "confirm",
@@ -815,6 +853,10 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 
 	if (!v)
 		return -ENOMEM;
+	/* the journal lines and audit records of a phase are synced together, before the
+	 * next agent request (km_flush_before_request), KMS state change or phase, not one
+	 * by one */
+	k->audit_defer = k->journal_defer = true;
 	for (size_t i = 0; i < n; i++) {
 		unsigned req0 = k->agent_requests;
 
@@ -844,6 +886,9 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 	phase(k, v, n, PH_END, KM_OVERLAP);
 	phase(k, v, n, PH_RETIRE, KM_RETIRE);
 	progress_line(v, n, PH_RETIRE, progress);
+	km_journal_flush(k); /* the journals of rolled-back links are gone; the rest synced */
+	km_audit_flush(k);
+	k->audit_defer = k->journal_defer = false;
 	for (size_t i = 0; i < n; i++) {
 		fctl_key_free(v[i].key);
 		result_of(k, links[i], &v[i].rt, v[i].r, &res[i]);

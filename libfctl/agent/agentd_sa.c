@@ -2,7 +2,8 @@
 /*
  * The SA-level requests of key rotation (docs/rotation.md, docs/protocol.md).
  *
- * Handled in the loop itself (each is one or two netlink round trips): only a
+ * Handled in the loop itself (each is one or two netlink round trips; a batch reads
+ * the kernel once for all its records, struct sa_view): only a
  * key-custodian certificate (or root on the Unix socket) may send them. The SAK
  * arrives in a KEY TLV and moves at once into a locked key slot (fctl_keys_alloc), the
  * frame's copy wiped; from there it goes into one netlink message, wiped with it, and
@@ -35,7 +36,27 @@ struct sa_req {
 	struct fctl_sa rx_sa;           /* the RX SA of sci/an the request names, if any */
 	struct fctl_op op;
 	struct fctl_key *sak;           /* the request's SAK, out of the frame */
+	struct sa_view *v;              /* a batch's view of the kernel, or NULL */
 	char err[600], detail[700];
+};
+
+/*
+ * A batch's view of the kernel: every SecY its records name, read once at its start
+ * under the apply lock (one link dump, one MACsec dump), and, when it has dumps, their
+ * counters (one more MACsec dump), instead of a MACsec dump of every SecY per record.
+ * A record that changes an ifname makes that part of its view stale: the RX part
+ * (records with an SCI: RX install, RX retire), else the TX part (stage, switch,
+ * encoding SA, TX retire); a failed record both. Every record reads the TX part (cipher,
+ * encoding SA, TX SAs), those with an SCI also the RX part, a dump both and the
+ * counters: a record that needs a stale part reads the kernel itself, as a single
+ * request does. So each record's checks see the kernel as its predecessors left it.
+ */
+struct sa_view {
+	struct fctl_host_state *hs;
+	size_t n;
+	char (*name)[FCTL_IFNAMSIZ];
+	bool *stale_rx, *stale_tx, *has_st;
+	struct fctl_macsec_stats *st;
 };
 
 /* 0, or -EIO when the record could not be written (the caller fails the request:
@@ -113,18 +134,50 @@ static int read_secy(struct fctl_nl *nl, const char *ifname, struct fctl_host_st
 	return r;
 }
 
-static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_buf *o, char *err,
-		    size_t errlen, int *rp)
+/* The index of ifname in the view, or -1. */
+static ssize_t view_find(const struct sa_view *v, const char *ifname)
 {
-	struct fctl_host_state *hs = NULL;
-	struct fctl_macsec_stats *st = calloc(1, sizeof(*st));
-	const struct fctl_link *l = NULL;
-	char kid[2 * FCTL_KEYID_LEN + 1];
-	int r;
+	for (size_t i = 0; v && v->hs && i < v->n; i++)
+		if (strcmp(v->name[i], ifname) == 0)
+			return (ssize_t)i;
+	return -1;
+}
 
-	r = st ? read_secy(nl, m->ifname, &hs, &l) : -ENOMEM;
-	if (r == 0)
-		r = fctl_nl_read_macsec_stats(nl, m->ifname, st);
+/* The SecY ifname from the view when the parts the record needs are fresh (rx: also the
+ * RX part; st: also the counters, into *st), else NULL. */
+static const struct fctl_link *view_secy(const struct sa_view *v, const char *ifname, bool rx,
+					 const struct fctl_macsec_stats **st)
+{
+	ssize_t i = view_find(v, ifname);
+	const struct fctl_link *l;
+
+	if (i < 0 || v->stale_tx[i] || (rx && v->stale_rx[i]) || (st && !v->has_st[i]))
+		return NULL;
+	l = fctl_host_state_find(v->hs, ifname);
+	if (!l || l->kind != FCTL_LINK_MACSEC)
+		return NULL;
+	if (st)
+		*st = &v->st[i];
+	return l;
+}
+
+static void sa_dump(struct sa_req *q, struct fctl_buf *o, char *err, size_t errlen, int *rp)
+{
+	struct fctl_nl *nl = q->nl;
+	const struct fctl_msg *m = q->m;
+	struct fctl_host_state *hs = NULL;
+	struct fctl_macsec_stats *own = NULL;
+	const struct fctl_macsec_stats *st = NULL; /* the view's, or own */
+	const struct fctl_link *l = view_secy(q->v, m->ifname, true, &st);
+	char kid[2 * FCTL_KEYID_LEN + 1];
+	int r = 0;
+
+	if (!l) {
+		st = own = calloc(1, sizeof(*own));
+		r = own ? read_secy(nl, m->ifname, &hs, &l) : -ENOMEM;
+		if (r == 0)
+			r = fctl_nl_read_macsec_stats(nl, m->ifname, own);
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read %s: %s", m->ifname, strerror(-r));
 		goto out;
@@ -171,18 +224,18 @@ static void sa_dump(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_bu
 	}
 out:
 	fctl_host_state_free(hs);
-	free(st);
+	free(own);
 	*rp = r;
 }
 
 /* The SecY's cipher, encoding SA and TX SAs into out; with an SCI, the RX SA on an of that
  * SC into rx (not present when there is none). */
-static int sa_cipher(struct fctl_nl *nl, const struct fctl_msg *m, struct fctl_macsec *out,
-		     struct fctl_sa *rx)
+static int sa_cipher(struct sa_req *q, struct fctl_macsec *out, struct fctl_sa *rx)
 {
+	const struct fctl_msg *m = q->m;
 	struct fctl_host_state *hs = NULL;
-	const struct fctl_link *l;
-	int r = read_secy(nl, m->ifname, &hs, &l);
+	const struct fctl_link *l = view_secy(q->v, m->ifname, m->present & FCTL_HAS_SCI, NULL);
+	int r = l ? 0 : read_secy(q->nl, m->ifname, &hs, &l);
 
 	memset(rx, 0, sizeof(*rx));
 	if (r == 0) {
@@ -251,7 +304,7 @@ static int sa_dump_request(struct sa_req *q, bool has_cur, struct fctl_buf *o)
 {
 	int r;
 
-	sa_dump(q->nl, q->m, o, q->err, sizeof(q->err), &r);
+	sa_dump(q, o, q->err, sizeof(q->err), &r);
 	if (r == 0 && has_cur) {
 		char kid[2 * FCTL_KEYID_LEN + 1] = "-";
 
@@ -470,14 +523,30 @@ static int sa_change(struct sa_req *q)
 	}
 }
 
+/* After record m ran (r its result): the part of its SecY's view it changed is stale. */
+static void view_touched(struct sa_view *v, const struct fctl_msg *m, int r)
+{
+	ssize_t i = view_find(v, m->ifname);
+	bool rx = m->type == FCTL_MSG_RXSA_INSTALL ||
+		  (m->type == FCTL_MSG_SA_RETIRE && (m->present & FCTL_HAS_SCI));
+
+	if (i < 0 || (m->type == FCTL_MSG_SA_DUMP && r == 0))
+		return;
+	if (r < 0 || rx)
+		v->stale_rx[i] = true;
+	if (r < 0 || !rx)
+		v->stale_tx[i] = true;
+}
+
 /* One SA request, the host's apply lock held by the caller for a change: the SAK (if any)
  * moves from the frame into a locked slot at once, the frame's copy wiped; a dump's text
  * goes to o. sync: the audit record is synced (and the checkpoint signed) now; a batch
- * syncs once, after its last request. 0, or negative errno with the reason in err. */
+ * syncs once, after its last request. v: the batch's view of the kernel (NULL: the
+ * record reads it). 0, or negative errno with the reason in err. */
 static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, bool sync,
-		  struct fctl_buf *o, char *err, size_t errlen)
+		  struct sa_view *v, struct fctl_buf *o, char *err, size_t errlen)
 {
-	struct sa_req q = { .a = a, .c = c, .m = m, .tn = fctl_proto_type_name(m->type) };
+	struct sa_req q = { .a = a, .c = c, .m = m, .tn = fctl_proto_type_name(m->type), .v = v };
 	char kcv[7];
 	bool has_cur;
 	int r;
@@ -509,7 +578,7 @@ static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, boo
 		r = sa_dump_request(&q, has_cur, o);
 		goto done;
 	}
-	r = sa_cipher(q.nl, m, &q.sec, &q.rx_sa);
+	r = sa_cipher(&q, &q.sec, &q.rx_sa);
 	if (r < 0) {
 		snprintf(q.err, sizeof(q.err), "%s: not a MACsec interface here (%s)", m->ifname,
 			 strerror(-r));
@@ -529,6 +598,8 @@ static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, boo
 		r = -EIO;
 	}
 done:
+	if (v)
+		view_touched(v, m, r);
 	wipe_key(c, m);
 	fctl_key_free(q.sak);
 	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
@@ -538,6 +609,65 @@ done:
 	if (r < 0)
 		snprintf(err, errlen, "%s", q.err[0] ? q.err : strerror(-r));
 	return r;
+}
+
+static void view_free(struct sa_view *v)
+{
+	if (!v)
+		return;
+	fctl_host_state_free(v->hs);
+	free(v->name);
+	free(v->stale_rx);
+	free(v->stale_tx);
+	free(v->has_st);
+	free(v->st);
+	free(v);
+}
+
+/* The view of batch m's SecYs (struct sa_view), or NULL: then every record reads the
+ * kernel itself (a batch of one record, no memory, a failed read). */
+static struct sa_view *view_open(struct agent *a, const struct fctl_msg *m)
+{
+	size_t n = fctl_proto_sa_ops_count(m), nd = 0;
+	struct sa_view *v = n > 1 ? calloc(1, sizeof(*v)) : NULL;
+	const char **names = v ? calloc(n, sizeof(*names)) : NULL;
+	bool dumps = false;
+
+	if (!names || !(v->name = calloc(n, sizeof(*v->name))) ||
+	    !(v->stale_rx = calloc(n, sizeof(bool))) || !(v->stale_tx = calloc(n, sizeof(bool))) ||
+	    !(v->has_st = calloc(n, sizeof(bool))))
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		struct fctl_msg op;
+
+		fctl_proto_sa_op_get(m, i, &op);
+		dumps |= op.type == FCTL_MSG_SA_DUMP;
+		size_t j = 0;
+
+		while (j < v->n && strcmp(v->name[j], op.ifname) != 0)
+			j++;
+		if (j < v->n)
+			continue; /* named before */
+		snprintf(v->name[v->n], sizeof(v->name[v->n]), "%s", op.ifname);
+		names[v->n] = v->name[v->n];
+		v->n++;
+	}
+	if (!a->sa_nl && fctl_nl_open(a->cfg.netns, &a->sa_nl) < 0)
+		goto fail;
+	if (fctl_nl_read_state(a->sa_nl, a->host, names, v->n, &v->hs) < 0) {
+		v->hs = NULL;
+		goto fail;
+	}
+	nd = v->n;
+	if (dumps && ((v->st = calloc(nd, sizeof(*v->st))) == NULL ||
+		      fctl_nl_read_macsec_stats_many(a->sa_nl, names, nd, v->st, v->has_st) < 0))
+		memset(v->has_st, 0, nd * sizeof(bool)); /* dumps read their own counters */
+	free(names);
+	return v;
+fail:
+	free(names);
+	view_free(v);
+	return NULL;
 }
 
 /* The SAKs of a batch's records in the frame, all of them (a refused or failed batch). */
@@ -564,6 +694,7 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	struct fctl_buf o = { 0 };
 	char first[700] = "", err[700];
 	bool changes = false;
+	struct sa_view *v;
 	int lock = -1, r = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -577,6 +708,9 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 			return;
 		}
 	}
+	/* under the lock when the batch changes anything: no apply changes the SecYs
+	 * meanwhile (a dump-only batch reads as its records would, without it) */
+	v = view_open(a, m);
 	for (size_t i = 0; i < n; i++) {
 		struct fctl_msg op;
 		size_t at;
@@ -585,7 +719,7 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		fctl_buf_printf(&o, "op %zu ", i);
 		at = o.len;
 		fctl_buf_puts(&o, "ok\n");
-		r = sa_one(a, c, &op, false, &o, err, sizeof(err));
+		r = sa_one(a, c, &op, false, v, &o, err, sizeof(err));
 		if (r < 0) {
 			o.len = at; /* a failed dump's partial text goes too */
 			fctl_buf_printf(&o, "failed: %s\n", err);
@@ -601,6 +735,7 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		failed = n;
 	}
 	fctl_engine_unlock(lock);
+	view_free(v);
 	wipe_batch(c, m);
 	fctl_agentd_count(a, c, m->type, failed ? FCTL_REQ_FAILED : FCTL_REQ_OK);
 	if (failed) {
@@ -640,7 +775,7 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 			return;
 		}
 	}
-	r = sa_one(a, c, m, true, &o, q.err, sizeof(q.err));
+	r = sa_one(a, c, m, true, NULL, &o, q.err, sizeof(q.err));
 	fctl_engine_unlock(lock);
 	fctl_agentd_count(a, c, m->type, r < 0 ? FCTL_REQ_FAILED : FCTL_REQ_OK);
 	if (r < 0)

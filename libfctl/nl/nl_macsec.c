@@ -628,16 +628,11 @@ static void add_rxsc_total(struct fctl_macsec_rxsc_stats *t, const struct fctl_m
 	}
 }
 
-static int stats_secy(int ifindex, struct nlattr **tb, void *arg)
+static int stats_fill(struct nlattr **tb, struct fctl_macsec_stats *st)
 {
-	struct stats_ctx *s = arg;
-	struct fctl_macsec_stats *st = &s->st;
 	struct nlattr *a, *b;
 	int rem, rem2, an;
 
-	if (ifindex != s->ifindex)
-		return 0;
-	s->found = true;
 	if (tb[MACSEC_ATTR_SECY_STATS])
 		parse_secy_stats(tb[MACSEC_ATTR_SECY_STATS], st);
 	if (tb[MACSEC_ATTR_TXSC_STATS])
@@ -687,6 +682,73 @@ static int stats_secy(int ifindex, struct nlattr **tb, void *arg)
 			st->rxsc_truncated = true;
 	}
 	return 0;
+}
+
+static int stats_secy(int ifindex, struct nlattr **tb, void *arg)
+{
+	struct stats_ctx *s = arg;
+
+	if (ifindex != s->ifindex)
+		return 0;
+	s->found = true;
+	return stats_fill(tb, &s->st);
+}
+
+struct stats_many_ctx {
+	size_t n;
+	const int *ifindex;
+	struct fctl_macsec_stats *out;
+	bool *found;
+};
+
+static void stats_many_reset(void *arg)
+{
+	struct stats_many_ctx *s = arg;
+
+	memset(s->out, 0, s->n * sizeof(*s->out));
+	memset(s->found, 0, s->n * sizeof(*s->found));
+}
+
+static int stats_many_secy(int ifindex, struct nlattr **tb, void *arg)
+{
+	struct stats_many_ctx *s = arg;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ifindex[i] == ifindex && !s->found[i]) {
+			int r = stats_fill(tb, &s->out[i]);
+
+			if (r < 0)
+				return r;
+			s->found[i] = true;
+			/* the same name twice: the same counters */
+			for (size_t j = i + 1; j < s->n; j++)
+				if (s->ifindex[j] == ifindex) {
+					s->out[j] = s->out[i];
+					s->found[j] = true;
+				}
+			break;
+		}
+	return 0;
+}
+
+int fctl_nl_read_macsec_stats_many(struct fctl_nl *nl, const char *const *ifnames, size_t n,
+				   struct fctl_macsec_stats *out, bool *found)
+{
+	struct stats_many_ctx s = { .n = n, .out = out, .found = found };
+	int *ifx = fctl_calloc(n ? n : 1, sizeof(*ifx));
+	enum fctl_cipher cipher;
+	int r = 0;
+
+	if (!ifx)
+		return -ENOMEM;
+	s.ifindex = ifx;
+	stats_many_reset(&s);
+	for (size_t i = 0; i < n; i++) /* a name that is not a SecY matches nothing */
+		if (macsec_link(nl, ifnames[i], &ifx[i], &cipher, NULL) < 0)
+			ifx[i] = -1;
+	r = macsec_dump(nl, stats_many_secy, stats_many_reset, &s);
+	free(ifx);
+	return r < 0 ? r : 0;
 }
 
 int fctl_nl_read_macsec_stats(struct fctl_nl *nl, const char *ifname, struct fctl_macsec_stats *out)

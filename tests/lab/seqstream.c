@@ -4,14 +4,18 @@
  *
  *   seqstream send ADDR PORT RATE SECONDS   u64 sequence numbers (big endian) at RATE
  *                                           packets/s; prints "sent N" at the end
- *   seqstream recv PORT SECONDS [IDLE]      counts until SECONDS passed, or IDLE seconds
+ *   seqstream recv PORT SECONDS [IDLE [LOG]]  counts until SECONDS passed, or IDLE seconds
  *                                           without a packet after the first one; prints
  *                                           "received R lost L reordered O duplicated D
  *                                           max_seq M socket_drops S rcvbuf B", then one "gap FIRST LAST
  *                                           before T after T" line per run of missing
  *                                           numbers (the first 64): T = the sender's
  *                                           CLOCK_REALTIME of the packets around the gap,
- *                                           to set beside the agents' audit timestamps
+ *                                           to set beside the agents' audit timestamps;
+ *                                           with LOG, one line "SEQ SENT_NS RECV_NS" per
+ *                                           packet received (duplicates too), in arrival
+ *                                           order, RECV_NS the receiver's CLOCK_REALTIME
+ *                                           (the bench's receive gaps around a switch)
  * Lost = sequence numbers never received up to the highest one seen (plus the tail the
  * sender reports, compared by the test); reordered = a packet below the highest already
  * seen that was not seen before; duplicated = seen twice.
@@ -96,7 +100,15 @@ static int do_send(const char *addr, int port, double rate, double secs)
 	return 0;
 }
 
-static int do_recv(int port, double secs, double idle)
+static uint64_t realtime_ns(void)
+{
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+}
+
+static int do_recv(int port, double secs, double idle, const char *logpath)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_ANY) };
@@ -109,9 +121,14 @@ static int do_recv(int port, double secs, double idle)
 	uint64_t received = 0, reordered = 0, dup = 0, max = 0;
 	bool any = false;
 	double t0 = now(), last = t0;
+	FILE *log = NULL;
 
 	if (fd < 0 || !seen || !sent_ns || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "seqstream: cannot bind port %d: %s\n", port, strerror(errno));
+		return 2;
+	}
+	if (logpath && !(log = fopen(logpath, "we"))) {
+		fprintf(stderr, "seqstream: cannot write %s: %s\n", logpath, strerror(errno));
 		return 2;
 	}
 	/* The stream's own socket must not be where packets go missing: a sender that was
@@ -153,6 +170,14 @@ static int do_recv(int port, double secs, double idle)
 		for (int i = 0; i < 8; i++)
 			s = s << 8 | pkt[i];
 		last = now();
+		if (log) {
+			uint64_t sns = 0;
+
+			for (int i = 8; i < 16 && n >= 16; i++)
+				sns = sns << 8 | pkt[i];
+			fprintf(log, "%llu %llu %llu\n", (unsigned long long)s,
+				(unsigned long long)sns, (unsigned long long)realtime_ns());
+		}
 		if (s >= cap * 8)
 			continue; /* beyond any test's stream: ignored */
 		received++;
@@ -197,6 +222,10 @@ static int do_recv(int port, double secs, double idle)
 	free(sent_ns);
 	free(seen);
 	close(fd);
+	if (log && fclose(log) != 0) {
+		fprintf(stderr, "seqstream: cannot write %s: %s\n", logpath, strerror(errno));
+		return 2;
+	}
 	return 0;
 }
 
@@ -204,8 +233,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 6 && strcmp(argv[1], "send") == 0)
 		return do_send(argv[2], atoi(argv[3]), atof(argv[4]), atof(argv[5]));
-	if ((argc == 4 || argc == 5) && strcmp(argv[1], "recv") == 0)
-		return do_recv(atoi(argv[2]), atof(argv[3]), argc == 5 ? atof(argv[4]) : 3);
-	fprintf(stderr, "usage: seqstream send ADDR PORT RATE SECONDS | recv PORT SECONDS [IDLE]\n");
+	if (argc >= 4 && argc <= 6 && strcmp(argv[1], "recv") == 0)
+		return do_recv(atoi(argv[2]), atof(argv[3]), argc >= 5 ? atof(argv[4]) : 3,
+			       argc == 6 ? argv[5] : NULL);
+	fprintf(stderr, "usage: seqstream send ADDR PORT RATE SECONDS | "
+		"recv PORT SECONDS [IDLE [LOG]]\n");
 	return 2;
 }

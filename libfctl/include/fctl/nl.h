@@ -136,6 +136,11 @@ struct fctl_macsec_stats {
 };
 
 int fctl_nl_read_macsec_stats(struct fctl_nl *nl, const char *ifname, struct fctl_macsec_stats *out);
+/* The statistics of ifnames[0..n) from one MACsec dump: out[i] and found[i] = true for
+ * each that is a SecY (out[i] zeroed and found[i] false for the others). 0, or negative
+ * errno when the dump failed (out and found then say nothing). */
+int fctl_nl_read_macsec_stats_many(struct fctl_nl *nl, const char *const *ifnames, size_t n,
+				   struct fctl_macsec_stats *out, bool *found);
 
 /*
  * Message builders, separated from sending so they can be tested in memory.
