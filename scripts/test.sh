@@ -162,7 +162,7 @@ host_lane() {
 			bash tests/lab/rotation.sh
 		# MKA through Debian's wpa_supplicant 2.10: both ends fabricctl, a wrong CAK, the peer
 		# killed and restarted, interop with a hand-configured peer, the key server moving
-		suite lab-mka 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
+		suite lab-mka 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/mka.sh
 		# fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge
 		# in two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with

@@ -122,11 +122,17 @@ lab up --hosts 2 --lifetime 2400 --boot-timeout 400 >/dev/null || { fail setup "
 ping_ok() { on "$1" sh -c "for i in 1 2 3 4 5 6 7 8 9 10; do ping -c 2 -W 2 -q $2 >/dev/null && exit 0; done; exit 1"; }
 ping_fails() { ! on "$1" ping -c 3 -W 2 -q "$2" >/dev/null 2>&1; }
 mka_json() { on "$1" sh -c "$F show --json | jq -c '.mka[0]'"; }
+# jq -e on INPUT, which must not be empty (jq 1.6 -e exits 0 on no input at all)
+jq_ok() { # INPUT JQ-ARGS...
+	local in=$1
+	shift
+	[[ -n $in ]] && jq -e "$@" <<<"$in" >/dev/null
+}
 # poll h1's KaY view (bounded: the MKA life time is 6 s) until the jq test holds
 wait_mka() { # HOST JQ-TEST
 	local i
 	for i in $(seq 40); do
-		mka_json "$1" | jq -e "$2" >/dev/null 2>&1 && return 0
+		jq_ok "$(mka_json "$1")" "$2" 2>/dev/null && return 0
 		sleep 1
 	done
 	return 1
@@ -139,7 +145,7 @@ sniff_ping() { # HOST ADDR
 		rm -f /run/sniff.ready; ping -c 6 -i 0.5 -W 1 $2 >/dev/null 2>&1; exit 0"
 	lab wait --timeout 60 "$1" "$j" | tail -1
 }
-no_clear() { jq -e '.other == 0 and .total > 0' >/dev/null <<<"$1"; }
+no_clear() { jq_ok "$1" '.other == 0 and .total > 0'; }
 
 # --- (a) both ends fabricctl ---
 ok=1
@@ -149,11 +155,11 @@ check both-apply "apply failed" test $ok = 1
 both_ways() { ping_ok h1 10.100.0.2 && ping_ok h2 10.100.0.1; }
 check both-ping "no ping h1 -> h2 -> h1 over the MKA SecY" both_ways
 s=$(sniff_ping h1 10.100.0.2)
-check both-no-clear "frames on eth0.100: $s" jq -e '.other == 0 and .macsec > 0' <<<"$s"
+check both-no-clear "frames on eth0.100: $s" jq_ok "$s" '.other == 0 and .macsec > 0'
 j=$(mka_json h1)
-check both-show "show --json .mka[0]: $j" jq -e --arg ckn "$CKN" --arg sci "$SCI2" \
+check both-show "show --json .mka[0]: $j" jq_ok "$j" --arg ckn "$CKN" --arg sci "$SCI2" \
 	'.secured and .ckn == $ckn and .live_peers == 1 and (.peers | map(select(.live)) | .[0].sci) == $sci
-	 and .key_server_sci != "" and .tx_sa and .cipher == "gcm-aes-128" and .encrypt' <<<"$j"
+	 and .key_server_sci != "" and .tx_sa and .cipher == "gcm-aes-128" and .encrypt'
 check both-plan-quiet "plan/diff want to change the MKA SecY" \
 	on h1 sh -c "$F plan --detailed-exitcode $WORK/p.yaml >/dev/null && $F diff $WORK/p.yaml >/dev/null"
 roce() {
@@ -176,7 +182,7 @@ check wrong-cak-no-traffic "ping crossed with a wrong CAK" ping_fails h1 10.100.
 s=$(sniff_ping h1 10.100.0.2)
 check wrong-cak-no-clear "frames on eth0.100: $s" no_clear "$s"
 j=$(mka_json h1)
-check wrong-cak-status "show says nothing of it: $j" jq -e '(.secured | not) or (.tx_sa | not) or .live_peers == 0' <<<"$j"
+check wrong-cak-status "show says nothing of it: $j" jq_ok "$j" '(.secured | not) or (.tx_sa | not) or .live_peers == 0'
 on h2 "$F" apply -q "$WORK/p.yaml" >/dev/null
 check wrong-cak-heal "no traffic with the right CAK again" ping_ok h1 10.100.0.2
 

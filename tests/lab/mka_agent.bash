@@ -26,12 +26,7 @@ hosts:
   - { name: h1, ports: [{ name: eth0, mac: "52:54:00:fa:01:00" }] }
   - { name: h2, ports: [{ name: eth0, mac: "52:54:00:fa:02:00" }] }
 EOF2
-# jq -e on INPUT, which must not be empty (jq 1.6 -e exits 0 on no input at all)
-jq_ok() { # INPUT JQ-ARGS...
-	local in=$1
-	shift
-	[[ -n $in ]] && jq -e "$@" <<<"$in" >/dev/null
-}
+# (jq_ok: mka.sh)
 AUD=/var/lib/fabricctl/audit.log
 SOCK=/run/fabricctl/agent.sock
 # h2 back under fabricctl (the interop section left it without MKA)
