@@ -293,4 +293,4 @@ left="$(leftovers h1)$(leftovers h2)"
 
 # no RDMA device at all
 on h1 rdma link delete rxe0
-bad "bad-no-rdma-device" "no RDMA device" 20 "$F" probe run --peer 10.100.0.2
+bad "bad-no-rdma-device" "no RDMA device" "$F" probe run --peer 10.100.0.2
