@@ -88,7 +88,7 @@ def records(action):
     return out
 
 
-def wait_for(pred, tries=100):
+def wait_for(pred, tries=600):  # polls for up to 60 s: an ASan agent on a loaded machine is slow
     for _ in range(tries):
         v = pred()
         if v:
