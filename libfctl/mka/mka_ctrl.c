@@ -16,6 +16,14 @@ void fctl_mka_run_dir(const char *ifname, char *out, size_t outlen)
 	snprintf(out, outlen, "%s/%s", FCTL_MKA_RUN_DIR, ifname);
 }
 
+void fctl_mka_ctrl_path(const char *ifname, const char *run_dir, char *out, size_t outlen)
+{
+	if (run_dir)
+		snprintf(out, outlen, "%s/ctrl/%s", run_dir, ifname);
+	else
+		snprintf(out, outlen, "%s/%s/ctrl/%s", FCTL_MKA_RUN_DIR, ifname, ifname);
+}
+
 int fctl_mka_ctrl_request(const char *path, const char *cmd, char *reply, size_t replylen,
 			  int timeout_ms)
 {
@@ -168,14 +176,10 @@ void fctl_mka_status_parse(const char *status, const char *mib, struct fctl_mka_
 int fctl_mka_status_read(const char *ifname, const char *run_dir, struct fctl_mka_status *out,
 			 char *err, size_t errlen)
 {
-	char dir[4096], path[4200], status[4096], mib[8192];
+	char path[4200], status[4096], mib[8192];
 	int r;
 
-	if (run_dir)
-		snprintf(dir, sizeof(dir), "%s", run_dir);
-	else
-		fctl_mka_run_dir(ifname, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/ctrl/%s", dir, ifname);
+	fctl_mka_ctrl_path(ifname, run_dir, path, sizeof(path));
 	r = fctl_mka_ctrl_request(path, "STATUS", status, sizeof(status), 2000);
 	if (r >= 0)
 		r = fctl_mka_ctrl_request(path, "MIB", mib, sizeof(mib), 2000);

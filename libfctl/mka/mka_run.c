@@ -264,7 +264,7 @@ int fctl_mka_start(const struct fctl_mka_params *p, char *err, size_t errlen)
 	r = private_dir(dir, err, errlen);
 	if (r < 0)
 		return r;
-	snprintf(ctrl, sizeof(ctrl), "%s/ctrl/%s", dir, p->ifname);
+	fctl_mka_ctrl_path(p->ifname, p->run_dir, ctrl, sizeof(ctrl));
 	settings(p, want, sizeof(want));
 	running = fctl_mka_pid(p->ifname, p->run_dir, &pid) == 0 &&
 		  fctl_mka_ctrl_request(ctrl, "PING", reply, sizeof(reply), 2000) > 0;
@@ -305,7 +305,7 @@ int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t err
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/settings", dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/ctrl/%s", dir, ifname);
+	fctl_mka_ctrl_path(ifname, run_dir, path, sizeof(path));
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/ctrl", dir);
 	rmdir(path);

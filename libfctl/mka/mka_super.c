@@ -43,16 +43,12 @@ enum fctl_mka_action fctl_mka_sup_decide(struct fctl_mka_sup *s, enum fctl_mka_h
 
 enum fctl_mka_health fctl_mka_health(const char *ifname, const char *run_dir)
 {
-	char dir[PATH_MAX], ctrl[PATH_MAX + 16], reply[16];
+	char ctrl[PATH_MAX + 16], reply[16];
 	pid_t pid;
 
 	if (fctl_mka_pid(ifname, run_dir, &pid) < 0)
 		return FCTL_MKA_DEAD;
-	if (run_dir)
-		snprintf(dir, sizeof(dir), "%s", run_dir);
-	else
-		fctl_mka_run_dir(ifname, dir, sizeof(dir));
-	snprintf(ctrl, sizeof(ctrl), "%s/ctrl/%s", dir, ifname);
+	fctl_mka_ctrl_path(ifname, run_dir, ctrl, sizeof(ctrl));
 	if (fctl_mka_ctrl_request(ctrl, "PING", reply, sizeof(reply), FCTL_MKA_SUP_PING_MS) < 4 ||
 	    reply[0] != 'P')
 		return FCTL_MKA_HUNG;

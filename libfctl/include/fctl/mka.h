@@ -67,6 +67,9 @@ struct fctl_mka_status {
 
 /* The run directory of ifname's wpa_supplicant, into out (PATH_MAX). */
 void fctl_mka_run_dir(const char *ifname, char *out, size_t outlen);
+/* The control socket of ifname's wpa_supplicant, RUN_DIR/ctrl/IFNAME, into out: RUN_DIR is
+ * run_dir, or ifname's default (fctl_mka_run_dir) when run_dir is NULL. */
+void fctl_mka_ctrl_path(const char *ifname, const char *run_dir, char *out, size_t outlen);
 
 /* One request over the control socket at path (RUN_DIR/ctrl/IFNAME): cmd out, the reply
  * in (NUL-terminated, at most replylen - 1 bytes). Returns the reply's length or
