@@ -8,7 +8,7 @@
 # TLS never answers) and DEAD% killed: it must finish and name each one "timed out"
 # or "connection refused".
 # usage: sudo bench/fanout_bench.sh [--agents N] [--hung PCT] [--dead PCT]
-#            [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns]
+#            [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns] [--perf DIR]
 # --timeout (default 10s, the CLI's) is the deadline of the status runs; plan runs
 # get --plan-timeout (default 60s): here N agents share the machine's cores, so
 # N / parallel plan workers (a fork and re-execution each) queue for them, which no
@@ -25,7 +25,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
-N=1000 HUNG=5 DEAD=5 TIMEOUT=10s PLAN_TIMEOUT=60s PARALLEL="" NETNS=1
+N=1000 HUNG=5 DEAD=5 TIMEOUT=10s PLAN_TIMEOUT=60s PARALLEL="" NETNS=1 PERF=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--agents) N=$2; shift 2 ;;
@@ -35,7 +35,8 @@ while [ $# -gt 0 ]; do
 	--plan-timeout) PLAN_TIMEOUT=$2; shift 2 ;;
 	--parallel) PARALLEL=$2; shift 2 ;;
 	--no-netns) NETNS=0; shift ;;
-	*) echo "usage: $0 [--agents N] [--hung PCT] [--dead PCT] [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns]" >&2
+	--perf) PERF=$2; shift 2 ;;
+	*) echo "usage: $0 [--agents N] [--hung PCT] [--dead PCT] [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns] [--perf DIR]" >&2
 		exit 2 ;;
 	esac
 done
@@ -182,6 +183,25 @@ run plan "$F" plan --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}
 	--timeout "$PLAN_TIMEOUT" --json -q "$W/fleet.yaml"
 plan_ok=$(answered plan)
 [ "$plan_ok" = "$N" ] || echo "fanout_bench: plan --fabric: exit $RC, $(failures plan)" >&2
+
+# --perf DIR: one more status run (not in the figures) under `perf record -a -g`, its
+# profile in DIR/status.perf.data; DIR/status.perf.txt has the CPU by command and
+# library (CLI and agents), then fabricctl's hottest symbols
+if [ -n "$PERF" ]; then
+	command -v perf >/dev/null || die "--perf: no perf (linux-perf)"
+	mkdir -p "$PERF" || die "--perf: cannot create $PERF"
+	# system-wide (-a): the agents' side of the handshakes is half the work
+	perf record -q -a -F 499 -g -o "$PERF/status.perf.data" -- "$F" status --fabric \
+		--inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" --timeout "$TIMEOUT" --json -q \
+		>/dev/null 2>"$PERF/status.perf.err" || echo "fanout_bench: --perf: status under perf failed" >&2
+	{
+		perf report -i "$PERF/status.perf.data" --no-children --sort comm,dso --percent-limit 1 \
+			--stdio -g none
+		perf report -i "$PERF/status.perf.data" --no-children --comm fabricctl \
+			--sort dso,symbol --percent-limit 0.5 --stdio -g none
+	} 2>/dev/null >"$PERF/status.perf.txt"
+	echo "  perf: $PERF/status.perf.txt"
+fi
 
 # the TLS handshakes alone: connect, mutual TLS handshake, close; as many at once as
 # the CLI's default pool
