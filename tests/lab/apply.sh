@@ -213,7 +213,7 @@ out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
 	fail "3-tampered-cache-ignored" "$(jq -c '{desired_cache,result,netlink_writes}' <<<"$out")"
 out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
 [ "$(jq -r '"\(.desired_cache) \(.result)"' <<<"$out")" = "hit unchanged" ] &&
-	on h1 ip -j addr show dev ms100 | jq -e '[.[0].addr_info[] | select(.local == "10.100.0.9")] | length == 0' >/dev/null &&
+	on h1 ip -j addr show dev ms100 | jq -en 'input | [.[0].addr_info[] | select(.local == "10.100.0.9")] | length == 0' >/dev/null &&
 	pass "3-cache-rewritten-after-tamper" ||
 	fail "3-cache-rewritten-after-tamper" "$(jq -c '{desired_cache,result}' <<<"$out")"
 
@@ -336,7 +336,7 @@ done
 plan=$(on h1 "$F" plan --json "$WORK/v2.yaml")
 [ "$(jq -c '[.ops[] | select(.ifname == "eth0.100") | {op, disruptive}]' <<<"$plan")" = \
 	'[{"op":"change-link","disruptive":false}]' ] &&
-	jq -e '.ops[] | select(.ifname == "eth0.100") | .detail | test("addrgenmode eui64 -> none")' \
+	jq -en 'input | .ops[] | select(.ifname == "eth0.100") | .detail | test("addrgenmode eui64 -> none")' \
 		<<<"$plan" >/dev/null && [ "$(jq '.summary.disruptive' <<<"$plan")" = 0 ] &&
 	pass "8-old-carrier-plan-in-place" || fail "8-old-carrier-plan-in-place" "$(jq -c .ops <<<"$plan")"
 out=$(on h1 "$F" apply --json "$WORK/v2.yaml")

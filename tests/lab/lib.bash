@@ -16,6 +16,10 @@
 # the lab down even when the suite fails or is stopped by a signal, counts an early
 # stop and a suite that ran no check as failures, and exits 1 on any failure: a
 # suite never passes by skipping.
+#
+# JSON checks: Debian 12's jq 1.6 exits 0 for `jq -e EXPR` on EMPTY input, so a
+# command that printed nothing would pass. Write `jq -en 'input | EXPR'` (exit 5
+# on empty input), also inside `on HOST sh -c "..."` where no shell function exists.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}

@@ -143,8 +143,8 @@ mine=$(printf '%s\n' "$PROBE_OUT" | grep '^{' || :)
 link_json=$(gexec h1 -- ip -j -d link show macsec0 2>&1 || :)
 vlan_json=$(gexec h1 -- ip -j -d link show eth0.100 2>&1 || :)
 msec_json=$(gexec h1 -- ip -j macsec show macsec0 2>&1 || :)
-if [[ -z $mine ]] || ! jq -e . >/dev/null 2>&1 <<<"$link_json" ||
-	! jq -e . >/dev/null 2>&1 <<<"$msec_json"; then
+if [[ -z $mine ]] || ! jq -en input >/dev/null 2>&1 <<<"$link_json" ||
+	! jq -en input >/dev/null 2>&1 <<<"$msec_json"; then
 	fail oracle "no JSON to compare: dump='$mine' link='$link_json' macsec='$msec_json'"
 else
 	m() { jq -r "$1" <<<"$mine"; }
@@ -201,7 +201,7 @@ fi
 probe h2 stats "$DATA2"
 stats=$(printf '%s\n' "$PROBE_OUT" | sed -n 's/^STATS //p')
 ip_stats=$(gexec h2 -- ip -j -s macsec show macsec0 2>&1 || :)
-if [[ -n $stats ]] && jq -e . >/dev/null 2>&1 <<<"$ip_stats"; then
+if [[ -n $stats ]] && jq -en input >/dev/null 2>&1 <<<"$ip_stats"; then
 	rx_ok=$(sed -n 's/.*rxsa0_ok=\([0-9]*\).*/\1/p' <<<"$stats")
 	oracle_ok=$(jq -r '[.. | objects | select(has("InPktsOK")) | .InPktsOK] | last // empty' <<<"$ip_stats" 2>/dev/null || :)
 	# the counter may only grow between the two reads

@@ -102,17 +102,17 @@ out=$(on h1 "$F" "${RUN[@]}" --test send_lat,write_lat,read_lat,send_bw,write_bw
 	--iters 100 --size 4096 --profile "$WORK/lab-slo.yaml" --link h1-h2 --json)
 rc=$?
 echo "$out" | jq -r '.results[] | "  \(.test) \(.size_bytes) B: t_typical \(.perftest.t_typical_us // "-") us, p99 \(.latency_p99_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, retrans \([.ends[].retransmissions] | add), \(if .pass then "pass" else "FAIL \(.reasons)" end)"' 2>/dev/null
-if [ "$rc" = 0 ] && jq -e '.pass == true and (.results | length) == 6' <<<"$out" >/dev/null; then
+if [ "$rc" = 0 ] && jq -en 'input | .pass == true and (.results | length) == 6' <<<"$out" >/dev/null; then
 	pass "healthy-all-tests-pass"
 else
 	fail "healthy-all-tests-pass" "exit $rc"
 fi
-jq -e . <<<"$out" >/dev/null 2>&1 && pass "healthy-json-valid" || fail "healthy-json-valid"
-jq -e '[.results[].ends | length == 2 and all(.[]; .counters_read and .macsec.checked and .macsec.is_macsec
+jq -en input <<<"$out" >/dev/null 2>&1 && pass "healthy-json-valid" || fail "healthy-json-valid"
+jq -en 'input | [.results[].ends | length == 2 and all(.[]; .counters_read and .macsec.checked and .macsec.is_macsec
 	and .macsec.encrypt and .macsec.tx_sa_active and .macsec.out_pkts_encrypted_delta > 0
 	and .macsec.in_pkts_not_valid_delta == 0 and .loss_packets == 0)] | all' <<<"$out" >/dev/null &&
 	pass "healthy-evidence-both-ends" || fail "healthy-evidence-both-ends" "counters or MACsec evidence missing"
-jq -e '.results[0] | .latency_p50_us > 0 and .perftest.t_typical_us > 0 and (.latency_histogram | length) > 0
+jq -en 'input | .results[0] | .latency_p50_us > 0 and .perftest.t_typical_us > 0 and (.latency_histogram | length) > 0
 	and .perftest.samples == 99 and .perftest.samples_used == 97' <<<"$out" >/dev/null &&
 	pass "healthy-stats-fields" || fail "healthy-stats-fields"
 xml=$(on h1 "$F" "${RUN[@]}" --test send_lat --iters 20 --profile "$WORK/lab-slo.yaml" --link h1-h2 --junit)
@@ -131,11 +131,11 @@ if on h2 "$DROP" ms100 50; then
 	rc=$?
 	on h2 "$DROP" ms100 off >/dev/null
 	echo "  $(jq -c '.results[0] | {reasons, loss: [.ends[] | {host, loss_packets, retransmissions}]}' <<<"$out")"
-	[ "$rc" = 1 ] && jq -e '.pass == false and (.results[0].reasons | any(startswith("loss:")))' <<<"$out" >/dev/null &&
+	[ "$rc" = 1 ] && jq -en 'input | .pass == false and (.results[0].reasons | any(startswith("loss:")))' <<<"$out" >/dev/null &&
 		pass "loss-fails-slo-with-reason" || fail "loss-fails-slo-with-reason" "exit $rc"
-	jq -e '.results[0].ends | any(.counter_deltas.out_of_seq_request.delta > 0 or .counter_deltas.rcvd_seq_err.delta > 0)' \
+	jq -en 'input | .results[0].ends | any(.counter_deltas.out_of_seq_request.delta > 0 or .counter_deltas.rcvd_seq_err.delta > 0)' \
 		<<<"$out" >/dev/null && pass "loss-from-counters" || fail "loss-from-counters"
-	jq -e '.results[0].reasons | all(startswith("macsec") | not)' <<<"$out" >/dev/null &&
+	jq -en 'input | .results[0].reasons | all(startswith("macsec") | not)' <<<"$out" >/dev/null &&
 		pass "loss-macsec-still-clean" || fail "loss-macsec-still-clean"
 else
 	fail "loss-fails-slo-with-reason" "cannot attach the XDP dropper"
@@ -183,7 +183,7 @@ out=$(on h1 "$F" "${RUN[@]}" --test write_bw --bidirectional --size 4096 --iters
 	--profile "$WORK/lab-slo.yaml" --link h1-h2 --json)
 rc=$?
 echo "  write_bw bidirectional: $(jq -c '.results[0] | {bandwidth_gbps, bandwidth_by_client_gbps, bandwidth_by_server_gbps, reasons}' <<<"$out" 2>/dev/null)"
-if [ "$rc" = 0 ] && jq -e '.pass and (.results[0] | .bidirectional and .bandwidth_by_client_gbps > 0
+if [ "$rc" = 0 ] && jq -en 'input | .pass and (.results[0] | .bidirectional and .bandwidth_by_client_gbps > 0
 	and .bandwidth_by_server_gbps > 0 and (.ends | length == 2 and all(.[]; .counters_read
 	and .loss_packets == 0 and .macsec.is_macsec and .macsec.encrypt
 	and .macsec.out_pkts_encrypted_delta > 0 and .macsec.in_pkts_not_valid_delta == 0)))' \
@@ -224,10 +224,10 @@ if [ "$ok" = 1 ]; then
 		--test send_lat,write_bw --size 4096 --iters 100 --json)
 	rc=$?
 	echo "$out" | jq -r '.results[] | "  --cm \(.test): t_typical \(.perftest.t_typical_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, \(if .pass then "pass" else "FAIL \(.reasons)" end)"' 2>/dev/null
-	jq -e '.results[] | select(.test == "send_lat") | .pass and .perftest.t_typical_us > 0
+	jq -en 'input | .results[] | select(.test == "send_lat") | .pass and .perftest.t_typical_us > 0
 		and (.ends | length == 2 and all(.[]; .device == "rxe_eth0" and .loss_packets == 0))' \
 		<<<"$out" >/dev/null && pass "cm-send-lat-eth0" || fail "cm-send-lat-eth0" "exit $rc: $out"
-	[ "$rc" = 0 ] && jq -e '.results[] | select(.test == "write_bw") | .pass and .bandwidth_gbps > 0
+	[ "$rc" = 0 ] && jq -en 'input | .results[] | select(.test == "write_bw") | .pass and .bandwidth_gbps > 0
 		and (.ends | length == 2 and all(.[]; .device == "rxe_eth0" and .loss_packets == 0))' \
 		<<<"$out" >/dev/null && pass "cm-write-bw-eth0" || fail "cm-write-bw-eth0" "exit $rc"
 else

@@ -88,7 +88,7 @@ fi
 st=$(on ip -j macsec show 2>/dev/null)
 [ "$(window)" = 0 ] && pass "1-window-0" || fail "1-window-0" "window $(window)"
 on "$F" node-check --json >"$WORK/nc.json"
-jq -e '[.checks[] | select(.check == "secy" and .ok)] | length == 1' "$WORK/nc.json" >/dev/null &&
+jq -en 'input | [.checks[] | select(.check == "secy" and .ok)] | length == 1' "$WORK/nc.json" >/dev/null &&
 	pass "1-secy-up-encrypting" || fail "1-secy-up-encrypting" "$(cat "$WORK/nc.json") $st"
 
 # 2. a swap to v2
@@ -99,16 +99,16 @@ else
 	fail "2-swap-applied" "version $(version)"
 fi
 [ "$(window)" = 64 ] && pass "2-window-64" || fail "2-window-64" "window $(window)"
-until_ok "pull applied x2" sh -c "'$F' audit show --json | jq -e '[.[] | select(.action == \"pull\" and .result == \"applied\")] | length == 2'" &&
+until_ok "pull applied x2" sh -c "'$F' audit show --json | jq -en 'input | [.[] | select(.action == \"pull\" and .result == \"applied\")] | length == 2'" &&
 	pass "2-audited-applied" || fail "2-audited-applied" "$(pulls applied)"
 rec=$(on "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
-echo "$rec" | jq -e '.actor.cert == "pull:'"$CM"'" or (.actor | tostring | contains("pull:'"$CM"'"))' >/dev/null &&
+echo "$rec" | jq -en 'input | .actor.cert == "pull:'"$CM"'" or (.actor | tostring | contains("pull:'"$CM"'"))' >/dev/null &&
 	pass "2-apply-record-names-pull" || fail "2-apply-record-names-pull" "$rec"
 
 # 3. an invalid profile: refused, the running version stays
 n=$(nhist)
 publish bad bad.yaml
-if until_ok "pull refused" sh -c "'$F' audit show --json | jq -e '[.[] | select(.action == \"pull\" and .result == \"refused\")] | length == 1'"; then
+if until_ok "pull refused" sh -c "'$F' audit show --json | jq -en 'input | [.[] | select(.action == \"pull\" and .result == \"refused\")] | length == 1'"; then
 	pass "3-refused-audited"
 else
 	fail "3-refused-audited" "$(pulls refused)"
@@ -124,7 +124,7 @@ on "$F" diff "$WORK/v2.yaml" >/dev/null && pass "3-no-drift" || fail "3-no-drift
 # 4. a valid profile whose apply fails midway: rolled back
 on ip link add link eth0 name legacy200 type vlan id 200
 publish v4 v4.yaml
-if until_ok "pull failed" sh -c "'$F' audit show --json | jq -e '[.[] | select(.action == \"pull\" and .result == \"failed\")] | length == 1'"; then
+if until_ok "pull failed" sh -c "'$F' audit show --json | jq -en 'input | [.[] | select(.action == \"pull\" and .result == \"failed\")] | length == 1'"; then
 	pass "4-failed-audited"
 else
 	fail "4-failed-audited" "$(pulls failed)"
@@ -138,10 +138,10 @@ on ip link del legacy200
 # 5. v2's content again: applied as a new pull (a different content than the last seen),
 # with no netlink write; then v1
 publish v2b v2.yaml
-until_ok "pull applied x3" sh -c "'$F' audit show --json | jq -e '[.[] | select(.action == \"pull\" and .result == \"applied\")] | length == 3'" &&
+until_ok "pull applied x3" sh -c "'$F' audit show --json | jq -en 'input | [.[] | select(.action == \"pull\" and .result == \"applied\")] | length == 3'" &&
 	pass "5-v2-again-applied" || fail "5-v2-again-applied" "$(pulls applied)"
 rec=$(on "$F" audit show --json | jq -c '[.[] | select(.action == "apply")] | last')
-echo "$rec" | jq -e '.writes == 0' >/dev/null &&
+echo "$rec" | jq -en 'input | .writes == 0' >/dev/null &&
 	pass "5-v2-again-no-write" || fail "5-v2-again-no-write" "$rec"
 publish v1b v1.yaml
 until_ok "window 0" sh -c "ip -j macsec show ms100 | grep -q '\"window\":0'" &&

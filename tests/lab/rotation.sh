@@ -331,7 +331,7 @@ audit_has "2g-compromised" '"key_state":"compromised"'
 # value was recorded at the last commit), so one KMS operation: the new key
 stamp "2h"
 out=$(on h1 "${KM[@]}" rotate --json --overlap 1 h1-h2.100 "$WORK/rot.yaml" 2>/dev/null)
-jq -e '.links | length == 1 and .[0].result == "committed" and .[0].new_version == .[0].old_version + 1 and
+jq -en 'input | .links | length == 1 and .[0].result == "committed" and .[0].new_version == .[0].old_version + 1 and
 	.[0].kms_ops == 1 and (.[0].kcv | test("^[0-9a-f]{6}$")) and
 	([.[0].steps_ms | keys[]] | contains(["prepare","install-rx","stage-tx","confirm","switch","overlap","retire"]))' \
 	<<<"$out" >/dev/null && pass "2h-rotate-json-one-kms-op" || fail "2h-rotate-json-one-kms-op" "$(head -c 400 <<<"$out")"
@@ -376,7 +376,7 @@ out=$(on h1 "${KM[@]}" rotate --all --json "$WORK/rot-batch.yaml" 2>/dev/null)
 # one connection per agent, kept open across phases (sa-batch); per link its own counters: 18 agent requests (2 each for the prepare dumps, install,
 # stage, confirm dumps, switch, the two overlap dumps; 4 for retire); KMS: the new key,
 # and the current one where no check value was recorded yet (101, 102: first rotation)
-jq -e '.total.links == 3 and .total.committed == 3 and .total.agent_connections == 2 and
+jq -en 'input | .total.links == 3 and .total.committed == 3 and .total.agent_connections == 2 and
 	.total.overlap_s == 2 and .total.overlap_wait_ms > 0 and ([.links[].link] | sort == ["h1-h2.100","h1-h2.101","h1-h2.102"]) and
 	all(.links[]; .agent_requests == 18) and ([.links[] | select(.link == "h1-h2.100") | .kms_ops] == [1]) and
 	([.links[] | select(.link != "h1-h2.100") | .kms_ops] == [2, 2]) and .total.kms_ops == 5' \
