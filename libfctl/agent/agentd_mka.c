@@ -35,6 +35,11 @@ struct fctl_agentd_mka {
 	int tfd;
 	struct port ports[MAX_PORTS];
 	size_t n;
+	/* the applied profile as of the newest history entry (seq, sha256): reloaded only
+	 * when that entry changes, not at every check */
+	struct fctl_profile *prof;
+	uint64_t prof_seq;
+	char prof_sha[65];
 	pid_t child;	/* the restart worker running, 0 = none */
 	char child_port[FCTL_IFNAMSIZ + 8];
 	enum fctl_mka_health child_why;
@@ -192,11 +197,51 @@ static void forget_unseen(struct fctl_agentd_mka *m)
 	m->n = k;
 }
 
+static void drop_profile(struct fctl_agentd_mka *m)
+{
+	fctl_profile_free(m->prof);
+	m->prof = NULL;
+	m->prof_seq = 0;
+	m->prof_sha[0] = '\0';
+}
+
+/* The last applied profile into m->prof, loaded (and validated) again only when the
+ * newest history entry is not the one it came from: 0, -ENOENT (nothing applied) or
+ * another negative errno. */
+static int applied_profile(struct agent *a, struct fctl_agentd_mka *m)
+{
+	struct fctl_history_entry *v = NULL;
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	size_t n = 0;
+	int r = fctl_engine_history(&a->eo, &v, &n);
+
+	if (r < 0 || n == 0) {
+		free(v);
+		drop_profile(m);
+		return r < 0 ? r : -ENOENT;
+	}
+	if (m->prof && m->prof_seq == v[n - 1].seq && !strcmp(m->prof_sha, v[n - 1].sha256)) {
+		free(v);
+		return 0;
+	}
+	drop_profile(m);
+	/* the newest entry again: an entry added since is seen (and loaded) at the next
+	 * check, its seq differing from the one kept here */
+	r = fctl_engine_load_version(&a->eo, 0, &d, &p);
+	fctl_diags_release(&d);
+	if (r == 0) {
+		m->prof = p;
+		m->prof_seq = v[n - 1].seq;
+		snprintf(m->prof_sha, sizeof(m->prof_sha), "%s", v[n - 1].sha256);
+	}
+	free(v);
+	return r;
+}
+
 static void check(struct agent *a, struct fctl_agentd_mka *m)
 {
 	struct visit v = { .a = a, .m = m, .now = fctl_agentd_now_ms() };
-	struct fctl_diags d = { 0 };
-	struct fctl_profile *p = NULL;
 	char rdir[PATH_MAX];
 	int r;
 
@@ -206,16 +251,14 @@ static void check(struct agent *a, struct fctl_agentd_mka *m)
 	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
 	if (fctl_rotation_busy(rdir, NULL, 0))
 		return;
-	r = fctl_engine_load_version(&a->eo, 0, &d, &p);
-	fctl_diags_release(&d);
+	r = applied_profile(a, m);
 	for (size_t i = 0; i < m->n; i++)
 		m->ports[i].seen = false;
 	if (r == 0)
-		fctl_mka_host_each(p, a->host, visit, &v);
+		fctl_mka_host_each(m->prof, a->host, visit, &v);
 	else if (r != -ENOENT)
 		fctl_agentd_log("mka: cannot load the last applied profile: %s", strerror(-r));
 	forget_unseen(m);
-	fctl_profile_free(p);
 }
 
 bool fctl_agentd_mka_event(struct agent *a, void *ptr)
@@ -267,6 +310,7 @@ void fctl_agentd_mka_stop(struct agent *a)
 	}
 	if (m->tfd >= 0)
 		close(m->tfd);
+	drop_profile(m);
 	free(m);
 	a->mka = NULL;
 }
