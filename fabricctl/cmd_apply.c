@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
 #include "cli.h"
 #include "fctl/audit.h"
 #include "fctl/engine.h"
@@ -285,6 +288,27 @@ static void test_stop_after_apply(void)
 #endif
 }
 
+/* FCTL_TEST_SWAP_PROFILE=SRC (builds with FCTL_TEST_HOOKS only, docs/apply.md): after
+ * the desired-state cache read the profile's bytes, SRC's bytes are written over the
+ * profile file, before it is loaded: a file rewritten between the two reads. */
+static void test_swap_profile(const char *file)
+{
+#ifdef FCTL_TEST_HOOKS
+	const char *src = getenv("FCTL_TEST_SWAP_PROFILE");
+	struct fctl_buf b = { 0 };
+	FILE *o;
+
+	if (src && *src && fctl_file_read(src, &b) == 0 && (o = fopen(file, "w"))) {
+		if (fwrite(b.data, 1, b.len, o) != b.len)
+			cli_err("FCTL_TEST_SWAP_PROFILE: short write to %s", file);
+		fclose(o);
+	}
+	fctl_buf_release(&b);
+#else
+	(void)file;
+#endif
+}
+
 static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
@@ -384,6 +408,16 @@ out:
 	return rc;
 }
 
+/* Whether profile p was parsed from exactly these bytes (its sha256 is of its file's). */
+static bool same_bytes(const struct fctl_profile *p, const struct fctl_buf *b)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	return EVP_Digest(b->data, b->len, md, &n, EVP_sha256(), NULL) == 1 &&
+	       n == sizeof(p->sha256) && CRYPTO_memcmp(md, p->sha256, n) == 0;
+}
+
 /* An apply of the bytes applied (or stored) last for this host: the desired-state cache
  * (docs/apply.md "Unchanged re-applies") stands for the profile's load, validation and
  * render; the engine still reads the live state, plans, repairs drift and the record is
@@ -400,6 +434,7 @@ static int apply_cached(struct common *c, const char *file)
 		fctl_buf_release(&bytes);
 		return -1;
 	}
+	test_swap_profile(file);
 	r = fctl_engine_desired_load(&c->eo, file, (const unsigned char *)bytes.data, bytes.len,
 				     &p, &want);
 	c->desired_cache = r == 1 ? "hit" : r == 0 ? "miss" : "ignored";
@@ -412,7 +447,9 @@ static int apply_cached(struct common *c, const char *file)
 	}
 	c->eo.desired = want;
 	rc = do_apply("apply", c, p);
-	if (r != 1 && rc == EXIT_OK)
+	/* stored only when the profile loaded is the bytes the entry is keyed by: a file
+	 * rewritten between the two reads must not give those bytes this state */
+	if (r != 1 && rc == EXIT_OK && same_bytes(p, &bytes))
 		fctl_engine_desired_store(&c->eo, file, (const unsigned char *)bytes.data,
 					  bytes.len, p); /* a failure only costs the next load */
 	c->eo.desired = NULL;

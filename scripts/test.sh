@@ -86,7 +86,7 @@ release_hooks_check() { # dir
 			continue
 		fi
 		for s in FCTL_TEST_FAIL_AT_OP FCTL_TEST_CRASH_AFTER_OP FCTL_AUDIT_TEST_TEAR \
-			FCTL_KEYMGR_TEST_HOOK; do
+			FCTL_KEYMGR_TEST_HOOK FCTL_TEST_SWAP_PROFILE; do
 			if grep -qa "$s" "$ROOT/$dir/$bin"; then
 				echo "release-hooks: $dir/$bin contains the test hook $s" >&2
 				rc=1

@@ -216,6 +216,24 @@ out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
 	on h1 ip -j addr show dev ms100 | jq -en 'input | [.[0].addr_info[] | select(.local == "10.100.0.9")] | length == 0' >/dev/null &&
 	pass "3-cache-rewritten-after-tamper" ||
 	fail "3-cache-rewritten-after-tamper" "$(jq -c '{desired_cache,result}' <<<"$out")"
+# a profile rewritten between the cache's read of its bytes and its load: the apply
+# applies what it loaded (h1 at 10.100.0.7) and stores no entry under the first bytes,
+# so those bytes again are a miss and bring 10.100.0.1 back (stored, they would hit
+# and keep .7)
+R=/tmp/fctl-apply-race
+on h1 sh -c "rm -rf $R && mkdir -m 700 $R && cp -a '$WORK/keys' $R/ && cp '$WORK/v1.yaml' $R/p.yaml &&
+	sed 's|h1: 10.100.0.1/24|h1: 10.100.0.7/24|' '$WORK/v1.yaml' >$R/alt.yaml"
+out=$(on h1 env FCTL_TEST_SWAP_PROFILE=$R/alt.yaml "$F" apply --json $R/p.yaml)
+inet() { on h1 ip -j addr show dev ms100 | jq -r '[.[0].addr_info[] | select(.family == "inet") | .local] | join(",")'; }
+[ "$(jq -r '"\(.desired_cache) \(.result)"' <<<"$out")" = "miss applied" ] && [ "$(inet)" = 10.100.0.7 ] &&
+	pass "3-rewritten-profile-applies-what-it-loaded" ||
+	fail "3-rewritten-profile-applies-what-it-loaded" "$(jq -c '{desired_cache,result}' <<<"$out") inet $(inet)"
+on h1 cp "$WORK/v1.yaml" $R/p.yaml
+out=$(on h1 "$F" apply --json $R/p.yaml)
+[ "$(jq -r .desired_cache <<<"$out")" = miss ] && [ "$(inet)" = 10.100.0.1 ] &&
+	pass "3-rewritten-profile-not-cached" ||
+	fail "3-rewritten-profile-not-cached" "$(jq -c '{desired_cache,result}' <<<"$out") inet $(inet)"
+on h1 rm -rf $R
 
 # --- 4. in place vs disruptive -------------------------------------------------
 idx_before=$(on h1 ip -j link show ms100 | jq '.[0].ifindex')
