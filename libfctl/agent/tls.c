@@ -126,13 +126,20 @@ void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 		snprintf(buf, len, "TLS error");
 }
 
-/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left. */
+/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left,
+ * no session tickets. */
 static void set_common(SSL_CTX *ctx)
 {
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
-	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
+	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers;
+	 * no client of ours resumes a session, and a TLS 1.3 server sends two tickets
+	 * after every handshake by default: work on both ends (a session encoded with
+	 * the client's chain, sealed, sent, parsed, kept) for nothing, on every one of a
+	 * fan-out's thousands of connections. Every connection is a full handshake,
+	 * its certificate checked against the CRL. */
+	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT | SSL_OP_NO_TICKET);
+	SSL_CTX_set_num_tickets(ctx, 0);
 }
 
 /* The peer's certificate required and verified (a server: with the reason kept). */
