@@ -173,10 +173,33 @@ run() {
 # hosts of a fabric JSON with exit 0
 answered() { python3 -c 'import json,sys; print(sum(h["exit"] == 0 for h in json.load(open(sys.argv[1]))["hosts"]))' "$W/$1.json"; }
 
+# CPU seconds (user + system) of the agents and their TLS front-ends so far
+agents_cpu() {
+	python3 - "${PIDS[@]}" <<'EOPY'
+import os, sys
+todo, seen, ticks = list(sys.argv[1:]), set(), 0
+while todo:
+    p = todo.pop()
+    if p in seen:
+        continue
+    seen.add(p)
+    try:
+        st = open("/proc/%s/stat" % p).read()
+        f = st[st.rindex(")") + 2:].split()
+        ticks += int(f[11]) + int(f[12])
+        for t in os.listdir("/proc/%s/task" % p):
+            todo += open("/proc/%s/task/%s/children" % (p, t)).read().split()
+    except OSError:
+        pass
+print("%.2f" % (ticks / os.sysconf("SC_CLK_TCK")))
+EOPY
+}
+acpu0=$(agents_cpu)
 run status "$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
 	--timeout "$TIMEOUT" --json -q
 # a host that does not answer is reported, not fatal: on a loaded machine the
 # figures are still worth having, with the count beside them
+acpu_status=$(awk "BEGIN {print $(agents_cpu) - $acpu0}")
 status_ok=$(answered status)
 [ "$status_ok" = "$N" ] || echo "fanout_bench: status --fabric: exit $RC, $(failures status)" >&2
 run plan "$F" plan --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
@@ -283,14 +306,14 @@ load1=$(load)
 
 python3 - "$W" "$N" "$nh" "$nd" "$reported" "$wrong" "$faults_rc" "$tls_s" "$par" "$TIMEOUT" \
 	"$(awk "BEGIN {print $t_ns - $t0}")" "$(awk "BEGIN {print $t_up - $t_ns}")" "$agents_pss" "$NETNS" \
-	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" <<'EOPY'
+	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" "$acpu_status" <<'EOPY'
 import json, sys
 w = sys.argv[1]
 n, nh, nd, rep, wrong, frc = map(int, sys.argv[2:8])
 tls_s, par, timeout = float(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
 ns_s, up_s, pss, netns, cores = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13]), sys.argv[14] == "1", int(sys.argv[15])
 plan_timeout, load0, load1 = sys.argv[16], float(sys.argv[17]), float(sys.argv[18])
-status_ok, plan_ok = int(sys.argv[19]), int(sys.argv[20])
+status_ok, plan_ok, acpu = int(sys.argv[19]), int(sys.argv[20]), float(sys.argv[21])
 def t(name):
     e, m, u, s = open("%s/%s.time" % (w, name)).read().splitlines()[-1].split()
     return float(e), int(m), float(u) + float(s)
@@ -302,6 +325,8 @@ print("agents %d (%s), %d cores, pool %d, deadline %s (plan %s), load average %.
 print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each)" % (ns_s, up_s, pss / 1024, pss / n))
 print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (st, st * 1e3 / n, sm / 1024, sc, status_ok))
 print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok))
+print("  status CPU: CLI %.2f s + agents %.2f s = %.2f ms per agent (the 2 cores' floor for status: %.2f s)" % (
+    sc, acpu, (sc + acpu) * 1e3 / n, (sc + acpu) / cores))
 print("  TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
 print("  %d hung + %d dead: status %.2f s (exit %d), %d of %d named right, %d hosts wrong" % (nh, nd, ft, frc, rep, nh + nd, wrong))
 print("BENCH " + json.dumps({
@@ -310,7 +335,8 @@ print("BENCH " + json.dumps({
     "status_s": st, "plan_s": pl, "status_answered": status_ok, "plan_answered": plan_ok, "status_ms_per_agent": round(st * 1e3 / n, 3),
     "plan_ms_per_agent": round(pl * 1e3 / n, 3),
     "cli_peak_rss_kb": max(sm, pm, fm), "status_rss_kb": sm, "plan_rss_kb": pm,
-    "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2),
+    "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2), "status_agents_cpu_s": round(acpu, 2),
+    "status_cpu_ms_per_agent": round((sc + acpu) * 1e3 / n, 3),
     "tls_only_s": tls_s, "tls_share": round(tls_s / st, 3),
     "agents_pss_kb": pss, "netns_s": round(ns_s, 2), "agents_up_s": round(up_s, 2),
     "hung": nh, "dead": nd, "status_with_faults_s": ft, "faults_exit": frc,
