@@ -217,7 +217,7 @@ lab_lane() {
 		# the Debian package installed, the pipeline in the lab with /usr/sbin/fabricctl, purged
 		suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
 			bash tests/lab/package_lab.sh
-		# make-before-break key rotation: 20 rotations under a sequence-numbered stream, faults,
+		# make-before-break key rotation: 8 rotations under a sequence-numbered stream, faults,
 		# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
 		suite lab-rotation 2400 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rotation.sh
