@@ -12,7 +12,9 @@ P=0 F=0
 for t in "$HERE"/*.sh; do
 	[ "$t" = "$HERE/run.sh" ] && continue
 	echo "=== ${t##*/}"
+	t0=$SECONDS
 	if timeout --kill-after=10 600 bash "$t"; then P=$((P + 1)); else F=$((F + 1)); echo "--- ${t##*/}: FAIL"; fi
+	echo "--- ${t##*/}: $((SECONDS - t0)) s" # where the suite's time goes (no limit on it)
 done
 echo "security: $P passed, $F failed"
 [ $F -eq 0 ] && [ $P -gt 0 ]
