@@ -299,7 +299,9 @@ profile_round() { # ROUND LINKS PROFILE PKI TIMEOUT
 	local r=$1 n=$2 prof=$3 pki=$4 to=$5 h pid line i
 	declare -A ST=()
 	for h in h1 h2; do
-		pid=$("$LAB" exec --timeout 60 "$h" -- pgrep -o -f "fabricctl agent --host $h") ||
+		# the agent itself, not the `timeout` lab exec-bg runs it under (whose command
+		# line holds the same words, and which only waits)
+		pid=$("$LAB" exec --timeout 60 "$h" -- pgrep -o -f "^$FCTL agent --host $h ") ||
 			die "$h: no agent process to profile"
 		ST[$h]=$("$LAB" exec-bg "$h" -- strace -c -f -o "$FCTL_LAB_DIR/$h/strace-agent.txt" -p "$pid") ||
 			die "$h: could not attach strace to the agent"
