@@ -497,7 +497,7 @@ main() {
 	done
 	local ok=0
 	for _ in $(seq 60); do
-		if on h1 60 "$KEYMGR" status --state-dir /var/lib/fabricctl/keymgr --timeout 5 \
+		if on h1 60 "$KEYMGR" status --state-dir /var/lib/fabricctl/keymgr --timeout 30 \
 			--cert "$pki/client-key-custodian.crt" --key "$pki/client-key-custodian.key" --ca "$pki/ca.crt" \
 			"$WORK/ready/rot.yaml" >/dev/null 2>&1; then
 			ok=1
