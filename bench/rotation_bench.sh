@@ -457,7 +457,7 @@ main() {
 	say "profile: $PAIRS pair(s) x $links links, one file key each (v1..v$versions), overlap ${overlap}s"
 
 	# --- lab, apply, agents ------------------------------------------------------
-	local lifetime=$(((rounds + 4) * round_timeout + 600))
+	local lifetime=$((((PAIRS > 1 ? 2 : 1) * rounds + 4) * round_timeout + 600))
 	((lifetime > 604800)) && lifetime=604800
 	local upargs=(--hosts 2 --lifetime "$lifetime") wiring=h1.eth0=h2.eth0 p
 	[[ -n $mem ]] && upargs+=(--mem "$mem")
