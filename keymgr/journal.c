@@ -23,17 +23,30 @@ void km_jpath(const struct km *k, const struct km_link *l, const char *what, cha
 	snprintf(out, len, "%s/%s-%s", k->state_dir, what, l->name);
 }
 
-static int append(const char *path, const char *line, bool sync)
+static int open_append(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	size_t n = strlen(line);
-	int r = 0;
 
-	if (fd < 0)
-		return -errno;
+	return fd < 0 ? -errno : fd;
+}
+
+static int write_line(int fd, const char *line, bool sync)
+{
+	size_t n = strlen(line);
+
 	errno = 0;
 	if (write(fd, line, n) != (ssize_t)n || (sync && fdatasync(fd) < 0))
-		r = errno ? -errno : -EIO;
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+static int append(const char *path, const char *line, bool sync)
+{
+	int fd = open_append(path), r;
+
+	if (fd < 0)
+		return fd;
+	r = write_line(fd, line, sync);
 	close(fd);
 	return r;
 }
@@ -45,9 +58,11 @@ int km_append_sync(const char *path, const char *line)
 
 /* A journal line: synced now, or (a batch's phases) written now and synced by the next
  * km_journal_flush, which comes before any agent request. */
-static int journal_append(struct km *k, const char *path, const char *line)
+static int journal_append(struct km *k, const struct rot *rt, const char *path,
+			  const char *line)
 {
-	int r = append(path, line, !k->journal_defer);
+	int r = rt->jfd_open ? write_line(rt->jfd, line, !k->journal_defer)
+			     : append(path, line, !k->journal_defer);
 
 	if (r == 0 && k->journal_defer)
 		k->journal_dirty = true;
@@ -108,7 +123,7 @@ int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum 
 
 	km_jpath(k, l, "journal", path, sizeof(path));
 	snprintf(line, sizeof(line), "step %s %ld\n", km_step_name(s), (long)time(NULL));
-	r = journal_append(k, path, line);
+	r = journal_append(k, rt, path, line);
 	if (r < 0) {
 		km_audit(k, l, "key-rotation", "failed", NULL, NULL,
 			 "cannot write the journal %s: %s", path, strerror(-r));
@@ -133,8 +148,27 @@ int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt)
 		 "begin old_an %u old_version %" PRIu32 " new_an %u new_version %" PRIu32
 		 " time %ld\n", rt->old_an, rt->old_version, rt->new_an, rt->new_version,
 		 (long)time(NULL));
+	km_journal_close(k, rt);
 	unlink(path);
-	return journal_append(k, path, line);
+	if (k->journal_fds < KM_JOURNAL_FDS) {
+		int fd = open_append(path);
+
+		if (fd < 0)
+			return fd;
+		rt->jfd = fd;
+		rt->jfd_open = true;
+		k->journal_fds++;
+	}
+	return journal_append(k, rt, path, line);
+}
+
+void km_journal_close(struct km *k, struct rot *rt)
+{
+	if (!rt || !rt->jfd_open)
+		return;
+	close(rt->jfd);
+	rt->jfd_open = false;
+	k->journal_fds--;
 }
 
 int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt)
@@ -168,7 +202,7 @@ int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt)
 }
 
 /* The journal ends: one history line, then the journal goes. */
-void km_journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
+void km_journal_end(struct km *k, const struct km_link *l, struct rot *rt,
 			const char *result)
 {
 	char path[4200], line[600];
@@ -180,6 +214,7 @@ void km_journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
 		 rt->steps[0] ? rt->steps : "-");
 	snprintf(path, sizeof(path), "%s/rotations.log", k->state_dir);
 	km_append_sync(path, line);
+	km_journal_close(k, rt);
 	km_jpath(k, l, "journal", path, sizeof(path));
 	unlink(path);
 }

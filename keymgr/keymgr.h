@@ -101,6 +101,7 @@ struct km {
 	 * km_journal_flush (one syncfs of the state directory's file system) before the
 	 * next agent request; journal_dirty: lines written since the last sync */
 	bool journal_defer, journal_dirty;
+	unsigned journal_fds; /* journals held open (struct rot's jfd), <= KM_JOURNAL_FDS */
 	/* counters for the report */
 	unsigned kms_ops, agent_requests, agent_connects;
 	double overlap_wait_ms;
@@ -147,6 +148,7 @@ struct km_op {
 	unsigned requests;
 };
 
+#define KM_JOURNAL_FDS 256 /* journals a batch holds open at once (the rest: open per line) */
 #define KM_BATCH_MAX 1024 /* records per sa-batch request (docs/protocol.md) */
 #define KM_TIMEOUT_RECORDS 16 /* an sa-batch waits --timeout per this many records */
 

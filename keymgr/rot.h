@@ -23,6 +23,11 @@ struct rot {
 	/* the new key's KEYID and XPN salt, named by its requests; the old key's, named by
 	 * its retirement */
 	uint8_t new_keyid[FCTL_KEYID_LEN], salt[FCTL_SALT_LEN], old_keyid[FCTL_KEYID_LEN];
+	/* the journal, open from km_journal_begin to km_journal_end/close (jfd_open; at
+	 * most KM_JOURNAL_FDS at once, the others opened per line): the same lines, synced
+	 * the same way, without an open and close per line */
+	bool jfd_open;
+	int jfd;
 };
 
 /* journal.c: STATE/journal-LINK, written (and synced) before each step is taken. */
@@ -35,9 +40,11 @@ int km_journal_flush(struct km *k);
 int km_journal_step(struct km *k, const struct km_link *l, struct rot *rt, enum km_step s);
 int km_journal_begin(struct km *k, const struct km_link *l, struct rot *rt);
 int km_journal_read(struct km *k, const struct km_link *l, struct rot *rt);
-/* One history line in STATE/rotations.log, then the journal goes. */
-void km_journal_end(struct km *k, const struct km_link *l, const struct rot *rt,
+/* One history line in STATE/rotations.log, then the journal goes (its fd closed). */
+void km_journal_end(struct km *k, const struct km_link *l, struct rot *rt,
 		    const char *result);
+/* Closes the journal's fd, if open; the file stays (recovery reads it). */
+void km_journal_close(struct km *k, struct rot *rt);
 /* STATE/current-LINK: the key in use ("an A version V time T [kcv K keyid ID]"). */
 int km_read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
 		    uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN]);

@@ -891,6 +891,7 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 	k->audit_defer = k->journal_defer = false;
 	for (size_t i = 0; i < n; i++) {
 		fctl_key_free(v[i].key);
+		km_journal_close(k, &v[i].rt); /* a failure's journal stays for recover */
 		result_of(k, links[i], &v[i].rt, v[i].r, &res[i]);
 	}
 	for (size_t i = 0; i < n; i++) /* a failure over a rollback over success */
