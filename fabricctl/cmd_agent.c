@@ -44,7 +44,7 @@ static int load_config(void *ctx, struct fctl_agent_config *out, char *err, size
 static int run_request(void *ctx, const struct fctl_agent_request *rq)
 {
 	static char host[256], netns[256], sd[4096], path[4096], alog[4096];
-	char *argv[20], ver[24];
+	char *argv[22], ver[24], secs[24];
 	int argc = 0;
 	int (*fn)(int, char **) = NULL;
 
@@ -81,6 +81,10 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		argv[argc++] = "recover";
 		fn = cmd_recover;
 		break;
+	case FCTL_MSG_CONFIRM:
+		argv[argc++] = "confirm";
+		fn = cmd_confirm;
+		break;
 	case FCTL_AGENT_MKA_RESTART: /* the agent's own, never a client's */
 		return cli_mka_restart(rq, cli_keymgr_path());
 	default:
@@ -91,6 +95,12 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		argv[argc++] = "--json";
 	if ((rq->options & FCTL_OPT_DRY_RUN) && rq->type == FCTL_MSG_APPLY)
 		argv[argc++] = "--dry-run";
+	if (rq->confirm_seconds && rq->type == FCTL_MSG_APPLY) {
+		/* the engine's confirmed apply, and its watchdog on this host */
+		argv[argc++] = "--confirm";
+		snprintf(secs, sizeof(secs), "%" PRIu32 "s", rq->confirm_seconds);
+		argv[argc++] = secs;
+	}
 	if (rq->host && rq->type != FCTL_MSG_HISTORY && rq->type != FCTL_MSG_RECOVER) {
 		argv[argc++] = "--host";
 		snprintf(host, sizeof(host), "%s", rq->host);
@@ -107,7 +117,7 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		argv[argc++] = sd;
 	}
 	if (rq->audit_log && (rq->type == FCTL_MSG_APPLY || rq->type == FCTL_MSG_ROLLBACK ||
-			      rq->type == FCTL_MSG_RECOVER)) {
+			      rq->type == FCTL_MSG_RECOVER || rq->type == FCTL_MSG_CONFIRM)) {
 		argv[argc++] = "--audit-log";
 		snprintf(alog, sizeof(alog), "%s", rq->audit_log);
 		argv[argc++] = alog;

@@ -356,8 +356,9 @@ void cli_confirm_note(const struct fctl_engine_opts *eo)
 	if (fctl_engine_confirm_pending(eo, &c) != 1)
 		return;
 	fmt_time(c.deadline, dl, sizeof(dl));
-	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host, or "
-			"it goes back to %s\n",
+	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host "
+			"(or 'fabricctl confirm --target HOST' through its agent), or it goes "
+			"back to %s\n",
 		dl, back_to(&c, to, sizeof(to)));
 }
 
@@ -470,8 +471,11 @@ int cmd_confirm(int argc, char **argv)
 	struct fctl_confirm_pending c;
 	struct confirm_args a;
 	char err[512] = "", host[64] = "", detail[128], dl[32];
-	int r, rc = parse(argc, argv, &a);
+	int r, rc = cmd_fabric_dispatch("confirm", argc, argv); /* --target, --fabric */
 
+	if (rc >= 0)
+		return rc;
+	rc = parse(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
 	if (a.watchdog)

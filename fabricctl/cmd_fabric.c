@@ -87,6 +87,24 @@ static const char *env_or(const char *v, const char *env)
 	return v ? v : getenv(env);
 }
 
+/* apply --target HOST --confirm DURATION: 1 s to 7 days, as the local apply takes it */
+static int parse_confirm(struct remote *rm, const char *arg)
+{
+	uint64_t s;
+
+	if (rm->type != FCTL_MSG_APPLY) {
+		cli_err("%s: unknown option '--confirm' (only apply takes it)", rm->cmd);
+		return -EINVAL;
+	}
+	if (fctl_parse_duration(arg, &s) < 0 || s < 1 || s > FCTL_PROTO_MAX_CONFIRM) {
+		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
+			"1h30m)", arg);
+		return -EINVAL;
+	}
+	rm->o.confirm_seconds = (uint32_t)s;
+	return 0;
+}
+
 static int parse(struct remote *rm, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -97,7 +115,8 @@ static int parse(struct remote *rm, int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'd' },	   { "to", required_argument, NULL, 't' },
 		{ "partial", no_argument, NULL, 'p' },	   { "parallel", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'o' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },	   { NULL, 0, NULL, 0 },
+		{ "confirm", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t n;
 	int ch;
@@ -160,6 +179,10 @@ static int parse(struct remote *rm, int argc, char **argv)
 		case 'q':
 			rm->quiet = true;
 			break;
+		case 'c':
+			if (parse_confirm(rm, optarg) < 0)
+				return EXIT_USAGE;
+			break;
 		case 'h':
 			cli_usage_cmd(rm->cmd);
 			return EXIT_OK;
@@ -183,6 +206,13 @@ static int parse(struct remote *rm, int argc, char **argv)
 	if ((rm->type == FCTL_MSG_APPLY || rm->type == FCTL_MSG_PLAN || rm->type == FCTL_MSG_DIFF) &&
 	    !rm->profile_file) {
 		cli_err("%s: expected a PROFILE", rm->cmd);
+		return EXIT_USAGE;
+	}
+	if (rm->o.confirm_seconds && (rm->fabric || (rm->o.options & FCTL_OPT_DRY_RUN))) {
+		/* a fabric apply has its own rollback, which a pending confirmation would
+		 * refuse on every host it changed; a plan has nothing to confirm */
+		cli_err("apply: --confirm goes with --target HOST, not with %s",
+			rm->fabric ? "--fabric" : "--dry-run");
 		return EXIT_USAGE;
 	}
 	if (rm->type == FCTL_MSG_ROLLBACK && !rm->o.to_version) {
@@ -317,6 +347,24 @@ static int print_apply(struct remote *rm, const struct fctl_fabric_result *v, si
 	}
 }
 
+/* An agent that predates a request refuses it whole (docs/protocol.md, "Versions"):
+ * nothing ran; say what that means. */
+static void old_agent_hint(const struct remote *rm, const struct fctl_fabric_result *r)
+{
+	const char *e = r->status == 0 && r->exit == 2 ? r->error : NULL;
+
+	if (!e)
+		return;
+	if (rm->type == FCTL_MSG_APPLY && rm->o.confirm_seconds &&
+	    strstr(e, "unknown critical TLV 0x8017"))
+		cli_err("apply: %s runs an agent older than 'apply --target --confirm': nothing "
+			"was applied (upgrade its agent, or run 'apply --confirm' on the host)",
+			r->host->name);
+	else if (rm->type == FCTL_MSG_CONFIRM && strstr(e, "bad header"))
+		cli_err("confirm: %s runs an agent older than 'confirm --target': nothing was "
+			"confirmed (run 'fabricctl confirm' on the host)", r->host->name);
+}
+
 /* --target: exactly what the command prints on that host, and its exit code. */
 static int run_target(struct remote *rm)
 {
@@ -343,6 +391,7 @@ static int run_target(struct remote *rm)
 	emit(stdout, r.output);
 	fflush(stdout);
 	emit(stderr, host_error(&r, buf, sizeof(buf)));
+	old_agent_hint(rm, &r);
 	rc = r.exit == 13 ? EXIT_USAGE : r.exit;
 	fctl_fabric_results_release(&r, 1);
 	return rc;
@@ -442,6 +491,7 @@ int cmd_fabric_dispatch(const char *cmd, int argc, char **argv)
 		{ "show", FCTL_MSG_SHOW },	   { "diff", FCTL_MSG_DIFF },
 		{ "rollback", FCTL_MSG_ROLLBACK }, { "history", FCTL_MSG_HISTORY },
 		{ "status", FCTL_MSG_STATUS },	   { "recover", FCTL_MSG_RECOVER },
+		{ "confirm", FCTL_MSG_CONFIRM },
 	};
 	struct remote rm = { .cmd = cmd };
 	bool remote = strcmp(cmd, "status") == 0;

@@ -100,7 +100,11 @@ static const struct cmd commands[] = {
 	  "                   process of its own session owns the deadline, so the rollback\n"
 	  "                   happens when this command, its terminal or the path to the\n"
 	  "                   host are gone; after a reboot, 'recover' (and the agent at its\n"
-	  "                   start) makes it. Until then other changes are refused\n"
+	  "                   start) makes it. Until then other changes are refused.\n"
+	  "                   With --target HOST the deadline travels to the host's agent\n"
+	  "                   and the watchdog runs there: confirm with 'confirm --target\n"
+	  "                   HOST'; an agent too old for it refuses the apply (exit 2).\n"
+	  "                   Not with --fabric or --dry-run"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
@@ -120,13 +124,16 @@ static const struct cmd commands[] = {
 	  "apply a profile to this host, all or nothing" },
 	{ "confirm", cmd_confirm,
 	  "confirm [--json] [--cancel] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
-	  "             [--audit-log PATH] [--change ID] [-q]",
+	  "             [--audit-log PATH] [--change ID] [-q]\n"
+	  "       fabricctl confirm --target HOST|--fabric [--json] [--cert F --key F --ca F]",
 	  "Confirm the apply --confirm that awaits confirmation on this host: its version\n"
 	  "stays, its watchdog ends, and the audit log records it (action confirm). Too\n"
 	  "late once its deadline passed: the host goes back to the version before (audit\n"
 	  "action confirm-rollback), which 'history' then shows as the latest entry.\n"
 	  "'show --json' says what is pending (confirm: version, deadline,\n"
-	  "rollback_to_version), and so does the agent's 'status'.\n"
+	  "rollback_to_version), and so does the agent's 'status'. With --target HOST the\n"
+	  "host's agent confirms it (after 'apply --target HOST --confirm'); it needs an\n"
+	  "operator certificate (a viewer's is refused: exit 2, permission denied).\n"
 	  "\n"
 	  "  --cancel         do not wait for the deadline: go back to the version before now\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
@@ -137,8 +144,11 @@ static const struct cmd commands[] = {
 	  "  --json           {host, result: confirmed, none or too-late, version, deadline}\n"
 	  "  -q, --quiet      no output on success\n"
 	  "\n"
+	  REMOTE_HELP
+	  "\n"
 	  "Exit: 0 confirmed (or cancelled), 1 nothing is pending or its deadline passed,\n"
-	  "2 usage, I/O or lock error, 3 the rollback of --cancel failed.\n",
+	  "2 usage, I/O or lock error (--target: also a role that may not confirm, no\n"
+	  "answer from the agent), 3 the rollback of --cancel failed.\n",
 	  "confirm a confirmed apply before its deadline" },
 	{ "rollback", cmd_rollback,
 	  "rollback --to VERSION [--json] [--dry-run] [--netns NAME] [--host HOST]\n"

@@ -175,7 +175,8 @@ host_lane() {
 		suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/rekey_regress.sh
 		# confirmed apply: confirm in time; a change that cuts the path to the host rolled
-		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply
+		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply;
+		# the same through h2's agent (apply/confirm --target, a viewer's confirm refused)
 		suite lab-confirm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
 			bash tests/lab/confirm.sh
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel

@@ -358,7 +358,9 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 		goto out;
 	}
 	r = fctl_proto_hdr_parse(hdr, sizeof(hdr), 0, &h);
-	if (r == 0 && (h.type != FCTL_MSG_RESPONSE || h.id != req->id))
+	/* id 0: the agent refused the frame from its header (an unknown type: an agent
+	 * older than the request) and says why in the response; any other id must match */
+	if (r == 0 && (h.type != FCTL_MSG_RESPONSE || (h.id != req->id && h.id != 0)))
 		r = -EPROTO;
 	if (r < 0) {
 		snprintf(err, errlen, "bad response from the agent: %s", strerror(-r));

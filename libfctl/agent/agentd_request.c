@@ -11,7 +11,7 @@ void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsi
 {
 	unsigned role = (unsigned)c->role;
 
-	if (role < FCTL_AGENT_ROLES && type <= FCTL_MSG_SA_BATCH && result < FCTL_REQ_RESULTS)
+	if (role < FCTL_AGENT_ROLES && type <= FCTL_MSG_LAST && result < FCTL_REQ_RESULTS)
 		a->st.requests[role][type][result]++;
 }
 
@@ -82,6 +82,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	c->req_type = m->type;
 	c->req_options = m->options;
 	c->req_writes = m->type == FCTL_MSG_ROLLBACK || m->type == FCTL_MSG_RECOVER ||
+			m->type == FCTL_MSG_CONFIRM ||
 			(m->type == FCTL_MSG_APPLY && !(m->options & FCTL_OPT_DRY_RUN));
 	if (fctl_proto_is_sa_request(m->type)) {
 		fctl_agentd_sa_request(a, c, m);

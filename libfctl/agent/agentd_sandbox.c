@@ -50,6 +50,10 @@ int fctl_agentd_wreq_encode(const struct fctl_agent_request *rq, const struct fc
 	put(b, "options", n);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)rq->to_version);
 	put(b, "to_version", n);
+	if (rq->confirm_seconds) {
+		snprintf(n, sizeof(n), "%u", rq->confirm_seconds);
+		put(b, "confirm", n);
+	}
 	put(b, "host", rq->host);
 	put(b, "profile", rq->profile_path);
 	put(b, "state_dir", rq->state_dir);
@@ -107,6 +111,9 @@ static int wreq_decode(char *data, size_t len, struct fctl_agent_request *rq, st
 			rq->options = (uint32_t)x;
 		else if (strcmp(k, "to_version") == 0)
 			r = num(v, UINT64_MAX, &rq->to_version);
+		else if (strcmp(k, "confirm") == 0 &&
+			 (r = num(v, FCTL_PROTO_MAX_CONFIRM, &x)) == 0)
+			rq->confirm_seconds = (uint32_t)x;
 		else if (strcmp(k, "host") == 0)
 			rq->host = v;
 		else if (strcmp(k, "profile") == 0)

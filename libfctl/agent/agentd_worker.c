@@ -147,6 +147,7 @@ static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		.host = (m->present & FCTL_HAS_HOST) ? m->host : a->cfg.host,
 		.profile_path = c->spool[0] ? c->spool : NULL,
 		.to_version = m->to_version,
+		.confirm_seconds = (m->present & FCTL_HAS_CONFIRM) ? m->confirm_seconds : 0,
 		.state_dir = a->cfg.state_dir,
 		.netns = a->cfg.netns,
 		.audit_log = a->cfg.audit_log,

@@ -198,7 +198,7 @@ static void requests(const struct fctl_agent_stats *st, struct fctl_buf *o)
 		     "Requests answered, by the role of the connection, type and result (refused: "
 		     "the role does not allow it).");
 	for (unsigned role = FCTL_ROLE_VIEWER; role < FCTL_AGENT_ROLES; role++) {
-		for (unsigned t = FCTL_MSG_HELLO; t <= FCTL_MSG_SA_BATCH; t++) {
+		for (unsigned t = FCTL_MSG_HELLO; t <= FCTL_MSG_LAST; t++) {
 			for (unsigned k = 0; k < FCTL_REQ_RESULTS; k++) {
 				char set[160] = "";
 

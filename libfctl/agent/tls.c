@@ -41,6 +41,7 @@ int fctl_role_from_name(const char *s, enum fctl_role *out)
 bool fctl_role_allows(enum fctl_role r, uint8_t type, uint32_t options)
 {
 	bool write = type == FCTL_MSG_ROLLBACK || type == FCTL_MSG_RECOVER ||
+		     type == FCTL_MSG_CONFIRM ||
 		     (type == FCTL_MSG_APPLY && !(options & FCTL_OPT_DRY_RUN));
 
 	switch (r) {

@@ -72,6 +72,10 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 			snprintf(req.profile_name, sizeof(req.profile_name), "%s",
 				 o->profile_name ? o->profile_name : "");
 		}
+		if (r->type == FCTL_MSG_APPLY && o->confirm_seconds) {
+			req.present |= FCTL_HAS_CONFIRM;
+			req.confirm_seconds = o->confirm_seconds;
+		}
 		if (r->type == FCTL_MSG_ROLLBACK) {
 			req.present |= FCTL_HAS_TO_VERSION;
 			req.to_version = r->to;
@@ -315,7 +319,7 @@ int fctl_fabric_apply(const struct fctl_fabric_opts *o, struct fctl_fabric_resul
 	size_t changed = 0;
 	int worst = 0;
 
-	if (!valid_phase(o, v, n) || !out)
+	if (!valid_phase(o, v, n) || !out || o->confirm_seconds)
 		return -EINVAL;
 	if (!status_and_plan(o, v, n, &worst)) {
 		*out = (struct fctl_fabric_outcome){ FCTL_FABRIC_PLAN_FAILED, worst };

@@ -40,6 +40,7 @@ static const struct tlv_desc tlvs[] = {
 	{ FCTL_TLV_SSCI, FCTL_HAS_SSCI, K_U32, 4, "ssci" },
 	{ FCTL_TLV_SALT, FCTL_HAS_SALT, K_BYTES, 12, "salt" },
 	{ FCTL_TLV_SA_OPS, FCTL_HAS_SA_OPS, K_BYTES, FCTL_SA_OPS_MAX * FCTL_SA_OP_LEN, "sa-ops" },
+	{ FCTL_TLV_CONFIRM, FCTL_HAS_CONFIRM, K_U32, 4, "confirm" },
 };
 
 #define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
@@ -64,7 +65,7 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_VERSION_MIN | FCTL_HAS_VERSION_MAX },
 	{ FCTL_MSG_STATUS, "status", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_PLAN, "plan", PROFILE_TLVS, FCTL_HAS_PROFILE },
-	{ FCTL_MSG_APPLY, "apply", PROFILE_TLVS, FCTL_HAS_PROFILE },
+	{ FCTL_MSG_APPLY, "apply", PROFILE_TLVS | FCTL_HAS_CONFIRM, FCTL_HAS_PROFILE },
 	{ FCTL_MSG_SHOW, "show", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_DIFF, "diff", PROFILE_TLVS, FCTL_HAS_PROFILE },
 	{ FCTL_MSG_ROLLBACK, "rollback", FCTL_HAS_HOST | FCTL_HAS_OPTIONS | FCTL_HAS_TO_VERSION,
@@ -85,6 +86,7 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_IFNAME | FCTL_HAS_AN | FCTL_HAS_SCI | FCTL_HAS_KEYID | FCTL_HAS_HOST,
 	  FCTL_HAS_IFNAME | FCTL_HAS_AN },
 	{ FCTL_MSG_SA_BATCH, "sa-batch", FCTL_HAS_SA_OPS | FCTL_HAS_HOST, FCTL_HAS_SA_OPS },
+	{ FCTL_MSG_CONFIRM, "confirm", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_RESPONSE, "response",
 	  FCTL_HAS_RESULT | FCTL_HAS_ERROR | FCTL_HAS_OUTPUT | FCTL_HAS_ROLE | FCTL_HAS_AGENT |
 		  FCTL_HAS_VERSION_MAX,
@@ -499,6 +501,12 @@ static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t
 		m->sa_ops = v;
 		m->sa_ops_len = len;
 		break;
+	case FCTL_TLV_CONFIRM:
+		m->confirm_seconds = get32(v);
+		if (!m->confirm_seconds || m->confirm_seconds > FCTL_PROTO_MAX_CONFIRM)
+			return bad(why, whylen, -EPROTO, "confirm %u s out of 1..%u",
+				   m->confirm_seconds, FCTL_PROTO_MAX_CONFIRM);
+		break;
 	}
 	if (r < 0)
 		return bad(why, whylen, r, "TLV %s: empty or contains NUL", d->name);
@@ -571,6 +579,9 @@ int fctl_proto_decode(const uint8_t *buf, size_t n, uint32_t max_frame, struct f
 	}
 	if ((m.present & td->required) != td->required)
 		return bad(why, whylen, -EPROTO, "%s without a required TLV", td->name);
+	if ((m.present & FCTL_HAS_CONFIRM) && (m.options & FCTL_OPT_DRY_RUN))
+		return bad(why, whylen, -EPROTO, "confirm with dry-run: a plan has nothing to "
+			   "confirm");
 	if ((m.present & FCTL_HAS_VERSION_MIN) && (m.present & FCTL_HAS_VERSION_MAX) &&
 	    (!m.version_min || m.version_min > m.version_max))
 		return bad(why, whylen, -EPROTO, "version range %u..%u is empty", m.version_min,
@@ -688,6 +699,11 @@ static int tlv_value(const struct fctl_msg *m, const struct tlv_desc *d, uint8_t
 		if (sa_ops_check(m->sa_ops, m->sa_ops_len, NULL, 0) < 0)
 			return -EINVAL;
 		break;
+	case FCTL_TLV_CONFIRM:
+		put32(num, m->confirm_seconds);
+		if (!m->confirm_seconds || m->confirm_seconds > FCTL_PROTO_MAX_CONFIRM)
+			return -EINVAL;
+		break;
 	}
 	return 0;
 }
@@ -701,6 +717,9 @@ int fctl_proto_encode(const struct fctl_msg *m, struct fctl_buf *out)
 
 	if (!td || m->flags || (m->present & ~td->allowed) ||
 	    (m->present & td->required) != td->required)
+		return -EINVAL;
+	if ((m->present & FCTL_HAS_CONFIRM) && (m->present & FCTL_HAS_OPTIONS) &&
+	    (m->options & FCTL_OPT_DRY_RUN))
 		return -EINVAL;
 	if (m->present & (FCTL_HAS_KEY | FCTL_HAS_SA_OPS)) {
 		/* the whole frame in one allocation: growing it would leave a copy of the SAK

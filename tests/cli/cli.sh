@@ -15,7 +15,8 @@ cd "$SRC" || exit 2
 export NO_COLOR=1
 
 TMP=$(mktemp -d /tmp/fctl-cli.XXXXXX) || exit 2
-trap 'rm -rf "$TMP"' EXIT INT TERM
+AGENT_PID=
+trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null; rm -rf "$TMP"' EXIT INT TERM
 npass=0 nfail=0 nskip=0
 
 pass() { npass=$((npass + 1)); echo "PASS: $1"; }
@@ -276,6 +277,45 @@ run "diff --json v2 v3: exit 1" 1 diff --json examples/changes/lab-pair-v2.yaml 
 		(.hosts[0].changes[0].added | index("cipher gcm-aes-256") != null)'
 run "diff with one argument: exit 2" 2 diff --json profiles/lab-pair.yaml profiles/lab-pair.yaml extra &&
 	pass "diff with three arguments: exit 2"
+
+# ---- confirmed apply through the agent: options, and a real agent on a Unix socket ----
+run "apply --fabric --confirm: exit 2" 2 apply --fabric --confirm 60s profiles/lab-pair.yaml &&
+	grep_out "apply --fabric --confirm says why" "--confirm goes with --target HOST, not with --fabric" "$TMP/err"
+run "apply --target --dry-run --confirm: exit 2" 2 apply --target unix:"$TMP/none.sock" --dry-run \
+	--confirm 60s profiles/lab-pair.yaml &&
+	grep_out "apply --target --dry-run --confirm says why" "not with --dry-run" "$TMP/err"
+run "apply --target --confirm 0: exit 2" 2 apply --target unix:"$TMP/none.sock" --confirm 0 \
+	profiles/lab-pair.yaml && grep_out "apply --target --confirm 0 says why" "from 1s to 7d" "$TMP/err"
+run "apply --target --confirm 8d: exit 2" 2 apply --target unix:"$TMP/none.sock" --confirm 8d \
+	profiles/lab-pair.yaml && pass "apply --target --confirm 8d: exit 2"
+run "plan --target --confirm: exit 2" 2 plan --target unix:"$TMP/none.sock" --confirm 60s \
+	profiles/lab-pair.yaml && grep_out "plan --target --confirm says why" "only apply takes it" "$TMP/err"
+run "confirm --target --cancel: exit 2" 2 confirm --target unix:"$TMP/none.sock" --cancel &&
+	pass "confirm --target --cancel: exit 2"
+run "confirm --help names --target" 0 confirm --help && grep_out "confirm --help names --target" "confirm --target HOST"
+if [ "$(id -u)" -ne 0 ]; then
+	skip "confirm --target through an agent" "needs root (the agent's Unix socket serves root)"
+else
+	"$FCTL" agent --socket "$TMP/agent.sock" --state-dir "$TMP/astate" --host h1 \
+		--audit-log "$TMP/aaudit.log" --profile-dir "$TMP/aprof" --drift-interval 0 \
+		>"$TMP/agent.log" 2>&1 &
+	AGENT_PID=$!
+	i=0
+	while [ ! -S "$TMP/agent.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	run "confirm --target, nothing pending: exit 1" 1 confirm --target unix:"$TMP/agent.sock" &&
+		grep_out "confirm --target, nothing pending: says so" "confirm: no confirmation is pending on h1" "$TMP/err"
+	run "confirm --target --json, nothing pending: exit 1" 1 confirm --target unix:"$TMP/agent.sock" --json &&
+		json "confirm --target --json, nothing pending" '.host == "h1" and .result == "none"'
+	run "confirm --fabric --json, nothing pending: exit 1" 1 confirm --fabric --json \
+		--inventory /dev/stdin <<EOI &&
+h1 unix:$TMP/agent.sock
+EOI
+		json "confirm --fabric --json, nothing pending" '.command == "confirm" and .hosts[0].exit == 1 and
+			.hosts[0].output.result == "none"'
+	kill "$AGENT_PID" 2>/dev/null
+	wait "$AGENT_PID" 2>/dev/null
+	AGENT_PID=
+fi
 
 echo "cli: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]

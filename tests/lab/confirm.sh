@@ -10,6 +10,15 @@
 #  3. on h1, while h2 waits for its deadline: the CLI stopped right after its apply
 #     --confirm and killed with kill -9; the watchdog still rolls h1 back at the
 #     deadline
+#  4. through h2's agent (mutual TLS, from h1, over the MACsec VLAN):
+#     b. apply --target h2 --confirm, then confirm --target h2 in time: the version
+#        stays, the watchdog on h2 ends, the audit log records the confirm; a second
+#        confirm --target exits 1
+#     c. meanwhile a viewer certificate's confirm --target is refused (exit 2,
+#        "permission denied", audited) and changes nothing
+#     a. apply --target h2 --confirm 120s of a change that cuts the path h1 reaches
+#        h2's agent by: the CLI loses its connection (it never gets the answer); h2
+#        restores itself at the deadline: ping, history, audit
 #
 # No timed assertions: every wait is a poll with a generous deadline. Prints PASS/FAIL
 # per check and "confirm_lab: N passed, M failed"; exits non-zero on any failure,
@@ -47,10 +56,17 @@ watchdog_gone() {
 	[ -n "$pid" ] && ! on h2 sh -c 'kill -0 "$1"' _ "$pid" 2>/dev/null
 }
 h2_addr() { on h2 ip -j -4 addr show dev ms100 | jq -r '[.[0].addr_info[].local] | join(",")'; }
+watchdog_alive() {
+	local pid
+	pid=$(on h2 cat /var/lib/fabricctl/confirm.pid) || return 1
+	[ -n "$pid" ] && on h2 sh -c 'kill -0 "$1"' _ "$pid" 2>/dev/null
+}
+AGENT_JOB=
+suite_cleanup() { [ -z "$AGENT_JOB" ] || "$LAB" kill h2 "$AGENT_JOB" >/dev/null 2>&1; }
 
 # --- set up -----------------------------------------------------------------
 [ -x "$F" ] || { fail "build" "$F is missing: build first (cmake --build build)"; exit 1; }
-if ! "$LAB" up --hosts 2; then
+if ! "$LAB" up --hosts 2 --lifetime 3000 --boot-timeout 420; then
 	fail "lab-up" "the lab did not start (see the console tail above)"
 	exit 1
 fi
@@ -69,6 +85,20 @@ sed -e 's/^  version: 2$/  version: 3/' -e 's|h2: 10.100.0.2/24|h2: 10.100.0.9/2
 grep -q 'h2: 10.100.0.9/24' "$WORK/v3-cut.yaml" && grep -q '^  version: 3$' "$WORK/v3-cut.yaml" ||
 	{ fail "setup" "v3-cut.yaml was not made from v2"; exit 1; }
 ( umask 077; openssl rand -hex 16 >"$WORK/keys/lab-pair.key" )
+# v4: the replay window 64 -> 128 (through the agent); v5-cut: v4 with h2's address moved
+sed -e 's/^  version: 2$/  version: 4/' -e 's/replay_window: 64$/replay_window: 128/' \
+	"$WORK/v2.yaml" >"$WORK/v4.yaml"
+sed -e 's/^  version: 4$/  version: 5/' -e 's|h2: 10.100.0.2/24|h2: 10.100.0.9/24|' \
+	"$WORK/v4.yaml" >"$WORK/v5-cut.yaml"
+grep -q 'replay_window: 128$' "$WORK/v4.yaml" && grep -q '^  version: 5$' "$WORK/v5-cut.yaml" &&
+	grep -q 'h2: 10.100.0.9/24' "$WORK/v5-cut.yaml" || { fail "setup" "v4/v5-cut were not made"; exit 1; }
+"$ROOT/scripts/pki.sh" "$WORK/pki" h2=10.100.0.2 >/dev/null || { fail "setup" "scripts/pki.sh failed"; exit 1; }
+chmod 644 "$WORK"/pki/*.key # guests read them as root over 9p; this tree is a test tree
+ID=$WORK/pki
+# the lab may run under emulation on a loaded machine: generous TLS deadlines, both sides
+OP=(--cert "$ID/client-operator.crt" --key "$ID/client-operator.key" --ca "$ID/ca.crt" --timeout 60s)
+VIEW=(--cert "$ID/client-viewer.crt" --key "$ID/client-viewer.key" --ca "$ID/ca.crt" --timeout 60s)
+EP=10.100.0.2:7443 # h2's agent, over the MACsec VLAN
 
 for h in h1 h2; do
 	on "$h" "$F" apply -q "$WORK/v1.yaml" && pass "apply-v1-$h" || fail "apply-v1-$h"
@@ -151,6 +181,65 @@ if [ $killed = 1 ]; then
 	[ "$(audit_count h1 confirm-rollback rolled-back)" = 1 ] && pass "3-audit-rollback" || fail "3-audit-rollback"
 	check "3-ping-after-both" ping_ok
 fi
+# --- 4. through h2's agent ----------------------------------------------------
+on h2 sh -c "mkdir -p /var/lib/fabricctl/agent/keys && cp '$WORK/keys/lab-pair.key' /var/lib/fabricctl/agent/keys/ && chmod 600 /var/lib/fabricctl/agent/keys/lab-pair.key"
+AGENT_JOB=$("$LAB" exec-bg --timeout 1200 h2 -- "$F" agent --host h2 --listen 0.0.0.0:7443 \
+	--cert "$ID/server-h2.crt" --key "$ID/server-h2.key" --ca "$ID/ca.crt" --drift-interval 0 \
+	--handshake-timeout 60s --timeout 120s)
+agent_up() { on h1 "$F" status --json --target "$EP" "${OP[@]}" --timeout 30s >/dev/null 2>&1; }
+check "4-agent-answers-over-macsec" poll 60 agent_up
+
+# b. confirmed in time, through the agent
+out=$(on h1 "$F" apply --target "$EP" "${OP[@]}" --json --confirm 10m "$WORK/v4.yaml")
+rc=$?
+[ $rc -eq 0 ] && [ "$(jq -r '"\(.result) \(.confirm.pending) \(.confirm.version) \(.confirm.rollback_to_version)"' <<<"$out")" = \
+	"applied true 4 2" ] && pass "4b-remote-apply-confirm-pending" || fail "4b-remote-apply-confirm-pending" "exit $rc: $out"
+check "4b-pending-on-h2" pending h2
+check "4b-watchdog-on-h2" poll 30 watchdog_alive
+[ "$(window h2)" = 128 ] && pass "4b-kernel-has-v4" || fail "4b-kernel-has-v4" "window $(window h2)"
+
+# c. a viewer may not confirm
+err=$(on h1 "$F" confirm --target "$EP" "${VIEW[@]}" 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 2 ] && grep -q 'permission denied: role viewer may not confirm' <<<"$err" &&
+	pass "4c-viewer-confirm-refused" || fail "4c-viewer-confirm-refused" "exit $rc: $err"
+check "4c-viewer-changed-nothing" pending h2
+check "4c-watchdog-still-watches" watchdog_alive
+[ "$(audit_count h2 confirm refused)" = 1 ] && pass "4c-refusal-audited" || fail "4c-refusal-audited"
+
+# b. the operator confirms
+out=$(on h1 "$F" confirm --target "$EP" "${OP[@]}" --json)
+rc=$?
+[ $rc -eq 0 ] && [ "$(jq -r '"\(.host) \(.result) \(.version)"' <<<"$out")" = "h2 confirmed 4" ] &&
+	pass "4b-remote-confirm" || fail "4b-remote-confirm" "exit $rc: $out"
+check "4b-nothing-pending-after-confirm" not_pending h2
+check "4b-watchdog-ends" poll 60 watchdog_gone
+[ "$(versions h2)" = "1,2,3,2,4" ] && pass "4b-version-4-stays" || fail "4b-version-4-stays" "history $(versions h2)"
+[ "$(audit_count h2 confirm confirmed)" = 2 ] && pass "4b-audit-confirm" || fail "4b-audit-confirm"
+err=$(on h1 "$F" confirm --target "$EP" "${OP[@]}" 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 1 ] && grep -q 'no confirmation is pending on h2' <<<"$err" && pass "4b-second-remote-confirm-exit-1" ||
+	fail "4b-second-remote-confirm-exit-1" "exit $rc: $err"
+
+# a. the change cuts the path to the agent: the CLI never gets its answer
+out=$(on h1 "$F" apply --target "$EP" "${OP[@]}" --timeout 45s --confirm 120s "$WORK/v5-cut.yaml" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -qi 'timed out\|no answer\|closed' <<<"$out" && pass "4a-cli-loses-its-connection" ||
+	fail "4a-cli-loses-its-connection" "exit $rc: $out"
+[ "$(h2_addr)" = 10.100.0.9 ] && pass "4a-address-moved" || fail "4a-address-moved" "ms100 has $(h2_addr)"
+if ping_ok; then
+	fail "4a-path-cut" "h1 still reaches 10.100.0.2 (pending: $(pending h2 && echo yes || echo no))"
+else
+	pass "4a-path-cut"
+fi
+check "4a-host-restores-itself" poll 300 restored
+[ "$(h2_addr)" = 10.100.0.2 ] && pass "4a-address-back" || fail "4a-address-back" "ms100 has $(h2_addr)"
+[ "$(versions h2)" = "1,2,3,2,4,5,4" ] && pass "4a-history-shows-rollback" ||
+	fail "4a-history-shows-rollback" "history $(versions h2)"
+[ "$(audit_count h2 confirm-rollback rolled-back)" = 2 ] && pass "4a-audit-rollback" || fail "4a-audit-rollback"
+[ "$(window h2)" = 128 ] && pass "4a-back-on-v4" || fail "4a-back-on-v4" "window $(window h2)"
+check "4a-agent-answers-again" poll 60 agent_up
+
 for h in h1 h2; do
 	on "$h" "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null && pass "audit-verifies-$h" ||
 		fail "audit-verifies-$h"

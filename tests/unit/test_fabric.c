@@ -38,13 +38,14 @@ static struct {
 	pthread_cond_t cond;
 	struct fake_host h[MAXH];
 	/* what was sent */
-	uint32_t sent[FCTL_MSG_RECOVER + 1]; /* per type: bit i = host i */
+	uint32_t sent[FCTL_MSG_LAST + 1]; /* per type: bit i = host i */
 	uint64_t to[MAXH];
 	uint32_t options[MAXH];
+	uint32_t confirm[MAXH]; /* the confirm TLV's seconds, 0: none */
 	char host_tlv[MAXH][64];
 	bool has_host[MAXH], has_profile[MAXH];
 	/* phases: a stamp at each request's start and end */
-	unsigned stamp, first_start[FCTL_MSG_RECOVER + 1], last_end[FCTL_MSG_RECOVER + 1];
+	unsigned stamp, first_start[FCTL_MSG_LAST + 1], last_end[FCTL_MSG_LAST + 1];
 	/* concurrency: requests in flight, the most seen; the first `hold` requests wait
 	 * until `hold` are in flight at once */
 	unsigned in_flight, max_in_flight, hold;
@@ -64,6 +65,7 @@ static void fake_reset(size_t n)
 	memset(fk.sent, 0, sizeof(fk.sent));
 	memset(fk.to, 0, sizeof(fk.to));
 	memset(fk.options, 0, sizeof(fk.options));
+	memset(fk.confirm, 0, sizeof(fk.confirm));
 	memset(fk.host_tlv, 0, sizeof(fk.host_tlv));
 	memset(fk.has_host, 0, sizeof(fk.has_host));
 	memset(fk.has_profile, 0, sizeof(fk.has_profile));
@@ -198,7 +200,7 @@ int __wrap_fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req,
 	char out[256], e[64];
 	int ex;
 
-	if (i >= MAXH || req->type > FCTL_MSG_RECOVER) {
+	if (i >= MAXH || req->type > FCTL_MSG_LAST || fctl_proto_is_sa_request(req->type)) {
 		fk.bad = true;
 		return -EINVAL;
 	}
@@ -211,6 +213,7 @@ int __wrap_fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req,
 	fk.options[i] = req->options;
 	fk.has_host[i] = req->present & FCTL_HAS_HOST;
 	fk.has_profile[i] = req->present & FCTL_HAS_PROFILE;
+	fk.confirm[i] = (req->present & FCTL_HAS_CONFIRM) ? req->confirm_seconds : 0;
 	snprintf(fk.host_tlv[i], sizeof(fk.host_tlv[i]), "%s", req->host);
 	pthread_mutex_unlock(&fk.lock);
 	if (fk.gate && i != fk.gate_host)
@@ -456,6 +459,38 @@ static void test_call_request(void **state)
 	fctl_fabric_results_release(NULL, 3);
 	r.host = NULL;
 	assert_int_equal(fctl_fabric_call(&o, FCTL_MSG_SHOW, &r), -EINVAL);
+}
+
+/* apply --target --confirm: the deadline rides only on apply; confirm is a request of its
+ * own; a fabric apply refuses a deadline (its rollback would be refused while pending). */
+static void test_call_confirm(void **state)
+{
+	static const unsigned char prof[] = "schema: 1\n";
+	struct fctl_fabric_opts o = { .options = FCTL_OPT_JSON, .profile = prof,
+				      .profile_len = sizeof(prof) - 1, .confirm_seconds = 90 };
+	struct fctl_fabric_result r = { 0 }, *v;
+	struct fctl_fabric_outcome oc;
+
+	(void)state;
+	fake_reset(3);
+	r.host = &hosts[1];
+	assert_int_equal(fctl_fabric_call(&o, FCTL_MSG_APPLY, &r), 0);
+	assert_int_equal(fk.confirm[1], 90);
+	assert_true(fk.has_profile[1]);
+	assert_int_equal(fctl_fabric_call(&o, FCTL_MSG_PLAN, &r), 0);
+	assert_int_equal(fk.confirm[1], 0);
+	assert_int_equal(fctl_fabric_call(&o, FCTL_MSG_CONFIRM, &r), 0);
+	assert_int_equal(fk.confirm[1], 0);
+	assert_false(fk.has_profile[1]);
+	assert_int_equal(fk.options[1], FCTL_OPT_JSON);
+	assert_int_equal(fk.sent[FCTL_MSG_CONFIRM], 1u << 1);
+	assert_string_equal(r.output, "confirm of h1\n");
+	fctl_fabric_results_release(&r, 1);
+	fake_reset(3);
+	v = results(3);
+	assert_int_equal(fctl_fabric_apply(&o, v, 3, &oc), -EINVAL);
+	assert_int_equal(fk.connects, 0);
+	results_free(v, 3);
 }
 
 /* --- the two-phase apply --- */
@@ -728,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_pool_order),
 		cmocka_unit_test(test_run_worst),
 		cmocka_unit_test(test_call_request),
+		cmocka_unit_test(test_call_confirm),
 		cmocka_unit_test(test_apply_host_k_fails),
 		cmocka_unit_test(test_apply_cases),
 		cmocka_unit_test(test_default_parallel),

@@ -339,6 +339,75 @@ static void test_encode_refuses(void **state)
 	fctl_buf_release(&b);
 }
 
+/* apply --confirm and confirm: the deadline travels as a critical TLV (an agent that
+ * does not know it refuses the apply whole), confirm is a type of its own */
+static void test_confirm(void **state)
+{
+	static const uint8_t wire[] = { 0x80, 0x17, 0, 0, 0, 4, 0, 0, 0, 60 };
+	struct fctl_msg apply = { .type = FCTL_MSG_APPLY, .id = 4, .present = FCTL_HAS_PROFILE |
+				  FCTL_HAS_OPTIONS | FCTL_HAS_CONFIRM, .profile = yaml,
+				  .profile_len = sizeof(yaml) - 1, .options = FCTL_OPT_JSON,
+				  .confirm_seconds = 60 };
+	struct fctl_msg conf = { .type = FCTL_MSG_CONFIRM, .id = 5, .present = FCTL_HAS_HOST |
+				 FCTL_HAS_OPTIONS, .host = "h2", .options = FCTL_OPT_JSON };
+	struct fctl_msg bad[] = {
+		apply, apply, apply, conf, conf,
+		{ .type = FCTL_MSG_SHOW, .present = FCTL_HAS_CONFIRM, .confirm_seconds = 60 },
+	};
+	struct fctl_buf b = enc(&apply), b2 = { 0 };
+	struct fctl_msg m;
+	struct fctl_proto_hdr h;
+	char why[128] = "";
+	uint8_t *p;
+
+	(void)state;
+	assert_true(FCTL_TLV_CONFIRM & FCTL_TLV_CRITICAL);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)), 0);
+	assert_true(m.present & FCTL_HAS_CONFIRM);
+	assert_int_equal(m.confirm_seconds, 60);
+	assert_int_equal(m.options, FCTL_OPT_JSON);
+	/* the TLV on the wire, last (type order): 0x8017, 4 bytes, 60 */
+	assert_true(b.len > sizeof(wire));
+	assert_memory_equal(b.data + b.len - sizeof(wire), wire, sizeof(wire));
+	/* out of range on the wire: refused with the reason */
+	p = (uint8_t *)b.data + b.len - 4;
+	p[3] = 0;
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)),
+			 -EPROTO);
+	assert_non_null(strstr(why, "confirm"));
+	p[0] = 0xff;
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, NULL, 0), -EPROTO);
+	fctl_buf_release(&b);
+
+	b = enc(&conf);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)), 0);
+	assert_int_equal(m.type, FCTL_MSG_CONFIRM);
+	assert_string_equal(m.host, "h2");
+	assert_string_equal(fctl_proto_type_name(FCTL_MSG_CONFIRM), "confirm");
+	assert_false(fctl_proto_is_sa_request(FCTL_MSG_CONFIRM));
+	/* a type after the last is refused from the header, as an older agent refuses confirm */
+	b.data[5] = FCTL_MSG_LAST + 1;
+	assert_int_equal(fctl_proto_hdr_parse((uint8_t *)b.data, b.len, 0, &h), -EBADMSG);
+	fctl_buf_release(&b);
+
+	bad[0].confirm_seconds = 0;
+	bad[1].confirm_seconds = FCTL_PROTO_MAX_CONFIRM + 1;
+	bad[2].options = FCTL_OPT_DRY_RUN; /* a plan has nothing to confirm */
+	bad[3].present |= FCTL_HAS_CONFIRM; /* confirm carries no deadline */
+	bad[3].confirm_seconds = 60;
+	bad[4].present |= FCTL_HAS_PROFILE;
+	bad[4].profile = yaml;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(bad); i++)
+		assert_int_equal(fctl_proto_encode(&bad[i], &b2), -EINVAL);
+	assert_int_equal(b2.len, 0);
+	apply.confirm_seconds = FCTL_PROTO_MAX_CONFIRM; /* 7 days is the limit, inclusive */
+	b = enc(&apply);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, NULL, 0), 0);
+	assert_int_equal(m.confirm_seconds, FCTL_PROTO_MAX_CONFIRM);
+	fctl_buf_release(&b);
+	fctl_buf_release(&b2);
+}
+
 static void test_negotiate(void **state)
 {
 	(void)state;
@@ -509,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_header_limits), cmocka_unit_test(test_encode_refuses),
 		cmocka_unit_test(test_negotiate),     cmocka_unit_test(test_sa_batch),
+		cmocka_unit_test(test_confirm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,6 +127,17 @@ static void test_role_set(void **state)
 	assert_true(fctl_roles_allow(V | O, FCTL_MSG_ROLLBACK, 0));
 	assert_true(fctl_roles_allow(0, FCTL_MSG_HELLO, 0));
 	assert_false(fctl_roles_allow(0, FCTL_MSG_STATUS, 0));
+	/* confirm keeps a change: the role of apply, never a viewer's, dry-run bit or not */
+	assert_false(fctl_roles_allow(V, FCTL_MSG_CONFIRM, 0));
+	assert_false(fctl_roles_allow(V | K, FCTL_MSG_CONFIRM, FCTL_OPT_DRY_RUN));
+	assert_false(fctl_roles_allow(0, FCTL_MSG_CONFIRM, 0));
+	assert_true(fctl_roles_allow(O, FCTL_MSG_CONFIRM, FCTL_OPT_JSON));
+	assert_true(fctl_roles_allow(V | O, FCTL_MSG_CONFIRM, 0));
+	assert_true(fctl_role_allows(FCTL_ROLE_LOCAL, FCTL_MSG_CONFIRM, 0));
+	assert_false(fctl_role_allows(FCTL_ROLE_VIEWER, FCTL_MSG_CONFIRM, 0));
+	assert_false(fctl_role_allows(FCTL_ROLE_KEY_CUSTODIAN, FCTL_MSG_CONFIRM, 0));
+	/* a confirmed apply is an apply: a viewer may not send one */
+	assert_false(fctl_roles_allow(V, FCTL_MSG_APPLY, FCTL_OPT_JSON));
 	assert_int_equal(fctl_roles_primary(V | K), FCTL_ROLE_KEY_CUSTODIAN);
 	assert_int_equal(fctl_roles_primary(V | O | K), FCTL_ROLE_OPERATOR);
 	assert_int_equal(fctl_roles_primary(V), FCTL_ROLE_VIEWER);

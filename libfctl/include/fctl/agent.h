@@ -92,6 +92,7 @@ struct fctl_agent_request {
 	const char *host;         /* NULL: the agent's */
 	const char *profile_path; /* plan/apply/diff: the received profile, written to a file */
 	uint64_t to_version;
+	uint32_t confirm_seconds; /* apply --confirm: the deadline, seconds after it (0: none) */
 	const char *state_dir;
 	const char *netns;
 	/* apply/rollback/recover: their records go to the agent's log (NULL: the default)
@@ -185,7 +186,7 @@ const char *fctl_refusal_name(enum fctl_refusal r);
 enum { FCTL_REQ_OK, FCTL_REQ_FAILED, FCTL_REQ_REFUSED, FCTL_REQ_RESULTS };
 
 struct fctl_agent_stats {
-	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_SA_BATCH + 1][FCTL_REQ_RESULTS];
+	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_LAST + 1][FCTL_REQ_RESULTS];
 	uint64_t refused[FCTL_REFUSED_MAX];
 	uint64_t refusals_aggregated; /* refusals audited only in a count, not one by one */
 	uint64_t connections; /* open now (control and metrics) */

@@ -98,6 +98,10 @@ struct fctl_fabric_opts {
 	size_t profile_len;
 	const char *profile_name;
 	bool partial;             /* fctl_fabric_apply: keep what applied when a host fails */
+	/* fctl_fabric_call of FCTL_MSG_APPLY: a confirmed apply, the deadline this many
+	 * seconds after it, owned on the host (FCTL_TLV_CONFIRM); 0: none. fctl_fabric_apply
+	 * refuses it (-EINVAL): its own rollback would be refused while one is pending. */
+	uint32_t confirm_seconds;
 	/* Called for each event, NULL = none. HOST_DONE comes from the pool's threads,
 	 * one call at a time (under the pool's lock, in the order the hosts answered):
 	 * keep it short, and call nothing of this module from it. NOT_ROLLED_BACK

@@ -30,6 +30,9 @@
 #define FCTL_PROTO_MAX_PROFILE (4u << 20) /* PROFILE value */
 #define FCTL_PROTO_MAX_STR 255            /* HOST, PROFILE_NAME, ROLE, AGENT */
 #define FCTL_PROTO_MAX_ERROR (64u << 10)  /* ERROR value */
+#define FCTL_PROTO_MAX_CONFIRM (7u * 86400) /* CONFIRM value: seconds, 7 days */
+/* The last request type; counters and metrics size their tables by it. */
+#define FCTL_MSG_LAST FCTL_MSG_CONFIRM
 
 enum fctl_msg_type {
 	FCTL_MSG_HELLO = 1,
@@ -49,6 +52,7 @@ enum fctl_msg_type {
 	FCTL_MSG_ENCODING_SA = 14, /* ifname, an, key-version: encoding SA only (rollback) */
 	FCTL_MSG_SA_RETIRE = 15,   /* ifname, an [, sci: RX SA of that SC, else TX SA] */
 	FCTL_MSG_SA_BATCH = 16,    /* sa-ops: N of the requests 10..15 (one phase, one host) */
+	FCTL_MSG_CONFIRM = 17,     /* host, options: confirm the pending apply --confirm */
 	FCTL_MSG_RESPONSE = 0x80,
 };
 
@@ -78,6 +82,7 @@ enum fctl_tlv_type {
 	FCTL_TLV_SSCI = 0x8014,        /* u32: XPN short SCI */
 	FCTL_TLV_SALT = 0x8015,        /* bytes: XPN salt, exactly 12 */
 	FCTL_TLV_SA_OPS = 0x8016,      /* bytes: N records of FCTL_SA_OP_LEN (sa-batch) */
+	FCTL_TLV_CONFIRM = 0x8017,     /* u32: apply --confirm, seconds 1..FCTL_PROTO_MAX_CONFIRM */
 };
 
 enum {
@@ -110,6 +115,7 @@ enum {
 	FCTL_HAS_SSCI = 1u << 19,
 	FCTL_HAS_SALT = 1u << 20,
 	FCTL_HAS_SA_OPS = 1u << 21,
+	FCTL_HAS_CONFIRM = 1u << 22,
 };
 
 /*
@@ -174,6 +180,8 @@ struct fctl_msg {
 	/* sa-batch: the records, in the frame (n = sa_ops_len / FCTL_SA_OP_LEN, checked) */
 	const uint8_t *sa_ops;
 	uint32_t sa_ops_len;
+	/* apply: the confirmation deadline, seconds after the apply (FCTL_HAS_CONFIRM) */
+	uint32_t confirm_seconds;
 };
 
 struct fctl_proto_hdr {

@@ -24,7 +24,7 @@ struct ssl_st;
 enum fctl_role {
 	FCTL_ROLE_NONE,
 	FCTL_ROLE_VIEWER,        /* status, plan, show, diff, history, apply --dry-run */
-	FCTL_ROLE_OPERATOR,      /* + apply, rollback, recover */
+	FCTL_ROLE_OPERATOR,      /* + apply, rollback, recover, confirm */
 	FCTL_ROLE_KEY_CUSTODIAN, /* viewer rights now; key operations when keymgr exists */
 	FCTL_ROLE_LOCAL,         /* the local Unix socket: root or the configured group */
 };
