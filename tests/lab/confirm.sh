@@ -41,8 +41,8 @@ poll() { # seconds, command...: until it succeeds (0) or the seconds have passed
 }
 
 ping_ok() { on h1 ping -c 2 -i 0.3 -W 2 10.100.0.2 >/dev/null 2>&1; }
-pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm.pending == true' >/dev/null; }
-not_pending() { on "${1:-h2}" "$F" show --json | jq -e '.confirm == null' >/dev/null; }
+pending() { on "${1:-h2}" "$F" show --json | jq -en 'input | .confirm.pending == true' >/dev/null; }
+not_pending() { on "${1:-h2}" "$F" show --json | jq -en 'input | .confirm == null' >/dev/null; }
 restored() { ping_ok && not_pending h2; }
 versions() { on "${1:-h2}" "$F" history --json | jq -r '[.[].version] | map(tostring) | join(",")'; }
 audit_count() { # host action [result]
