@@ -115,8 +115,16 @@ load0=$(load)
 # the first hosts of NAME.json that did not answer, with their errors
 failures() {
 	python3 -c 'import json,sys
-bad = [h for h in json.load(open(sys.argv[1]))["hosts"] if h["exit"]]
-print(len(bad), "failed:", "; ".join("%s: %s" % (h["host"], (h["error"] or "").strip()) for h in bad[:3]))' "$W/$1.json" 2>&1
+try:
+    hosts = json.load(open(sys.argv[1]))["hosts"]
+except (OSError, ValueError, KeyError, TypeError):
+    try:
+        err = open(sys.argv[2]).read().strip()[-300:]
+    except OSError:
+        err = ""
+    sys.exit(print("no document (the command died) " + err))
+bad = [h for h in hosts if h["exit"]]
+print(len(bad), "failed:", "; ".join("%s: %s" % (h["host"], (h["error"] or "").strip()) for h in bad[:3]))' "$W/$1.json" "$W/$1.err" 2>&1
 }
 t0=$(now)
 if [ $NETNS = 1 ]; then
@@ -171,7 +179,17 @@ run() {
 }
 
 # hosts of a fabric JSON with exit 0
-answered() { python3 -c 'import json,sys; print(sum(h["exit"] == 0 for h in json.load(open(sys.argv[1]))["hosts"]))' "$W/$1.json"; }
+# (0 when the command printed no document: killed, out of memory)
+answered() {
+	python3 -c 'import json,sys
+try:
+    print(sum(h["exit"] == 0 for h in json.load(open(sys.argv[1]))["hosts"]))
+except (OSError, ValueError, KeyError, TypeError):
+    print(0)' "$W/$1.json"
+}
+# the wall, peak RSS and CPU of run NAME, printed at once: a later step that dies
+# (the kernel's OOM killer at thousands of agents) does not take them with it
+said() { echo "fanout_bench: $1: exit $RC, $(tail -1 "$W/$1.time") (wall s, peak KiB, user s, sys s)"; }
 
 # CPU seconds (user + system) of the agents and their TLS front-ends so far
 agents_cpu() {
@@ -201,10 +219,12 @@ run status "$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR
 # figures are still worth having, with the count beside them
 acpu_status=$(awk "BEGIN {print $(agents_cpu) - $acpu0}")
 status_ok=$(answered status)
+said status
 [ "$status_ok" = "$N" ] || echo "fanout_bench: status --fabric: exit $RC, $(failures status)" >&2
 run plan "$F" plan --fabric --inventory "$W/inventory" "${VIEWER[@]}" "${PAR[@]}" \
 	--timeout "$PLAN_TIMEOUT" --json -q "$W/fleet.yaml"
 plan_ok=$(answered plan)
+said plan
 [ "$plan_ok" = "$N" ] || echo "fanout_bench: plan --fabric: exit $RC, $(failures plan)" >&2
 
 # --perf DIR: one more status run (not in the figures) under `perf record -a -g`, its
