@@ -4,6 +4,7 @@
 #define FABRICCTL_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "fctl/diag.h"
@@ -80,6 +81,9 @@ struct fctl_confirm_pending;
 int cmd_confirm(int argc, char **argv);
 /* A fresh id for the pending record of one apply --confirm. */
 void cli_confirm_id(char *out, size_t len);
+/* apply --confirm DURATION, local or through an agent: 1 s to FCTL_PROTO_MAX_CONFIRM (7
+ * days) into *seconds; 0, or -EINVAL after saying why on stderr. */
+int cli_parse_confirm(const char *arg, uint64_t *seconds);
 /* Before an apply --confirm: starts the watchdog that owns the deadline (a process of its
  * own session, STATE_DIR/confirm.pid), 0 once it watches; *life_fd stays open until the
  * CLI exits (its closing, a kill -9 too, tells the watchdog). Negative errno, said: the

@@ -74,11 +74,8 @@ static int parse_confirm(const char *cmd, const char *arg, struct common *c)
 		cli_err("%s: unknown option '--confirm' (only apply takes it)", cmd);
 		return -EINVAL;
 	}
-	if (fctl_parse_duration(arg, &s) < 0 || s < 1 || s > 7 * 86400) {
-		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
-			"1h30m)", arg);
+	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
-	}
 	c->eo.confirm_seconds = s;
 	cli_confirm_id(c->confirm_id, sizeof(c->confirm_id));
 	c->eo.confirm_id = c->confirm_id;

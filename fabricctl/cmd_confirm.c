@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "fctl/audit.h"
 #include "fctl/engine.h"
+#include "fctl/proto.h"
 #include "fctl/state.h"
 
 #define READY_TIMEOUT_MS 10000 /* how long apply waits for its watchdog to say it watches */
@@ -47,6 +48,17 @@ void cli_confirm_id(char *out, size_t len)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(out, len, "%lld.%09ld-%ld", (long long)ts.tv_sec, ts.tv_nsec, (long)getpid());
+}
+
+int cli_parse_confirm(const char *arg, uint64_t *seconds)
+{
+	if (fctl_parse_duration(arg, seconds) < 0 || *seconds < 1 ||
+	    *seconds > FCTL_PROTO_MAX_CONFIRM) {
+		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
+			"1h30m)", arg);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o)

@@ -96,11 +96,8 @@ static int parse_confirm(struct remote *rm, const char *arg)
 		cli_err("%s: unknown option '--confirm' (only apply takes it)", rm->cmd);
 		return -EINVAL;
 	}
-	if (fctl_parse_duration(arg, &s) < 0 || s < 1 || s > FCTL_PROTO_MAX_CONFIRM) {
-		cli_err("apply: --confirm '%s': expected a duration from 1s to 7d (90, 90s, 5m, "
-			"1h30m)", arg);
+	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
-	}
 	rm->o.confirm_seconds = (uint32_t)s;
 	return 0;
 }
