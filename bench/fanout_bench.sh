@@ -9,6 +9,7 @@
 # or "connection refused".
 # usage: sudo bench/fanout_bench.sh [--agents N] [--hung PCT] [--dead PCT]
 #            [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns] [--perf DIR]
+#            [--ksm]
 # --timeout (default 10s, the CLI's) is the deadline of the status runs; plan runs
 # get --plan-timeout (default 60s): here N agents share the machine's cores, so
 # N / parallel plan workers (a fork and re-execution each) queue for them, which no
@@ -16,6 +17,14 @@
 # the kernel memory of N namespaces). The agents' handshake_timeout is 60 s: N of
 # them share the cores, and under load an agent's 5 s default closes handshakes the
 # client has not been scheduled to finish.
+# --ksm: the agents' identical pages merged by the kernel (KSM), so that 10,000 agents
+# fit one machine: an agent and its TLS front-end hold about 2.4 MiB, nearly all of it
+# the same bytes in every agent (libcrypto's relocated data, OpenSSL's provider tables);
+# they are started with address-space randomization off (setarch -R: the same addresses,
+# so the same bytes) and PR_SET_MEMORY_MERGE (Linux 6.4), KSM scans until the merging
+# settles, then stops before anything is measured (merged pages stay merged; a write
+# copies the page). The CLI is started outside that. The machine's KSM settings are
+# put back on exit. Changes the agents' memory, not what the CLI does or measures.
 # Needs root, a build in build/ (FCTL_BUILD_DIR=DIR for another), python3, ip, ss,
 # /usr/bin/time. Refuses (exit 1, "FAILED: ...") when the machine lacks the memory
 # for N agents. Stops every agent it started, by PID, and removes its namespaces and
@@ -25,7 +34,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
-N=1000 HUNG=5 DEAD=5 TIMEOUT=10s PLAN_TIMEOUT=60s PARALLEL="" NETNS=1 PERF=""
+N=1000 HUNG=5 DEAD=5 TIMEOUT=10s PLAN_TIMEOUT=60s PARALLEL="" NETNS=1 PERF="" KSM=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--agents) N=$2; shift 2 ;;
@@ -36,7 +45,8 @@ while [ $# -gt 0 ]; do
 	--parallel) PARALLEL=$2; shift 2 ;;
 	--no-netns) NETNS=0; shift ;;
 	--perf) PERF=$2; shift 2 ;;
-	*) echo "usage: $0 [--agents N] [--hung PCT] [--dead PCT] [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns] [--perf DIR]" >&2
+	--ksm) KSM=1; shift ;;
+	*) echo "usage: $0 [--agents N] [--hung PCT] [--dead PCT] [--timeout DUR] [--plan-timeout DUR] [--parallel N] [--no-netns] [--perf DIR] [--ksm]" >&2
 		exit 2 ;;
 	esac
 done
@@ -45,6 +55,15 @@ die() { echo "fanout_bench: FAILED: $*" >&2; exit 1; }
 [ -x "$F" ] || die "no $F: build first"
 for t in python3 ip ss /usr/bin/time; do command -v "$t" >/dev/null || die "no $t"; done
 [[ $N =~ ^[0-9]+$ ]] && [ "$N" -ge 10 ] || die "--agents expects 10 or more"
+
+KSMD=/sys/kernel/mm/ksm
+if [ $KSM = 1 ]; then
+	[ -w $KSMD/run ] || die "--ksm: no $KSMD/run (a kernel without CONFIG_KSM)"
+	command -v setarch >/dev/null || die "--ksm: no setarch (util-linux)"
+	python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(67, 1, 0, 0, 0) != 0)' ||
+		die "--ksm: prctl(PR_SET_MEMORY_MERGE) refused (Linux 6.4 or later needed)"
+	KSM_SAVED=$(for k in run pages_to_scan sleep_millisecs; do echo "$k $(cat $KSMD/$k)"; done)
+fi
 
 W=$(mktemp -d /var/tmp/fctl-fanout-bench.XXXXXX) || die "mktemp"
 chmod 0755 "$W"
@@ -65,16 +84,25 @@ cleanup() {
 	if [ ${#NSNAMES[@]} -gt 0 ]; then
 		printf 'netns del %s\n' "${NSNAMES[@]}" | ip -force -batch - 2>/dev/null
 	fi
+	[ -n "${LAUNCHER:-}" ] && kill "$LAUNCHER" 2>/dev/null
+	# the machine's KSM as it was (the agents are gone: nothing left merged of theirs)
+	if [ -n "${KSM_SAVED:-}" ]; then
+		while read -r k v; do echo "$v" >"$KSMD/$k"; done <<<"$KSM_SAVED"
+	fi
 	rm -rf -- "$W"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# memory: an agent holds ~1.5 MiB of its own (anonymous pages, page tables, its
-# namespace); ask for 2 MiB each and 2 GiB besides
+# memory: an agent and its front-end hold ~2.4 MiB of their own (anonymous pages,
+# relocated library data, page tables; its namespace besides); ask for 2.5 MiB each
+# and 2 GiB besides; with --ksm, 1 MiB each (measured: 0.65 MiB once merged; the
+# start is paced so that KSM keeps up)
 avail=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
-need=$((N * 2048 + 2 * 1024 * 1024))
-[ "$avail" -ge "$need" ] || die "cannot start $N agents here: they need ~$((need / 1024)) MiB, MemAvailable is $((avail / 1024)) MiB"
+per=2560
+[ $KSM = 1 ] && per=1024
+need=$((N * per + 2 * 1024 * 1024))
+[ "$avail" -ge "$need" ] || die "cannot start $N agents here: they need ~$((need / 1024)) MiB, MemAvailable is $((avail / 1024)) MiB$([ $KSM = 0 ] && echo " (--ksm merges their identical pages)")"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 mapfile -t PORTS < <(python3 - "$N" <<'EOPY'
@@ -133,17 +161,54 @@ if [ $NETNS = 1 ]; then
 fi
 t_ns=$(now)
 mkdir -p "$W/agents"
-for i in $(seq 0 $((N - 1))); do
-	d=$W/agents/$i
-	mkdir -p "$d/state" "$d/profiles"
-	ns=()
-	[ $NETNS = 1 ] && ns=(--netns "$NSPFX$i")
-	"$F" agent --socket "" --listen "127.0.0.1:${PORTS[$i]}" --cert "$PKI/server-h1.crt" \
-		--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" "${ns[@]}" --state-dir "$d/state" \
-		--host "h$i" --profile-dir "$d/profiles" --audit-log "$d/audit.log" \
-		--drift-interval 0 --handshake-timeout 60s 2>>"$W/agents.err" &
-	PIDS+=($!)
-done
+# start_agents FIRST COUNT: agents FIRST.. in the background, each PID a line of $W/pids
+start_agents() {
+	local i d ns
+	for i in $(seq "$1" $(($1 + $2 - 1))); do
+		d=$W/agents/$i
+		mkdir -p "$d/state" "$d/profiles"
+		ns=()
+		[ $NETNS = 1 ] && ns=(--netns "$NSPFX$i")
+		"$F" agent --socket "" --listen "127.0.0.1:${PORTS[$i]}" --cert "$PKI/server-h1.crt" \
+			--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" "${ns[@]}" --state-dir "$d/state" \
+			--host "h$i" --profile-dir "$d/profiles" --audit-log "$d/audit.log" \
+			--drift-interval 0 --handshake-timeout 60s 2>>"$W/agents.err" &
+		echo $! >>"$W/pids"
+	done
+}
+: >"$W/pids"
+if [ $KSM = 0 ]; then
+	start_agents 0 "$N"
+else
+	echo 1 >$KSMD/run && echo 5000 >$KSMD/pages_to_scan && echo 20 >$KSMD/sleep_millisecs
+	# the launcher: a bash with merging on and no randomization, both inherited by every
+	# agent it starts (and reaped by it); 250 at a time, each batch once MemAvailable is
+	# back over 3 GiB (KSM has caught up)
+	export -f start_agents
+	export W F NETNS NSPFX PKI
+	PORTS_LIST="${PORTS[*]}" setarch -R python3 -c 'import ctypes, os, sys
+if ctypes.CDLL(None).prctl(67, 1, 0, 0, 0):
+    sys.exit("prctl(PR_SET_MEMORY_MERGE) failed")
+os.execvp("bash", ["bash", "-c", sys.argv[1], "launcher", sys.argv[2]])' '
+		read -r -a PORTS <<<"$PORTS_LIST"
+		n=$1
+		for ((b = 0; b < n; b += 250)); do
+			for _ in $(seq 600); do
+				a=$(awk "/MemAvailable/ {print \$2}" /proc/meminfo)
+				[ "$a" -gt 3145728 ] && break
+				sleep 0.5
+			done
+			[ "$a" -gt 3145728 ] || { echo "fanout_bench: KSM did not keep up: MemAvailable ${a} KiB" >&2; break; }
+			start_agents "$b" $((n - b < 250 ? n - b : 250))
+		done
+		echo done >"$W/launched"
+		wait' "$N" &
+	LAUNCHER=$!
+	for _ in $(seq 3600); do [ -e "$W/launched" ] && break; kill -0 $LAUNCHER 2>/dev/null || break; sleep 1; done
+	[ -e "$W/launched" ] || die "the launcher stopped before starting every agent"
+fi
+mapfile -t PIDS <"$W/pids"
+[ "${#PIDS[@]}" = "$N" ] || die "${#PIDS[@]} of $N agents started"
 # up: every port listens (read from ss, without connecting to any agent)
 python3 - "$W/inventory" "$N" <<'EOPY' || die "the agents did not all listen: $(tail -3 "$W/agents.err")"
 import subprocess, sys, time
@@ -165,9 +230,27 @@ for try in 1 2 3 4 5; do
 	[ $try = 5 ] && die "not every agent answers: $(failures warm)"
 done
 t_up=$(now)
+# --ksm: merging settles (two more full scans, pages_sharing grown < 1% over the
+# last), then ksmd stops, so that it takes no CPU from what is measured
+KSM_NOTE=""
+if [ $KSM = 1 ]; then
+	s0=$(cat $KSMD/full_scans) prev=0
+	for _ in $(seq 300); do
+		sleep 2
+		cur=$(cat $KSMD/pages_sharing)
+		[ $(($(cat $KSMD/full_scans) - s0)) -ge 2 ] && [ $((cur - prev)) -le $((cur / 100)) ] && break
+		prev=$cur
+	done
+	echo 0 >$KSMD/run
+	KSM_NOTE="KSM: $(cat $KSMD/pages_sharing) pages sharing $(cat $KSMD/pages_shared), then stopped"
+	echo "fanout_bench: $KSM_NOTE, MemAvailable $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
+fi
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || die "agent $p died: $(tail -3 "$W/agents.err")"; done
-agents_pss=$(for p in "${PIDS[@]}"; do awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup"; done |
-	awk '{s += $1} END {print s}')
+# the PSS of the agents and of their TLS front-ends (their children)
+agents_pss=$(for p in "${PIDS[@]}" $(for q in "${PIDS[@]}"; do cat "/proc/$q/task/$q/children" 2>/dev/null; done); do
+	awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null; done | awk '{s += $1} END {print s}')
+# and what the machine lost to them, kernel memory included
+mem_used=$((avail - $(awk '/MemAvailable/ {print $2}' /proc/meminfo)))
 
 PAR=()
 [ -n "$PARALLEL" ] && PAR=(--parallel "$PARALLEL")
@@ -326,7 +409,7 @@ load1=$(load)
 
 python3 - "$W" "$N" "$nh" "$nd" "$reported" "$wrong" "$faults_rc" "$tls_s" "$par" "$TIMEOUT" \
 	"$(awk "BEGIN {print $t_ns - $t0}")" "$(awk "BEGIN {print $t_up - $t_ns}")" "$agents_pss" "$NETNS" \
-	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" "$acpu_status" <<'EOPY'
+	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" "$acpu_status" "$KSM" "$mem_used" <<'EOPY'
 import json, sys
 w = sys.argv[1]
 n, nh, nd, rep, wrong, frc = map(int, sys.argv[2:8])
@@ -334,6 +417,7 @@ tls_s, par, timeout = float(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
 ns_s, up_s, pss, netns, cores = float(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13]), sys.argv[14] == "1", int(sys.argv[15])
 plan_timeout, load0, load1 = sys.argv[16], float(sys.argv[17]), float(sys.argv[18])
 status_ok, plan_ok, acpu = int(sys.argv[19]), int(sys.argv[20]), float(sys.argv[21])
+ksm, memused = sys.argv[22] == "1", int(sys.argv[23])
 def t(name):
     e, m, u, s = open("%s/%s.time" % (w, name)).read().splitlines()[-1].split()
     return float(e), int(m), float(u) + float(s)
@@ -342,7 +426,8 @@ pl, pm, pc = t("plan")
 ft, fm, fc = t("faults")
 print("agents %d (%s), %d cores, pool %d, deadline %s (plan %s), load average %.1f -> %.1f" % (
     n, "own netns each" if netns else "no netns", cores, par, timeout, plan_timeout, load0, load1))
-print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each)" % (ns_s, up_s, pss / 1024, pss / n))
+print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each%s), MemAvailable down %.0f MiB (%.0f KiB each)" % (
+    ns_s, up_s, pss / 1024, pss / n, ", KSM-merged" if ksm else "", memused / 1024, memused / n))
 print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (st, st * 1e3 / n, sm / 1024, sc, status_ok))
 print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok))
 print("  status CPU: CLI %.2f s + agents %.2f s = %.2f ms per agent (the 2 cores' floor for status: %.2f s)" % (
@@ -358,7 +443,7 @@ print("BENCH " + json.dumps({
     "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2), "status_agents_cpu_s": round(acpu, 2),
     "status_cpu_ms_per_agent": round((sc + acpu) * 1e3 / n, 3),
     "tls_only_s": tls_s, "tls_share": round(tls_s / st, 3),
-    "agents_pss_kb": pss, "netns_s": round(ns_s, 2), "agents_up_s": round(up_s, 2),
+    "agents_pss_kb": pss, "agents_mem_kb": memused, "ksm": ksm, "netns_s": round(ns_s, 2), "agents_up_s": round(up_s, 2),
     "hung": nh, "dead": nd, "status_with_faults_s": ft, "faults_exit": frc,
     "faults_reported": rep, "hosts_misreported": wrong}))
 EOPY
