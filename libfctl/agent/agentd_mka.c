@@ -33,6 +33,7 @@ struct port {
 
 struct fctl_agentd_mka {
 	int tfd;
+	unsigned every_ms; /* the timer's interval now: CHECK_MS, or IDLE_MS without ports */
 	struct port ports[MAX_PORTS];
 	size_t n;
 	/* the applied profile as of the newest history entry (seq, sha256): reloaded only
@@ -45,14 +46,22 @@ struct fctl_agentd_mka {
 	enum fctl_mka_health child_why;
 };
 
-int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen)
+/* The next check in ms, then every ms: 0 or a negative errno. */
+static int arm(struct fctl_agentd_mka *m, unsigned ms)
 {
 	struct itimerspec its = {
-		.it_value = { .tv_sec = FCTL_AGENTD_MKA_CHECK_MS / 1000,
-			      .tv_nsec = (long)(FCTL_AGENTD_MKA_CHECK_MS % 1000) * 1000000 + 1 },
-		.it_interval = { .tv_sec = FCTL_AGENTD_MKA_CHECK_MS / 1000,
-				 .tv_nsec = (long)(FCTL_AGENTD_MKA_CHECK_MS % 1000) * 1000000 },
+		.it_value = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 + 1 },
+		.it_interval = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 },
 	};
+
+	if (timerfd_settime(m->tfd, 0, &its, NULL) < 0)
+		return -errno;
+	m->every_ms = ms;
+	return 0;
+}
+
+int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen)
+{
 	struct fctl_agentd_mka *m = calloc(1, sizeof(*m));
 	int r;
 
@@ -60,8 +69,9 @@ int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "mka supervision: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
+	/* the first check soon: the interval follows from what it finds */
 	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (m->tfd < 0 || timerfd_settime(m->tfd, 0, &its, NULL) < 0 ||
+	if (m->tfd < 0 || arm(m, FCTL_AGENTD_MKA_CHECK_MS) < 0 ||
 	    fctl_agentd_ep_set(a, EPOLL_CTL_ADD, m->tfd, EPOLLIN, m) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "mka supervision: timer: %s", strerror(-r));
@@ -259,6 +269,21 @@ static void check(struct agent *a, struct fctl_agentd_mka *m)
 	else if (r != -ENOENT)
 		fctl_agentd_log("mka: cannot load the last applied profile: %s", strerror(-r));
 	forget_unseen(m);
+	/* ports to watch: every 2 s; none: slowly (an unreadable profile counts as ports:
+	 * its error is logged at the check's pace, as before) */
+	unsigned want = m->n || (r < 0 && r != -ENOENT) ? FCTL_AGENTD_MKA_CHECK_MS
+							  : FCTL_AGENTD_MKA_IDLE_MS;
+	if (want != m->every_ms && (r = arm(m, want)) < 0)
+		fctl_agentd_log("mka: check timer: %s", strerror(-r));
+}
+
+void fctl_agentd_mka_soon(struct agent *a)
+{
+	struct fctl_agentd_mka *m = a->mka;
+	int r;
+
+	if (m && m->every_ms != FCTL_AGENTD_MKA_CHECK_MS && (r = arm(m, FCTL_AGENTD_MKA_CHECK_MS)) < 0)
+		fctl_agentd_log("mka: check timer: %s", strerror(-r));
 }
 
 bool fctl_agentd_mka_event(struct agent *a, void *ptr)

@@ -232,8 +232,11 @@ void fctl_agentd_reap(struct agent *a)
 			fctl_agentd_drift_schedule(a, 200);
 			continue;
 		}
-		if (fctl_agentd_pull_reaped(a, pid, status) || fctl_agentd_fe_reaped(a, pid, status) ||
-		    fctl_agentd_mka_reaped(a, pid, status))
+		if (fctl_agentd_pull_reaped(a, pid, status)) {
+			fctl_agentd_mka_soon(a); /* a pulled version may add or drop MKA ports */
+			continue;
+		}
+		if (fctl_agentd_fe_reaped(a, pid, status) || fctl_agentd_mka_reaped(a, pid, status))
 			continue;
 		for (c = a->conns; c && c->child != pid; c = c->next)
 			;
@@ -249,6 +252,7 @@ void fctl_agentd_reap(struct agent *a)
 			fctl_agentd_audit_event(a, fctl_proto_type_name(c->req_type),
 						code == 0 ? "done" : "failed", c, d);
 			fctl_agentd_drift_schedule(a, 200);
+			fctl_agentd_mka_soon(a);
 		}
 		fctl_agentd_count(a, c, c->req_type,
 				  code == 0 || code == 1 ? FCTL_REQ_OK : FCTL_REQ_FAILED);
