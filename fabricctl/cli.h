@@ -163,9 +163,13 @@ void cli_usage_cmd(const char *name);
  * ports (EXIT_OK, or EXIT_FAILED/EXIT_USAGE after saying why); for show, the KaY state
  * of every port fabricctl runs MKA on, as YAML comments or (json) a JSON array. */
 struct fctl_profile;
+struct fctl_apply_result;
 int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
 	       const char *keymgr_path, bool quiet);
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json);
+/* The check values of the CAKs host's MKA ports of p were given (never a CAK), added to
+ * res's key check values for the apply's audit record (docs/mka.md, "Audit"). */
+void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_apply_result *res);
 /* In the agent's writing worker (cmd_mkasup.c): restarts the wpa_supplicant of
  * rq->mka_port (killed first when rq->mka_kill) with the configuration of the last
  * applied profile, only when that profile still has the port. EXIT_OK or EXIT_FAILED /

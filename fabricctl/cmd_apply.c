@@ -385,9 +385,12 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 			cli_err("warning: %s", res.error);
 		rc = EXIT_OK;
 		/* the VLAN devices of MKA ports exist now: their wpa_supplicants next */
-		if (!c->eo.dry_run)
+		if (!c->eo.dry_run) {
 			rc = cli_mka_up(p, res.host, c->eo.netns, c->eo.keymgr_path,
 					c->quiet || c->json);
+			/* the record names the CAKs in use by their check values, as the SAKs */
+			cli_mka_kcvs(p, res.host, &res);
+		}
 		if (rc != EXIT_OK)
 			result = "failed";
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fctl/engine.h"
 #include "fctl/mka_host.h"
 
 static int count_port(const struct fctl_mka_port *port, void *arg)
@@ -55,6 +56,26 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 		fprintf(stderr, "mka: %u port%s of %s handed to wpa_supplicant\n", n,
 			n == 1 ? "" : "s", host);
 	return EXIT_OK;
+}
+
+static int add_kcv(const struct fctl_mka_port *port, void *arg)
+{
+	struct fctl_apply_result *res = arg;
+	char ckn[65], kcv[7];
+
+	if (fctl_mka_given(port->ifname, ckn, kcv) < 0)
+		return 0;
+	for (size_t i = 0; i < res->n_kcvs; i++)
+		if (strcmp(res->kcvs[i], kcv) == 0)
+			return 0;
+	if (res->n_kcvs < FCTL_APPLY_MAX_KCVS)
+		memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
+	return 0;
+}
+
+void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_apply_result *res)
+{
+	fctl_mka_host_each(p, host, add_kcv, res);
 }
 
 /* The SA MKA installed: encoding AN and the key number of its KEYID (MI || KN, the KN in

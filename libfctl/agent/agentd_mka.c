@@ -124,25 +124,6 @@ static struct port *port_of(struct fctl_agentd_mka *m, const char *ifname)
 	return &m->ports[m->n++];
 }
 
-/* The CKN and the CAK's check value wpa_supplicant was given, from the run directory's
- * settings line (fctl_mka_start writes it: "ckn=HEX kcv=6HEX ..."; never the CAK). */
-static void given(const char *ifname, struct seen_state *st)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 16], line[512] = "";
-	FILE *f;
-
-	fctl_mka_run_dir(ifname, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/settings", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
-	if (sscanf(line, "ckn=%64[0-9a-fA-F] kcv=%6[0-9a-f]", st->ckn, st->kcv) != 2)
-		st->kcv[0] = '\0';
-}
-
 /* A healthy port: its KaY state; an mka-state record when secured, the key server, the
  * CKN or the CAK's check value changed since the last record (the evidence bundle lists
  * the MKA ports from these, docs/audit.md). */
@@ -154,7 +135,7 @@ static void observe(struct agent *a, struct port *p)
 
 	if (fctl_mka_status_read(p->ifname, NULL, &ks, err, sizeof(err)) < 0)
 		return;
-	given(p->ifname, &now);
+	fctl_mka_given(p->ifname, now.ckn, now.kcv); /* the CAK by its check value only */
 	now.secured = ks.secured;
 	snprintf(now.key_server, sizeof(now.key_server), "%s", ks.key_server_sci);
 	if (!now.ckn[0])

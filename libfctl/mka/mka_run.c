@@ -237,6 +237,26 @@ static bool same_settings(const char *dir, const char *want)
 	return strcmp(have, want) == 0;
 }
 
+int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7])
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], line[512] = "", c[65], k[7];
+	FILE *f;
+
+	fctl_mka_run_dir(ifname, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/settings", dir);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	if (sscanf(line, "ckn=%64[0-9a-fA-F] kcv=%6[0-9a-f]", c, k) != 2 || strlen(k) != 6)
+		return -EINVAL;
+	memcpy(ckn, c, strlen(c) + 1);
+	memcpy(kcv, k, 7);
+	return 0;
+}
+
 static void save_settings(const char *dir, const char *text)
 {
 	char path[PATH_MAX + 16];

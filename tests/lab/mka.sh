@@ -7,6 +7,8 @@
 #   both-ping         ping over the SecY wpa_supplicant created, both ways
 #   both-no-clear     on the VLAN device during the pings: only MACsec and EAPOL frames
 #   both-show         show --json names the peer (live), the CKN, the key server, a SAK
+#   both-apply-record-cak-kcv  h1's apply record names the CAK by its check value
+#   both-audit-no-cak the CAK's hex appears nowhere in h1's audit log
 #   both-plan-quiet   plan and diff on h1 find nothing to do: MKA's SecY and SAs are not ours
 #   both-roce         ib_send_lat over rxe on the MKA SecY (RoCE v2 over MACsec over VLAN)
 #   wrong-cak         h2 applies another CAK under the same CKN: no traffic, no cleartext,
@@ -19,7 +21,6 @@
 #   interop-show      show on h1 names h2's SCI as live peer and as key server (priority 1)
 #   key-server-moves  h2's wpa_supplicant again with priority 255: h1 becomes key server
 #   agent-*           the agent restarts a killed wpa_supplicant (tests/lab/mka_agent.bash)
-#
 # Not here yet (docs/mka.md, "Not yet"): CAK rotation under a sequence-numbered stream.
 # Needs root; a missing piece is a FAIL. FCTL_LAB_DIR (default /var/tmp/fabricctl-lab-mka),
 # FCTL_BUILD_DIR (default build/). The lab is torn down on exit, even on failure.
@@ -160,6 +161,15 @@ j=$(mka_json h1)
 check both-show "show --json .mka[0]: $j" jq_ok "$j" --arg ckn "$CKN" --arg sci "$SCI2" \
 	'.secured and .ckn == $ckn and .live_peers == 1 and (.peers | map(select(.live)) | .[0].sci) == $sci
 	 and .key_server_sci != "" and .tx_sa and .cipher == "gcm-aes-128" and .encrypt'
+# the apply record names the CAK in use by its check value (AES-ECB(CAK, 0^128), first 3
+# bytes, computed here with openssl from the key file), never by its bytes
+cak=$(tr -d ' \n' <"$WORK/keys/cak.key")
+want_kcv=$(head -c 16 /dev/zero | openssl enc -aes-128-ecb -nopad -K "$cak" | od -An -tx1 | tr -d ' \n' | head -c 6)
+rec=$(on h1 sh -c "grep '\"action\":\"apply\"' /var/lib/fabricctl/audit.log | tail -1")
+check both-apply-record-cak-kcv "the last apply record on h1: $rec (want kcv $want_kcv)" \
+	jq_ok "$rec" --arg k "$want_kcv" '.kcv | index($k) != null'
+check both-audit-no-cak "the CAK's hex is in h1's audit log" \
+	on h1 sh -c "! grep -qi '$cak' /var/lib/fabricctl/audit.log"
 check both-plan-quiet "plan/diff want to change the MKA SecY" \
 	on h1 sh -c "$F plan --detailed-exitcode $WORK/p.yaml >/dev/null && $F diff $WORK/p.yaml >/dev/null"
 roce() {

@@ -67,6 +67,11 @@ struct fctl_mka_status {
 
 /* The run directory of ifname's wpa_supplicant, into out (PATH_MAX). */
 void fctl_mka_run_dir(const char *ifname, char *out, size_t outlen);
+/* The CKN (hex) and the CAK's check value (6 hex digits, never the CAK) that ifname's
+ * running wpa_supplicant was given, from its run directory's settings line: 0, or
+ * -ENOENT when there is none (no wpa_supplicant fabricctl started), -EINVAL when the
+ * line is not one fctl_mka_start wrote. Outputs written only on success. */
+int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7]);
 /* The control socket of ifname's wpa_supplicant, RUN_DIR/ctrl/IFNAME, into out: RUN_DIR is
  * run_dir, or ifname's default (fctl_mka_run_dir) when run_dir is NULL. */
 void fctl_mka_ctrl_path(const char *ifname, const char *run_dir, char *out, size_t outlen);
