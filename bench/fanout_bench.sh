@@ -71,7 +71,15 @@ PIDS=() STOPPED=() NSNAMES=()
 NSPFX=fctl-fb$$-
 cleanup() {
 	local p left
+	trap '' INT TERM # a second signal must not cut the cleanup short
 	for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done
+	# --ksm: the launcher first, so that it starts no more; its agents (reaped by init
+	# once it is gone) are those in $W/pids, which PIDS may not hold yet
+	if [ -n "${LAUNCHER:-}" ]; then
+		kill "$LAUNCHER" 2>/dev/null
+		wait "$LAUNCHER" 2>/dev/null
+		mapfile -t PIDS <"$W/pids"
+	fi
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for _ in $(seq 100); do
 		left=0
@@ -84,7 +92,6 @@ cleanup() {
 	if [ ${#NSNAMES[@]} -gt 0 ]; then
 		printf 'netns del %s\n' "${NSNAMES[@]}" | ip -force -batch - 2>/dev/null
 	fi
-	[ -n "${LAUNCHER:-}" ] && kill "$LAUNCHER" 2>/dev/null
 	# the machine's KSM as it was (the agents are gone: nothing left merged of theirs)
 	if [ -n "${KSM_SAVED:-}" ]; then
 		while read -r k v; do echo "$v" >"$KSMD/$k"; done <<<"$KSM_SAVED"
