@@ -230,13 +230,6 @@ while time.time() < deadline:
 print("%d of %d listen" % (len(want & got), len(want)), file=sys.stderr)
 sys.exit(1)
 EOPY
-# ... and answers: a warm-up status (not measured) until every agent did, 5 tries
-for try in 1 2 3 4 5; do
-	"$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" --timeout 30s --json -q \
-		>"$W/warm.json" 2>/dev/null && break
-	[ $try = 5 ] && die "not every agent answers: $(failures warm)"
-done
-t_up=$(now)
 # --ksm: merging settles (two more full scans, pages_sharing grown < 1% over the
 # last), then ksmd stops, so that it takes no CPU from what is measured
 KSM_NOTE=""
@@ -252,6 +245,22 @@ if [ $KSM = 1 ]; then
 	KSM_NOTE="KSM: $(cat $KSMD/pages_sharing) pages sharing $(cat $KSMD/pages_shared), then stopped"
 	echo "fanout_bench: $KSM_NOTE, MemAvailable $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
 fi
+# ... and answers: a warm-up status (not measured), 64 at a time with 60 s each (at
+# 10,000 agents on 2 cores the default pool's 625 handshakes at once left 775 agents
+# without an answer in 30 s, five times over); a host that never answers is counted
+# and named, not fatal: the figures are still worth having, with the count beside them
+warm_ok=0
+for try in 1 2 3; do
+	"$F" status --fabric --inventory "$W/inventory" "${VIEWER[@]}" --parallel 64 --timeout 60s \
+		--json -q >"$W/warm.json" 2>/dev/null && { warm_ok=$N; break; }
+	warm_ok=$(python3 -c 'import json,sys
+try:
+    print(sum(h["exit"] == 0 for h in json.load(open(sys.argv[1]))["hosts"]))
+except (OSError, ValueError, KeyError, TypeError):
+    print(0)' "$W/warm.json")
+done
+[ "$warm_ok" = "$N" ] || echo "fanout_bench: warm-up: $warm_ok of $N answered: $(failures warm)" >&2
+t_up=$(now)
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || die "agent $p died: $(tail -3 "$W/agents.err")"; done
 # the PSS of the agents and of their TLS front-ends (their children)
 agents_pss=$(for p in "${PIDS[@]}" $(for q in "${PIDS[@]}"; do cat "/proc/$q/task/$q/children" 2>/dev/null; done); do
