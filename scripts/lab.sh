@@ -685,6 +685,7 @@ start_qemu() {
 		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
 		-append "console=ttyS0 panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$(lab_keep)"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
+		-virtfs "local,path=/usr,mount_tag=hostusr,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=$hd,mount_tag=labshare,security_model=passthrough,multidevs=remap"
 		"${nicargs[@]}"
 		-pidfile "$hd/qemu.pid" -daemonize
