@@ -384,13 +384,23 @@ main() {
 	((reapply_writes_ok)) || die "a re-apply made netlink writes (must be 0)"
 }
 
+# In the guest, fabricctl runs from a copy in its tmpfs, as the inputs do: the build
+# directory is on the lab's uncached 9p mount, where every start read the binary from
+# the host again (a host's own disk keeps it in the page cache); ip is in /usr, which
+# the guests cache (docs/lab.md).
+guest_binary() {
+	mkdir -p /tmp/fctl-bench-bin && install -m 0755 "$FCTL" /tmp/fctl-bench-bin/fabricctl &&
+		FCTL=/tmp/fctl-bench-bin/fabricctl
+}
 case "${1:-}" in
 __guest)
 	shift
+	guest_binary || die "cannot copy $FCTL into the guest's /tmp"
 	guest_round "$@"
 	;;
 __breakdown)
 	shift
+	guest_binary || die "cannot copy $FCTL into the guest's /tmp"
 	guest_breakdown "$@"
 	;;
 *) main "$@" ;;
