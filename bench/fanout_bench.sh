@@ -28,7 +28,9 @@
 # Needs root, a build in build/ (FCTL_BUILD_DIR=DIR for another), python3, ip, ss,
 # /usr/bin/time. Refuses (exit 1, "FAILED: ...") when the machine lacks the memory
 # for N agents. Stops every agent it started, by PID, and removes its namespaces and
-# its directory (/var/tmp/fctl-fanout-bench.XXXXXX) on exit, whatever happens.
+# its directory (/var/tmp/fctl-fanout-bench.XXXXXX, or under FCTL_BENCH_TMPDIR: a tmpfs
+# such as /dev/shm spares 10,000 agents' first start the disk's fsyncs of their audit
+# keys) on exit, whatever happens.
 # Ends with one line: BENCH {json}.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,7 +67,7 @@ if [ $KSM = 1 ]; then
 	KSM_SAVED=$(for k in run pages_to_scan sleep_millisecs; do echo "$k $(cat $KSMD/$k)"; done)
 fi
 
-W=$(mktemp -d /var/tmp/fctl-fanout-bench.XXXXXX) || die "mktemp"
+W=$(mktemp -d "${FCTL_BENCH_TMPDIR:-/var/tmp}/fctl-fanout-bench.XXXXXX") || die "mktemp"
 chmod 0755 "$W"
 PIDS=() STOPPED=() NSNAMES=()
 NSPFX=fctl-fb$$-
