@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#ifdef FCTL_TEST_HOOKS
+#include <poll.h>
+#endif
 
 #include "fctl/profile.h"
 #include "yaml_tree_int.h"
@@ -742,6 +745,14 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	build(&c, root, p);
 	ynode_free(root);
 	*out = p;
+#ifdef FCTL_TEST_HOOKS
+	/* FCTL_TEST_HOLD_PROFILE_MS=N: stay N ms with the parsed profile in memory, so that an
+	 * attack test finds a sandboxed agent worker alive at that point (tests/security/
+	 * privsep.sh), however slow the machine; poll is in the worker's seccomp filter */
+	const char *hold = getenv("FCTL_TEST_HOLD_PROFILE_MS");
+	if (hold && atoi(hold) > 0)
+		poll(NULL, 0, atoi(hold));
+#endif
 	return 0;
 }
 

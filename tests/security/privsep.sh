@@ -7,7 +7,8 @@
 # plan of a large (legal) profile, slow enough to catch its worker in /proc while it
 # parses: that worker must run as worker_user (nobody), with CapEff 0, NoNewPrivs 1 and
 # Seccomp 2 (a filter), and its memory must hold neither the TLS key's PEM text nor the
-# SAK. A writing worker (apply) is re-executed too (a fresh image without the key).
+# SAK (each profile parse is held 3 s by FCTL_TEST_HOLD_PROFILE_MS, in test builds only,
+# so the catch does not depend on the machine's speed). A writing worker (apply) is re-executed too (a fresh image without the key).
 # Then the TLS front-end (frontend.py): TLS was terminated, its key held and frames
 # decoded in the root agent with CAP_NET_ADMIN. The process with the TLS listener that
 # is not the agent must exist and run as nobody, CapEff 0, NoNewPrivs 1, Seccomp 2 and
@@ -22,7 +23,10 @@ NAME=privsep
 . "$(dirname "${BASH_SOURCE[0]}")/lib/agent.bash"
 NOBODY=$(id -u nobody 2>/dev/null) || die "no user nobody"
 
-start_agent $(agent_args) --max-frame 16777216 --max-buffered 67108864
+# every profile this agent or its workers parse is held in memory 3 s (a test hook, not in
+# release builds): a worker is caught alive after its parse however slow the machine (an
+# ASan build beside two lab VMs missed it six times in a row)
+FCTL_TEST_HOLD_PROFILE_MS=3000 start_agent $(agent_args) --max-frame 16777216 --max-buffered 67108864
 # the agent never loaded the TLS key: none of it in its memory before any TLS connection
 "$PY" "$ROOT/tests/security/lib/frontend.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" \
 	"$T/audit/agent.log" "$F" "$SOCK" start >"$T/frontend.out" 2>&1
