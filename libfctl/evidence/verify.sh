@@ -24,7 +24,7 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 die() { echo "verify.sh: $*" >&2; exit 2; }
-for t in openssl jq sha256sum tar find awk; do command -v $t >/dev/null || die "needs $t"; done
+for t in openssl jq sha256sum stat tar find awk; do command -v $t >/dev/null || die "needs $t"; done
 
 MANIFEST_TYPE=application/vnd.fabricctl.evidence-manifest+json
 INTOTO_TYPE=application/vnd.in-toto+json
@@ -288,7 +288,8 @@ else
 fi
 
 # --- 2. the files: exactly the ones the signed manifest lists, each with its size and digest --
-declare -A LISTED=() DIRS=() FSHA=()
+declare -A LISTED=() DIRS=() FSHA=() WANT_SIZE=() WANT_SHA=() GOT_SIZE=() GOT_SHA=()
+FN=()
 LISTED[MANIFEST.json]=1 LISTED[MANIFEST.dsse.json]=1
 fbad=0 nf=0
 while IFS=$'\t' read -r name fsize digest; do
@@ -304,13 +305,25 @@ while IFS=$'\t' read -r name fsize digest; do
 	if [ -L "$name" ] || [ ! -f "$name" ]; then
 		bad "files: $name (listed in the manifest) is missing or not a regular file"
 		fbad=1
-	elif [ "$(size "$name")" != "$fsize" ] || [ "$(sha <"$name")" != "$digest" ]; then
+	else
+		FN+=("$name") WANT_SIZE[$name]=$fsize WANT_SHA[$name]=$digest
+	fi
+done < <(jq -r '.files[]? | [.name, .size, .sha256] | @tsv' "$M" 2>/dev/null)
+# the sizes and digests of all of them in two processes, not two a file; each read back by
+# its name (safe names: no blank, no backslash, printed as given), so a file that vanished
+# meanwhile leaves no value and fails instead of shifting the others
+if [ ${#FN[@]} -gt 0 ]; then
+	while read -r v n; do GOT_SIZE[$n]=$v; done < <(stat -c '%s %n' -- "${FN[@]}" 2>/dev/null)
+	while read -r v n; do GOT_SHA[$n]=$v; done < <(sha256sum -- "${FN[@]}" 2>/dev/null)
+fi
+for name in "${FN[@]}"; do
+	if [ "${GOT_SIZE[$name]:-x}" != "${WANT_SIZE[$name]}" ] || [ "${GOT_SHA[$name]:-x}" != "${WANT_SHA[$name]}" ]; then
 		bad "files: $name does not match its size and SHA-256 in the signed manifest"
 		fbad=1
 	else
-		FSHA[$name]=$digest # this file, with this digest (for the statements' subjects)
+		FSHA[$name]=${WANT_SHA[$name]} # this file, with this digest (for the statements' subjects)
 	fi
-done < <(jq -r '.files[]? | [.name, .size, .sha256] | @tsv' "$M" 2>/dev/null)
+done
 # every entry of the directory, dotfiles, directories and odd names included
 while IFS= read -r -d '' ent; do
 	kind=${ent:0:1} name=${ent:2}

@@ -62,8 +62,12 @@ cp "$T/good/verify.sh" "$V"
 PIN=(--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/host/audit.pub")
 ATT=attestations.intoto.jsonl
 
-# verify_in DIR ARGS...: verify.sh inside DIR, output in $T/out, its exit status
-verify_in() { (cd "$1" && shift && bash "$V" "$@") >"$T/out" 2>&1; }
+# verify_in DIR ARGS...: verify.sh inside DIR, output in $T/out, its exit status. Its
+# python3 is the system's, as on an auditor's Debian machine: a version manager's shim
+# first in PATH (pyenv on the build machines) costs a shell script and five programs
+# per call, and this test runs verify.sh about 75 times
+VPATH=/usr/bin:/bin:$PATH
+verify_in() { (cd "$1" && shift && PATH=$VPATH bash "$V" "$@") >"$T/out" 2>&1; }
 # expect_ok NAME DIR ARGS... / expect_fail NAME REASON-REGEX DIR ARGS...
 expect_ok() {
 	local name=$1 dir=$2
