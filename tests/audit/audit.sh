@@ -167,7 +167,7 @@ fi
 # --- crash: kill -9 mid-append ---
 # needs the tear hook, which only a build configured with -DFCTL_TEST_HOOKS=ON has
 if ! grep -qa FCTL_AUDIT_TEST_TEAR "$FCTL"; then
-	echo "SKIP: kill -9 mid-append: $FCTL was built without -DFCTL_TEST_HOOKS=ON"
+	fail "kill -9 mid-append" "cannot run: $FCTL was built without -DFCTL_TEST_HOOKS=ON (the tear hook)"
 else
 	newlog crash
 	fill 2

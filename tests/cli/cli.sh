@@ -49,7 +49,7 @@ command -v python3 >/dev/null 2>&1 && have_py=1
 # json NAME JQ_FILTER: the last output is valid JSON and the filter holds
 json() {
 	if [ $have_jq -eq 0 ]; then
-		skip "$1" "jq is not installed"
+		fail "$1" "cannot run: jq is not installed"
 		return
 	fi
 	if ! jq -e . "$TMP/out" >/dev/null 2>&1; then
@@ -63,7 +63,7 @@ json() {
 
 xml() {
 	if [ $have_py -eq 0 ]; then
-		skip "$1" "python3 is not installed"
+		fail "$1" "cannot run: python3 is not installed"
 		return
 	fi
 	if python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' \
@@ -78,7 +78,7 @@ xml() {
 # file= and line= attributes
 junit_failures() {
 	if [ $have_py -eq 0 ]; then
-		skip "$1" "python3 is not installed"
+		fail "$1" "cannot run: python3 is not installed"
 		return
 	fi
 	if python3 - "$TMP/out" "$2" <<-'PY' 2>"$TMP/err"; then pass "$1"; else fail "$1"; fi

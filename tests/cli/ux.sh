@@ -53,7 +53,7 @@ command -v python3 >/dev/null 2>&1 && have_py=1
 # json NAME JQ_FILTER: the last output is valid JSON and the filter holds
 json() {
 	if [ $have_jq -eq 0 ]; then
-		skip "$1" "jq is not installed"
+		fail "$1" "cannot run: jq is not installed"
 	elif ! jq -e . "$TMP/out" >/dev/null 2>&1; then
 		fail "$1" "not valid JSON"
 	elif ! jq -e "$2" "$TMP/out" >/dev/null 2>&1; then
@@ -161,7 +161,7 @@ if command -v bash >/dev/null 2>&1; then
 	[ $? -eq 2 ] && grep_out "apply of a pipe: a usage error that says why" "regular file" "$TMP/err" ||
 		fail "apply of a pipe: exit 2"
 else
-	skip "validate <(cat FILE)" "bash is not installed"
+	fail "validate <(cat FILE)" "cannot run: bash is not installed"
 fi
 mkdir "$TMP/nofiles"
 run "validate --json of a directory without profiles: exit 2" 2 validate --json "$TMP/nofiles" &&
@@ -278,7 +278,7 @@ junit_check() {
 	name=$1
 	shift
 	if [ $have_py -eq 0 ]; then
-		skip "$name" "python3 is not installed"
+		fail "$name" "cannot run: python3 is not installed"
 	elif python3 "$SRC/tests/cli/junit_check.py" "$TMP/out" "$@" >"$TMP/py" 2>&1; then
 		pass "$name"
 	else
