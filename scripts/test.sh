@@ -5,16 +5,18 @@
 #      (both builds with -DFCTL_TEST_HOOKS=ON: the lab tests inject faults)
 #   release-hooks: a Release build without that option carries no test hook
 #   package: the Debian package (scripts/package.sh): lintian, dpkg -i, the installed
-#            files and units, dpkg --purge (tests/package/package.sh)
+#            files and units, dpkg --purge (tests/package/package.sh; with the lab, the
+#            first step of lab-package, which then runs the pipeline with the package)
 #   3. libFuzzer over the profile parser, bounded time (clang)
 #   4. the real-kernel lab: qemu VMs with Debian's stock kernel 6.1 and with 6.12
 #        smoke (the lab itself), nl_live (netlink layer), apply (apply engine), wiring,
 #        probe, agent, the CI pipeline from fresh clones under /root and /tmp, the
 #        package in the lab, rotation, metrics, pull, confirm; netlink, apply and
 #        rotation on 6.12
-# After the build and the lab setup, two lanes run side by side: "host" (1-3, then the
-# 6.12 lab suites and the ASan apply in the lab) and "lab" (the 6.1 lab suites and the
-# package, which owns dpkg); FCTL_TEST_LANES=1 runs them one after the other.
+# After the build and the lab setup, two lanes run side by side: "host" (1-3 and the ASan
+# apply in the lab, then lab suites) and "lab" (lab suites from the start). The lab suites
+# are one queue, longest first, that both lanes take from, so the lanes end together;
+# FCTL_TEST_LANES=1 runs the lanes one after the other.
 # Needs root (packages, qemu lab, netlink). A suite that cannot run FAILS; none
 # is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
 # on any failure.
@@ -36,7 +38,7 @@ export SUITE_LOGS
 
 log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; }
 suite() { # name, timeout seconds, command...
-	local name=$1 limit=$2 rc
+	local name=$1 limit=$2 rc t0=$SECONDS
 	shift 2
 	log "$name"
 	# into the suite's own log (for the digest at the end), then printed: a file, not a
@@ -46,13 +48,15 @@ suite() { # name, timeout seconds, command...
 	cat "$SUITE_LOGS/$name.log"
 	if [ $rc -eq 0 ]; then
 		PASSED+=("$name")
-		echo "--- suite $name: PASS"
+		echo "--- suite $name: PASS ($((SECONDS - t0)) s)"
 	else
 		[ $rc -eq 124 ] && echo "--- suite $name: TIMED OUT after ${limit}s"
 		FAILED+=("$name")
-		echo "--- suite $name: FAIL (exit $rc)"
+		echo "--- suite $name: FAIL (exit $rc, $((SECONDS - t0)) s)"
 	fi
+	suite_ended "$name" $rc $((SECONDS - t0))
 }
+suite_ended() { :; } # name rc seconds: the lanes print it as progress
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 # the end of a long run is what a CI page shows: each failed suite's FAIL lines again
 # there (else its last lines), so the reason is not 10,000 lines up
@@ -109,7 +113,8 @@ release_hooks_check() { # dir
 			continue
 		fi
 		for s in FCTL_TEST_FAIL_AT_OP FCTL_TEST_CRASH_AFTER_OP FCTL_AUDIT_TEST_TEAR \
-			FCTL_KEYMGR_TEST_HOOK FCTL_TEST_SWAP_PROFILE; do
+			FCTL_KEYMGR_TEST_HOOK FCTL_TEST_SWAP_PROFILE FCTL_TEST_HOLD_PROFILE_MS \
+			FCTL_TEST_STOP_AFTER_APPLY; do
 			if grep -qa "$s" "$ROOT/$dir/$bin"; then
 				echo "release-hooks: $dir/$bin contains the test hook $s" >&2
 				rc=1
@@ -136,8 +141,9 @@ release_build() {
 }
 export -f release_build
 
-# Lane "host": the tests on this machine (unit, sanitizers, release, fuzz), then the lab
-# suites on Debian's 6.12 and the ASan apply in the lab (it needs the ASan build).
+# Lane "host": the tests on this machine (unit, sanitizers, release, fuzz) and the ASan
+# apply in the lab (it needs the ASan build); then, like the lab lane, lab suites from
+# the shared queue below until none is left.
 host_lane() {
 	if want unit; then
 		suite unit 900 ctest --test-dir "$ROOT/build" --output-on-failure --timeout 600
@@ -166,6 +172,11 @@ host_lane() {
 		# there, and "security" ran it; here it would only double the lane's longest test
 		suite asan-security 2400 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 FCTL_SECURITY_EXCLUDE=evidence_tamper \
 			tests/security/run.sh "$ROOT/build-asan"
+		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
+		if want lab; then
+			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
+				FCTL_BUILD_DIR="$ROOT/build-asan" tests/lab/apply.sh
+		fi
 	fi
 	if want release; then
 		suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
@@ -174,90 +185,142 @@ host_lane() {
 	if want fuzz; then
 		suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
 	fi
-	if want lab; then
-		# the kernels users run: the netlink, apply and rotation suites again on Debian's
-		# 6.12 (docs/lab.md, "Kernels"); the lab lane runs them on the stock 6.1. The
-		# rotation phases that exercise the kernel: 6 rotations under a stream, XPN.
-		suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
-			FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
-		suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
-			FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-		suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" ROTATIONS=6 \
-			FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/rotation.sh
-		# MKA through Debian's wpa_supplicant 2.10: both ends fabricctl, a wrong CAK, the peer
-		# killed and restarted, interop with a hand-configured peer, the key server moving
-		suite lab-mka 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/mka.sh
-		# fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge
-		# in two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with
-		# the reason, the repair resumes it (tests/lab/slurm.sh)
-		suite lab-slurm 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/slurm.sh
-		# rekey failures other MACsec stacks hit in the field (SONiC): counters across a
-		# rekey, a retirement that touches only the old key, keymgr killed mid-rotation and
-		# reconciled from the kernels, a delete and an install of one AN in one frame
-		suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/rekey_regress.sh
-		# confirmed apply: confirm in time; a change that cuts the path to the host rolled
-		# back by the host's watchdog at the deadline; the CLI killed -9 after its apply;
-		# the same through h2's agent (apply/confirm --target, a viewer's confirm refused)
-		suite lab-confirm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/confirm.sh
-		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
-		if want asan; then
-			suite lab-apply-asan 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-asan \
-				FCTL_BUILD_DIR="$ROOT/build-asan" tests/lab/apply.sh
-		fi
-		# the agent's pull mode: a ConfigMap-style profile directory, new versions by the
-		# kubelet's ..data symlink swap: applied, an invalid one refused, a failing one
-		# rolled back (tests/lab/pull.sh, one VM). In this lane since asan-security no longer
-		# runs evidence_tamper: the lab lane was the longer one by about its length.
-		suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/pull.sh
-	fi
+	queue_drain
 }
 
-# Lane "lab": the real-kernel lab on Debian 12's stock kernel (each suite tears its lab
-# down, even on failure), and the Debian package (it installs and purges the package: one
-# lane owns dpkg).
+# The lab suites (each tears its lab down, even on failure), one function each, in the
+# order the lanes take them: the longest first, so that the two lanes end close together
+# (a fixed split left one lane 20 minutes behind the other). Each lab suite has its own lab
+# directory and the lab picks free TCP ports, so any two may run at once; only q_package
+# runs dpkg, so one lane at a time does.
+# (Seconds in a full run at load 4 to 6, 2026-12-02: rotation 944, metrics 552, apply-6.12
+# 490, rotation-6.12 289, apply 278, probe 249, agent 243, ci-root 204, ci-tmp 199, package
+# and lab-package 209, wiring 143, netlink-6.12 120, smoke 81, netlink 73; mka, rekey, slurm,
+# confirm and pull not yet timed alone, placed by their earlier wall clocks.)
+QUEUE=(q_rotation q_mka q_metrics q_rekey q_apply_612 q_slurm q_confirm q_rotation_612 q_apply
+	q_pull q_probe q_agent q_package q_ci_root q_ci_tmp q_wiring q_netlink_612 q_smoke q_netlink)
+# make-before-break key rotation: 8 rotations under a sequence-numbered stream, faults,
+# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
+q_rotation() {
+	suite lab-rotation 2400 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/rotation.sh
+}
+# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
+# wrong key and rotations asserted with PromQL, promtool on real scrapes
+q_metrics() {
+	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/metrics.sh
+}
+# MKA through Debian's wpa_supplicant 2.10: both ends fabricctl, a wrong CAK, the peer
+# killed and restarted, interop with a hand-configured peer, the key server moving
+q_mka() {
+	suite lab-mka 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/mka.sh
+}
+# the Debian package: built, linted, installed and checked on this machine by package.sh
+# (its checks printed there), then the pipeline in the lab with /usr/sbin/fabricctl, then
+# purged, nothing left. Without "lab" in FCTL_TEST_ONLY, package.sh alone (queue_drain).
+q_package() {
+	suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
+		bash tests/lab/package_lab.sh
+}
+# rekey failures other MACsec stacks hit in the field (SONiC): counters across a rekey, a
+# retirement that touches only the old key, keymgr killed mid-rotation and reconciled from
+# the kernels, a delete and an install of one AN in one frame
+q_rekey() {
+	suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/rekey_regress.sh
+}
+# fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge in
+# two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with the
+# reason, the repair resumes it (tests/lab/slurm.sh)
+q_slurm() {
+	suite lab-slurm 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/slurm.sh
+}
+# the kernels users run: the netlink, apply and rotation suites again on Debian's 6.12
+# (docs/lab.md, "Kernels"). The rotation phases that exercise the kernel: 6 rotations
+# under a stream, XPN.
+q_rotation_612() {
+	suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" ROTATIONS=6 \
+		FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/rotation.sh
+}
+q_apply_612() {
+	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
+		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
+}
+q_netlink_612() {
+	suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
+		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
+}
+# the CI pipeline from fresh clones of this tree under /root and under /tmp (the guests'
+# own tmpfs), each built there: no checkout path is assumed
+q_ci_root() {
+	suite lab-ci-pipeline-root 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-root FCTL_JOBS="$JOBS" \
+		bash tests/lab/from_clone.sh /root tests/lab/ci_pipeline.sh
+}
+q_ci_tmp() {
+	suite lab-ci-pipeline-tmp 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-tmp FCTL_JOBS="$JOBS" \
+		bash tests/lab/from_clone.sh /tmp tests/lab/ci_pipeline.sh
+}
+q_agent() {
+	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/agent.sh
+}
+q_apply() {
+	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/apply.sh
+}
+# the agent's pull mode: a ConfigMap-style profile directory, new versions by the kubelet's
+# ..data symlink swap: applied, an invalid one refused, a failing one rolled back (one VM)
+q_pull() {
+	suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/pull.sh
+}
+q_probe() {
+	suite lab-probe 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-probe FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/probe.sh
+}
+# confirmed apply: confirm in time; a change that cuts the path to the host rolled back by
+# the host's watchdog at the deadline; the CLI killed -9 after its apply; the same through
+# h2's agent (apply/confirm --target, a viewer's confirm refused)
+q_confirm() {
+	suite lab-confirm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
+		bash tests/lab/confirm.sh
+}
+q_netlink() {
+	suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/nl_live.sh
+}
+q_wiring() {
+	suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
+		tests/lab/wiring.sh
+}
+q_smoke() {
+	suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
+}
+# Takes the queue's items one after another, each one no other lane took: a lane claims an
+# item by creating its directory (mkdir is atomic). Only with "lab" in FCTL_TEST_ONLY, but
+# for q_package, which "package" alone also runs (its lab half then not).
+queue_drain() {
+	local q
+	for q in "${QUEUE[@]}"; do
+		if ! want lab; then
+			[ "$q" = q_package ] && want package || continue
+		fi
+		mkdir "$LANES/claim-$q" 2>/dev/null || continue
+		if [ "$q" = q_package ] && ! want lab; then
+			suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
+		else
+			"$q"
+		fi
+	done
+}
+
+# Lane "lab": lab suites from the queue from the start.
 lab_lane() {
-	if want lab; then
-		suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
-		suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
-			tests/lab/nl_live.sh
-		suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
-			tests/lab/apply.sh
-		suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
-			tests/lab/wiring.sh
-		suite lab-probe 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-probe FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/probe.sh
-		suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/agent.sh
-		# the CI pipeline from fresh clones of this tree under /root and under /tmp (the
-		# guests' own tmpfs), each built there: no checkout path is assumed
-		suite lab-ci-pipeline-root 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-root FCTL_JOBS="$JOBS" \
-			bash tests/lab/from_clone.sh /root tests/lab/ci_pipeline.sh
-		suite lab-ci-pipeline-tmp 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-tmp FCTL_JOBS="$JOBS" \
-			bash tests/lab/from_clone.sh /tmp tests/lab/ci_pipeline.sh
-	fi
-	# the Debian package: built, linted, installed, checked and purged on this machine
-	if want package; then
-		suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
-	fi
-	if want lab; then
-		# the Debian package installed, the pipeline in the lab with /usr/sbin/fabricctl, purged
-		suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
-			bash tests/lab/package_lab.sh
-		# make-before-break key rotation: 8 rotations under a sequence-numbered stream, faults,
-		# and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
-		suite lab-rotation 2400 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/rotation.sh
-		# the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
-		# wrong key and rotations asserted with PromQL, promtool on real scrapes
-		suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
-			bash tests/lab/metrics.sh
-	fi
+	queue_drain
 }
 
 # 4. the lab's kernels and initramfs first (apt runs here, never beside a lane)
@@ -269,6 +332,7 @@ fi
 # output goes to its log, printed whole when the lane ends; a line per suite start shows
 # progress meanwhile. Lanes share no lab directory, no dpkg and no fixed port.
 LANES=$(mktemp -d /tmp/fctl-test-lanes.XXXXXX)
+export LANES
 exec 3>&1
 lane_log() { # the load average beside each start: where a slow run's time went
 	printf '[%s] %s (%ds, load %s)\n' "$LANE" "$*" "$(($(date +%s) - T0))" \
@@ -278,6 +342,7 @@ lane_run() { # name function
 	local LANE=$1
 	PASSED=() FAILED=()
 	log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; lane_log "$*"; }
+	suite_ended() { lane_log "$1 ended: $([ "$2" = 0 ] && echo PASS || echo "FAIL, exit $2") in $3 s"; }
 	"$2" >"$LANES/$LANE.log" 2>&1
 	{ printf 'PASS %s\n' "${PASSED[@]}"; printf 'FAIL %s\n' "${FAILED[@]}"; } |
 		grep -v '^[A-Z]* $' >"$LANES/$LANE.result"
