@@ -199,24 +199,23 @@ host_lane() {
 # confirm and pull not yet timed alone, placed by their earlier wall clocks.)
 QUEUE=(q_rotation q_mka q_metrics q_rekey q_apply_612 q_slurm q_confirm q_rotation_612 q_apply
 	q_pull q_probe q_agent q_package q_ci_root q_ci_tmp q_wiring q_netlink_612 q_smoke q_netlink)
+# lab_suite NAME LIMIT DIR SCRIPT [VAR=VALUE...]: a lab suite with this build's programs,
+# its lab in /var/tmp/fabricctl-lab-DIR (nl_live.sh and smoke.sh name theirs by a variable
+# of their own, given among the VAR=VALUE)
+lab_suite() {
+	local name=$1 limit=$2 dir=/var/tmp/fabricctl-lab-$3 script=$4
+	shift 4
+	suite "$name" "$limit" env FCTL_LAB_DIR="$dir" FCTL_BUILD_DIR="$ROOT/build" "$@" bash "$script"
+}
 # make-before-break key rotation: 8 rotations under a sequence-numbered stream, faults,
 # and the PKCS#11 (SoftHSM2) and KMIP (PyKMIP) backends inside the lab
-q_rotation() {
-	suite lab-rotation 2400 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/rotation.sh
-}
+q_rotation() { lab_suite lab-rotation 2400 rotation tests/lab/rotation.sh; }
 # the agents' metrics through a real Prometheus inside the lab: apply, probe, drift, a
 # wrong key and rotations asserted with PromQL, promtool on real scrapes
-q_metrics() {
-	suite lab-metrics 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-metrics FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/metrics.sh
-}
+q_metrics() { lab_suite lab-metrics 1200 metrics tests/lab/metrics.sh; }
 # MKA through Debian's wpa_supplicant 2.10: both ends fabricctl, a wrong CAK, the peer
 # killed and restarted, interop with a hand-configured peer, the key server moving
-q_mka() {
-	suite lab-mka 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-mka FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/mka.sh
-}
+q_mka() { lab_suite lab-mka 1500 mka tests/lab/mka.sh; }
 # the Debian package: built, linted, installed and checked on this machine by package.sh
 # (its checks printed there), then the pipeline in the lab with /usr/sbin/fabricctl, then
 # purged, nothing left. Without "lab" in FCTL_TEST_ONLY, package.sh alone (queue_drain).
@@ -227,79 +226,44 @@ q_package() {
 # rekey failures other MACsec stacks hit in the field (SONiC): counters across a rekey, a
 # retirement that touches only the old key, keymgr killed mid-rotation and reconciled from
 # the kernels, a delete and an install of one AN in one frame
-q_rekey() {
-	suite lab-rekey-regress 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rekey FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/rekey_regress.sh
-}
+q_rekey() { lab_suite lab-rekey-regress 1500 rekey tests/lab/rekey_regress.sh; }
 # fabricctl node-check as Slurm's HealthCheckProgram with Debian's slurm-wlm and munge in
 # two VMs: healthy nodes take jobs, a SecY down or a wrong key drains the node with the
 # reason, the repair resumes it (tests/lab/slurm.sh)
-q_slurm() {
-	suite lab-slurm 1500 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-slurm FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/slurm.sh
-}
+q_slurm() { lab_suite lab-slurm 1500 slurm tests/lab/slurm.sh; }
 # the kernels users run: the netlink, apply and rotation suites again on Debian's 6.12
 # (docs/lab.md, "Kernels"). The rotation phases that exercise the kernel: 6 rotations
 # under a stream, XPN.
 q_rotation_612() {
-	suite lab-rotation-6.12 1500 env FCTL_LAB_KERNEL=6.12 ROTATION_PHASES="1 5" ROTATIONS=6 \
-		FCTL_LAB_DIR=/var/tmp/fabricctl-lab-rotation-612 FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/rotation.sh
+	lab_suite lab-rotation-6.12 1500 rotation-612 tests/lab/rotation.sh FCTL_LAB_KERNEL=6.12 \
+		ROTATION_PHASES="1 5" ROTATIONS=6
 }
-q_apply_612() {
-	suite lab-apply-6.12 1200 env FCTL_LAB_KERNEL=6.12 FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply-612 \
-		FCTL_BUILD_DIR="$ROOT/build" tests/lab/apply.sh
-}
+q_apply_612() { lab_suite lab-apply-6.12 1200 apply-612 tests/lab/apply.sh FCTL_LAB_KERNEL=6.12; }
 q_netlink_612() {
-	suite lab-netlink-6.12 900 env FCTL_LAB_KERNEL=6.12 FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612 \
-		FCTL_BUILD_DIR="$ROOT/build" tests/lab/nl_live.sh
+	lab_suite lab-netlink-6.12 900 nl-612 tests/lab/nl_live.sh FCTL_LAB_KERNEL=6.12 \
+		FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612
 }
 # the CI pipeline from fresh clones of this tree under /root and under /tmp (the guests'
-# own tmpfs), each built there: no checkout path is assumed
-q_ci_root() {
-	suite lab-ci-pipeline-root 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-root FCTL_JOBS="$JOBS" \
-		bash tests/lab/from_clone.sh /root tests/lab/ci_pipeline.sh
+# own tmpfs), each built there (so no FCTL_BUILD_DIR): no checkout path is assumed
+q_ci() { # root|tmp
+	suite "lab-ci-pipeline-$1" 900 env FCTL_LAB_DIR="/var/tmp/fabricctl-lab-ci-$1" FCTL_JOBS="$JOBS" \
+		bash tests/lab/from_clone.sh "/$1" tests/lab/ci_pipeline.sh
 }
-q_ci_tmp() {
-	suite lab-ci-pipeline-tmp 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-ci-tmp FCTL_JOBS="$JOBS" \
-		bash tests/lab/from_clone.sh /tmp tests/lab/ci_pipeline.sh
-}
-q_agent() {
-	suite lab-agent 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-agent FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/agent.sh
-}
-q_apply() {
-	suite lab-apply 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-apply FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/apply.sh
-}
+q_ci_root() { q_ci root; }
+q_ci_tmp() { q_ci tmp; }
+q_agent() { lab_suite lab-agent 900 agent tests/lab/agent.sh; }
+q_apply() { lab_suite lab-apply 1200 apply tests/lab/apply.sh; }
 # the agent's pull mode: a ConfigMap-style profile directory, new versions by the kubelet's
 # ..data symlink swap: applied, an invalid one refused, a failing one rolled back (one VM)
-q_pull() {
-	suite lab-pull 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-pull FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/pull.sh
-}
-q_probe() {
-	suite lab-probe 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-probe FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/probe.sh
-}
+q_pull() { lab_suite lab-pull 1200 pull tests/lab/pull.sh; }
+q_probe() { lab_suite lab-probe 900 probe tests/lab/probe.sh; }
 # confirmed apply: confirm in time; a change that cuts the path to the host rolled back by
 # the host's watchdog at the deadline; the CLI killed -9 after its apply; the same through
 # h2's agent (apply/confirm --target, a viewer's confirm refused)
-q_confirm() {
-	suite lab-confirm 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-confirm FCTL_BUILD_DIR="$ROOT/build" \
-		bash tests/lab/confirm.sh
-}
-q_netlink() {
-	suite lab-netlink 900 env FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/nl_live.sh
-}
-q_wiring() {
-	suite lab-wiring 900 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-wiring FCTL_BUILD_DIR="$ROOT/build" \
-		tests/lab/wiring.sh
-}
-q_smoke() {
-	suite lab-smoke 600 env FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke tests/lab/smoke.sh
-}
+q_confirm() { lab_suite lab-confirm 900 confirm tests/lab/confirm.sh; }
+q_netlink() { lab_suite lab-netlink 900 nl tests/lab/nl_live.sh FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl; }
+q_wiring() { lab_suite lab-wiring 900 wiring tests/lab/wiring.sh; }
+q_smoke() { lab_suite lab-smoke 600 smoke tests/lab/smoke.sh FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke; }
 # Takes the queue's items one after another, each one no other lane took: a lane claims an
 # item by creating its directory (mkdir is atomic). Only with "lab" in FCTL_TEST_ONLY, but
 # for q_package, which "package" alone also runs (its lab half then not).
