@@ -120,7 +120,10 @@ profile "$WORK/wrong.yaml" wrong.key
 lab up --hosts 2 --lifetime 2400 --boot-timeout 400 >/dev/null || { fail setup "lab.sh up failed"; done_; }
 
 # ping FROM_HOST TO_ADDR: 0 when replies came (bounded: MKA needs a few hellos)
-ping_ok() { on "$1" sh -c "for i in 1 2 3 4 5 6 7 8 9 10; do ping -c 2 -W 2 -q $2 >/dev/null && exit 0; done; exit 1"; }
+# up to about 60 s: ten tries 2 s apart. Without the pause, a SecY not there yet ("Network
+# is unreachable": ping fails at once) used all ten tries in a second or two, and a CI run
+# beside a busy lab failed agent-setup that way while MKA was still coming up.
+ping_ok() { on "$1" sh -c "for i in 1 2 3 4 5 6 7 8 9 10; do ping -c 2 -W 2 -q $2 >/dev/null 2>&1 && exit 0; sleep 2; done; exit 1"; }
 ping_fails() { ! on "$1" ping -c 3 -W 2 -q "$2" >/dev/null 2>&1; }
 mka_json() { on "$1" sh -c "$F show --json | jq -c '.mka[0]'"; }
 # jq -e on INPUT, which must not be empty (jq 1.6 -e exits 0 on no input at all)
