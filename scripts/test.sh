@@ -38,23 +38,24 @@ export SUITE_LOGS
 
 log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; }
 suite() { # name, timeout seconds, command...
-	local name=$1 limit=$2 rc t0=$SECONDS
+	local name=$1 limit=$2 rc secs t0=$SECONDS
 	shift 2
 	log "$name"
 	# into the suite's own log (for the digest at the end), then printed: a file, not a
 	# pipe, so a process a suite left behind holding its output cannot hold the run
 	timeout --kill-after=30 "$limit" "$@" >"$SUITE_LOGS/$name.log" 2>&1
 	rc=$?
+	secs=$((SECONDS - t0))
 	cat "$SUITE_LOGS/$name.log"
 	if [ $rc -eq 0 ]; then
 		PASSED+=("$name")
-		echo "--- suite $name: PASS ($((SECONDS - t0)) s)"
+		echo "--- suite $name: PASS ($secs s)"
 	else
 		[ $rc -eq 124 ] && echo "--- suite $name: TIMED OUT after ${limit}s"
 		FAILED+=("$name")
-		echo "--- suite $name: FAIL (exit $rc, $((SECONDS - t0)) s)"
+		echo "--- suite $name: FAIL (exit $rc, $secs s)"
 	fi
-	suite_ended "$name" $rc $((SECONDS - t0))
+	suite_ended "$name" $rc $secs
 }
 suite_ended() { :; } # name rc seconds: the lanes print it as progress
 want() { [[ " $ONLY " == *" $1 "* ]]; }
@@ -193,10 +194,11 @@ host_lane() {
 # (a fixed split left one lane 20 minutes behind the other). Each lab suite has its own lab
 # directory and the lab picks free TCP ports, so any two may run at once; only q_package
 # runs dpkg, so one lane at a time does.
-# (Seconds in a full run at load 4 to 6, 2026-12-02: rotation 944, metrics 552, apply-6.12
-# 490, rotation-6.12 289, apply 278, probe 249, agent 243, ci-root 204, ci-tmp 199, package
-# and lab-package 209, wiring 143, netlink-6.12 120, smoke 81, netlink 73; mka, rekey, slurm,
-# confirm and pull not yet timed alone, placed by their earlier wall clocks.)
+# (Seconds in the full run with this queue, load 4 to 7, 2026-12-02: rotation 1041,
+# metrics 386, confirm 387, apply 369, agent 346, apply-6.12 339, probe 336, rotation-6.12
+# 315, ci-tmp 313, mka 293, package 274, rekey 257, ci-root 251, slurm 221, wiring 156,
+# smoke 115, pull 107, netlink-6.12 92, netlink 82; the two lanes ended 22 s apart. The
+# order was set from an earlier run's figures and is kept while it balances.)
 QUEUE=(q_rotation q_mka q_metrics q_rekey q_apply_612 q_slurm q_confirm q_rotation_612 q_apply
 	q_pull q_probe q_agent q_package q_ci_root q_ci_tmp q_wiring q_netlink_612 q_smoke q_netlink)
 # lab_suite NAME LIMIT DIR SCRIPT [VAR=VALUE...]: a lab suite with this build's programs,
@@ -218,7 +220,7 @@ q_metrics() { lab_suite lab-metrics 1200 metrics tests/lab/metrics.sh; }
 q_mka() { lab_suite lab-mka 1500 mka tests/lab/mka.sh; }
 # the Debian package: built, linted, installed and checked on this machine by package.sh
 # (its checks printed there), then the pipeline in the lab with /usr/sbin/fabricctl, then
-# purged, nothing left. Without "lab" in FCTL_TEST_ONLY, package.sh alone (queue_drain).
+# purged, nothing left. Without "lab" in FCTL_TEST_ONLY, package.sh alone (q_package_alone).
 q_package() {
 	suite lab-package 1200 env FCTL_LAB_DIR=/var/tmp/fabricctl-lab-package FCTL_JOBS="$JOBS" \
 		bash tests/lab/package_lab.sh
@@ -264,27 +266,23 @@ q_confirm() { lab_suite lab-confirm 900 confirm tests/lab/confirm.sh; }
 q_netlink() { lab_suite lab-netlink 900 nl tests/lab/nl_live.sh FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl; }
 q_wiring() { lab_suite lab-wiring 900 wiring tests/lab/wiring.sh; }
 q_smoke() { lab_suite lab-smoke 600 smoke tests/lab/smoke.sh FCTL_SMOKE_LAB_DIR=/var/tmp/fabricctl-lab-smoke; }
+# without the lab (FCTL_TEST_ONLY has "package", not "lab"): package.sh alone
+q_package_alone() { suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh; }
 # Takes the queue's items one after another, each one no other lane took: a lane claims an
 # item by creating its directory (mkdir is atomic). Only with "lab" in FCTL_TEST_ONLY, but
-# for q_package, which "package" alone also runs (its lab half then not).
+# for q_package, whose place "package" alone takes with q_package_alone.
 queue_drain() {
-	local q
+	local q run
 	for q in "${QUEUE[@]}"; do
-		if ! want lab; then
-			[ "$q" = q_package ] && want package || continue
-		fi
-		mkdir "$LANES/claim-$q" 2>/dev/null || continue
-		if [ "$q" = q_package ] && ! want lab; then
-			suite package 900 env FCTL_JOBS="$JOBS" tests/package/package.sh
+		if want lab; then
+			run=$q
+		elif [ "$q" = q_package ] && want package; then
+			run=q_package_alone
 		else
-			"$q"
+			continue
 		fi
+		mkdir "$LANES/claim-$q" 2>/dev/null && "$run"
 	done
-}
-
-# Lane "lab": lab suites from the queue from the start.
-lab_lane() {
-	queue_drain
 }
 
 # 4. the lab's kernels and initramfs first (apt runs here, never beside a lane)
@@ -296,7 +294,6 @@ fi
 # output goes to its log, printed whole when the lane ends; a line per suite start shows
 # progress meanwhile. Lanes share no lab directory, no dpkg and no fixed port.
 LANES=$(mktemp -d /tmp/fctl-test-lanes.XXXXXX)
-export LANES
 exec 3>&1
 lane_log() { # the load average beside each start: where a slow run's time went
 	printf '[%s] %s (%ds, load %s)\n' "$LANE" "$*" "$(($(date +%s) - T0))" \
@@ -328,11 +325,11 @@ lane_collect() { # name
 }
 if [ "${FCTL_TEST_LANES:-2}" = 1 ]; then
 	( lane_run host host_lane )
-	( lane_run lab lab_lane )
+	( lane_run lab queue_drain )
 else
 	lane_run host host_lane &
 	HOST_PID=$!
-	lane_run lab lab_lane &
+	lane_run lab queue_drain &
 	LAB_PID=$!
 	wait "$HOST_PID" "$LAB_PID"
 fi

@@ -750,8 +750,10 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	 * attack test finds a sandboxed agent worker alive at that point (tests/security/
 	 * privsep.sh), however slow the machine; poll is in the worker's seccomp filter */
 	const char *hold = getenv("FCTL_TEST_HOLD_PROFILE_MS");
-	if (hold && atoi(hold) > 0)
-		poll(NULL, 0, atoi(hold));
+	int hold_ms = hold ? atoi(hold) : 0;
+
+	if (hold_ms > 0)
+		poll(NULL, 0, hold_ms);
 #endif
 	return 0;
 }

@@ -42,12 +42,13 @@ trap finish EXIT
 # package.sh's own checks, printed whole: scripts/test.sh runs this instead of package.sh
 # when it runs the lab (the same build, lintian and installed-file checks; the purge is
 # checked at the end here)
-if bash "$ROOT/tests/package/package.sh" --keep >"$T/package.log" 2>&1; then
+bash "$ROOT/tests/package/package.sh" --keep >"$T/package.log" 2>&1
+rc=$?
+sed 's/^/  | /' "$T/package.log"
+if [ $rc -eq 0 ]; then
 	INSTALLED=1
-	sed 's/^/  | /' "$T/package.log"
 	pass package-built-checked-installed
 else
-	sed 's/^/  | /' "$T/package.log"
 	fail package-built-checked-installed "$(grep -E '^FAIL|cannot run' "$T/package.log" | head -5)"
 	exit 1
 fi

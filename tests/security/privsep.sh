@@ -8,7 +8,8 @@
 # parses: that worker must run as worker_user (nobody), with CapEff 0, NoNewPrivs 1 and
 # Seccomp 2 (a filter), and its memory must hold neither the TLS key's PEM text nor the
 # SAK (each profile parse is held 3 s by FCTL_TEST_HOLD_PROFILE_MS, in test builds only,
-# so the catch does not depend on the machine's speed). A writing worker (apply) is re-executed too (a fresh image without the key).
+# so the catch does not depend on the machine's speed). A writing worker (apply) is
+# re-executed too (a fresh image without the key).
 # Then the TLS front-end (frontend.py): TLS was terminated, its key held and frames
 # decoded in the root agent with CAP_NET_ADMIN. The process with the TLS listener that
 # is not the agent must exist and run as nobody, CapEff 0, NoNewPrivs 1, Seccomp 2 and
