@@ -676,6 +676,11 @@ start_qemu() {
 	# seconds under TCG: 1 to 3 s off every guest's boot (docs/lab.md, "Boot time")
 	local -a fw=()
 	[[ -r $QBOOT ]] && fw=(-bios "$QBOOT")
+	# norandmaps: TCG reuses the code it translated for a program's libraries only at the
+	# same virtual addresses, so with randomized mappings every process start translated
+	# ld.so and libc again (docs/lab.md, "Address randomization"). FCTL_LAB_ASLR=1 keeps it.
+	local aslr=norandmaps
+	[[ ${FCTL_LAB_ASLR:-0} == 1 ]] && aslr=
 	args=(
 		-name "fctl-lab-$h,process=fctl-lab-$h"
 		"${fw[@]}"
@@ -683,7 +688,7 @@ start_qemu() {
 		-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$hd/console.log"
 		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
-		-append "console=ttyS0 panic=-1 lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$(lab_keep)"
+		-append "console=ttyS0 panic=-1 $aslr lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$(lab_keep)"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=/usr,mount_tag=hostusr,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=$hd,mount_tag=labshare,security_model=passthrough,multidevs=remap"
