@@ -264,9 +264,27 @@ done
 [ "$warm_ok" = "$N" ] || echo "fanout_bench: warm-up: $warm_ok of $N answered: $(failures warm)" >&2
 t_up=$(now)
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || die "agent $p died: $(tail -3 "$W/agents.err")"; done
-# the PSS of the agents and of their TLS front-ends (their children)
-agents_pss=$(for p in "${PIDS[@]}" $(for q in "${PIDS[@]}"; do cat "/proc/$q/task/$q/children" 2>/dev/null; done); do
-	awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null; done | awk '{s += $1} END {print s}')
+# the PSS of the agents and of their TLS front-ends (their children), in one process (a
+# cat and an awk per process took 14 minutes at 10,000 agents)
+agents_pss=$(python3 - "${PIDS[@]}" <<'EOPY'
+import sys
+kb = 0
+for p in sys.argv[1:]:
+    try:
+        kids = open("/proc/%s/task/%s/children" % (p, p)).read().split()
+    except OSError:
+        kids = []
+    for q in [p] + kids:
+        try:
+            for line in open("/proc/%s/smaps_rollup" % q):
+                if line.startswith("Pss:"):
+                    kb += int(line.split()[1])
+                    break
+        except OSError:
+            pass
+print(kb)
+EOPY
+)
 # and what the machine lost to them, kernel memory included
 mem_used=$((avail - $(awk '/MemAvailable/ {print $2}' /proc/meminfo)))
 
