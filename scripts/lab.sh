@@ -678,7 +678,7 @@ start_qemu() {
 	[[ -r $QBOOT ]] && fw=(-bios "$QBOOT")
 	# norandmaps: TCG reuses the code it translated for a program's libraries only at the
 	# same virtual addresses, so with randomized mappings every process start translated
-	# ld.so and libc again (docs/lab.md, "Address randomization"). FCTL_LAB_ASLR=1 keeps it.
+	# ld.so and libc again (docs/lab.md, "How it works"). FCTL_LAB_ASLR=1 keeps it.
 	local aslr=norandmaps
 	[[ ${FCTL_LAB_ASLR:-0} == 1 ]] && aslr=
 	args=(
