@@ -72,11 +72,27 @@ sed -e 's/        mtu: 1468/        mtu: 1400/' "$T/p/lab-pair.yaml" >"$T/previo
 sed -e 's/^  latency_p99_us:.*/  latency_p99_us: 1/' "$T/p/lab-pair.yaml" >"$T/strict.yaml"
 
 # --- the pipeline --------------------------------------------------------------------
-rm -rf "$OUT"
+run_pipeline() {
+	rm -rf "$OUT"
+	(cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh "$T/p/lab-pair.yaml" --from "$T/previous.yaml" \
+		--out "$OUT" --lab --change "$CHANGE" --sign "$T/alice/audit.key" --sign "$T/bob/audit.key") 2>&1 |
+		tee "$T/pipeline.out"
+	return "${PIPESTATUS[0]}"
+}
 t0=$(date +%s)
-(cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh "$T/p/lab-pair.yaml" --from "$T/previous.yaml" \
-	--out "$OUT" --lab --change "$CHANGE" --sign "$T/alice/audit.key" --sign "$T/bob/audit.key")
+run_pipeline
 rc=$?
+# One emulation fault gets one more run, said aloud: soft-RoCE on the lab's 6.1 kernel
+# once stopped a write_bw for good under CI load (one timer retransmission, then no
+# completion and no further retry for 60 s: docs/lab.md, Limitations). Only when the
+# probe step is the one failed step and that is its reason; any other failure, or the
+# same one twice, fails below.
+if [ $rc != 0 ] && grep -q "no completion for .* during the write_bw run" "$T/pipeline.out" &&
+	[ "$(grep -c '^--- .*: FAIL' "$T/pipeline.out")" = 1 ] && grep -q '^--- probe-h1-h2: FAIL' "$T/pipeline.out"; then
+	echo "NOTE pipeline-rerun: the probe's write_bw stalled (soft-RoCE under emulation); the pipeline runs once more"
+	run_pipeline
+	rc=$?
+fi
 echo "  pipeline took $(($(date +%s) - t0)) s"
 [ $rc = 0 ] && pass "pipeline-exit-0" || fail "pipeline-exit-0" "exit $rc"
 
