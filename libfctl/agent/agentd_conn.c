@@ -2,6 +2,7 @@
 /* Connections (the agent's Unix socket, the front-end's TLS): accept, handshake, frames, close. */
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,10 @@ void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 		return;
 	c->closing = true;
 	c->writing = false;
+	/* a read-only worker's answer has no one to go to: stopped (reaped as usual); a
+	 * writing worker finishes, its change and audit record whole */
+	if (c->child > 0 && !c->req_writes)
+		kill(c->child, SIGTERM);
 	if (a->frontend)
 		fctl_agentd_fr_closed(a, c);
 	if (c->proxy)

@@ -70,8 +70,9 @@ void fctl_agentd_fr_forward(struct agent *a, struct conn *c)
 {
 	c->pending = true;
 	c->deadline = 0;
-	/* nothing more read from the peer until the response (as a worker's connection) */
-	epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	/* nothing more read from the peer until the response (as a worker's connection),
+	 * but its hang-up is seen: the agent then stops a read-only worker */
+	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLRDHUP, c);
 	send_msg(a, CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
 }
 
@@ -348,7 +349,7 @@ static void respond(struct agent *a, struct conn *c)
 	fctl_agentd_conn_hold(a, c, c->out.len + (c->frame ? FCTL_PROTO_HDR_LEN + c->h.length : 0));
 	c->writing = true;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
-	if (fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
+	if (fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
 		fctl_agentd_conn_close(a, c);
 		return;
 	}
@@ -397,6 +398,11 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 	}
 	if (c->closing)
 		return;
+	if (c->pending) { /* only a hang-up is watched for meanwhile */
+		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			fctl_agentd_conn_close(a, c);
+		return;
+	}
 	if (c->handshake)
 		fctl_agentd_tls_handshake(a, c);
 	else if (c->writing)

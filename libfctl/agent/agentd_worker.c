@@ -194,8 +194,10 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	a->workers++;
 	if (c->req_writes)
 		a->writers++;
+	/* nothing more read until the answer, but a client that hangs up is seen (a
+	 * read-only worker is then stopped: fctl_agentd_conn_close) */
 	if (c->fd >= 0)
-		epoll_ctl(a->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLRDHUP, c);
 	return 0;
 }
 
@@ -267,7 +269,7 @@ void fctl_agentd_reap(struct agent *a)
 		drop_spool(c);
 		if (c->closing) {
 			/* the peer is gone: fctl_agentd_conn_collect frees c */
-		} else if (!c->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_ADD, c->fd, EPOLLOUT, c) < 0) {
+		} else if (!c->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
 			fctl_agentd_conn_close(a, c);
 		} else {
 			fctl_agentd_respond(a, c, c->req_id, code, out.data, out.len, err.data,
