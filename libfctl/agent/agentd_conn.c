@@ -80,8 +80,10 @@ void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 	c->writing = false;
 	/* a read-only worker's answer has no one to go to: stopped (reaped as usual); a
 	 * writing worker finishes, its change and audit record whole */
-	if (c->child > 0 && !c->req_writes)
+	if (c->child > 0 && !c->req_writes) {
 		kill(c->child, SIGTERM);
+		c->abandoned = true;
+	}
 	if (a->frontend)
 		fctl_agentd_fr_closed(a, c);
 	if (c->proxy)

@@ -98,6 +98,7 @@ struct conn {
 	uint8_t req_type;
 	uint32_t req_options;
 	bool req_writes;
+	bool abandoned; /* a read-only worker stopped: its client hung up */
 	char spool[PATH_MAX]; /* this request's profile (a unique name made here), or "" */
 	uint64_t deadline; /* ms, 0 = none */
 	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */

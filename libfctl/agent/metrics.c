@@ -192,11 +192,13 @@ static void build_info(const struct fctl_metrics_src *src, struct fctl_buf *o)
 
 static void requests(const struct fctl_agent_stats *st, struct fctl_buf *o)
 {
-	static const char *const results[FCTL_REQ_RESULTS] = { "ok", "failed", "refused" };
+	static const char *const results[FCTL_REQ_RESULTS] = { "ok", "failed", "refused",
+								     "abandoned" };
 
 	fctl_mx_head(o, "fabricctl_agent_requests_total", "counter",
 		     "Requests answered, by the role of the connection, type and result (refused: "
-		     "the role does not allow it).");
+		     "the role does not allow it; abandoned: the client hung up first and the "
+		     "read-only worker was stopped).");
 	for (unsigned role = FCTL_ROLE_VIEWER; role < FCTL_AGENT_ROLES; role++) {
 		for (unsigned t = FCTL_MSG_HELLO; t <= FCTL_MSG_LAST; t++) {
 			for (unsigned k = 0; k < FCTL_REQ_RESULTS; k++) {

@@ -13,7 +13,8 @@
 # the Unix socket: the CLI gives up after 2 s, and the worker must be gone within 10 s
 # (before the fix it lived the whole 30 s). apply with --timeout 2s: the CLI gives up,
 # the apply must still finish and be audited as done. No timing is asserted beyond the
-# bound that tells "stopped" from "ran to its end".
+# bound that tells "stopped" from "ran to its end". The agent counts the two plans as
+# abandoned (fabricctl_agent_requests_total{result="abandoned"}), the apply as ok.
 # Prints PASS/FAIL per check, "abandoned_worker: N passed, M failed"; needs root.
 set -uo pipefail
 NAME=abandoned_worker
@@ -39,7 +40,14 @@ wait_workers() { # count seconds (by the clock: each look costs a few processes)
 	[ "$(workers | wc -l)" -eq "$1" ]
 }
 
-FCTL_TEST_HOLD_PROFILE_MS=$HOLD_MS start_agent $(agent_args)
+MPORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
+	die "no free port"
+FCTL_TEST_HOLD_PROFILE_MS=$HOLD_MS start_agent $(agent_args) --metrics "127.0.0.1:$MPORT"
+# a sample of the agent's request counter: role type result
+requests() {
+	curl -sf "http://127.0.0.1:$MPORT/metrics" |
+		awk -v k="fabricctl_agent_requests_total{role=\"$1\",type=\"$2\",result=\"$3\"}" '$1 == k { print $2 }'
+}
 profile abandoned 1 >"$T/p1.yaml"
 
 # plan, the client gone after 2 s: TLS through the front-end, then the Unix socket
@@ -67,6 +75,14 @@ for via in tls unix; do
 	fi
 	wait_workers 0 $((HOLD_MS / 1000 + 10)) # the next case starts from none
 done
+# counted as abandoned, not as failed
+for rt in "operator abandoned" "local abandoned" "operator failed" "local failed"; do
+	set -- $rt
+	want=0
+	[ "$2" = abandoned ] && want=1
+	got=$(requests "$1" plan "$2")
+	[ "$got" = "$want" ] && pass "metric-$1-plan-$2-$want" || fail "metric-$1-plan-$2-$want" "got '$got'"
+done
 agent_healthy plan
 
 # apply, the client gone after 2 s: the change still happens, audited as done
@@ -85,6 +101,8 @@ if grep -q '"action":"apply".*"result":"done"' "$T/audit/agent.log" 2>/dev/null 
 else
 	fail "apply-finished-and-audited" "$(tail -n 3 "$T/audit/agent.log" 2>/dev/null | cut -c1-300)"
 fi
+got=$(requests local apply ok)
+[ "$got" = 1 ] && pass "metric-local-apply-ok-1" || fail "metric-local-apply-ok-1" "got '$got'"
 # still serving (its workers' parses are held: a longer deadline), no sanitizer report
 out=$("$F" history --target "unix:$SOCK" --timeout 60s 2>&1)
 grep -q "abandoned" <<<"$out" && pass "apply-in-history" || fail "apply-in-history" "$(tail -c 300 <<<"$out")"

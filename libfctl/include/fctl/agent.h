@@ -183,7 +183,7 @@ const char *fctl_refusal_name(enum fctl_refusal r);
 /* Requests are counted by the role the connection has (enum fctl_role of fctl/tls.h,
  * FCTL_ROLE_NONE .. FCTL_ROLE_LOCAL), the request type, and the result. */
 #define FCTL_AGENT_ROLES 5
-enum { FCTL_REQ_OK, FCTL_REQ_FAILED, FCTL_REQ_REFUSED, FCTL_REQ_RESULTS };
+enum { FCTL_REQ_OK, FCTL_REQ_FAILED, FCTL_REQ_REFUSED, FCTL_REQ_ABANDONED, FCTL_REQ_RESULTS };
 
 struct fctl_agent_stats {
 	uint64_t requests[FCTL_AGENT_ROLES][FCTL_MSG_LAST + 1][FCTL_REQ_RESULTS];
