@@ -322,7 +322,8 @@ void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uin
 /* Checks the role, answers HELLO and STATUS itself, sends SA requests to
  * fctl_agentd_sa_request and starts a worker for the rest. */
 void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
-/* Counts one request of c's role for the metrics: FCTL_REQ_OK, _FAILED or _REFUSED. */
+/* Counts one request of c's role for the metrics: FCTL_REQ_OK, _FAILED,
+ * _REFUSED or _ABANDONED. */
 void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsigned result);
 
 /* --- agentd_worker.c: workers, forked and re-executed --- */

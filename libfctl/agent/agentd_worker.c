@@ -257,7 +257,7 @@ void fctl_agentd_reap(struct agent *a)
 			fctl_agentd_mka_soon(a);
 		}
 		fctl_agentd_count(a, c, c->req_type,
-				  c->abandoned		   ? FCTL_REQ_ABANDONED
+				  c->abandoned && WIFSIGNALED(status) ? FCTL_REQ_ABANDONED
 				  : code == 0 || code == 1 ? FCTL_REQ_OK
 							   : FCTL_REQ_FAILED);
 		read_memfd(c->fd_out, &out);
