@@ -140,7 +140,8 @@ for ((r = 1; r <= ROT; r++)); do
 	sleep "$HOLD"
 done
 
-for j in 0 1; do "$LAB" kill $([ $j = 0 ] && echo h1 || echo h2) "${TX[$j]}" >/dev/null 2>&1; done
+"$LAB" kill h1 "${TX[0]}" >/dev/null 2>&1
+"$LAB" kill h2 "${TX[1]}" >/dev/null 2>&1
 s0=$("$LAB" wait --timeout 60 h1 "${TX[0]}" | sed -n 's/^sent \([0-9]*\).*/\1/p')
 s1=$("$LAB" wait --timeout 60 h2 "${TX[1]}" | sed -n 's/^sent \([0-9]*\).*/\1/p')
 r0=$("$LAB" wait --timeout 120 h2 "${RX[0]}" | grep '^received ')

@@ -100,6 +100,18 @@ void fctl_agentd_conn_close(struct agent *a, struct conn *c)
 	fctl_agentd_conn_hold(a, c, 0);
 }
 
+void fctl_agentd_conn_watch_hangup(struct agent *a, struct conn *c)
+{
+	if (c->fd >= 0)
+		fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLRDHUP, c);
+}
+
+void fctl_agentd_conn_on_hangup(struct agent *a, struct conn *c, uint32_t events)
+{
+	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		fctl_agentd_conn_close(a, c);
+}
+
 void fctl_agentd_conn_collect(struct agent *a)
 {
 	struct conn *c = a->conns, *next;

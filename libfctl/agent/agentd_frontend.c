@@ -70,9 +70,7 @@ void fctl_agentd_fr_forward(struct agent *a, struct conn *c)
 {
 	c->pending = true;
 	c->deadline = 0;
-	/* nothing more read from the peer until the response (as a worker's connection),
-	 * but its hang-up is seen: the agent then stops a read-only worker */
-	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLRDHUP, c);
+	fctl_agentd_conn_watch_hangup(a, c); /* the agent stops a read-only worker on it */
 	send_msg(a, CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
 }
 
@@ -398,9 +396,8 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 	}
 	if (c->closing)
 		return;
-	if (c->pending) { /* only a hang-up is watched for meanwhile */
-		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			fctl_agentd_conn_close(a, c);
+	if (c->pending) {
+		fctl_agentd_conn_on_hangup(a, c, ev->events);
 		return;
 	}
 	if (c->handshake)

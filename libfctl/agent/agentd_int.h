@@ -293,9 +293,15 @@ void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind);
 /* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. Only
  * fctl_agentd_conn_collect and the loop's teardown call it. */
 void fctl_agentd_conn_free(struct agent *a, struct conn *c);
-/* Closes c's socket and sets c->closing; c itself stays valid until
- * fctl_agentd_conn_collect (closing twice is fine). */
+/* Closes c's socket and sets c->closing (a read-only worker of c is sent SIGTERM); c
+ * itself stays valid until fctl_agentd_conn_collect (closing twice is fine). */
 void fctl_agentd_conn_close(struct agent *a, struct conn *c);
+/* While c's request is handled (its worker runs, or the agent has it from the
+ * front-end) nothing is read from c; only its hang-up is watched for.
+ * _watch_hangup arms that (the fd stays registered: the answer re-arms it with
+ * EPOLL_CTL_MOD); _on_hangup takes an event of that fd and closes c on a hang-up. */
+void fctl_agentd_conn_watch_hangup(struct agent *a, struct conn *c);
+void fctl_agentd_conn_on_hangup(struct agent *a, struct conn *c, uint32_t events);
 /* End of an epoll batch: frees the closing connections whose worker is not running. */
 void fctl_agentd_conn_collect(struct agent *a);
 /* Sets the bytes c holds (frame + response) and keeps agent.buffered their sum. */

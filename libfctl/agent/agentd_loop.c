@@ -204,9 +204,8 @@ static void on_conn_event(struct agent *a, struct conn *c, uint32_t events)
 	/* closed by an earlier event of this batch: still allocated (agentd_int.h) */
 	if (c->closing)
 		return;
-	if (c->child) { /* only a hang-up is watched for meanwhile */
-		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			fctl_agentd_conn_close(a, c);
+	if (c->child) {
+		fctl_agentd_conn_on_hangup(a, c, events);
 		return;
 	}
 	if (c->handshake)

@@ -194,10 +194,7 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	a->workers++;
 	if (c->req_writes)
 		a->writers++;
-	/* nothing more read until the answer, but a client that hangs up is seen (a
-	 * read-only worker is then stopped: fctl_agentd_conn_close) */
-	if (c->fd >= 0)
-		fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLRDHUP, c);
+	fctl_agentd_conn_watch_hangup(a, c);
 	return 0;
 }
 
