@@ -176,5 +176,9 @@ void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_ap
  * EXIT_USAGE after saying why on stderr. */
 struct fctl_agent_request;
 int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path);
+/* The same worker, rq->mka_step: one step of the CAK rotation of rq->mka_port
+ * (fctl_mka_rotation_step). Exit: EXIT_OK (nothing to do or still waiting),
+ * FCTL_AGENT_MKA_STEP_MOVED, FCTL_AGENT_MKA_STEP_DONE (fctl/agent.h), or EXIT_FAILED / EXIT_USAGE after saying why. */
+int cli_mka_step(const struct fctl_agent_request *rq);
 
 #endif

@@ -86,7 +86,7 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		fn = cmd_confirm;
 		break;
 	case FCTL_AGENT_MKA_RESTART: /* the agent's own, never a client's */
-		return cli_mka_restart(rq, cli_keymgr_path());
+		return rq->mka_step ? cli_mka_step(rq) : cli_mka_restart(rq, cli_keymgr_path());
 	default:
 		cli_err("agent: request type %u has no command", rq->type);
 		return EXIT_USAGE;

@@ -2,6 +2,7 @@
 /* MKA in apply and show: start the wpa_supplicants of a host's MKA ports, report their KaY. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "cli.h"
 #include "fctl/engine.h"
 #include "fctl/mka_host.h"
+#include "fctl/mka_rotate.h"
 
 static int count_port(const struct fctl_mka_port *port, void *arg)
 {
@@ -23,7 +25,7 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 	struct fctl_key_source src = { .keymgr_path = keymgr_path };
 	struct fctl_mka_host_opts o = { .keys = &src };
 	char err[768] = "";
-	unsigned n = 0;
+	unsigned n = 0, rot = 0;
 	int r;
 
 	/* ports the profile no longer runs MKA on: their wpa_supplicant stops with the link */
@@ -45,7 +47,7 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 		cli_err("apply: mka: netlink: %s", strerror(-r));
 		return EXIT_USAGE;
 	}
-	r = fctl_mka_host_up(p, host, &o, &n, err, sizeof(err));
+	r = fctl_mka_host_up(p, host, &o, &n, &rot, err, sizeof(err));
 	fctl_nl_close(o.nl);
 	if (r < 0) {
 		/* fail-secure: the VLAN device carries no address, so nothing flows in clear */
@@ -55,21 +57,38 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 	if (n && !quiet)
 		fprintf(stderr, "mka: %u port%s of %s handed to wpa_supplicant\n", n,
 			n == 1 ? "" : "s", host);
+	if (rot && !quiet)
+		fprintf(stderr, "mka: %u port%s of %s rotating to a new CAK: the old one carries "
+			"the traffic until the peer has the new one (the agent moves it, "
+			"docs/mka.md)\n", rot, rot == 1 ? "" : "s", host);
 	return EXIT_OK;
 }
 
+static void put_kcv(struct fctl_apply_result *res, const char *kcv)
+{
+	for (size_t i = 0; i < res->n_kcvs; i++)
+		if (strcmp(res->kcvs[i], kcv) == 0)
+			return;
+	if (res->n_kcvs < FCTL_APPLY_MAX_KCVS)
+		snprintf(res->kcvs[res->n_kcvs++], sizeof(res->kcvs[0]), "%s", kcv);
+}
+
+/* The CAK of the current CA and, during a rotation, the incoming one's: both by their
+ * check values (settings line "ckn=.. kcv=XXXXXX .."). */
 static int add_kcv(const struct fctl_mka_port *port, void *arg)
 {
 	struct fctl_apply_result *res = arg;
-	char ckn[65], kcv[7];
+	char ckn[65], kcv[7], dir[PATH_MAX], line[512];
+	const char *k;
 
-	if (fctl_mka_given(port->ifname, ckn, kcv) < 0)
-		return 0;
-	for (size_t i = 0; i < res->n_kcvs; i++)
-		if (strcmp(res->kcvs[i], kcv) == 0)
-			return 0;
-	if (res->n_kcvs < FCTL_APPLY_MAX_KCVS)
-		memcpy(res->kcvs[res->n_kcvs++], kcv, sizeof(kcv));
+	if (fctl_mka_given(port->ifname, ckn, kcv) == 0)
+		put_kcv(res, kcv);
+	if (fctl_mka_incoming(port->ifname, dir, sizeof(dir), NULL) == 0 &&
+	    fctl_mka_settings_read(port->ifname, dir, line, NULL) == 0 &&
+	    (k = strstr(line, " kcv=")) && strspn(k + 5, "0123456789abcdef") == 6) {
+		snprintf(kcv, sizeof(kcv), "%.6s", k + 5);
+		put_kcv(res, kcv);
+	}
 	return 0;
 }
 
@@ -80,14 +99,15 @@ void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_ap
 
 /* The SA MKA installed: encoding AN and the key number of its KEYID (MI || KN, the KN in
  * wpa_supplicant's host byte order). */
-static void secy_part(struct fctl_nl *nl, const char *ifname, struct fctl_buf *o, bool json)
+static void secy_part(struct fctl_nl *nl, const char *ifname, uint16_t sci_port,
+		      struct fctl_buf *o, bool json)
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
 	const struct fctl_sa *sa;
 	uint32_t kn = 0;
 
-	if (!nl || fctl_mka_find_secy(nl, "show", ifname, &hs, &secy) < 0) {
+	if (!nl || fctl_mka_find_secy_port(nl, "show", ifname, sci_port, &hs, &secy) < 0) {
 		fctl_buf_puts(o, json ? ",\"secy\":null" : "#   secy: none (no MACsec device: "
 							   "no traffic)\n");
 		return;
@@ -126,8 +146,45 @@ static void port_text(const char *ifname, const struct fctl_mka_status *s, struc
 				s->peers[i].live ? "live" : "potential");
 }
 
-/* Every wpa_supplicant fabricctl runs (one directory per port under the run directory):
- * YAML comments (the show output still validates), or "mka":[...] for --json. */
+/* One CA: the current one of port (run_dir NULL) or a rotation's incoming one. */
+static void show_ca(struct fctl_nl *nl, const char *port, const char *run_dir,
+		    struct fctl_buf *o, bool json)
+{
+	struct fctl_mka_status s;
+	char err[512], line[512];
+	uint16_t sci = 0;
+	int r = fctl_mka_status_read(port, run_dir, &s, err, sizeof(err));
+
+	fctl_mka_settings_read(port, run_dir, line, &sci);
+	if (json) {
+		if (r < 0) {
+			fctl_buf_puts(o, "{\"port\":");
+			fctl_buf_json_str(o, port);
+			fctl_buf_puts(o, ",\"error\":");
+			fctl_buf_json_str(o, err);
+		} else {
+			fctl_mka_status_to_json(port, &s, o);
+			o->len--; /* reopen the object for the SecY part */
+			secy_part(nl, port, sci, o, true);
+		}
+		fctl_buf_printf(o, ",\"ca\":\"%s\"}", run_dir ? "incoming" : "current");
+		return;
+	}
+	if (run_dir)
+		fctl_buf_printf(o, "# mka %s: CAK rotation under way, the incoming CA (SCI port %u) "
+				"below; the current one carries the traffic until it is secured\n",
+				port, sci);
+	if (r < 0) {
+		fctl_buf_printf(o, "# mka %s: %s (no traffic: the SecY needs MKA)\n", port, err);
+		return;
+	}
+	port_text(port, &s, o);
+	secy_part(nl, port, sci, o, false);
+}
+
+/* Every wpa_supplicant fabricctl runs (one directory per port under the run directory,
+ * IFNAME:N for a rotation's incoming CA): YAML comments (the show output still
+ * validates), or "mka":[...] for --json, "ca" saying which is which. */
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json)
 {
 	struct fctl_nl *nl = NULL;
@@ -140,34 +197,18 @@ int cli_mka_show(const char *netns, struct fctl_buf *o, bool json)
 	if (d && fctl_nl_open(netns, &nl) < 0)
 		nl = NULL;
 	while (d && (de = readdir(d))) {
-		struct fctl_mka_status s;
-		char err[512];
-		int r;
+		char port[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2], *colon;
 
 		if (de->d_name[0] == '.')
 			continue;
-		r = fctl_mka_status_read(de->d_name, NULL, &s, err, sizeof(err));
-		if (json) {
+		snprintf(port, sizeof(port), "%s", de->d_name);
+		colon = strchr(port, ':');
+		if (colon)
+			*colon = '\0';
+		snprintf(dir, sizeof(dir), "%s/%s", FCTL_MKA_RUN_DIR, de->d_name);
+		if (json)
 			fctl_buf_puts(o, first ? "" : ",");
-			if (r < 0) {
-				fctl_buf_puts(o, "{\"port\":");
-				fctl_buf_json_str(o, de->d_name);
-				fctl_buf_puts(o, ",\"error\":");
-				fctl_buf_json_str(o, err);
-				fctl_buf_puts(o, "}");
-			} else {
-				fctl_mka_status_to_json(de->d_name, &s, o);
-				o->len--; /* reopen the object for the SecY part */
-				secy_part(nl, de->d_name, o, true);
-				fctl_buf_puts(o, "}");
-			}
-		} else if (r < 0) {
-			fctl_buf_printf(o, "# mka %s: %s (no traffic: the SecY needs MKA)\n",
-					de->d_name, err);
-		} else {
-			port_text(de->d_name, &s, o);
-			secy_part(nl, de->d_name, o, false);
-		}
+		show_ca(nl, port, colon ? dir : NULL, o, json);
 		first = false;
 	}
 	if (d)

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* The agent's restart of one MKA port's wpa_supplicant, run in a writing worker. */
+/* The agent's writing workers for one MKA port: restart its wpa_supplicant, step its CAK rotation. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "fctl/agent.h"
 #include "fctl/engine.h"
 #include "fctl/mka_host.h"
+#include "fctl/mka_rotate.h"
 #include "fctl/mka_super.h"
 
 struct find {
@@ -89,7 +91,7 @@ int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path
 	}
 	r = drop_orphan_secy(o.nl, host, rq->mka_port);
 	if (r == 0)
-		r = fctl_mka_host_up(p, host, &o, &n, err, sizeof(err));
+		r = fctl_mka_host_up(p, host, &o, &n, NULL, err, sizeof(err));
 	fctl_nl_close(o.nl);
 	fctl_profile_free(p);
 	if (r < 0 || n != 1) {
@@ -98,4 +100,66 @@ int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
+}
+
+struct step {
+	struct fctl_nl *nl;
+	const char *ifname;
+	uint64_t now;
+	char err[512];
+	int r;
+	bool found;
+};
+
+static int step_port(const struct fctl_mka_port *port, void *arg)
+{
+	struct step *s = arg;
+
+	if (strcmp(port->ifname, s->ifname) != 0)
+		return 0;
+	s->found = true;
+	s->r = fctl_mka_rotation_step(s->nl, port, s->now, s->err, sizeof(s->err));
+	return 0;
+}
+
+int cli_mka_step(const struct fctl_agent_request *rq)
+{
+	struct fctl_engine_opts eo = { .netns = rq->netns, .state_dir = rq->state_dir,
+				       .host = rq->host };
+	struct step s = { .ifname = rq->mka_port };
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct timespec ts;
+	char host[256];
+	int r;
+
+	if (!rq->mka_port || fctl_engine_host_name(&eo, host, sizeof(host)) < 0)
+		return EXIT_USAGE;
+	r = fctl_engine_load_version(&eo, 0, &d, &p);
+	fctl_diags_release(&d);
+	if (r < 0) {
+		cli_err("mka: %s: cannot load the last applied profile: %s", rq->mka_port,
+			strerror(-r));
+		return EXIT_FAILED;
+	}
+	r = fctl_nl_open(rq->netns, &s.nl);
+	if (r < 0) {
+		cli_err("mka: netlink: %s", strerror(-r));
+		fctl_profile_free(p);
+		return EXIT_USAGE;
+	}
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	s.now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	fctl_mka_host_each(p, host, step_port, &s);
+	fctl_nl_close(s.nl);
+	fctl_profile_free(p);
+	if (!s.found) /* the port left the profile: the next apply's prune stops it */
+		return EXIT_OK;
+	if (s.r < 0) {
+		cli_err("mka: rotation of %s: %s", rq->mka_port, s.err[0] ? s.err : strerror(-s.r));
+		return EXIT_FAILED;
+	}
+	return s.r == FCTL_MKA_ROT_MOVED ? FCTL_AGENT_MKA_STEP_MOVED
+	       : s.r == FCTL_MKA_ROT_DONE ? FCTL_AGENT_MKA_STEP_DONE
+					   : EXIT_OK;
 }

@@ -14,6 +14,7 @@
 #include "agentd_int.h"
 #include "fctl/audit.h"
 #include "fctl/mka_host.h"
+#include "fctl/mka_rotate.h"
 #include "fctl/mka_super.h"
 
 #define MAX_PORTS 64
@@ -41,9 +42,10 @@ struct fctl_agentd_mka {
 	struct fctl_profile *prof;
 	uint64_t prof_seq;
 	char prof_sha[65];
-	pid_t child;	/* the restart worker running, 0 = none */
+	pid_t child;	/* the restart (or rotation step) worker running, 0 = none */
 	char child_port[FCTL_IFNAMSIZ + 8];
 	enum fctl_mka_health child_why;
+	bool child_step; /* a step of the port's CAK rotation, not a restart */
 };
 
 /* The next check in ms, then every ms: 0 or a negative errno. */
@@ -85,7 +87,7 @@ int fctl_agentd_mka_start(struct agent *a, char *err, size_t errlen)
 }
 
 static void spawn(struct agent *a, struct fctl_agentd_mka *m, const char *ifname,
-		  enum fctl_mka_health why)
+		  enum fctl_mka_health why, bool step)
 {
 	pid_t pid;
 
@@ -96,7 +98,7 @@ static void spawn(struct agent *a, struct fctl_agentd_mka *m, const char *ifname
 		struct fctl_agent_request rq = { .type = FCTL_AGENT_MKA_RESTART,
 						 .host = a->cfg.host, .state_dir = a->cfg.state_dir,
 						 .netns = a->cfg.netns, .mka_port = ifname,
-						 .mka_kill = why == FCTL_MKA_HUNG };
+						 .mka_kill = why == FCTL_MKA_HUNG, .mka_step = step };
 
 		/* a writer: it starts wpa_supplicant and changes links, so not sandboxed;
 		 * output to /dev/null, errors to the agent's log */
@@ -108,6 +110,7 @@ static void spawn(struct agent *a, struct fctl_agentd_mka *m, const char *ifname
 	}
 	m->child = pid;
 	m->child_why = why;
+	m->child_step = step;
 	snprintf(m->child_port, sizeof(m->child_port), "%s", ifname);
 	a->writers++;
 }
@@ -170,10 +173,16 @@ static int visit(const struct fctl_mka_port *mp, void *arg)
 	if (v->m->child) /* one restart at a time: the others at the next check */
 		return 0;
 	h = fctl_mka_health(mp->ifname, NULL);
-	if (fctl_mka_sup_decide(&p->sup, h, v->now) == FCTL_MKA_RESTART)
-		spawn(v->a, v->m, mp->ifname, h);
-	else if (h == FCTL_MKA_OK)
+	if (fctl_mka_sup_decide(&p->sup, h, v->now) == FCTL_MKA_RESTART) {
+		spawn(v->a, v->m, mp->ifname, h, false);
+	} else if (h == FCTL_MKA_OK) {
+		char idir[PATH_MAX];
+
 		observe(v->a, p);
+		/* a CAK rotation under way: its next step (docs/mka.md, "CAK rotation") */
+		if (fctl_mka_incoming(mp->ifname, idir, sizeof(idir), NULL) == 0)
+			spawn(v->a, v->m, mp->ifname, h, true);
+	}
 	return 0;
 }
 
@@ -279,6 +288,26 @@ bool fctl_agentd_mka_event(struct agent *a, void *ptr)
 	return true;
 }
 
+/* A rotation step: the address move and the switch are audited (the new CAK's check value
+ * follows in the mka-state record of the next check), a failure too; waiting is not. */
+static void reaped_step(struct agent *a, struct fctl_agentd_mka *m, int status)
+{
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	char d[160];
+
+	if (code == 0)
+		return;
+	snprintf(d, sizeof(d), "port=%s %s", m->child_port,
+		 code == FCTL_AGENT_MKA_STEP_MOVED  ? "addresses moved to the new CA's SecY"
+		 : code == FCTL_AGENT_MKA_STEP_DONE ? "old CA stopped, the new CA is current"
+					     : "the step failed (the agent's log says why)");
+	fctl_agentd_audit_event(a, "mka-rotate",
+				code == FCTL_AGENT_MKA_STEP_MOVED  ? "moved"
+				: code == FCTL_AGENT_MKA_STEP_DONE ? "done"
+							    : "failed",
+				NULL, d);
+}
+
 bool fctl_agentd_mka_reaped(struct agent *a, pid_t pid, int status)
 {
 	struct fctl_agentd_mka *m = a->mka;
@@ -289,6 +318,10 @@ bool fctl_agentd_mka_reaped(struct agent *a, pid_t pid, int status)
 		return false;
 	m->child = 0;
 	a->writers--;
+	if (m->child_step) {
+		reaped_step(a, m, status);
+		return true;
+	}
 	if (ok)
 		a->st.mka_restarts++;
 	else

@@ -63,6 +63,8 @@ int fctl_agentd_wreq_encode(const struct fctl_agent_request *rq, const struct fc
 	put(b, "mka_port", rq->mka_port);
 	if (rq->mka_kill)
 		put(b, "mka_kill", "1");
+	if (rq->mka_step)
+		put(b, "mka_step", "1");
 	if (rq->has_actor_uid) {
 		snprintf(n, sizeof(n), "%u", (unsigned)rq->actor_uid);
 		put(b, "actor_uid", n);
@@ -130,6 +132,8 @@ static int wreq_decode(char *data, size_t len, struct fctl_agent_request *rq, st
 			rq->mka_port = v;
 		else if (strcmp(k, "mka_kill") == 0)
 			rq->mka_kill = true;
+		else if (strcmp(k, "mka_step") == 0)
+			rq->mka_step = true;
 		else if (strcmp(k, "actor_uid") == 0 && (r = num(v, UINT32_MAX, &x)) == 0) {
 			rq->actor_uid = (uid_t)x;
 			rq->has_actor_uid = true;

@@ -153,8 +153,8 @@ int fctl_evi_mka_json(const struct fctl_evi_mka_in *in, size_t n, struct fctl_bu
 	}
 	if (np)
 		qsort(pt, np, sizeof(*pt), cmp_port);
-	fctl_buf_puts(out, "{\"note\":\"MKA ports from the window's mka-state and mka-restart "
-			   "records: CKN, key server, the CAK's check value (3 bytes); never a "
+	fctl_buf_puts(out, "{\"note\":\"MKA ports from the window's mka-state, mka-restart and "
+			   "mka-rotate records: CKN, key server, the CAK's check value (3 bytes); never a "
 			   "CAK or SAK\",\"ports\":[");
 	for (size_t k = 0; k < np; k++) {
 		fctl_buf_puts(out, k ? "," : "");

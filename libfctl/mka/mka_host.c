@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "fctl/mka_host.h"
+#include "fctl/mka_rotate.h"
+#include "fctl/mka_super.h"
 
 /* Calls fn for every MKA VLAN end of host (in profile order) until fn returns < 0. */
 int fctl_mka_host_each(const struct fctl_profile *p, const char *host,
@@ -60,6 +62,13 @@ static int fetch_cak(const struct fctl_key_source *src, const struct fctl_mka_ca
 int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
 		       struct fctl_host_state **state, const struct fctl_link **secy)
 {
+	return fctl_mka_find_secy_port(nl, host, vlan_if, 0, state, secy);
+}
+
+int fctl_mka_find_secy_port(struct fctl_nl *nl, const char *host, const char *vlan_if,
+			    uint16_t sci_port, struct fctl_host_state **state,
+			    const struct fctl_link **secy)
+{
 	struct fctl_host_state *hs = NULL;
 	/* every VLAN and MACsec link: a name filter reads the links under a name, and the
 	 * SecY sits above the VLAN device */
@@ -69,7 +78,8 @@ int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if
 		return r;
 	for (size_t i = 0; i < hs->n_links; i++)
 		if (hs->links[i].kind == FCTL_LINK_MACSEC &&
-		    strcmp(hs->links[i].parent, vlan_if) == 0) {
+		    strcmp(hs->links[i].parent, vlan_if) == 0 &&
+		    (!sci_port || (hs->links[i].macsec.sci & 0xffff) == sci_port)) {
 			*state = hs;
 			*secy = &hs->links[i];
 			return 0;
@@ -90,11 +100,12 @@ struct up_arg {
 	const struct fctl_mka_host_opts *o;
 	char *err;
 	size_t errlen;
-	unsigned started;
+	unsigned started, rotating;
 };
 
 /* The addresses of this end go on the SecY wpa_supplicant created on the VLAN device. */
-static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, int old_ifindex)
+static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, uint16_t sci_port,
+			int old_ifindex)
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
@@ -103,7 +114,8 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, int 
 	/* wpa_supplicant creates it once its KaY runs (a second or so), a new one after a
 	 * reconfiguration: wait for one that is not old_ifindex; bounded, not timed */
 	for (int i = 0; i < 400 && r == -ENODEV; i++) {
-		r = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, &hs, &secy);
+		r = fctl_mka_find_secy_port(a->o->nl, port->host, port->ifname, sci_port, &hs,
+					    &secy);
 		if (r == 0 && secy->ifindex == old_ifindex) {
 			fctl_host_state_free(hs);
 			hs = NULL;
@@ -140,6 +152,41 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, int 
 	return r;
 }
 
+/* A new CAK for a port whose CA runs: a second wpa_supplicant on the other SCI port, the
+ * addresses left where they are (fctl_mka_rotation_step moves them once it is secured). */
+static int rotate_in(const struct fctl_mka_port *port, struct up_arg *a,
+		     struct fctl_mka_params *mp, uint16_t cur_port)
+{
+	char idir[PATH_MAX], have[PATH_MAX];
+	uint16_t in_port;
+	int r;
+
+	mp->sci_port = fctl_mka_alt_port(cur_port);
+	fctl_mka_incoming_dir(port->ifname, mp->sci_port, idir, sizeof(idir));
+	/* an incoming CA on another port is not this rotation's (never expected) */
+	if (fctl_mka_incoming(port->ifname, have, sizeof(have), &in_port) == 0 &&
+	    in_port != mp->sci_port && (r = fctl_mka_incoming_stop(port->ifname, a->err,
+								    a->errlen)) < 0)
+		return r;
+	mp->run_dir = idir;
+	r = fctl_mka_start(mp, a->err, a->errlen);
+	if (r < 0)
+		return r;
+	a->started++;
+	a->rotating++;
+	return 0;
+}
+
+/* The port's current CA is secured: a live peer, a SAK (its KaY says so). */
+static bool secured(const char *ifname)
+{
+	struct fctl_mka_status ks;
+	char err[256];
+
+	return fctl_mka_status_read(ifname, NULL, &ks, err, sizeof(err)) == 0 && ks.secured &&
+	       ks.live_peers > 0;
+}
+
 static int up_one(const struct fctl_mka_port *port, void *arg)
 {
 	struct up_arg *a = arg;
@@ -147,7 +194,9 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 	struct fctl_key *cak = NULL;
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
-	char base[PATH_MAX], *abs;
+	char base[PATH_MAX], *abs, have[512], want[512];
+	uint16_t cur_port = pol->port;
+	bool running;
 	int r, old;
 
 	if (a->o->only_port && strcmp(a->o->only_port, port->ifname) != 0)
@@ -171,7 +220,27 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		.replay_window = pol->replay_window,
 		.port = pol->port,
 	};
-	old = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, &hs, &secy) == 0
+	running = fctl_mka_health(port->ifname, NULL) == FCTL_MKA_OK &&
+		  fctl_mka_settings_read(port->ifname, NULL, have, &cur_port) == 0;
+	if (!running)
+		cur_port = pol->port;
+	fctl_mka_settings_line(&mp, want, sizeof(want));
+	/* make-before-break only where something is made: a CA that is not secured carries
+	 * nothing, and is reconfigured in place (a wrong CAK mended at once) */
+	if (running && fctl_mka_settings_ca_only(have, want) && secured(port->ifname)) {
+		r = rotate_in(port, a, &mp, cur_port);
+		fctl_key_free(cak);
+		return r;
+	}
+	/* the current CA keeps (or gets) these settings: a rotation under way is given up */
+	r = fctl_mka_incoming_stop(port->ifname, a->err, a->errlen);
+	if (r < 0) {
+		fctl_key_free(cak);
+		return r;
+	}
+	mp.sci_port = cur_port;
+	old = fctl_mka_find_secy_port(a->o->nl, port->host, port->ifname, cur_port, &hs,
+				      &secy) == 0
 		      ? secy->ifindex
 		      : -1;
 	fctl_host_state_free(hs);
@@ -181,18 +250,20 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		return r;
 	a->started++;
 	/* unchanged: the SecY stays; a (re)start removed the old one */
-	return address_secy(port, a, r == 0 ? -1 : old);
+	return address_secy(port, a, cur_port, r == 0 ? -1 : old);
 }
 
 int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
-		     const struct fctl_mka_host_opts *o, unsigned *n_ports, char *err,
-		     size_t errlen)
+		     const struct fctl_mka_host_opts *o, unsigned *n_ports, unsigned *n_rotating,
+		     char *err, size_t errlen)
 {
 	struct up_arg a = { .o = o, .err = err, .errlen = errlen };
 	int r = fctl_mka_host_each(p, host, up_one, &a);
 
 	if (n_ports)
 		*n_ports = a.started;
+	if (n_rotating)
+		*n_rotating = a.rotating;
 	return r;
 }
 
@@ -219,14 +290,21 @@ int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned
 	int r = 0;
 
 	while (d && (de = readdir(d))) {
-		struct want_arg w = { .name = de->d_name };
+		char name[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2], *colon;
+		struct want_arg w = { .name = name };
 
 		if (de->d_name[0] == '.')
 			continue;
+		/* IFNAME:N is the incoming CA of a rotation on IFNAME */
+		snprintf(name, sizeof(name), "%s", de->d_name);
+		colon = strchr(name, ':');
+		if (colon)
+			*colon = '\0';
 		fctl_mka_host_each(p, host, is_port, &w);
 		if (w.found)
 			continue;
-		r = fctl_mka_stop(de->d_name, NULL, err, errlen);
+		snprintf(dir, sizeof(dir), "%s/%s", FCTL_MKA_RUN_DIR, de->d_name);
+		r = fctl_mka_stop(name, colon ? dir : NULL, err, errlen);
 		if (r < 0)
 			break;
 		n++;

@@ -192,7 +192,7 @@ static int configure(const struct fctl_mka_params *p, const char *ctrl, char *er
 	snprintf(set[3].value, sizeof(set[3].value), "%d", p->integrity_only ? 1 : 0);
 	snprintf(set[4].value, sizeof(set[4].value), "%d", p->replay_protect ? 1 : 0);
 	snprintf(set[5].value, sizeof(set[5].value), "%u", p->replay_window);
-	snprintf(set[6].value, sizeof(set[6].value), "%u", p->port);
+	snprintf(set[6].value, sizeof(set[6].value), "%u", p->sci_port ? p->sci_port : p->port);
 	snprintf(set[7].value, sizeof(set[7].value), "%u", p->priority);
 	snprintf(set[8].value, sizeof(set[8].value), "%.64s", p->ckn);
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(set) && r == 0; i++) {
@@ -214,27 +214,51 @@ static int configure(const struct fctl_mka_params *p, const char *ctrl, char *er
 
 /* What the running wpa_supplicant was given, the CAK by its check value only: an apply
  * that changes nothing must not restart MKA (that would be a rekey and a gap). */
-static void settings(const struct fctl_mka_params *p, char *out, size_t len)
+void fctl_mka_settings_line(const struct fctl_mka_params *p, char *out, size_t len)
 {
 	snprintf(out, len, "ckn=%.64s kcv=%02x%02x%02x len=%zu priority=%u secure=%d integ=%d "
-		 "replay=%d window=%u port=%u\n",
+		 "replay=%d window=%u port=%u",
 		 p->ckn, p->cak->kcv[0], p->cak->kcv[1], p->cak->kcv[2], p->cak->len, p->priority,
 		 p->must_secure, p->integrity_only, p->replay_protect, p->replay_window, p->port);
 }
 
-static bool same_settings(const char *dir, const char *want)
+int fctl_mka_settings_read(const char *ifname, const char *run_dir, char line[512],
+			   uint16_t *sci_port)
 {
-	char path[PATH_MAX + 16], have[512] = "";
+	char dir[PATH_MAX], path[PATH_MAX + 16], two[64] = "";
+	unsigned port = 0, sci = 0;
+	const char *pp;
 	FILE *f;
 
+	dir_of(ifname, run_dir, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/settings", dir);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	if (!fgets(have, sizeof(have), f))
-		have[0] = '\0';
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (!fgets(line, 512, f))
+		line[0] = '\0';
+	if (!fgets(two, sizeof(two), f))
+		two[0] = '\0';
 	fclose(f);
-	return strcmp(have, want) == 0;
+	line[strcspn(line, "\n")] = '\0';
+	pp = strstr(line, " port=");
+	if (!pp || sscanf(pp, " port=%u", &port) != 1 || !port || port > 0xffff)
+		return -EINVAL;
+	/* a second line "sci=N" when the SecY runs on another port than the policy's */
+	if (sscanf(two, "sci=%u", &sci) != 1 || !sci || sci > 0xffff)
+		sci = port;
+	if (sci_port)
+		*sci_port = (uint16_t)sci;
+	return 0;
+}
+
+static bool same_settings(const struct fctl_mka_params *p, const char *want)
+{
+	char have[512];
+	uint16_t sci;
+
+	return fctl_mka_settings_read(p->ifname, p->run_dir, have, &sci) == 0 &&
+	       strcmp(have, want) == 0 && sci == (p->sci_port ? p->sci_port : p->port);
 }
 
 int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7])
@@ -257,7 +281,7 @@ int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7])
 	return 0;
 }
 
-static void save_settings(const char *dir, const char *text)
+static void save_settings(const struct fctl_mka_params *p, const char *dir, const char *text)
 {
 	char path[PATH_MAX + 16];
 	FILE *f;
@@ -265,7 +289,9 @@ static void save_settings(const char *dir, const char *text)
 	snprintf(path, sizeof(path), "%s/settings", dir);
 	f = fopen(path, "we");
 	if (f) {
-		fputs(text, f);
+		fprintf(f, "%s\n", text);
+		if (p->sci_port && p->sci_port != p->port)
+			fprintf(f, "sci=%u\n", p->sci_port);
 		fclose(f);
 	}
 }
@@ -285,10 +311,10 @@ int fctl_mka_start(const struct fctl_mka_params *p, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	fctl_mka_ctrl_path(p->ifname, p->run_dir, ctrl, sizeof(ctrl));
-	settings(p, want, sizeof(want));
+	fctl_mka_settings_line(p, want, sizeof(want));
 	running = fctl_mka_pid(p->ifname, p->run_dir, &pid) == 0 &&
 		  fctl_mka_ctrl_request(ctrl, "PING", reply, sizeof(reply), 2000) > 0;
-	if (running && same_settings(dir, want))
+	if (running && same_settings(p, want))
 		return 0;
 	if (!running) {
 		r = spawn(p, dir, err, errlen);
@@ -297,7 +323,7 @@ int fctl_mka_start(const struct fctl_mka_params *p, char *err, size_t errlen)
 	}
 	r = configure(p, ctrl, err, errlen);
 	if (r == 0)
-		save_settings(dir, want);
+		save_settings(p, dir, want);
 	return r < 0 ? r : 1;
 }
 
@@ -324,6 +350,8 @@ int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t err
 	snprintf(path, sizeof(path), "%s/pid", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/settings", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/rotation", dir); /* a rotation's step state */
 	unlink(path);
 	fctl_mka_ctrl_path(ifname, run_dir, path, sizeof(path));
 	unlink(path);

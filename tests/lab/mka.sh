@@ -11,8 +11,11 @@
 #   both-audit-no-cak the CAK's hex appears nowhere in h1's audit log
 #   both-plan-quiet   plan and diff on h1 find nothing to do: MKA's SecY and SAs are not ours
 #   both-roce         ib_send_lat over rxe on the MKA SecY (RoCE v2 over MACsec over VLAN)
-#   wrong-cak         h2 applies another CAK under the same CKN: no traffic, no cleartext,
-#                     show on h1 says not secured / no live peer
+#   wrong-cak-rotation-*  h2 applies another CAK under the same CKN over its running CA:
+#                     a rotation whose incoming CA never gets secured; the old CA keeps
+#                     the traffic; the old CAK applied again gives the rotation up
+#   wrong-cak         h2 starts with another CAK under the same CKN: no traffic, no
+#                     cleartext, show on h1 says not secured / no live peer
 #   wrong-cak-heal    the right CAK again: traffic again
 #   peer-killed       h2's wpa_supplicant killed: no traffic, no cleartext on h1's wire
 #   peer-restarted    apply on h2 starts it again: traffic again
@@ -21,7 +24,8 @@
 #   interop-show      show on h1 names h2's SCI as live peer and as key server (priority 1)
 #   key-server-moves  h2's wpa_supplicant again with priority 255: h1 becomes key server
 #   agent-*           the agent restarts a killed wpa_supplicant (tests/lab/mka_agent.bash)
-# Not here yet (docs/mka.md, "Not yet"): CAK rotation under a sequence-numbered stream.
+#   rotate-*          a new CAK and CKN, make-before-break, driven by the agents on both
+#                     ends under a sequence-numbered stream (tests/lab/mka_rotate.bash)
 # Needs root; a missing piece is a FAIL. FCTL_LAB_DIR (default /var/tmp/fabricctl-lab-mka),
 # FCTL_BUILD_DIR (default build/). The lab is torn down on exit, even on failure.
 set -uo pipefail
@@ -189,6 +193,23 @@ roce() {
 check both-roce "ib_send_lat over rxe on macsec0 failed" roce
 
 # --- (d) a wrong CAK on one end ---
+# over a running CA, a new CAK is a make-before-break rotation: the wrong one never gets
+# secured, so the old CA keeps the traffic and the rotation waits
+on h2 "$F" apply -q "$WORK/wrong.yaml" >/dev/null 2>&1
+incoming_waits() {
+	local j
+	j=$(on h2 "$F" show --json | jq -c '.mka')
+	jq_ok "$j" '(map(select(.ca == "incoming" and (.secured | not) and .live_peers == 0)) | length) == 1 and
+		(map(select(.ca == "current" and .secured and .tx_sa)) | length) == 1' || { echo "$j"; return 1; }
+}
+sleep 8 # four MKA hellos: long enough for a CAK the peer had to be secured
+check wrong-cak-rotation-waits "h2: not one waiting incoming CA beside a secured current one" incoming_waits
+check wrong-cak-rotation-keeps-traffic "no traffic over the old CA while the wrong CAK waits" ping_ok h1 10.100.0.2
+on h2 "$F" apply -q "$WORK/p.yaml" >/dev/null 2>&1
+check wrong-cak-rotation-given-up "the incoming CA is still there after the old CAK came back" \
+	on h2 sh -c "! ls -d $RUN:* 2>/dev/null && ip link show type macsec | grep -c '^[0-9]' | grep -qx 1"
+# a wrong CAK from the start: h2's wpa_supplicant stopped first
+on h2 sh -c "kill \$(cat $RUN/pid); for i in \$(seq 100); do ip link show type macsec | grep -q . || break; sleep 0.1; done"
 on h2 "$F" apply -q "$WORK/wrong.yaml" >/dev/null 2>&1 # its SecY may not come up: that is the point
 check wrong-cak "h1 still sees a live peer" wait_mka h1 '.live_peers == 0'
 check wrong-cak-no-traffic "ping crossed with a wrong CAK" ping_fails h1 10.100.0.2
@@ -244,4 +265,7 @@ on h2 sh -c 'kill $(cat /run/hand/pid)' || :
 # --- (g) the agent supervises wpa_supplicant (tests/lab/mka_agent.bash) ---
 # shellcheck source=mka_agent.bash
 source "$HERE/mka_agent.bash"
+# --- (c) CAK rotation under a sequence-numbered stream (tests/lab/mka_rotate.bash) ---
+# shellcheck source=mka_rotate.bash
+source "$HERE/mka_rotate.bash"
 done_

@@ -105,7 +105,14 @@ struct fctl_agent_request {
 	 * agent restarts, and whether a hung one is to be killed first */
 	const char *mka_port;
 	bool mka_kill;
+	bool mka_step; /* instead of a restart: one step of the port's CAK rotation */
 };
+
+/* The exit status of a rotation step worker (mka_step) that moved the rotation on: the
+ * addresses moved to the incoming CA's SecY, or the switch done (0: nothing to do, or
+ * still waiting for the peer). The agent audits both as mka-rotate. */
+#define FCTL_AGENT_MKA_STEP_MOVED 10
+#define FCTL_AGENT_MKA_STEP_DONE 11
 
 /* A worker request the agent makes itself, never one a client can send (no protocol
  * type has this number): restart the wpa_supplicant of rq->mka_port with the

@@ -43,7 +43,9 @@ struct fctl_mka_params {
 	bool integrity_only;	     /* macsec_integ_only=1 */
 	bool replay_protect;
 	uint32_t replay_window;
-	uint16_t port;
+	uint16_t port;		     /* the policy's SCI port */
+	uint16_t sci_port;	     /* the SCI port this SecY uses; 0 = port (a CAK rotation
+				      * alternates it, docs/mka.md "CAK rotation") */
 };
 
 struct fctl_mka_peer {
@@ -72,6 +74,13 @@ void fctl_mka_run_dir(const char *ifname, char *out, size_t outlen);
  * -ENOENT when there is none (no wpa_supplicant fabricctl started), -EINVAL when the
  * line is not one fctl_mka_start wrote. Outputs written only on success. */
 int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7]);
+/* The first line of the settings a wpa_supplicant was given (the CAK by its check
+ * value only) and the SCI port it runs on, from run_dir (NULL = ifname's default):
+ * 0, -ENOENT or -EINVAL. line is NUL-terminated without its newline. */
+int fctl_mka_settings_read(const char *ifname, const char *run_dir, char line[512],
+			   uint16_t *sci_port);
+/* The settings line fctl_mka_start would write for p (no newline). */
+void fctl_mka_settings_line(const struct fctl_mka_params *p, char *out, size_t len);
 /* The control socket of ifname's wpa_supplicant, RUN_DIR/ctrl/IFNAME, into out: RUN_DIR is
  * run_dir, or ifname's default (fctl_mka_run_dir) when run_dir is NULL. */
 void fctl_mka_ctrl_path(const char *ifname, const char *run_dir, char *out, size_t outlen);

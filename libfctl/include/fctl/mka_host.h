@@ -37,10 +37,15 @@ int fctl_mka_host_each(const struct fctl_profile *p, const char *host,
 
 /* Starts (or reconfigures) wpa_supplicant on every MKA port of host and puts the end's
  * addresses on the SecY it creates. Run after the engine created the VLAN devices.
- * *n_ports (may be NULL): how many ports were configured. */
+ * A port whose running CA is secured and differs from the profile's in its CAK or CKN
+ * only gets an incoming CA beside it instead (a make-before-break rotation,
+ * fctl/mka_rotate.h);
+ * any other change reconfigures the running CA and gives up a rotation under way.
+ * *n_ports (may be NULL): how many ports were configured; *n_rotating (may be NULL):
+ * how many of them have an incoming CA. */
 int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
-		     const struct fctl_mka_host_opts *o, unsigned *n_ports, char *err,
-		     size_t errlen);
+		     const struct fctl_mka_host_opts *o, unsigned *n_ports, unsigned *n_rotating,
+		     char *err, size_t errlen);
 
 /* Stops every wpa_supplicant fabricctl runs (FCTL_MKA_RUN_DIR) for a port that is no
  * MKA port of host in p any more, and wipes its run directory. */
@@ -51,5 +56,9 @@ int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned
  * *secy points into it. -ENODEV when there is none. */
 int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
 		       struct fctl_host_state **state, const struct fctl_link **secy);
+/* The same, for the SecY whose SCI port is sci_port (0: any). */
+int fctl_mka_find_secy_port(struct fctl_nl *nl, const char *host, const char *vlan_if,
+			    uint16_t sci_port, struct fctl_host_state **state,
+			    const struct fctl_link **secy);
 
 #endif
