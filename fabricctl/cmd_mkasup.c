@@ -47,28 +47,41 @@ static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *if
 	return r;
 }
 
-int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path)
+/* The host's name and the last applied profile, for the port of rq: EXIT_OK, or an exit
+ * status after saying why. */
+static int load_applied(const struct fctl_agent_request *rq, char host[256],
+			struct fctl_profile **p)
 {
 	struct fctl_engine_opts eo = { .netns = rq->netns, .state_dir = rq->state_dir,
 				       .host = rq->host };
-	struct fctl_key_source src = { .keymgr_path = keymgr_path };
-	struct fctl_mka_host_opts o = { .keys = &src, .only_port = rq->mka_port };
 	struct fctl_diags d = { 0 };
-	struct fctl_profile *p = NULL;
-	struct find f = { .ifname = rq->mka_port };
-	char host[256], err[768] = "";
-	unsigned n = 0;
 	int r;
 
-	if (!rq->mka_port || fctl_engine_host_name(&eo, host, sizeof(host)) < 0)
+	if (!rq->mka_port || fctl_engine_host_name(&eo, host, 256) < 0)
 		return EXIT_USAGE;
-	r = fctl_engine_load_version(&eo, 0, &d, &p);
+	r = fctl_engine_load_version(&eo, 0, &d, p);
 	fctl_diags_release(&d);
 	if (r < 0) {
 		cli_err("mka: %s: cannot load the last applied profile: %s", rq->mka_port,
 			strerror(-r));
 		return EXIT_FAILED;
 	}
+	return EXIT_OK;
+}
+
+int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path)
+{
+	struct fctl_key_source src = { .keymgr_path = keymgr_path };
+	struct fctl_mka_host_opts o = { .keys = &src, .only_port = rq->mka_port };
+	struct fctl_profile *p = NULL;
+	struct find f = { .ifname = rq->mka_port };
+	char host[256], err[768] = "";
+	unsigned n = 0;
+	int r;
+
+	r = load_applied(rq, host, &p);
+	if (r != EXIT_OK)
+		return r;
 	/* the agent decided on what it read a moment ago: a port the applied profile no
 	 * longer has is never started again */
 	fctl_mka_host_each(p, host, is_port, &f);
@@ -124,24 +137,15 @@ static int step_port(const struct fctl_mka_port *port, void *arg)
 
 int cli_mka_step(const struct fctl_agent_request *rq)
 {
-	struct fctl_engine_opts eo = { .netns = rq->netns, .state_dir = rq->state_dir,
-				       .host = rq->host };
 	struct step s = { .ifname = rq->mka_port };
-	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	struct timespec ts;
 	char host[256];
 	int r;
 
-	if (!rq->mka_port || fctl_engine_host_name(&eo, host, sizeof(host)) < 0)
-		return EXIT_USAGE;
-	r = fctl_engine_load_version(&eo, 0, &d, &p);
-	fctl_diags_release(&d);
-	if (r < 0) {
-		cli_err("mka: %s: cannot load the last applied profile: %s", rq->mka_port,
-			strerror(-r));
-		return EXIT_FAILED;
-	}
+	r = load_applied(rq, host, &p);
+	if (r != EXIT_OK)
+		return r;
 	r = fctl_nl_open(rq->netns, &s.nl);
 	if (r < 0) {
 		cli_err("mka: netlink: %s", strerror(-r));
