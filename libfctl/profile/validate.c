@@ -173,6 +173,11 @@ static void check_mka(struct vctx *vc, const struct fctl_macsec_policy *pol)
 	mka_fixed(vc, pol, pol->scb, pol->pos_scb, "scb true");
 	mka_fixed(vc, pol, pol->offload != FCTL_OFFLOAD_OFF, pol->pos_offload, "offload");
 	mka_fixed(vc, pol, pol->has_pn_rekey_threshold, pol->pos_pn_thr, "pn_rekey_threshold");
+	if (pol->port > 65534)
+		AT(vc, m->pos, "out-of-range", "use a port from 1 to 65534",
+		   "policy '%s' uses mka with port %u; wpa_supplicant takes 1..65534 (and a CAK "
+		   "rotation runs the new CA on the port beside it)",
+		   pol->name, (unsigned)pol->port);
 	check_ckn(vc, &m->primary, pol->name);
 	check_keyref(vc, &m->primary.cak, m->primary.cak_pos, pol, 16, 32);
 	if (!m->has_fallback)
