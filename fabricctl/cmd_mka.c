@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "fctl/engine.h"
@@ -19,8 +21,10 @@ static int count_port(const struct fctl_mka_port *port, void *arg)
 	return 0;
 }
 
-int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
-	       const char *keymgr_path, bool quiet)
+/* Prune and up under the lock of the MKA run directory (the agent's restarts and
+ * rotation steps take it too). */
+static int mka_up_locked(const struct fctl_profile *p, const char *host, const char *netns,
+			 const char *keymgr_path, bool quiet)
 {
 	struct fctl_key_source src = { .keymgr_path = keymgr_path };
 	struct fctl_mka_host_opts o = { .keys = &src };
@@ -62,6 +66,27 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 			"the traffic until the peer has the new one (the agent moves it, "
 			"docs/mka.md)\n", rot, rot == 1 ? "" : "s", host);
 	return EXIT_OK;
+}
+
+int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
+	       const char *keymgr_path, bool quiet)
+{
+	struct stat st;
+	unsigned n = 0;
+	int fd, rc;
+
+	fctl_mka_host_each(p, host, count_port, &n);
+	/* nothing to start, nothing ever started: no run directory made for nothing */
+	if (!n && stat(FCTL_MKA_RUN_DIR, &st) < 0)
+		return EXIT_OK;
+	fd = fctl_mka_lock();
+	if (fd < 0) {
+		cli_err("apply: mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-fd));
+		return EXIT_USAGE;
+	}
+	rc = mka_up_locked(p, host, netns, keymgr_path, quiet);
+	close(fd);
+	return rc;
 }
 
 static void put_kcv(struct fctl_apply_result *res, const char *kcv)
@@ -155,7 +180,8 @@ static void show_ca(struct fctl_nl *nl, const char *port, const char *run_dir,
 	uint16_t sci = 0;
 	int r = fctl_mka_status_read(port, run_dir, &s, err, sizeof(err));
 
-	fctl_mka_settings_read(port, run_dir, line, &sci);
+	if (fctl_mka_settings_read(port, run_dir, line, &sci) < 0)
+		sci = 0; /* not one fabricctl configured: its first SecY */
 	if (json) {
 		if (r < 0) {
 			fctl_buf_puts(o, "{\"port\":");
@@ -185,34 +211,61 @@ static void show_ca(struct fctl_nl *nl, const char *port, const char *run_dir,
 /* Every wpa_supplicant fabricctl runs (one directory per port under the run directory,
  * IFNAME:N for a rotation's incoming CA): YAML comments (the show output still
  * validates), or "mka":[...] for --json, "ca" saying which is which. */
+/* By port, then the current CA before the incoming one. */
+static int cmp_name(const void *a, const void *b)
+{
+	char pa[NAME_MAX + 1], pb[NAME_MAX + 1];
+	int ka = fctl_mka_dir_name(*(char *const *)a, pa, sizeof(pa), NULL);
+	int kb = fctl_mka_dir_name(*(char *const *)b, pb, sizeof(pb), NULL);
+	int c = strcmp(pa, pb);
+
+	return c ? c : ka - kb;
+}
+
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json)
 {
 	struct fctl_nl *nl = NULL;
 	struct dirent *de;
 	DIR *d = opendir(FCTL_MKA_RUN_DIR);
-	bool first = true;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 
 	if (json)
 		fctl_buf_puts(o, "[");
-	if (d && fctl_nl_open(netns, &nl) < 0)
-		nl = NULL;
+	/* sorted: a port's current CA ("IF") before its incoming one ("IF:N") */
 	while (d && (de = readdir(d))) {
-		char port[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2], *colon;
+		char port[NAME_MAX + 1], **nn;
 
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || fctl_mka_dir_name(de->d_name, port, sizeof(port), NULL) < 0)
 			continue;
-		snprintf(port, sizeof(port), "%s", de->d_name);
-		colon = strchr(port, ':');
-		if (colon)
-			*colon = '\0';
-		snprintf(dir, sizeof(dir), "%s/%s", FCTL_MKA_RUN_DIR, de->d_name);
-		if (json)
-			fctl_buf_puts(o, first ? "" : ",");
-		show_ca(nl, port, colon ? dir : NULL, o, json);
-		first = false;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			nn = realloc(names, cap * sizeof(*names));
+			if (!nn)
+				break;
+			names = nn;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			break;
+		n++;
 	}
 	if (d)
 		closedir(d);
+	if (n && fctl_nl_open(netns, &nl) < 0)
+		nl = NULL;
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_name);
+	for (size_t i = 0; i < n; i++) {
+		char port[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2];
+		int kind = fctl_mka_dir_name(names[i], port, sizeof(port), NULL);
+
+		snprintf(dir, sizeof(dir), "%s/%s", FCTL_MKA_RUN_DIR, names[i]);
+		if (json)
+			fctl_buf_puts(o, i ? "," : "");
+		show_ca(nl, port, kind == 1 ? dir : NULL, o, json);
+		free(names[i]);
+	}
+	free(names);
 	fctl_nl_close(nl);
 	if (json)
 		fctl_buf_puts(o, "]");

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cli.h"
@@ -26,9 +27,11 @@ static int is_port(const struct fctl_mka_port *port, void *arg)
 }
 
 /* A wpa_supplicant killed with SIGKILL leaves its SecY behind (it deletes it only on a
- * clean exit): delete it, so the new one can create its own (same SCI). The VLAN device
- * below carries no address: nothing flows in clear meanwhile. */
-static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *ifname)
+ * clean exit): delete it, so the new one can create its own (same SCI). Only the SecY
+ * on the dead one's SCI port (0: any). The VLAN device below carries no address:
+ * nothing flows in clear meanwhile. */
+static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *ifname,
+			    uint16_t sci_port)
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
@@ -36,7 +39,7 @@ static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *if
 	struct fctl_nl_err ne = { 0 };
 	int r;
 
-	if (fctl_mka_find_secy(nl, host, ifname, &hs, &secy) < 0)
+	if (fctl_mka_find_secy_port(nl, host, ifname, sci_port, &hs, &secy) < 0)
 		return 0;
 	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
 	r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
@@ -69,50 +72,78 @@ static int load_applied(const struct fctl_agent_request *rq, char host[256],
 	return EXIT_OK;
 }
 
+static int restart_locked(const struct fctl_agent_request *rq, const struct fctl_profile *p,
+			  const char *host, struct fctl_mka_host_opts *o, unsigned *n, char *err,
+			  size_t errlen);
+
 int cli_mka_restart(const struct fctl_agent_request *rq, const char *keymgr_path)
 {
 	struct fctl_key_source src = { .keymgr_path = keymgr_path };
 	struct fctl_mka_host_opts o = { .keys = &src, .only_port = rq->mka_port };
 	struct fctl_profile *p = NULL;
-	struct find f = { .ifname = rq->mka_port };
 	char host[256], err[768] = "";
 	unsigned n = 0;
-	int r;
+	int r, lk;
 
 	r = load_applied(rq, host, &p);
 	if (r != EXIT_OK)
 		return r;
-	/* the agent decided on what it read a moment ago: a port the applied profile no
-	 * longer has is never started again */
-	fctl_mka_host_each(p, host, is_port, &f);
-	if (!f.found) {
-		cli_err("mka: %s is no MKA port of %s in the applied profile: not restarted",
-			rq->mka_port, host);
-		fctl_profile_free(p);
-		return EXIT_FAILED;
-	}
-	if (rq->mka_kill)
-		fctl_mka_kill(rq->mka_port, NULL);
-	/* waits for a killed one to be gone, wipes what the old one left */
-	fctl_mka_stop(rq->mka_port, NULL, err, sizeof(err));
-	err[0] = '\0';
-	r = fctl_nl_open(rq->netns, &o.nl);
-	if (r < 0) {
-		cli_err("mka: netlink: %s", strerror(-r));
+	lk = fctl_mka_lock();
+	if (lk < 0) {
+		cli_err("mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-lk));
 		fctl_profile_free(p);
 		return EXIT_USAGE;
 	}
-	r = drop_orphan_secy(o.nl, host, rq->mka_port);
-	if (r == 0)
-		r = fctl_mka_host_up(p, host, &o, &n, NULL, err, sizeof(err));
-	fctl_nl_close(o.nl);
+	r = restart_locked(rq, p, host, &o, &n, err, sizeof(err));
+	close(lk);
 	fctl_profile_free(p);
+	if (r == -ENOENT)
+		return EXIT_FAILED;
 	if (r < 0 || n != 1) {
 		cli_err("mka: restart of %s: %s", rq->mka_port,
 			err[0] ? err : r < 0 ? strerror(-r) : "the port was not started");
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
+}
+
+static int restart_locked(const struct fctl_agent_request *rq, const struct fctl_profile *p,
+			  const char *host, struct fctl_mka_host_opts *o, unsigned *n, char *err,
+			  size_t errlen)
+{
+	struct find f = { .ifname = rq->mka_port };
+	char line[512];
+	uint16_t sci_port = 0;
+	int r;
+
+	/* the agent decided on what it read a moment ago: a port the applied profile no
+	 * longer has is never started again */
+	fctl_mka_host_each(p, host, is_port, &f);
+	if (!f.found) {
+		cli_err("mka: %s is no MKA port of %s in the applied profile: not restarted",
+			rq->mka_port, host);
+		return -ENOENT;
+	}
+	if (fctl_mka_settings_read(rq->mka_port, NULL, line, &sci_port) < 0)
+		sci_port = 0;
+	if (rq->mka_kill)
+		fctl_mka_kill(rq->mka_port, NULL);
+	/* waits for a killed one to be gone, wipes what the old one left; a rotation's
+	 * incoming CA goes too (the agent restarts only when it is gone or not there) */
+	fctl_mka_stop(rq->mka_port, NULL, err, errlen);
+	fctl_mka_incoming_stop(rq->mka_port, err, errlen);
+	err[0] = '\0';
+	r = fctl_nl_open(rq->netns, &o->nl);
+	if (r < 0) {
+		snprintf(err, errlen, "netlink: %s", strerror(-r));
+		return r;
+	}
+	r = drop_orphan_secy(o->nl, host, rq->mka_port, sci_port);
+	if (r == 0)
+		r = fctl_mka_host_up(p, host, o, n, NULL, err, errlen);
+	fctl_nl_close(o->nl);
+	o->nl = NULL;
+	return r;
 }
 
 struct step {
@@ -141,7 +172,7 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 	struct fctl_profile *p = NULL;
 	struct timespec ts;
 	char host[256];
-	int r;
+	int r, lk;
 
 	r = load_applied(rq, host, &p);
 	if (r != EXIT_OK)
@@ -152,9 +183,17 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 		fctl_profile_free(p);
 		return EXIT_USAGE;
 	}
+	lk = fctl_mka_lock();
+	if (lk < 0) {
+		cli_err("mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-lk));
+		fctl_nl_close(s.nl);
+		fctl_profile_free(p);
+		return EXIT_USAGE;
+	}
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	s.now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	fctl_mka_host_each(p, host, step_port, &s);
+	close(lk);
 	fctl_nl_close(s.nl);
 	fctl_profile_free(p);
 	if (!s.found) /* the port left the profile: the next apply's prune stops it */

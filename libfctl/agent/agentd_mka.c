@@ -29,6 +29,8 @@ struct port {
 	char ifname[FCTL_IFNAMSIZ + 8];
 	struct fctl_mka_sup sup;
 	bool seen; /* in the applied profile at this check */
+	bool step; /* its CAK rotation has a step to take at this check */
+	bool step_failed; /* the last step failed (audited once until one succeeds) */
 	struct seen_state last;
 };
 
@@ -42,6 +44,7 @@ struct fctl_agentd_mka {
 	struct fctl_profile *prof;
 	uint64_t prof_seq;
 	char prof_sha[65];
+	size_t next_step; /* where the next check's search for a rotation step starts */
 	pid_t child;	/* the restart (or rotation step) worker running, 0 = none */
 	char child_port[FCTL_IFNAMSIZ + 8];
 	enum fctl_mka_health child_why;
@@ -161,29 +164,64 @@ struct visit {
 	uint64_t now;
 };
 
+/* Whether a CAK rotation on ifname has something for a step to do: the addresses moved
+ * (the switch to wait for), the incoming CA secured (the move), or gone (give up). A
+ * rotation waiting for the peer forks nothing. */
+static bool rotation_due(const char *ifname, const char *idir)
+{
+	struct fctl_mka_status ks;
+	char err[256];
+
+	if (fctl_mka_rotation_moved(ifname) || fctl_mka_health(ifname, idir) != FCTL_MKA_OK)
+		return true;
+	return fctl_mka_status_read(ifname, idir, &ks, err, sizeof(err)) == 0 && ks.secured &&
+	       ks.live_peers > 0;
+}
+
 static int visit(const struct fctl_mka_port *mp, void *arg)
 {
 	struct visit *v = arg;
 	struct port *p = port_of(v->m, mp->ifname);
 	enum fctl_mka_health h;
+	char idir[PATH_MAX];
+	bool rotating;
 
 	if (!p)
 		return 0;
 	p->seen = true;
+	p->step = false;
 	if (v->m->child) /* one restart at a time: the others at the next check */
 		return 0;
 	h = fctl_mka_health(mp->ifname, NULL);
+	rotating = fctl_mka_incoming(mp->ifname, idir, sizeof(idir), NULL) == 0;
+	/* a current CA that died during a rotation whose incoming CA runs: not restarted, the
+	 * incoming one takes over (a step) */
+	if (h != FCTL_MKA_OK && rotating && fctl_mka_health(mp->ifname, idir) == FCTL_MKA_OK) {
+		p->step = true;
+		return 0;
+	}
 	if (fctl_mka_sup_decide(&p->sup, h, v->now) == FCTL_MKA_RESTART) {
 		spawn(v->a, v->m, mp->ifname, h, false);
 	} else if (h == FCTL_MKA_OK) {
-		char idir[PATH_MAX];
-
 		observe(v->a, p);
-		/* a CAK rotation under way: its next step (docs/mka.md, "CAK rotation") */
-		if (fctl_mka_incoming(mp->ifname, idir, sizeof(idir), NULL) == 0)
-			spawn(v->a, v->m, mp->ifname, h, true);
+		/* a CAK rotation under way: a step when there is one to take (docs/mka.md,
+		 * "CAK rotation"); started after every port's health was checked */
+		p->step = rotating && rotation_due(mp->ifname, idir);
 	}
 	return 0;
+}
+
+/* One rotation step for the ports that have one, in turns (one worker at a time). */
+static void step_one(struct agent *a, struct fctl_agentd_mka *m)
+{
+	for (size_t k = 0; k < m->n && !m->child; k++) {
+		size_t i = (m->next_step + k) % m->n;
+
+		if (!m->ports[i].step)
+			continue;
+		m->next_step = i + 1;
+		spawn(a, m, m->ports[i].ifname, FCTL_MKA_OK, true);
+	}
 }
 
 /* Forgets the ports the applied profile no longer has (their state with them). */
@@ -259,6 +297,7 @@ static void check(struct agent *a, struct fctl_agentd_mka *m)
 	else if (r != -ENOENT)
 		fctl_agentd_log("mka: cannot load the last applied profile: %s", strerror(-r));
 	forget_unseen(m);
+	step_one(a, m);
 	/* ports to watch: every 2 s; none: slowly (an unreadable profile counts as ports:
 	 * its error is logged at the check's pace, as before) */
 	unsigned want = m->n || (r < 0 && r != -ENOENT) ? FCTL_AGENTD_MKA_CHECK_MS
@@ -293,8 +332,19 @@ bool fctl_agentd_mka_event(struct agent *a, void *ptr)
 static void reaped_step(struct agent *a, struct fctl_agentd_mka *m, int status)
 {
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	bool failed = code != 0 && code != FCTL_AGENT_MKA_STEP_MOVED &&
+		      code != FCTL_AGENT_MKA_STEP_DONE;
+	struct port *p = port_of(m, m->child_port);
 	char d[160];
 
+	/* a step that keeps failing is audited once, until one succeeds */
+	if (p) {
+		bool again = failed && p->step_failed;
+
+		p->step_failed = failed;
+		if (again)
+			return;
+	}
 	if (code == 0)
 		return;
 	snprintf(d, sizeof(d), "port=%s %s", m->child_port,

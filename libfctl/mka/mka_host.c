@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fctl/mka_host.h"
 #include "fctl/mka_rotate.h"
@@ -157,7 +158,7 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, uint
 static int rotate_in(const struct fctl_mka_port *port, struct up_arg *a,
 		     struct fctl_mka_params *mp, uint16_t cur_port)
 {
-	char idir[PATH_MAX], have[PATH_MAX];
+	char idir[PATH_MAX], have[PATH_MAX + 16];
 	uint16_t in_port;
 	int r;
 
@@ -172,9 +173,59 @@ static int rotate_in(const struct fctl_mka_port *port, struct up_arg *a,
 	r = fctl_mka_start(mp, a->err, a->errlen);
 	if (r < 0)
 		return r;
+	if (r == 1) { /* a new SecY: its wait starts again */
+		snprintf(have, sizeof(have), "%s/rotation", idir);
+		unlink(have);
+	}
 	a->started++;
 	a->rotating++;
 	return 0;
+}
+
+/* The policy's port a settings line records (0 when it records none). */
+static unsigned policy_port(const char *line)
+{
+	const char *p = strstr(line, " port=");
+	unsigned port = 0;
+
+	return p && sscanf(p, " port=%u", &port) == 1 ? port : 0;
+}
+
+/* An incoming CA of a rotation on port: 0 when it already has what the profile wants
+ * (the rotation goes on, nothing to do), -EBUSY when the rotation has moved the traffic
+ * to it and the profile wants something else (apply again once it is done), 1 when the
+ * apply goes on as if there were none (nothing incoming, or it is still waiting). */
+static int rotation_under_way(const struct fctl_mka_port *port, struct up_arg *a,
+			      const char *want)
+{
+	char idir[PATH_MAX], ihave[512];
+
+	if (fctl_mka_incoming(port->ifname, idir, sizeof(idir), NULL) < 0)
+		return 1;
+	if (fctl_mka_health(port->ifname, idir) == FCTL_MKA_OK &&
+	    fctl_mka_settings_read(port->ifname, idir, ihave, NULL) == 0 &&
+	    strcmp(ihave, want) == 0) {
+		a->started++;
+		/* the current CA died: the incoming one takes over now (a step does it) */
+		if (fctl_mka_health(port->ifname, NULL) != FCTL_MKA_OK) {
+			struct timespec ts;
+			int r;
+
+			clock_gettime(CLOCK_BOOTTIME, &ts);
+			r = fctl_mka_rotation_step(a->o->nl, port,
+						   (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+						   a->err, a->errlen);
+			return r < 0 ? r : 0;
+		}
+		a->rotating++;
+		return 0;
+	}
+	if (!fctl_mka_rotation_moved(port->ifname))
+		return 1;
+	snprintf(a->err, a->errlen, "%s: a CAK rotation is switching it (its traffic is on the "
+		 "new CA already): apply again once it is done (fabricctl show lists one CA)",
+		 port->ifname);
+	return -EBUSY;
 }
 
 /* The port's current CA is secured: a live peer, a SAK (its KaY says so). */
@@ -194,7 +245,7 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 	struct fctl_key *cak = NULL;
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
-	char base[PATH_MAX], *abs, have[512], want[512];
+	char base[PATH_MAX], *abs, have[512] = "", want[512];
 	uint16_t cur_port = pol->port;
 	bool running;
 	int r, old;
@@ -222,9 +273,15 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 	};
 	running = fctl_mka_health(port->ifname, NULL) == FCTL_MKA_OK &&
 		  fctl_mka_settings_read(port->ifname, NULL, have, &cur_port) == 0;
-	if (!running)
+	/* the SCI port a rotation moved to is kept, unless the policy's port changed */
+	if (!running || policy_port(have) != pol->port)
 		cur_port = pol->port;
 	fctl_mka_settings_line(&mp, want, sizeof(want));
+	r = rotation_under_way(port, a, want);
+	if (r != 1) {
+		fctl_key_free(cak);
+		return r;
+	}
 	/* make-before-break only where something is made: a CA that is not secured carries
 	 * nothing, and is reconfigured in place (a wrong CAK mended at once) */
 	if (running && fctl_mka_settings_ca_only(have, want) && secured(port->ifname)) {
@@ -290,21 +347,19 @@ int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned
 	int r = 0;
 
 	while (d && (de = readdir(d))) {
-		char name[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2], *colon;
+		char name[NAME_MAX + 1], dir[PATH_MAX + NAME_MAX + 2];
 		struct want_arg w = { .name = name };
+		int kind;
 
-		if (de->d_name[0] == '.')
-			continue;
 		/* IFNAME:N is the incoming CA of a rotation on IFNAME */
-		snprintf(name, sizeof(name), "%s", de->d_name);
-		colon = strchr(name, ':');
-		if (colon)
-			*colon = '\0';
+		if (de->d_name[0] == '.' ||
+		    (kind = fctl_mka_dir_name(de->d_name, name, sizeof(name), NULL)) < 0)
+			continue;
 		fctl_mka_host_each(p, host, is_port, &w);
 		if (w.found)
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", FCTL_MKA_RUN_DIR, de->d_name);
-		r = fctl_mka_stop(name, colon ? dir : NULL, err, errlen);
+		r = fctl_mka_stop(name, kind == 1 ? dir : NULL, err, errlen);
 		if (r < 0)
 			break;
 		n++;

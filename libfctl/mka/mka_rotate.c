@@ -10,10 +10,32 @@
 #include <unistd.h>
 
 #include "fctl/mka_rotate.h"
+#include "fctl/mka_super.h"
 
 uint16_t fctl_mka_alt_port(uint16_t port)
 {
+	if (port >= 0xffff) /* never 0: wpa_supplicant takes 1..65534 */
+		return 0xfffe;
 	return port & 1 ? (uint16_t)(port + 1) : (uint16_t)(port - 1);
+}
+
+int fctl_mka_dir_name(const char *name, char *port, size_t len, uint16_t *sci_port)
+{
+	const char *colon = strchr(name, ':');
+	unsigned long n = 0;
+	char *end = NULL;
+
+	if (colon) {
+		n = strtoul(colon + 1, &end, 10);
+		if (colon == name || !colon[1] || *end || !n || n > 0xffff)
+			return -EINVAL;
+	}
+	if (!*name || (size_t)(colon ? colon - name : (long)strlen(name)) >= len)
+		return -EINVAL;
+	snprintf(port, len, "%.*s", (int)(colon ? colon - name : (long)strlen(name)), name);
+	if (sci_port)
+		*sci_port = (uint16_t)n;
+	return colon ? 1 : 0;
 }
 
 bool fctl_mka_settings_ca_only(const char *have, const char *want)
@@ -36,17 +58,15 @@ int fctl_mka_incoming(const char *ifname, char *dir, size_t len, uint16_t *sci_p
 	int r = -ENOENT;
 
 	while (d && r == -ENOENT && (de = readdir(d))) {
-		char *end;
-		unsigned long port;
+		char name[NAME_MAX + 1];
+		uint16_t port;
 
-		if (strncmp(de->d_name, ifname, n) != 0 || de->d_name[n] != ':')
-			continue;
-		port = strtoul(de->d_name + n + 1, &end, 10);
-		if (*end || !port || port > 0xffff)
+		if (strncmp(de->d_name, ifname, n) != 0 || de->d_name[n] != ':' ||
+		    fctl_mka_dir_name(de->d_name, name, sizeof(name), &port) != 1)
 			continue;
 		snprintf(dir, len, "%s/%s", FCTL_MKA_RUN_DIR, de->d_name);
 		if (sci_port)
-			*sci_port = (uint16_t)port;
+			*sci_port = port;
 		r = 0;
 	}
 	if (d)
@@ -56,14 +76,11 @@ int fctl_mka_incoming(const char *ifname, char *dir, size_t len, uint16_t *sci_p
 
 int fctl_mka_incoming_stop(const char *ifname, char *err, size_t errlen)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16];
+	char dir[PATH_MAX];
 	int r = 0;
 
-	while (r == 0 && fctl_mka_incoming(ifname, dir, sizeof(dir), NULL) == 0) {
-		snprintf(path, sizeof(path), "%s/rotation", dir);
-		unlink(path);
+	while (r == 0 && fctl_mka_incoming(ifname, dir, sizeof(dir), NULL) == 0)
 		r = fctl_mka_stop(ifname, dir, err, errlen);
-	}
 	return r;
 }
 
@@ -82,9 +99,10 @@ const char *fctl_mka_rot_stage_name(enum fctl_mka_rot_stage s)
 }
 
 /* The step's memory, in the incoming directory (a tmpfs): when the incoming CA was first
- * seen secured, when the addresses moved, the current SecY's received count then. */
+ * seen secured; when the addresses moved and, then, what the old and the new SecY had
+ * received; what the old one had received at the last step. */
 struct rot_state {
-	uint64_t secured_since, moved_at, rx;
+	uint64_t secured_since, moved_at, rx, rx0, nrx0;
 };
 
 static void state_load(const char *dir, struct rot_state *st)
@@ -97,31 +115,54 @@ static void state_load(const char *dir, struct rot_state *st)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	if (fscanf(f, "secured_since=%" SCNu64 " moved_at=%" SCNu64 " rx=%" SCNu64,
-		   &st->secured_since, &st->moved_at, &st->rx) != 3)
+	if (fscanf(f, "secured_since=%" SCNu64 " moved_at=%" SCNu64 " rx=%" SCNu64 " rx0=%" SCNu64
+		      " nrx0=%" SCNu64,
+		   &st->secured_since, &st->moved_at, &st->rx, &st->rx0, &st->nrx0) != 5)
 		memset(st, 0, sizeof(*st));
 	fclose(f);
 }
 
-static int state_save(const char *dir, const struct rot_state *st)
+static int state_save(const char *dir, const struct rot_state *st, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	FILE *f;
+	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/rotation", dir);
 	snprintf(tmp, sizeof(tmp), "%s/rotation.new", dir);
 	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	fprintf(f, "secured_since=%" PRIu64 " moved_at=%" PRIu64 " rx=%" PRIu64 "\n",
-		st->secured_since, st->moved_at, st->rx);
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		return -errno;
-	return 0;
+	if (!f) {
+		r = -errno;
+	} else {
+		fprintf(f, "secured_since=%" PRIu64 " moved_at=%" PRIu64 " rx=%" PRIu64
+			   " rx0=%" PRIu64 " nrx0=%" PRIu64 "\n",
+			st->secured_since, st->moved_at, st->rx, st->rx0, st->nrx0);
+		if (fclose(f) != 0 || rename(tmp, path) < 0)
+			r = -errno;
+	}
+	if (r < 0) {
+		unlink(tmp);
+		snprintf(err, errlen, "%s: rotation state: %s", dir, strerror(-r));
+	}
+	return r;
+}
+
+bool fctl_mka_rotation_moved(const char *ifname)
+{
+	char dir[PATH_MAX];
+	struct rot_state st;
+
+	if (fctl_mka_incoming(ifname, dir, sizeof(dir), NULL) < 0)
+		return false;
+	state_load(dir, &st);
+	return st.moved_at != 0;
 }
 
 /* The end's addresses (the profile's, for this host) added to the SecY named to, then
- * deleted from the one named from (NULL: none left): the connected route is never gone. */
+ * deleted from the one named from (NULL: none): the connected route is never gone.
+ * Added without duplicate address detection: the address is this host's already, on
+ * the SecY beside it; a tentative IPv6 copy would leave the host without a usable one
+ * for a second or two. */
 static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *to,
 		      const char *from, char *err, size_t errlen)
 {
@@ -134,7 +175,8 @@ static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, cons
 			continue;
 		for (size_t i = 0; i < port->vlan->n_addrs && r == 0; i++) {
 			const struct fctl_addr_entry *ae = &port->vlan->addrs[i];
-			struct fctl_op op = { .kind = pass == 0 ? FCTL_OP_ADDR_ADD : FCTL_OP_ADDR_DEL };
+			struct fctl_op op = { .kind = pass == 0 ? FCTL_OP_ADDR_ADD : FCTL_OP_ADDR_DEL,
+					      .addr_nodad = pass == 0 };
 			struct fctl_nl_err ne = { 0 };
 
 			if (!ae->host || !ae->cidr || strcmp(ae->host, port->host) != 0)
@@ -154,29 +196,63 @@ static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, cons
 	return r;
 }
 
-/* The SecY of the CA on sci_port, its name into name ("" when there is none) and whether
- * MKA installed a transmit SA on it. */
-static void secy_of(struct fctl_nl *nl, const struct fctl_mka_port *port, uint16_t sci_port,
-		    char name[FCTL_IFNAMSIZ], bool *tx_sa)
+/* One CA as the step sees it: its process, its KaY, its SecY (by SCI port). */
+struct ca_view {
+	bool alive, secured, tx_sa, has_rx;
+	unsigned live_peers;
+	uint64_t rx; /* InPktsOK over its SecY's receive channels */
+	char secy[FCTL_IFNAMSIZ];
+};
+
+static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *run_dir,
+		    uint16_t sci_port, struct ca_view *v)
 {
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
+	struct fctl_macsec_stats ms;
+	struct fctl_mka_status ks;
+	char err[256];
 
-	name[0] = '\0';
-	*tx_sa = false;
+	memset(v, 0, sizeof(*v));
+	v->alive = fctl_mka_health(port->ifname, run_dir) == FCTL_MKA_OK;
+	if (v->alive && fctl_mka_status_read(port->ifname, run_dir, &ks, err, sizeof(err)) == 0) {
+		v->secured = ks.secured;
+		v->live_peers = ks.live_peers;
+	}
 	if (fctl_mka_find_secy_port(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
 		return;
-	snprintf(name, FCTL_IFNAMSIZ, "%s", secy->name);
-	*tx_sa = secy->macsec.txsa[secy->macsec.encoding_sa & 3].present;
+	snprintf(v->secy, sizeof(v->secy), "%s", secy->name);
+	v->tx_sa = secy->macsec.txsa[secy->macsec.encoding_sa & 3].present;
 	fctl_host_state_free(hs);
+	if (fctl_nl_read_macsec_stats(nl, v->secy, &ms) == 0) {
+		v->rx = ms.rx_total.in_pkts_ok;
+		v->has_rx = true;
+	}
 }
 
-/* The incoming CA becomes the current one: the old one stopped (it deletes its SecY),
- * the incoming directory renamed to the port's. The incoming wpa_supplicant keeps its
- * sockets and pid file through the rename (they move with the directory); the paths it
- * was started with ('IFNAME:N') are never used again while it runs: the next rotation's
- * incoming CA takes the other SCI port. */
-static int promote(const struct fctl_mka_port *port, const char *idir, char *err, size_t errlen)
+/* A SecY left on sci_port by a CA that is gone (a killed wpa_supplicant leaves it). */
+static void drop_secy(struct fctl_nl *nl, const struct fctl_mka_port *port, uint16_t sci_port)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	struct fctl_op op = { .kind = FCTL_OP_LINK_DEL };
+	struct fctl_nl_err ne = { 0 };
+
+	if (fctl_mka_find_secy_port(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
+		return;
+	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
+	fctl_host_state_free(hs);
+	fctl_nl_exec(nl, &op, NULL, 0, &ne);
+}
+
+/* The incoming CA becomes the current one: the old one stopped (it deletes its SecY; one
+ * it left behind is deleted here), the incoming directory renamed to the port's. The
+ * incoming wpa_supplicant keeps its sockets and pid file through the rename (they move
+ * with the directory); the paths it was started with ('IFNAME:N') are never used again
+ * while it runs: the next rotation's incoming CA takes the other SCI port, and every
+ * change under /run/fabricctl/mka holds its lock (fctl_mka_lock). */
+static int promote(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *idir,
+		   uint16_t cur_port, char *err, size_t errlen)
 {
 	char cur[PATH_MAX], path[PATH_MAX + 16];
 	int r;
@@ -184,6 +260,7 @@ static int promote(const struct fctl_mka_port *port, const char *idir, char *err
 	r = fctl_mka_stop(port->ifname, NULL, err, errlen);
 	if (r < 0)
 		return r;
+	drop_secy(nl, port, cur_port);
 	snprintf(path, sizeof(path), "%s/rotation", idir);
 	unlink(path);
 	fctl_mka_run_dir(port->ifname, cur, sizeof(cur));
@@ -195,63 +272,104 @@ static int promote(const struct fctl_mka_port *port, const char *idir, char *err
 	return 0;
 }
 
+/* Before the move: wait for the incoming CA. */
+static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *idir,
+			struct rot_state *st, const struct ca_view *in, const struct ca_view *cur,
+			uint16_t cur_port, uint64_t now_ms, char *err, size_t errlen)
+{
+	bool secured = in->alive && in->secured && in->live_peers > 0 && in->secy[0] && in->tx_sa;
+	int r;
+
+	if (!in->alive) {
+		r = fctl_mka_incoming_stop(port->ifname, err, errlen);
+		if (r == 0)
+			snprintf(err, errlen, "the new CA's wpa_supplicant on %s is gone: rotation given "
+				 "up, the old CA keeps the traffic (apply again to retry)", port->ifname);
+		return r < 0 ? r : -ESRCH;
+	}
+	if (!cur->alive) /* the old CA is gone: nothing left to keep, the new one takes over */
+		goto move;
+	if (!secured || !st->secured_since) {
+		st->secured_since = secured ? (now_ms ? now_ms : 1) : 0;
+		r = state_save(idir, st, err, errlen);
+		return r < 0 ? r : FCTL_MKA_ROT_WAITING;
+	}
+	/* secured long enough, or the old CA is gone anyway */
+	if (now_ms - st->secured_since < FCTL_MKA_ROT_SETTLE_MS)
+		return FCTL_MKA_ROT_WAITING;
+move:
+	if (!in->secy[0]) /* its SecY not there yet */
+		return FCTL_MKA_ROT_WAITING;
+	r = move_addrs(nl, port, in->secy, cur->secy[0] ? cur->secy : NULL, err, errlen);
+	if (r < 0)
+		return r;
+	if (!cur->alive) {
+		r = promote(nl, port, idir, cur_port, err, errlen);
+		return r < 0 ? r : FCTL_MKA_ROT_DONE;
+	}
+	st->moved_at = now_ms ? now_ms : 1;
+	st->rx = st->rx0 = cur->rx;
+	st->nrx0 = in->rx;
+	r = state_save(idir, st, err, errlen);
+	return r < 0 ? r : FCTL_MKA_ROT_MOVED;
+}
+
 int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, uint64_t now_ms,
 			   char *err, size_t errlen)
 {
-	char idir[PATH_MAX], line[512], in_secy[FCTL_IFNAMSIZ], cur_secy[FCTL_IFNAMSIZ];
-	struct fctl_mka_status ks;
-	struct fctl_macsec_stats ms;
+	char idir[PATH_MAX], line[512];
+	struct ca_view in, cur;
 	struct rot_state st;
 	uint16_t in_port, cur_port;
-	bool in_tx, cur_tx;
+	bool peer_moved, quiet, idle;
 	int r;
 
+	err[0] = '\0';
 	if (fctl_mka_incoming(port->ifname, idir, sizeof(idir), &in_port) < 0)
 		return FCTL_MKA_ROT_NONE;
 	if (fctl_mka_settings_read(port->ifname, NULL, line, &cur_port) < 0)
 		cur_port = fctl_mka_alt_port(in_port);
-	state_load(idir, &st);
-	secy_of(nl, port, in_port, in_secy, &in_tx);
-	secy_of(nl, port, cur_port, cur_secy, &cur_tx);
-	if (!st.moved_at) {
-		bool secured = fctl_mka_status_read(port->ifname, idir, &ks, err, errlen) == 0 &&
-			       ks.secured && ks.live_peers > 0 && in_secy[0] && in_tx;
-
-		err[0] = '\0';
-		if (!secured || !st.secured_since) {
-			st.secured_since = secured ? (now_ms ? now_ms : 1) : 0;
-			r = state_save(idir, &st);
-			if (r < 0)
-				snprintf(err, errlen, "%s: rotation state: %s", idir, strerror(-r));
-			return r < 0 ? r : FCTL_MKA_ROT_WAITING;
-		}
-		if (now_ms - st.secured_since < FCTL_MKA_ROT_SETTLE_MS)
-			return FCTL_MKA_ROT_WAITING;
-		r = move_addrs(nl, port, in_secy, cur_secy[0] ? cur_secy : NULL, err, errlen);
-		if (r < 0)
-			return r;
-		st.moved_at = now_ms ? now_ms : 1;
-		st.rx = cur_secy[0] && fctl_nl_read_macsec_stats(nl, cur_secy, &ms) == 0
-				? ms.rx_total.in_pkts_ok
-				: 0;
-		r = state_save(idir, &st);
-		if (r < 0)
-			snprintf(err, errlen, "%s: rotation state: %s", idir, strerror(-r));
-		return r < 0 ? r : FCTL_MKA_ROT_MOVED;
+	if (cur_port == in_port) {
+		snprintf(err, errlen, "%s: the new CA and the current one on one SCI port (%u)",
+			 port->ifname, in_port);
+		return -EINVAL;
 	}
-	/* moved: the old CA goes once the peer no longer sends through it */
-	uint64_t rx = st.rx;
-
-	if (cur_secy[0] && fctl_nl_read_macsec_stats(nl, cur_secy, &ms) == 0)
-		rx = ms.rx_total.in_pkts_ok;
-	if ((now_ms - st.moved_at >= FCTL_MKA_ROT_QUIET_MS && rx == st.rx) ||
-	    now_ms - st.moved_at >= FCTL_MKA_ROT_MAX_MS) {
-		r = promote(port, idir, err, errlen);
+	state_load(idir, &st);
+	view_of(nl, port, idir, in_port, &in);
+	view_of(nl, port, NULL, cur_port, &cur);
+	if (!st.moved_at)
+		return step_waiting(nl, port, idir, &st, &in, &cur, cur_port, now_ms, err, errlen);
+	if (!in.alive) {
+		/* the CA that carries this end's traffic died: back to the old one, if it runs */
+		if (cur.alive && cur.secy[0])
+			move_addrs(nl, port, cur.secy, NULL, err, errlen);
+		r = fctl_mka_incoming_stop(port->ifname, err, errlen);
+		if (r == 0)
+			snprintf(err, errlen, "the new CA's wpa_supplicant on %s died after the move: "
+				 "rotation rolled back to the old CA%s (apply again to retry)",
+				 port->ifname, cur.alive ? "" : ", which is not running either");
+		return r < 0 ? r : -ESRCH;
+	}
+	if (!cur.alive) { /* the old CA is gone: nothing to wait for */
+		r = promote(nl, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
-	st.rx = rx;
-	r = state_save(idir, &st);
-	if (r < 0)
-		snprintf(err, errlen, "%s: rotation state: %s", idir, strerror(-r));
+	/* idempotent: addresses a reconfiguration of the new SecY dropped come back */
+	if (in.secy[0] && (r = move_addrs(nl, port, in.secy, cur.secy[0] ? cur.secy : NULL, err,
+					  errlen)) < 0)
+		return r;
+	/* the old CA goes when the peer has moved too: its traffic arrives on the new SecY,
+	 * or its old CA left; and nothing arrived on the old SecY since the last step. An
+	 * idle link (nothing on the old SecY since the move) switches after the longest wait. */
+	peer_moved = (in.has_rx && in.rx > st.nrx0) || cur.live_peers == 0;
+	quiet = !cur.has_rx || cur.rx == st.rx;
+	idle = !cur.has_rx || cur.rx == st.rx0;
+	if ((quiet && peer_moved && now_ms - st.moved_at >= FCTL_MKA_ROT_QUIET_MS) ||
+	    (idle && now_ms - st.moved_at >= FCTL_MKA_ROT_MAX_MS)) {
+		r = promote(nl, port, idir, cur_port, err, errlen);
+		return r < 0 ? r : FCTL_MKA_ROT_DONE;
+	}
+	st.rx = cur.rx;
+	r = state_save(idir, &st, err, errlen);
 	return r < 0 ? r : FCTL_MKA_ROT_MOVED;
 }

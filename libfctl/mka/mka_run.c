@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -327,6 +328,25 @@ int fctl_mka_start(const struct fctl_mka_params *p, char *err, size_t errlen)
 	return r < 0 ? r : 1;
 }
 
+int fctl_mka_lock(void)
+{
+	int fd, r;
+
+	r = fctl_mkdir_all(FCTL_MKA_RUN_DIR, 0700);
+	if (r < 0)
+		return r;
+	fd = open(FCTL_MKA_RUN_DIR "/.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+	return fd;
+}
+
 int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
@@ -342,8 +362,11 @@ int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t err
 		/* it deletes its MACsec device on the way out; give it 10 s, then KILL */
 		for (int i = 0; i < 200 && kill(pid, 0) == 0; i++)
 			sleep_ms(50);
-		if (kill(pid, 0) == 0)
+		if (kill(pid, 0) == 0) {
 			kill(pid, SIGKILL);
+			for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
+				sleep_ms(20);
+		}
 	}
 	snprintf(path, sizeof(path), "%s/wpa.conf", dir);
 	unlink(path);
@@ -352,6 +375,8 @@ int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t err
 	snprintf(path, sizeof(path), "%s/settings", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/rotation", dir); /* a rotation's step state */
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/rotation.new", dir);
 	unlink(path);
 	fctl_mka_ctrl_path(ifname, run_dir, path, sizeof(path));
 	unlink(path);

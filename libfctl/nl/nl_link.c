@@ -343,6 +343,8 @@ int fctl_nl_build_addr_msg(const struct fctl_op *op, int ifindex, struct nl_msg 
 	ifa.ifa_prefixlen = (uint8_t)plen;
 	ifa.ifa_scope = RT_SCOPE_UNIVERSE;
 	ifa.ifa_index = (uint32_t)ifindex;
+	if (op->kind == FCTL_OP_ADDR_ADD && op->addr_nodad)
+		ifa.ifa_flags = IFA_F_NODAD;
 	msg = nlmsg_alloc_simple(op->kind == FCTL_OP_ADDR_ADD ? RTM_NEWADDR : RTM_DELADDR,
 				 op->kind == FCTL_OP_ADDR_ADD ? NLM_F_CREATE | NLM_F_EXCL : 0);
 	if (!msg)

@@ -6,6 +6,8 @@
 #   rotate-setup              both ends back on the first CAK, agents answering, streams on
 #   rotate-one-end-waits      the new CAK and CKN applied on h1 only: h1's incoming CA not
 #                             secured, h1's addresses still on the old SecY
+#   rotate-reapply-during     h1 applies the same profile again 4 times while it rotates
+#                             (the rotation goes on; the stream checks below cover it)
 #   rotate-done               applied on h2 too: on both ends one CA left, the new CKN,
 #                             secured, a SAK installed, one SecY, the address on it
 #   rotate-lost-0-h1-h2       the stream h1 -> h2 through all of it: 0 lost
@@ -68,8 +70,16 @@ old1=$(jq -r '.[] | select(.ca == "current") | .secy' <<<"$j")
 check rotate-one-end-keeps-address "h1's address on '$a1', the current CA's SecY '$old1'" \
 	bash -c '[[ -n $1 && $1 == "$2" ]]' _ "$a1" "$old1"
 
-# the new CAK on h2: the agents move the traffic and stop the old CAs
+# the new CAK on h2: the agents move the traffic and stop the old CAs; meanwhile h1
+# applies the same profile again (a CI re-apply): the rotation goes on, nothing restarts
 on h2 "$F" apply -q "$WORK/p2.yaml" >/dev/null
+reapplied=0
+for _ in 1 2 3 4; do
+	sleep 3
+	on h1 "$F" apply -q "$WORK/p2.yaml" >/dev/null && reapplied=$((reapplied + 1))
+done
+check rotate-reapply-during "h1's re-applies of the same profile during the rotation: $reapplied of 4 passed" \
+	test "$reapplied" = 4
 rotated() { # CKN: on both ends one CA, current, with CKN, secured, a SAK, one SecY holding the address
 	local h j n a i
 	for i in 1 2; do

@@ -30,6 +30,30 @@ static void test_alt_port(void **state)
 	assert_int_equal(fctl_mka_alt_port(3), 4);
 	assert_int_equal(fctl_mka_alt_port(4), 3);
 	assert_int_equal(fctl_mka_alt_port(fctl_mka_alt_port(7)), 7);
+	assert_int_equal(fctl_mka_alt_port(65534), 65533);
+	assert_int_equal(fctl_mka_alt_port(65535), 65534); /* never 0 */
+}
+
+/* The run directory's names: a port's current CA, its incoming one, and nothing else. */
+static void test_dir_name(void **state)
+{
+	char port[32];
+	uint16_t n = 0;
+
+	(void)state;
+	assert_int_equal(fctl_mka_dir_name("eth0.100", port, sizeof(port), &n), 0);
+	assert_string_equal(port, "eth0.100");
+	assert_int_equal(fctl_mka_dir_name("eth0.100:2", port, sizeof(port), &n), 1);
+	assert_string_equal(port, "eth0.100");
+	assert_int_equal(n, 2);
+	assert_int_equal(fctl_mka_dir_name("eth0.100:0", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name("eth0.100:", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name("eth0.100:2x", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name("eth0.100:65536", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name(":2", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name("", port, sizeof(port), &n), -EINVAL);
+	assert_int_equal(fctl_mka_dir_name("a-very-long-interface-name-here", port, 8, &n),
+			 -EINVAL);
 }
 
 static void line(const char *ckn, uint8_t k0, unsigned prio, uint16_t port, char *out, size_t n)
@@ -117,6 +141,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alt_port),
+		cmocka_unit_test(test_dir_name),
 		cmocka_unit_test(test_ca_only),
 		cmocka_unit_test(test_settings_read),
 		cmocka_unit_test(test_incoming_dir),

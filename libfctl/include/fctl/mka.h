@@ -115,6 +115,11 @@ int fctl_mka_start(const struct fctl_mka_params *p, char *err, size_t errlen);
  * /proc), or -ESRCH. */
 int fctl_mka_pid(const char *ifname, const char *run_dir, pid_t *out);
 
+/* Takes the lock of FCTL_MKA_RUN_DIR (creating the directory, 0700), waiting for it:
+ * every change of a port's wpa_supplicants (apply, the agent's restart and rotation
+ * step) holds it. The fd to close, or a negative errno. */
+int fctl_mka_lock(void);
+
 /* Stops ifname's wpa_supplicant (SIGTERM by its pid, then waits: it deletes its MACsec
  * device as it ends) and wipes the run directory. 0 also when none was running. */
 int fctl_mka_stop(const char *ifname, const char *run_dir, char *err, size_t errlen);

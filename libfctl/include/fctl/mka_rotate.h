@@ -9,17 +9,23 @@
  * It creates a SecY of its own; the end's addresses stay on the current CA's SecY.
  *
  * fctl_mka_rotation_step moves the rotation on, one idempotent step per call (the agent
- * calls it at each MKA check, apply once), with its state in the incoming directory:
+ * calls it from its MKA check, in a writing worker), with its state in the incoming
+ * directory:
  *   1. wait until the incoming CA is secured (a live peer, a SAK installed on its SecY)
  *      and has stayed so for FCTL_MKA_ROT_SETTLE_MS;
  *   2. move the end's addresses to the incoming SecY (added there first, then deleted
  *      from the current one: no moment without a route);
- *   3. once the current SecY has received nothing for a step after at least
- *      FCTL_MKA_ROT_QUIET_MS (the peer has moved too), or FCTL_MKA_ROT_MAX_MS after the
- *      move, stop the current CA and make the incoming one current.
+ *   3. once the peer has moved too (its traffic arrives on the incoming SecY, or its old
+ *      CA left) and the current SecY received nothing since the last step, at least
+ *      FCTL_MKA_ROT_QUIET_MS after the move; or, on a link where the current SecY
+ *      received nothing at all since the move, FCTL_MKA_ROT_MAX_MS after it: stop the
+ *      current CA and make the incoming one current.
  * Until step 2 the current CA carries the traffic, whatever the incoming one does: a CAK
  * the peer does not have never gets secured, and the rotation waits (fail-secure: no
- * cleartext, no loss). Nothing here logs; errors come back as text without key material.
+ * cleartext, no loss). An incoming CA that dies gives the rotation up (after step 2:
+ * the addresses go back to the old CA first); a current CA that dies after step 1 is
+ * replaced by the incoming one at once. Callers hold fctl_mka_lock. Nothing here logs;
+ * errors come back as text without key material.
  */
 #ifndef FCTL_MKA_ROTATE_H
 #define FCTL_MKA_ROTATE_H
@@ -41,8 +47,16 @@ enum fctl_mka_rot_stage {
 	FCTL_MKA_ROT_DONE,     /* the old CA stopped, the incoming one is current */
 };
 
-/* The SCI port a rotation moves to from port: 1 <-> 2, 3 <-> 4, .. */
+/* The SCI port a rotation moves to from port: 1 <-> 2, 3 <-> 4, .. (never 0). */
 uint16_t fctl_mka_alt_port(uint16_t port);
+
+/* A name in FCTL_MKA_RUN_DIR: the port's (VLAN device) name into port; 0 for a port's
+ * current CA ("IFNAME"), 1 for an incoming one ("IFNAME:N", N into *sci_port), -EINVAL
+ * for anything else. */
+int fctl_mka_dir_name(const char *name, char *port, size_t len, uint16_t *sci_port);
+
+/* Whether ifname's rotation has moved its addresses to the incoming CA (step 2 done). */
+bool fctl_mka_rotation_moved(const char *ifname);
 
 /* Whether two settings lines (fctl_mka_settings_line) differ in the CA only (CKN, CAK
  * check value, CAK length): a rotation, not a reconfiguration. */

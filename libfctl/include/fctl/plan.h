@@ -67,6 +67,7 @@ struct fctl_op {
 	struct fctl_keyref key; /* SA add ops: where the key comes from (borrowed) */
 	bool rxsc_active;
 	char *addr; /* ADDR ops */
+	bool addr_nodad; /* ADDR_ADD: IFA_F_NODAD (an address the host holds already, moved) */
 };
 
 struct fctl_plan {
