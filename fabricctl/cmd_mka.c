@@ -23,8 +23,8 @@ static int count_port(const struct fctl_mka_port *port, void *arg)
 
 /* Prune and up under the lock of the MKA run directory (the agent's restarts and
  * rotation steps take it too). */
-static int mka_up_locked(const struct fctl_profile *p, const char *host, const char *netns,
-			 const char *keymgr_path, bool quiet)
+static int mka_up_locked(const struct fctl_profile *p, const char *host, unsigned n_ports,
+			 const char *netns, const char *keymgr_path, bool quiet)
 {
 	struct fctl_key_source src = { .keymgr_path = keymgr_path };
 	struct fctl_mka_host_opts o = { .keys = &src };
@@ -41,9 +41,7 @@ static int mka_up_locked(const struct fctl_profile *p, const char *host, const c
 	if (n && !quiet)
 		fprintf(stderr, "mka: stopped %u wpa_supplicant%s of %s\n", n, n == 1 ? "" : "s",
 			host);
-	n = 0;
-	fctl_mka_host_each(p, host, count_port, &n);
-	if (!n)
+	if (!n_ports)
 		return EXIT_OK;
 	n = 0;
 	r = fctl_nl_open(netns, &o.nl);
@@ -84,7 +82,7 @@ int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns
 		cli_err("apply: mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-fd));
 		return EXIT_USAGE;
 	}
-	rc = mka_up_locked(p, host, netns, keymgr_path, quiet);
+	rc = mka_up_locked(p, host, n, netns, keymgr_path, quiet);
 	close(fd);
 	return rc;
 }
@@ -99,21 +97,17 @@ static void put_kcv(struct fctl_apply_result *res, const char *kcv)
 }
 
 /* The CAK of the current CA and, during a rotation, the incoming one's: both by their
- * check values (settings line "ckn=.. kcv=XXXXXX .."). */
+ * check values. */
 static int add_kcv(const struct fctl_mka_port *port, void *arg)
 {
 	struct fctl_apply_result *res = arg;
-	char ckn[65], kcv[7], dir[PATH_MAX], line[512];
-	const char *k;
+	char ckn[65], kcv[7], dir[PATH_MAX];
 
-	if (fctl_mka_given(port->ifname, ckn, kcv) == 0)
+	if (fctl_mka_given(port->ifname, NULL, ckn, kcv) == 0)
 		put_kcv(res, kcv);
 	if (fctl_mka_incoming(port->ifname, dir, sizeof(dir), NULL) == 0 &&
-	    fctl_mka_settings_read(port->ifname, dir, line, NULL) == 0 &&
-	    (k = strstr(line, " kcv=")) && strspn(k + 5, "0123456789abcdef") == 6) {
-		snprintf(kcv, sizeof(kcv), "%.6s", k + 5);
+	    fctl_mka_given(port->ifname, dir, ckn, kcv) == 0)
 		put_kcv(res, kcv);
-	}
 	return 0;
 }
 
@@ -132,7 +126,7 @@ static void secy_part(struct fctl_nl *nl, const char *ifname, uint16_t sci_port,
 	const struct fctl_sa *sa;
 	uint32_t kn = 0;
 
-	if (!nl || fctl_mka_find_secy_port(nl, "show", ifname, sci_port, &hs, &secy) < 0) {
+	if (!nl || fctl_mka_find_secy(nl, "show", ifname, sci_port, &hs, &secy) < 0) {
 		fctl_buf_puts(o, json ? ",\"secy\":null" : "#   secy: none (no MACsec device: "
 							   "no traffic)\n");
 		return;
@@ -208,9 +202,6 @@ static void show_ca(struct fctl_nl *nl, const char *port, const char *run_dir,
 	secy_part(nl, port, sci, o, false);
 }
 
-/* Every wpa_supplicant fabricctl runs (one directory per port under the run directory,
- * IFNAME:N for a rotation's incoming CA): YAML comments (the show output still
- * validates), or "mka":[...] for --json, "ca" saying which is which. */
 /* By port, then the current CA before the incoming one. */
 static int cmp_name(const void *a, const void *b)
 {
@@ -222,6 +213,9 @@ static int cmp_name(const void *a, const void *b)
 	return c ? c : ka - kb;
 }
 
+/* Every wpa_supplicant fabricctl runs (one directory per port under the run directory,
+ * IFNAME:N for a rotation's incoming CA): YAML comments (the show output still
+ * validates), or "mka":[...] for --json, "ca" saying which is which. */
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json)
 {
 	struct fctl_nl *nl = NULL;

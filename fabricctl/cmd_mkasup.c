@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "cli.h"
 #include "fctl/agent.h"
@@ -24,30 +23,6 @@ static int is_port(const struct fctl_mka_port *port, void *arg)
 
 	f->found |= strcmp(port->ifname, f->ifname) == 0;
 	return 0;
-}
-
-/* A wpa_supplicant killed with SIGKILL leaves its SecY behind (it deletes it only on a
- * clean exit): delete it, so the new one can create its own (same SCI). Only the SecY
- * on the dead one's SCI port (0: any). The VLAN device below carries no address:
- * nothing flows in clear meanwhile. */
-static int drop_orphan_secy(struct fctl_nl *nl, const char *host, const char *ifname,
-			    uint16_t sci_port)
-{
-	struct fctl_host_state *hs = NULL;
-	const struct fctl_link *secy = NULL;
-	struct fctl_op op = { .kind = FCTL_OP_LINK_DEL };
-	struct fctl_nl_err ne = { 0 };
-	int r;
-
-	if (fctl_mka_find_secy_port(nl, host, ifname, sci_port, &hs, &secy) < 0)
-		return 0;
-	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
-	r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
-	if (r < 0)
-		cli_err("mka: %s: cannot delete the orphaned %s: %s", ifname, secy->name,
-			ne.msg[0] ? ne.msg : strerror(-r));
-	fctl_host_state_free(hs);
-	return r;
 }
 
 /* The host's name and the last applied profile, for the port of rq: EXIT_OK, or an exit
@@ -138,7 +113,10 @@ static int restart_locked(const struct fctl_agent_request *rq, const struct fctl
 		snprintf(err, errlen, "netlink: %s", strerror(-r));
 		return r;
 	}
-	r = drop_orphan_secy(o->nl, host, rq->mka_port, sci_port);
+	/* a wpa_supplicant killed with SIGKILL leaves its SecY behind: only the dead one's
+	 * (by its SCI port), so the new one can create its own; the VLAN device below
+	 * carries no address, nothing flows in clear meanwhile */
+	r = fctl_mka_drop_secy(o->nl, host, rq->mka_port, sci_port, err, errlen);
 	if (r == 0)
 		r = fctl_mka_host_up(p, host, o, n, NULL, err, errlen);
 	fctl_nl_close(o->nl);
@@ -149,7 +127,6 @@ static int restart_locked(const struct fctl_agent_request *rq, const struct fctl
 struct step {
 	struct fctl_nl *nl;
 	const char *ifname;
-	uint64_t now;
 	char err[512];
 	int r;
 	bool found;
@@ -162,7 +139,7 @@ static int step_port(const struct fctl_mka_port *port, void *arg)
 	if (strcmp(port->ifname, s->ifname) != 0)
 		return 0;
 	s->found = true;
-	s->r = fctl_mka_rotation_step(s->nl, port, s->now, s->err, sizeof(s->err));
+	s->r = fctl_mka_rotation_step(s->nl, port, s->err, sizeof(s->err));
 	return 0;
 }
 
@@ -170,7 +147,6 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 {
 	struct step s = { .ifname = rq->mka_port };
 	struct fctl_profile *p = NULL;
-	struct timespec ts;
 	char host[256];
 	int r, lk;
 
@@ -190,8 +166,6 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 		fctl_profile_free(p);
 		return EXIT_USAGE;
 	}
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	s.now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	fctl_mka_host_each(p, host, step_port, &s);
 	close(lk);
 	fctl_nl_close(s.nl);

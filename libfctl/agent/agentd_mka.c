@@ -141,7 +141,7 @@ static void observe(struct agent *a, struct port *p)
 
 	if (fctl_mka_status_read(p->ifname, NULL, &ks, err, sizeof(err)) < 0)
 		return;
-	fctl_mka_given(p->ifname, now.ckn, now.kcv); /* the CAK by its check value only */
+	fctl_mka_given(p->ifname, NULL, now.ckn, now.kcv); /* the CAK by its check value only */
 	now.secured = ks.secured;
 	snprintf(now.key_server, sizeof(now.key_server), "%s", ks.key_server_sci);
 	if (!now.ckn[0])
@@ -169,13 +169,8 @@ struct visit {
  * rotation waiting for the peer forks nothing. */
 static bool rotation_due(const char *ifname, const char *idir)
 {
-	struct fctl_mka_status ks;
-	char err[256];
-
-	if (fctl_mka_rotation_moved(ifname) || fctl_mka_health(ifname, idir) != FCTL_MKA_OK)
-		return true;
-	return fctl_mka_status_read(ifname, idir, &ks, err, sizeof(err)) == 0 && ks.secured &&
-	       ks.live_peers > 0;
+	return fctl_mka_rotation_moved(ifname) || fctl_mka_health(ifname, idir) != FCTL_MKA_OK ||
+	       fctl_mka_secured(ifname, idir);
 }
 
 static int visit(const struct fctl_mka_port *mp, void *arg)

@@ -222,3 +222,12 @@ void fctl_mka_status_to_json(const char *ifname, const struct fctl_mka_status *s
 	}
 	fctl_buf_puts(o, "]}");
 }
+
+bool fctl_mka_secured(const char *ifname, const char *run_dir)
+{
+	struct fctl_mka_status ks;
+	char err[256];
+
+	return fctl_mka_status_read(ifname, run_dir, &ks, err, sizeof(err)) == 0 && ks.secured &&
+	       ks.live_peers > 0;
+}

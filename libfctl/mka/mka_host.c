@@ -61,14 +61,8 @@ static int fetch_cak(const struct fctl_key_source *src, const struct fctl_mka_ca
 }
 
 int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
-		       struct fctl_host_state **state, const struct fctl_link **secy)
-{
-	return fctl_mka_find_secy_port(nl, host, vlan_if, 0, state, secy);
-}
-
-int fctl_mka_find_secy_port(struct fctl_nl *nl, const char *host, const char *vlan_if,
-			    uint16_t sci_port, struct fctl_host_state **state,
-			    const struct fctl_link **secy)
+		       uint16_t sci_port, struct fctl_host_state **state,
+		       const struct fctl_link **secy)
 {
 	struct fctl_host_state *hs = NULL;
 	/* every VLAN and MACsec link: a name filter reads the links under a name, and the
@@ -87,6 +81,26 @@ int fctl_mka_find_secy_port(struct fctl_nl *nl, const char *host, const char *vl
 		}
 	fctl_host_state_free(hs);
 	return -ENODEV;
+}
+
+int fctl_mka_drop_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+		       uint16_t sci_port, char *err, size_t errlen)
+{
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *secy = NULL;
+	struct fctl_op op = { .kind = FCTL_OP_LINK_DEL };
+	struct fctl_nl_err ne = { 0 };
+	int r;
+
+	if (fctl_mka_find_secy(nl, host, vlan_if, sci_port, &hs, &secy) < 0)
+		return 0;
+	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
+	fctl_host_state_free(hs);
+	r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
+	if (r < 0)
+		snprintf(err, errlen, "%s: cannot delete the orphaned %s: %s", vlan_if, op.ifname,
+			 ne.msg[0] ? ne.msg : strerror(-r));
+	return r;
 }
 
 static void sleep_ms(long ms)
@@ -115,8 +129,7 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, uint
 	/* wpa_supplicant creates it once its KaY runs (a second or so), a new one after a
 	 * reconfiguration: wait for one that is not old_ifindex; bounded, not timed */
 	for (int i = 0; i < 400 && r == -ENODEV; i++) {
-		r = fctl_mka_find_secy_port(a->o->nl, port->host, port->ifname, sci_port, &hs,
-					    &secy);
+		r = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, sci_port, &hs, &secy);
 		if (r == 0 && secy->ifindex == old_ifindex) {
 			fctl_host_state_free(hs);
 			hs = NULL;
@@ -208,13 +221,8 @@ static int rotation_under_way(const struct fctl_mka_port *port, struct up_arg *a
 		a->started++;
 		/* the current CA died: the incoming one takes over now (a step does it) */
 		if (fctl_mka_health(port->ifname, NULL) != FCTL_MKA_OK) {
-			struct timespec ts;
-			int r;
+			int r = fctl_mka_rotation_step(a->o->nl, port, a->err, a->errlen);
 
-			clock_gettime(CLOCK_BOOTTIME, &ts);
-			r = fctl_mka_rotation_step(a->o->nl, port,
-						   (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
-						   a->err, a->errlen);
 			return r < 0 ? r : 0;
 		}
 		a->rotating++;
@@ -226,16 +234,6 @@ static int rotation_under_way(const struct fctl_mka_port *port, struct up_arg *a
 		 "new CA already): apply again once it is done (fabricctl show lists one CA)",
 		 port->ifname);
 	return -EBUSY;
-}
-
-/* The port's current CA is secured: a live peer, a SAK (its KaY says so). */
-static bool secured(const char *ifname)
-{
-	struct fctl_mka_status ks;
-	char err[256];
-
-	return fctl_mka_status_read(ifname, NULL, &ks, err, sizeof(err)) == 0 && ks.secured &&
-	       ks.live_peers > 0;
 }
 
 static int up_one(const struct fctl_mka_port *port, void *arg)
@@ -284,7 +282,8 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 	}
 	/* make-before-break only where something is made: a CA that is not secured carries
 	 * nothing, and is reconfigured in place (a wrong CAK mended at once) */
-	if (running && fctl_mka_settings_ca_only(have, want) && secured(port->ifname)) {
+	if (running && fctl_mka_settings_ca_only(have, want) &&
+	    fctl_mka_secured(port->ifname, NULL)) {
 		r = rotate_in(port, a, &mp, cur_port);
 		fctl_key_free(cak);
 		return r;
@@ -296,8 +295,7 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		return r;
 	}
 	mp.sci_port = cur_port;
-	old = fctl_mka_find_secy_port(a->o->nl, port->host, port->ifname, cur_port, &hs,
-				      &secy) == 0
+	old = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, cur_port, &hs, &secy) == 0
 		      ? secy->ifindex
 		      : -1;
 	fctl_host_state_free(hs);

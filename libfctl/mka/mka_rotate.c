@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fctl/mka_rotate.h"
@@ -219,7 +220,7 @@ static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const 
 		v->secured = ks.secured;
 		v->live_peers = ks.live_peers;
 	}
-	if (fctl_mka_find_secy_port(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
+	if (fctl_mka_find_secy(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
 		return;
 	snprintf(v->secy, sizeof(v->secy), "%s", secy->name);
 	v->tx_sa = secy->macsec.txsa[secy->macsec.encoding_sa & 3].present;
@@ -230,23 +231,8 @@ static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const 
 	}
 }
 
-/* A SecY left on sci_port by a CA that is gone (a killed wpa_supplicant leaves it). */
-static void drop_secy(struct fctl_nl *nl, const struct fctl_mka_port *port, uint16_t sci_port)
-{
-	struct fctl_host_state *hs = NULL;
-	const struct fctl_link *secy = NULL;
-	struct fctl_op op = { .kind = FCTL_OP_LINK_DEL };
-	struct fctl_nl_err ne = { 0 };
-
-	if (fctl_mka_find_secy_port(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
-		return;
-	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
-	fctl_host_state_free(hs);
-	fctl_nl_exec(nl, &op, NULL, 0, &ne);
-}
-
 /* The incoming CA becomes the current one: the old one stopped (it deletes its SecY; one
- * it left behind is deleted here), the incoming directory renamed to the port's. The
+ * it left behind is deleted here, failing or not), the incoming directory renamed to the port's. The
  * incoming wpa_supplicant keeps its sockets and pid file through the rename (they move
  * with the directory); the paths it was started with ('IFNAME:N') are never used again
  * while it runs: the next rotation's incoming CA takes the other SCI port, and every
@@ -260,7 +246,9 @@ static int promote(struct fctl_nl *nl, const struct fctl_mka_port *port, const c
 	r = fctl_mka_stop(port->ifname, NULL, err, errlen);
 	if (r < 0)
 		return r;
-	drop_secy(nl, port, cur_port);
+	/* one it left behind (killed) */
+	fctl_mka_drop_secy(nl, port->host, port->ifname, cur_port, err, errlen);
+	err[0] = '\0';
 	snprintf(path, sizeof(path), "%s/rotation", idir);
 	unlink(path);
 	fctl_mka_run_dir(port->ifname, cur, sizeof(cur));
@@ -314,9 +302,11 @@ move:
 	return r < 0 ? r : FCTL_MKA_ROT_MOVED;
 }
 
-int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, uint64_t now_ms,
-			   char *err, size_t errlen)
+int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, char *err,
+			   size_t errlen)
 {
+	struct timespec ts;
+	uint64_t now_ms;
 	char idir[PATH_MAX], line[512];
 	struct ca_view in, cur;
 	struct rot_state st;
@@ -325,6 +315,9 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 	int r;
 
 	err[0] = '\0';
+	/* CLOCK_BOOTTIME: the times in the state file are compared across processes */
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	if (fctl_mka_incoming(port->ifname, idir, sizeof(idir), &in_port) < 0)
 		return FCTL_MKA_ROT_NONE;
 	if (fctl_mka_settings_read(port->ifname, NULL, line, &cur_port) < 0)

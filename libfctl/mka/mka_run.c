@@ -262,19 +262,13 @@ static bool same_settings(const struct fctl_mka_params *p, const char *want)
 	       strcmp(have, want) == 0 && sci == (p->sci_port ? p->sci_port : p->port);
 }
 
-int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7])
+int fctl_mka_given(const char *ifname, const char *run_dir, char ckn[65], char kcv[7])
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16], line[512] = "", c[65], k[7];
-	FILE *f;
+	char line[512], c[65], k[7];
+	int r = fctl_mka_settings_read(ifname, run_dir, line, NULL);
 
-	fctl_mka_run_dir(ifname, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/settings", dir);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ENOENT : -errno;
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
+	if (r < 0)
+		return r;
 	if (sscanf(line, "ckn=%64[0-9a-fA-F] kcv=%6[0-9a-f]", c, k) != 2 || strlen(k) != 6)
 		return -EINVAL;
 	memcpy(ckn, c, strlen(c) + 1);

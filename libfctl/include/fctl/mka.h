@@ -70,10 +70,11 @@ struct fctl_mka_status {
 /* The run directory of ifname's wpa_supplicant, into out (PATH_MAX). */
 void fctl_mka_run_dir(const char *ifname, char *out, size_t outlen);
 /* The CKN (hex) and the CAK's check value (6 hex digits, never the CAK) that ifname's
- * running wpa_supplicant was given, from its run directory's settings line: 0, or
- * -ENOENT when there is none (no wpa_supplicant fabricctl started), -EINVAL when the
- * line is not one fctl_mka_start wrote. Outputs written only on success. */
-int fctl_mka_given(const char *ifname, char ckn[65], char kcv[7]);
+ * running wpa_supplicant was given, from the settings line of run_dir (NULL = ifname's
+ * default): 0, or -ENOENT when there is none (no wpa_supplicant fabricctl started),
+ * -EINVAL when the line is not one fctl_mka_start wrote. Outputs written only on
+ * success. */
+int fctl_mka_given(const char *ifname, const char *run_dir, char ckn[65], char kcv[7]);
 /* The first line of the settings a wpa_supplicant was given (the CAK by its check
  * value only) and the SCI port it runs on, from run_dir (NULL = ifname's default):
  * 0, -ENOENT or -EINVAL. line is NUL-terminated without its newline. */
@@ -99,6 +100,10 @@ void fctl_mka_status_parse(const char *status, const char *mib, struct fctl_mka_
 /* STATUS and MIB of ifname's wpa_supplicant (run_dir NULL = the default). */
 int fctl_mka_status_read(const char *ifname, const char *run_dir, struct fctl_mka_status *out,
 			 char *err, size_t errlen);
+
+/* The KaY of ifname's wpa_supplicant (run_dir NULL = the default) is secured with a live
+ * peer: its STATUS says so. False also when it does not answer. */
+bool fctl_mka_secured(const char *ifname, const char *run_dir);
 
 /* The status as one JSON object (ifname as "port"). */
 void fctl_mka_status_to_json(const char *ifname, const struct fctl_mka_status *s,

@@ -52,13 +52,16 @@ int fctl_mka_host_up(const struct fctl_profile *p, const char *host,
 int fctl_mka_host_prune(const struct fctl_profile *p, const char *host, unsigned *n_stopped,
 			char *err, size_t errlen);
 
-/* The SecY wpa_supplicant created on vlan_if: *state holds it (the caller frees),
- * *secy points into it. -ENODEV when there is none. */
+/* The SecY a wpa_supplicant created on vlan_if, the one on SCI port sci_port (0: the
+ * first): *state holds it (the caller frees), *secy points into it. -ENODEV when there
+ * is none. */
 int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
-		       struct fctl_host_state **state, const struct fctl_link **secy);
-/* The same, for the SecY whose SCI port is sci_port (0: any). */
-int fctl_mka_find_secy_port(struct fctl_nl *nl, const char *host, const char *vlan_if,
-			    uint16_t sci_port, struct fctl_host_state **state,
-			    const struct fctl_link **secy);
+		       uint16_t sci_port, struct fctl_host_state **state,
+		       const struct fctl_link **secy);
+/* Deletes the SecY on vlan_if's SCI port sci_port (0: the first) that a wpa_supplicant
+ * left behind (one killed with SIGKILL does): 0, also when there is none, or a negative
+ * errno with err saying why (the kernel's extended ACK when it gave one). */
+int fctl_mka_drop_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+		       uint16_t sci_port, char *err, size_t errlen);
 
 #endif
