@@ -85,20 +85,6 @@ int fctl_mka_incoming_stop(const char *ifname, char *err, size_t errlen)
 	return r;
 }
 
-const char *fctl_mka_rot_stage_name(enum fctl_mka_rot_stage s)
-{
-	switch (s) {
-	case FCTL_MKA_ROT_WAITING:
-		return "waiting";
-	case FCTL_MKA_ROT_MOVED:
-		return "moved";
-	case FCTL_MKA_ROT_DONE:
-		return "done";
-	default:
-		return "none";
-	}
-}
-
 /* The step's memory, in the incoming directory (a tmpfs): when the incoming CA was first
  * seen secured; when the addresses moved and, then, what the old and the new SecY had
  * received; what the old one had received at the last step. */

@@ -77,6 +77,4 @@ int fctl_mka_incoming_stop(const char *ifname, char *err, size_t errlen);
 int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, char *err,
 			   size_t errlen);
 
-const char *fctl_mka_rot_stage_name(enum fctl_mka_rot_stage s);
-
 #endif
