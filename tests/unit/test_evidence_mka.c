@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of mka/ports.json (fctl_evi_mka_json, libfctl/evidence/evidence_mka.c): the
- * MKA ports of an evidence window from the agent's mka-state and mka-restart records,
+ * MKA ports of an evidence window from the agent's mka-state, mka-restart and mka-rotate records,
  * per host and port, with CKN, key server and the CAK's check value; parsed back with
  * the audit module's JSON field reader.
  */
@@ -94,11 +94,43 @@ static void test_last_not_secured_and_empty(void **state)
 	fctl_buf_release(&b);
 }
 
+/* A CAK rotation's records (docs/mka.md, "CAK rotation"): among the port's events, and
+ * the new CKN and check value after it, as the agent writes them. */
+static void test_rotation(void **state)
+{
+	static const struct fctl_evi_mka_in rot[] = {
+		{ 10, "2026-12-03T03:10:25Z", "mka-state", "h1", "secured",
+		  "port=eth0.100 ckn=" CKN " key_server=52:54:00:fa:01:00@1 is_key_server=yes "
+		  "live_peers=1", "00ba49" },
+		{ 11, "2026-12-03T03:10:58Z", "mka-rotate", "h1", "moved",
+		  "port=eth0.100 addresses moved to the new CA's SecY", NULL },
+		{ 12, "2026-12-03T03:11:02Z", "mka-rotate", "h1", "done",
+		  "port=eth0.100 old CA stopped, the new CA is current", NULL },
+		{ 13, "2026-12-03T03:11:03Z", "mka-state", "h1", "secured",
+		  "port=eth0.100 ckn=6171459b key_server=52:54:00:fa:01:00@2 is_key_server=yes "
+		  "live_peers=1", "0ac4ad" },
+	};
+	struct fctl_buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(fctl_evi_mka_json(rot, 4, &b), 0);
+	assert_non_null(b.data);
+	assert_non_null(strstr(b.data, "mka-rotate records"));
+	assert_non_null(strstr(b.data, "\"seq\":11,\"time\":\"2026-12-03T03:10:58Z\",\"action\":"
+				       "\"mka-rotate\",\"result\":\"moved\""));
+	assert_non_null(strstr(b.data, "\"seq\":12,\"time\":\"2026-12-03T03:11:02Z\",\"action\":"
+				       "\"mka-rotate\",\"result\":\"done\""));
+	assert_non_null(strstr(b.data, "\"kcv\":[\"00ba49\",\"0ac4ad\"]"));
+	assert_non_null(strstr(b.data, "\"ckn\":[\"" CKN "\",\"6171459b\"]"));
+	fctl_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_last_not_secured_and_empty),
+		cmocka_unit_test(test_rotation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
