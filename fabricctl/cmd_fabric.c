@@ -18,15 +18,17 @@
 #include "fctl/agent.h"
 #include "fctl/fabric.h"
 #include "fctl/inventory.h"
+#include "fctl/profile_slice.h"
 #include "fctl/tls.h"
 
 struct remote {
 	const char *cmd;
 	uint8_t type;
-	bool fabric, json, quiet;
+	bool fabric, json, quiet, whole_profile;
 	const char *target, *inventory, *profile_file, *cert, *key, *ca;
 	struct fctl_fabric_opts o;
 	struct fctl_profile *profile;
+	struct fctl_profile_slicer *slicer; /* NULL: every host gets the whole profile */
 	unsigned char *bytes;
 	struct fctl_inventory inv;
 };
@@ -102,6 +104,27 @@ static int parse_confirm(struct remote *rm, const char *arg)
 	return 0;
 }
 
+/* --parallel N (ch 'n') or --timeout DUR ('o') */
+static int parse_limit(struct remote *rm, int ch, const char *arg)
+{
+	uint64_t n;
+
+	if (ch == 'n') {
+		if (fctl_parse_u64(arg, &n) < 0 || !n || n > FCTL_FABRIC_MAX_PARALLEL) {
+			cli_err("%s: --parallel expects 1..%u", rm->cmd, FCTL_FABRIC_MAX_PARALLEL);
+			return -EINVAL;
+		}
+		rm->o.parallel = (unsigned)n;
+		return 0;
+	}
+	if (fctl_parse_duration(arg, &n) < 0 || !n || n > 3600) {
+		cli_err("%s: --timeout expects 1s..1h", rm->cmd);
+		return -EINVAL;
+	}
+	rm->o.timeout_s = (unsigned)n;
+	return 0;
+}
+
 static int parse(struct remote *rm, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -113,9 +136,9 @@ static int parse(struct remote *rm, int argc, char **argv)
 		{ "partial", no_argument, NULL, 'p' },	   { "parallel", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'o' }, { "quiet", no_argument, NULL, 'q' },
 		{ "confirm", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ "whole-profile", no_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t n;
 	int ch;
 
 	optind = 1;
@@ -159,22 +182,15 @@ static int parse(struct remote *rm, int argc, char **argv)
 			rm->o.partial = true;
 			break;
 		case 'n':
-			if (fctl_parse_u64(optarg, &n) < 0 || !n || n > FCTL_FABRIC_MAX_PARALLEL) {
-				cli_err("%s: --parallel expects 1..%u", rm->cmd,
-					FCTL_FABRIC_MAX_PARALLEL);
-				return EXIT_USAGE;
-			}
-			rm->o.parallel = (unsigned)n;
-			break;
 		case 'o':
-			if (fctl_parse_duration(optarg, &n) < 0 || !n || n > 3600) {
-				cli_err("%s: --timeout expects 1s..1h", rm->cmd);
+			if (parse_limit(rm, ch, optarg) < 0)
 				return EXIT_USAGE;
-			}
-			rm->o.timeout_s = (unsigned)n;
 			break;
 		case 'q':
 			rm->quiet = true;
+			break;
+		case 'W':
+			rm->whole_profile = true;
 			break;
 		case 'c':
 			if (parse_confirm(rm, optarg) < 0)
@@ -267,6 +283,8 @@ static void json_host(struct fctl_buf *o, const struct fctl_fabric_result *r, co
 	fctl_buf_puts(o, ",\"endpoint\":");
 	fctl_buf_json_str(o, r->host->endpoint);
 	fctl_buf_printf(o, ",\"phase\":\"%s\",\"exit\":%d", phase, r->exit);
+	if (r->profile_sent)
+		fctl_buf_printf(o, ",\"profile_bytes\":%zu", r->profile_sent);
 	if (r->has_prev)
 		fctl_buf_printf(o, ",\"previous_version\":%" PRIu64, r->prev);
 	fctl_buf_puts(o, ",\"output\":");
@@ -394,6 +412,23 @@ static int run_target(struct remote *rm)
 	return rc;
 }
 
+/* opts.profile_for: host h's slice of the profile; NULL (the whole profile) for an
+ * endpoint without a host name (the agent then plans as the host it is), a host not in
+ * the profile (the agent says so) or a slice that did not check out. */
+static unsigned char *host_part(void *ctx, const struct fctl_inventory_host *h, size_t *len)
+{
+	const struct remote *rm = ctx;
+	struct fctl_buf b = { 0 };
+
+	if (!rm->slicer || strcmp(h->name, h->endpoint) == 0 ||
+	    fctl_profile_slicer_host(rm->slicer, h->name, &b) < 0) {
+		fctl_buf_release(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return (unsigned char *)fctl_buf_steal(&b);
+}
+
 /* --fabric: every host of the inventory; apply in two phases. */
 static int run_fabric(struct remote *rm)
 {
@@ -451,6 +486,14 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 		rm->o.profile = rm->bytes;
 		rm->o.profile_len = n_bytes;
 		rm->o.profile_name = rm->profile_file;
+		/* plan, diff and apply --fabric's plan phase send each host its part (a
+		 * layout not cut by lines: the whole profile, as apply always does) */
+		if ((rm->type == FCTL_MSG_PLAN || rm->type == FCTL_MSG_DIFF ||
+		     rm->type == FCTL_MSG_APPLY) && !rm->whole_profile &&
+		    fctl_profile_slicer_new(rm->bytes, n_bytes, rm->profile, &rm->slicer) == 0) {
+			rm->o.profile_for = host_part;
+			rm->o.profile_for_ctx = rm;
+		}
 	}
 	r = fctl_inventory_load(&rm->inv, rm->profile, rm->inventory, err, sizeof(err));
 	if (r < 0) {
@@ -473,6 +516,7 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 out:
 	fctl_inventory_release(&rm->inv);
 	fctl_tls_ctx_free(rm->o.tls);
+	fctl_profile_slicer_free(rm->slicer);
 	fctl_profile_free(rm->profile);
 	free(rm->bytes);
 	return rc;

@@ -26,6 +26,8 @@ static int cmd_version(int argc, char **argv);
 	"                   per 16 hosts above 1024 hosts)\n"                              \
 	"  --timeout DUR    per host: connect, TLS handshake and answer (1s..1h,\n"        \
 	"                   default 10s); a host over it is reported 'timed out after Ns'\n" \
+	"  --whole-profile  plan, diff: send each host the whole profile, not its part\n"  \
+	"                   (its entry, its links and their far ends' entries)\n"          \
 	"  -q, --quiet      with --fabric: no progress lines\n"
 
 static const struct cmd commands[] = {

@@ -28,6 +28,7 @@ static void result_reset(struct fctl_fabric_result *r)
 	r->output = r->error = NULL;
 	r->status = 0;
 	r->exit = 0;
+	r->profile_sent = 0;
 }
 
 static void no_answer(struct fctl_fabric_result *r, int status, const char *why)
@@ -45,6 +46,7 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 	struct fctl_agent_conn *c = NULL;
 	struct fctl_buf frame = { 0 };
 	struct fctl_msg req = { .type = r->type }, resp;
+	unsigned char *part = NULL;
 	char err[768] = "";
 	int e;
 
@@ -66,9 +68,17 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 		}
 		if (r->type == FCTL_MSG_PLAN || r->type == FCTL_MSG_APPLY ||
 		    r->type == FCTL_MSG_DIFF) {
+			size_t n = 0;
+
 			req.present |= FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME;
 			req.profile = o->profile;
 			req.profile_len = (uint32_t)o->profile_len;
+			if (r->type != FCTL_MSG_APPLY && o->profile_for &&
+			    (part = o->profile_for(o->profile_for_ctx, h, &n))) {
+				req.profile = part;
+				req.profile_len = (uint32_t)n;
+			}
+			r->profile_sent = req.profile_len;
 			snprintf(req.profile_name, sizeof(req.profile_name), "%s",
 				 o->profile_name ? o->profile_name : "");
 		}
@@ -91,6 +101,7 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 	}
 	fctl_buf_release(&frame);
 	fctl_agent_conn_free(c);
+	free(part);
 }
 
 struct pool {

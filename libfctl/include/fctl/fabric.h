@@ -65,6 +65,8 @@ struct fctl_fabric_result {
 	uint64_t prev;    /* ... of this version (its status "applied_version") */
 	bool changed;     /* the apply phase changed the host ("result":"applied"), or may
 			   * have: its answer did not come before the deadline (-ETIMEDOUT) */
+	size_t profile_sent; /* plan, diff, apply: the profile bytes this host was sent
+			      * (less than the profile's with opts.profile_for) */
 };
 
 enum fctl_fabric_event {
@@ -97,6 +99,13 @@ struct fctl_fabric_opts {
 	const unsigned char *profile;
 	size_t profile_len;
 	const char *profile_name;
+	/* plan and diff (fctl_fabric_apply's plan phase too), which change and record
+	 * nothing: the bytes to send host h instead of the whole profile (its slice,
+	 * fctl/profile_slice.h), malloc'd, their length in *len; NULL sends the whole
+	 * profile. NULL callback: every host gets the whole profile. Called from the
+	 * pool's threads, several at once. An apply always sends the whole profile. */
+	unsigned char *(*profile_for)(void *ctx, const struct fctl_inventory_host *h, size_t *len);
+	void *profile_for_ctx;
 	bool partial;             /* fctl_fabric_apply: keep what applied when a host fails */
 	/* fctl_fabric_call of FCTL_MSG_APPLY: a confirmed apply, the deadline this many
 	 * seconds after it, owned on the host (FCTL_TLV_CONFIRM); 0: none. fctl_fabric_apply
