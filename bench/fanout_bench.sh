@@ -446,7 +446,7 @@ load1=$(load)
 python3 - "$W" "$N" "$nh" "$nd" "$reported" "$wrong" "$faults_rc" "$tls_s" "$par" "$TIMEOUT" \
 	"$(awk "BEGIN {print $t_ns - $t0}")" "$(awk "BEGIN {print $t_up - $t_ns}")" "$agents_pss" "$NETNS" \
 	"$(nproc)" "$PLAN_TIMEOUT" "$load0" "$load1" "$status_ok" "$plan_ok" "$acpu_status" "$KSM" "$mem_used" <<'EOPY'
-import json, sys
+import json, os, sys
 w = sys.argv[1]
 n, nh, nd, rep, wrong, frc = map(int, sys.argv[2:8])
 tls_s, par, timeout = float(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
@@ -459,13 +459,19 @@ def t(name):
     return float(e), int(m), float(u) + float(s)
 st, sm, sc = t("status")
 pl, pm, pc = t("plan")
+try: # what plan sent each agent: its part of the profile (fctl/profile_slice.h)
+    sent = [h.get("profile_bytes", 0) for h in json.load(open(w + "/plan.json"))["hosts"]]
+except (OSError, ValueError, KeyError, TypeError):
+    sent = []
+sent = [x for x in sent if x]
+sent_avg = sum(sent) / len(sent) if sent else 0
 ft, fm, fc = t("faults")
 print("agents %d (%s), %d cores, pool %d, deadline %s (plan %s), load average %.1f -> %.1f" % (
     n, "own netns each" if netns else "no netns", cores, par, timeout, plan_timeout, load0, load1))
 print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each%s), MemAvailable down %.0f MiB (%.0f KiB each)" % (
     ns_s, up_s, pss / 1024, pss / n, ", KSM-merged" if ksm else "", memused / 1024, memused / n))
 print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (st, st * 1e3 / n, sm / 1024, sc, status_ok))
-print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok))
+print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered, %.0f profile bytes sent each (of %d)" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok, sent_avg, os.path.getsize(w + "/fleet.yaml")))
 print("  status CPU: CLI %.2f s + agents %.2f s = %.2f ms per agent (the 2 cores' floor for status: %.2f s)" % (
     sc, acpu, (sc + acpu) * 1e3 / n, (sc + acpu) / cores))
 print("  TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
@@ -475,6 +481,7 @@ print("BENCH " + json.dumps({
     "plan_timeout": plan_timeout, "load1_start": load0, "load1_end": load1,
     "status_s": st, "plan_s": pl, "status_answered": status_ok, "plan_answered": plan_ok, "status_ms_per_agent": round(st * 1e3 / n, 3),
     "plan_ms_per_agent": round(pl * 1e3 / n, 3),
+    "plan_profile_bytes_per_agent": round(sent_avg), "profile_bytes": os.path.getsize(w + "/fleet.yaml"),
     "cli_peak_rss_kb": max(sm, pm, fm), "status_rss_kb": sm, "plan_rss_kb": pm,
     "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2), "status_agents_cpu_s": round(acpu, 2),
     "status_cpu_ms_per_agent": round((sc + acpu) * 1e3 / n, 3),
