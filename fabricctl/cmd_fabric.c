@@ -486,10 +486,9 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 		rm->o.profile = rm->bytes;
 		rm->o.profile_len = n_bytes;
 		rm->o.profile_name = rm->profile_file;
-		/* plan, diff and apply --fabric's plan phase send each host its part (a
-		 * layout not cut by lines: the whole profile, as apply always does) */
-		if ((rm->type == FCTL_MSG_PLAN || rm->type == FCTL_MSG_DIFF ||
-		     rm->type == FCTL_MSG_APPLY) && !rm->whole_profile &&
+		/* plan and diff send each host its part (a layout not cut by lines: the
+		 * whole profile, as apply always does) */
+		if ((rm->type == FCTL_MSG_PLAN || rm->type == FCTL_MSG_DIFF) && !rm->whole_profile &&
 		    fctl_profile_slicer_new(rm->bytes, n_bytes, rm->profile, &rm->slicer) == 0) {
 			rm->o.profile_for = host_part;
 			rm->o.profile_for_ctx = rm;

@@ -323,15 +323,20 @@ static bool mark_rollback(const struct fctl_fabric_opts *o, struct fctl_fabric_r
 	return all;
 }
 
-int fctl_fabric_apply(const struct fctl_fabric_opts *o, struct fctl_fabric_result *v, size_t n,
-		      struct fctl_fabric_outcome *out)
+int fctl_fabric_apply(const struct fctl_fabric_opts *opts, struct fctl_fabric_result *v,
+		      size_t n, struct fctl_fabric_outcome *out)
 {
+	struct fctl_fabric_opts whole;
+	const struct fctl_fabric_opts *o = &whole;
 	bool failed = false, rb_ok;
 	size_t changed = 0;
 	int worst = 0;
 
-	if (!valid_phase(o, v, n) || !out || o->confirm_seconds)
+	if (!valid_phase(opts, v, n) || !out || opts->confirm_seconds)
 		return -EINVAL;
+	/* every phase sends the whole profile: the plan checks what the apply sends */
+	whole = *opts;
+	whole.profile_for = NULL;
 	if (!status_and_plan(o, v, n, &worst)) {
 		*out = (struct fctl_fabric_outcome){ FCTL_FABRIC_PLAN_FAILED, worst };
 		return 0;

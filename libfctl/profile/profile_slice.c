@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fctl/profile_slice.h"
 #include "yaml_tree_int.h"
 
@@ -39,34 +41,54 @@ struct fctl_profile_slicer {
 	size_t *links;
 };
 
-/* Byte offsets of the lines' starts: lines[k] is where line k + 1 begins. */
-static size_t *line_starts(const unsigned char *d, size_t len, size_t *n)
+/* A line break libyaml counts besides "\n" and "\r\n": a lone "\r", NEL (U+0085), LS
+ * (U+2028) or PS (U+2029). Lines counted by "\n" alone would be off after one. */
+static bool other_break(const unsigned char *d, size_t len, size_t i)
+{
+	if (d[i] == '\r')
+		return i + 1 == len || d[i + 1] != '\n';
+	if (d[i] == 0xC2)
+		return i + 1 < len && d[i + 1] == 0x85;
+	if (d[i] == 0xE2)
+		return i + 2 < len && d[i + 1] == 0x80 && (d[i + 2] == 0xA8 || d[i + 2] == 0xA9);
+	return false;
+}
+
+/* Byte offsets of the lines' starts: v[k] is where line k + 1 begins. -ENOTSUP when
+ * the text has a line break other than "\n" (see other_break). */
+static int line_starts(const unsigned char *d, size_t len, uint32_t **out, size_t *n)
 {
 	size_t cnt = 1, k = 1;
-	size_t *v;
+	uint32_t *v;
 
-	for (size_t i = 0; i < len; i++)
+	if (len > UINT32_MAX)
+		return -ENOTSUP;
+	for (size_t i = 0; i < len; i++) {
+		if (other_break(d, len, i))
+			return -ENOTSUP;
 		cnt += d[i] == '\n';
+	}
 	v = malloc(cnt * sizeof(*v));
 	if (!v)
-		return NULL;
+		return -ENOMEM;
 	v[0] = 0;
 	for (size_t i = 0; i < len; i++)
 		if (d[i] == '\n')
-			v[k++] = i + 1;
+			v[k++] = (uint32_t)(i + 1);
+	*out = v;
 	*n = cnt;
-	return v;
+	return 0;
 }
 
 /* Where 1-based line `line` begins; len past the last line. */
-static size_t line_off(const size_t *ls, size_t nls, size_t len, uint32_t line)
+static size_t line_off(const uint32_t *ls, size_t nls, size_t len, uint32_t line)
 {
 	return line >= 1 && line <= nls ? ls[line - 1] : len;
 }
 
 /* Whether the bytes of node's line before it are blanks, and (item) one "-" among them
  * followed by a blank: the node begins its line, or begins a block sequence entry. */
-static bool begins_line(const unsigned char *d, size_t len, const size_t *ls, size_t nls,
+static bool begins_line(const unsigned char *d, size_t len, const uint32_t *ls, size_t nls,
 			const struct ynode *node, bool item)
 {
 	size_t off = line_off(ls, nls, len, node->line), end = off + node->col - 1;
@@ -96,7 +118,7 @@ static const struct ynode *map_get(const struct ynode *m, const char *key)
 
 /* The entries of a hosts or links sequence spanning lines [from, to): one span each. */
 static int cut_items(struct fctl_profile_slicer *s, struct section *sec, const struct ynode *key,
-		     const struct ynode *seq, size_t from, size_t to, const size_t *ls, size_t nls)
+		     const struct ynode *seq, size_t from, size_t to, const uint32_t *ls, size_t nls)
 {
 	size_t want = sec->kind == SEC_HOSTS ? s->p->n_hosts : s->p->n_links;
 
@@ -130,12 +152,12 @@ static int cut_items(struct fctl_profile_slicer *s, struct section *sec, const s
 
 static int cut_sections(struct fctl_profile_slicer *s, const struct ynode *root)
 {
-	size_t nls = 0, *ls = line_starts(s->data, s->len, &nls);
-	size_t nk = root->n / 2;
-	int r = 0;
+	size_t nls = 0, nk = root->n / 2;
+	uint32_t *ls = NULL;
+	int r = line_starts(s->data, s->len, &ls, &nls);
 
-	if (!ls)
-		return -ENOMEM;
+	if (r < 0)
+		return r;
 	/* the lines before the first key (comments, "---"), then one section per key */
 	s->sec = calloc(nk + 1, sizeof(*s->sec));
 	if (!s->sec) {
@@ -223,7 +245,14 @@ int fctl_profile_slicer_new(const unsigned char *data, size_t len, const struct 
 	struct fctl_profile_slicer *s;
 	int r;
 
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
 	if (!data || !p || !out)
+		return -EINVAL;
+	/* the very bytes p was parsed from: entries are matched to p's by their index */
+	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != sizeof(md) ||
+	    memcmp(md, p->sha256, sizeof(md)) != 0)
 		return -EINVAL;
 	r = yaml_tree_parse(p->file ? p->file : "profile", data, len, &d, &root);
 	fctl_diags_release(&d);
@@ -268,9 +297,32 @@ static void sort_unique(size_t *v, size_t *n)
 	*n = k;
 }
 
-/* The slice parses, validates and holds exactly the hosts and links it was cut for. */
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* q's links[j] is p's links[k]: the same name, ends, policy and VLANs. */
+static bool same_link(const struct fctl_plink *a, const struct fctl_plink *b)
+{
+	if (!same_str(a->name, b->name) || !same_str(a->macsec, b->macsec) ||
+	    a->n_vlans != b->n_vlans)
+		return false;
+	for (int e = 0; e < 2; e++)
+		if (!same_str(a->end[e].host, b->end[e].host) ||
+		    !same_str(a->end[e].port, b->end[e].port))
+			return false;
+	for (size_t i = 0; i < a->n_vlans; i++)
+		if (a->vlans[i].id != b->vlans[i].id || a->vlans[i].n_addrs != b->vlans[i].n_addrs ||
+		    !same_str(a->vlans[i].macsec, b->vlans[i].macsec))
+			return false;
+	return true;
+}
+
+/* The slice parses, validates and holds exactly the entries it was cut for: p's
+ * hosts[hosts[i]] and links[links[j]], in that order. */
 static bool slice_checks(const struct fctl_profile *p, const char *text, size_t len,
-			 size_t n_hosts, size_t n_links)
+			 const size_t *hosts, size_t nh, const size_t *links, size_t nl)
 {
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *q = NULL;
@@ -280,8 +332,14 @@ static bool slice_checks(const struct fctl_profile *p, const char *text, size_t 
 			       &q) == 0 &&
 	    d.n_errors == 0) {
 		fctl_profile_validate(q, &d);
-		ok = d.n_errors == 0 && q->n_hosts == n_hosts && q->n_links == n_links &&
-		     q->version == p->version && q->name && p->name && strcmp(q->name, p->name) == 0;
+		ok = d.n_errors == 0 && q->n_hosts == nh && q->n_links == nl &&
+		     q->n_policies == p->n_policies && q->version == p->version &&
+		     same_str(q->name, p->name);
+		for (size_t i = 0; ok && i < nh; i++)
+			ok = same_str(q->hosts[i].name, p->hosts[hosts[i]].name) &&
+			     q->hosts[i].n_ports == p->hosts[hosts[i]].n_ports;
+		for (size_t j = 0; ok && j < nl; j++)
+			ok = same_link(&q->links[j], &p->links[links[j]]);
 	}
 	fctl_profile_free(q);
 	fctl_diags_release(&d);
@@ -293,6 +351,7 @@ int fctl_profile_slicer_host(const struct fctl_profile_slicer *s, const char *ho
 {
 	struct name_idx key = { host, 0 }, *hit;
 	size_t h, nl, nh = 0, *hosts, given;
+	bool oom;
 	const size_t *links;
 	int r = 0;
 
@@ -317,6 +376,7 @@ int fctl_profile_slicer_host(const struct fctl_profile_slicer *s, const char *ho
 		}
 	sort_unique(hosts, &nh);
 	given = out->len;
+	oom = out->oom;
 	for (size_t k = 0; k < s->n_sec; k++) {
 		const struct section *sec = &s->sec[k];
 
@@ -332,10 +392,11 @@ int fctl_profile_slicer_host(const struct fctl_profile_slicer *s, const char *ho
 	}
 	if (out->oom)
 		r = -ENOMEM;
-	else if (!slice_checks(s->p, out->data + given, out->len - given, nh, nl))
+	else if (!slice_checks(s->p, out->data + given, out->len - given, hosts, nh, links, nl))
 		r = -EPROTO;
 	if (r < 0) {
 		out->len = given;
+		out->oom = oom;
 		if (out->data)
 			out->data[given] = '\0';
 	}

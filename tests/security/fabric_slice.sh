@@ -2,15 +2,15 @@
 # SPDX-License-Identifier: MIT
 # Issue "Fleet", 3: `plan --fabric` sent every agent the whole fleet's profile (439 KB
 # each at 10,000 hosts, 4.4 GB through TLS) and each agent's worker parsed all of it
-# to plan its own host. Now plan and diff (and apply --fabric's plan phase) send each
-# host its part, cut from the profile's text: the header, the policies, its own entry,
-# its links and their far ends' entries (fctl/profile_slice.h); apply sends the whole
-# profile, whose digest its audit record names.
+# to plan its own host. Now plan and diff send each host its part, cut from the
+# profile's text: the header, the policies, its own entry, its links and their far
+# ends' entries (fctl/profile_slice.h); apply sends the whole profile in both its
+# phases (its plan checks what it sends), and its audit record names its digest.
 # Here: 4 real agents on 127.0.0.1 (own port, state dir, audit log; one network
 # namespace), a chain h0 - h1 - h2 - h3 with a MACsec VLAN on each link. Checked: each
 # host's plan and diff from its part equal those from the whole profile
 # (--whole-profile), each part smaller than the profile and the whole-profile run
-# sending all of it (profile_bytes); apply --fabric --dry-run's plan phase sends parts;
+# sending all of it (profile_bytes); apply --fabric --dry-run's plan phase sends all;
 # a profile not laid out in blocks (flow sequences) goes whole and still plans; the
 # apply phase sends the whole profile and the audit record names the whole profile's
 # digest. Prints PASS/FAIL per check, "fabric_slice: N passed, M failed"; root.
@@ -129,14 +129,15 @@ SIZE=$(stat -c %s "$T/chain.yaml")
 count < <(compare plan plan-whole "$SIZE")
 count < <(compare diff diff-whole "$SIZE")
 
-# apply --dry-run: its plan phase sends parts too; the flow layout goes whole, and plans
+# apply --dry-run: its plan phase sends the whole profile; the flow layout goes whole,
+# and plans
 "$PY" - "$T" "$SIZE" "$(stat -c %s "$T/flow.yaml")" <<'EOPY' | count
 import json, sys
 t, size, fsize = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 dry = json.load(open(t + "/dry.json"))
-ok = dry["result"] == "planned" and all(
-    h["phase"] == "plan" and 0 < h.get("profile_bytes", 0) < size for h in dry["hosts"])
-print("%s dry-run-plan-parts %s" % ("PASS" if ok else "FAIL", [(h["host"], h.get("profile_bytes")) for h in dry["hosts"]]))
+ok = dry["result"] == "planned" and len(dry["hosts"]) == 4 and all(
+    h["phase"] == "plan" and h.get("profile_bytes") == size for h in dry["hosts"])
+print("%s dry-run-plan-whole %s" % ("PASS" if ok else "FAIL", [(h["host"], h.get("profile_bytes")) for h in dry["hosts"]]))
 flow = json.load(open(t + "/flow.json"))
 ok = len(flow["hosts"]) == 4 and all(h["exit"] in (0, 1) and h.get("profile_bytes") == fsize
                                      and isinstance(h["output"], dict) for h in flow["hosts"])

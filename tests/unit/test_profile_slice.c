@@ -254,20 +254,120 @@ static void test_slice_refused(void **state)
 	assert_true(tried >= 2); /* the first two are profiles */
 }
 
-/* Bytes that are not the profile's: refused, not cut wrongly. */
+/* Bytes that are not the profile's (a host renamed, two links swapped): refused, not
+ * cut wrongly. */
 static void test_slice_mismatch(void **state)
 {
 	struct fctl_profile *p = load(FLEET);
 	struct fctl_profile_slicer *s = NULL;
-	char *other = strdup(FLEET);
+	char *other = strdup(FLEET), *a, *b, *tmp;
+	size_t la, lb;
 
 	(void)state;
 	memcpy(strstr(other, "name: h2\n"), "name: hX\n", 9);
 	assert_int_equal(fctl_profile_slicer_new((const unsigned char *)other, strlen(other), p, &s),
 			 -EINVAL);
 	assert_null(s);
+	/* links h2-h3 and h3-h4 swapped, same length */
+	strcpy(other, FLEET);
+	a = strstr(other, "  - name: h2-h3\n");
+	b = strstr(other, "  - name: h3-h4\n");
+	la = (size_t)(b - a);
+	lb = (size_t)(strstr(other, "slo:\n") - b);
+	tmp = malloc(la + lb);
+	assert_non_null(tmp);
+	memcpy(tmp, b, lb);
+	memcpy(tmp + lb, a, la);
+	memcpy(a, tmp, la + lb);
+	free(tmp);
+	assert_int_equal(fctl_profile_slicer_new((const unsigned char *)other, strlen(other), p, &s),
+			 -EINVAL);
+	assert_null(s);
 	fctl_profile_slicer_free(NULL);
 	free(other);
+	fctl_profile_free(p);
+}
+
+/* A line break libyaml counts and "\n" does not (a lone CR, NEL, LS, PS) would put
+ * every cut after it a line off: such a text is not cut. */
+static void test_slice_other_breaks(void **state)
+{
+	static const char *const breaks[] = { "\r", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
+		struct fctl_diags d = { 0 };
+		struct fctl_profile *p = NULL;
+		struct fctl_profile_slicer *s = NULL;
+		char text[4096];
+
+		snprintf(text, sizeof(text), "%.*s# a note%s# more\n%s",
+			 (int)(strstr(FLEET, "  - name: h1\n") - FLEET), FLEET, breaks[i],
+			 strstr(FLEET, "  - name: h1\n"));
+		assert_int_equal(fctl_profile_parse("f.yaml", (const unsigned char *)text,
+						    strlen(text), &d, &p),
+				 0);
+		fctl_profile_validate(p, &d);
+		assert_int_equal(d.n_errors, 0);
+		assert_int_equal(fctl_profile_slicer_new((const unsigned char *)text, strlen(text), p,
+							 &s),
+				 -ENOTSUP);
+		assert_null(s);
+		fctl_diags_release(&d);
+		fctl_profile_free(p);
+	}
+}
+
+/* A lone CR where counting by "\n" alone would cut host c's links wrong and every
+ * cut would still start on a "- " line (the quoted name's second line looks like an
+ * entry): refused at once, not handed to the checks. */
+static void test_slice_lone_cr_miscut(void **state)
+{
+	static const char text[] =
+		"schema: 1\nprofile: { name: f, version: 1 }\nhosts:\n"
+		"  - { name: a, ports: [{ name: e0 }, { name: e1 }, { name: e2 }] }\n"
+		"  - { name: b, ports: [{ name: e0 }, { name: e1 }, { name: e2 }] }\n"
+		"  - { name: c, ports: [{ name: e0 }, { name: e1 }] }\n"
+		"  - { name: d, ports: [{ name: e0 }] }\n"
+		"  - { name: e, ports: [{ name: e0 }] }\n"
+		"links:\n"
+		"  - { name: ab0, a: \"a:e0\", b: \"b:e0\", vlans: [{ id: 10 }] }\n"
+		"  # note\r# more\n"
+		"  - { name: ac1, a: \"a:e1\", b: \"c:e0\", vlans: [{ id: 11 }] }\n"
+		"  - { name: bc1, a: \"b:e1\", b: \"c:e1\", vlans: [{ id: 12 }] }\n"
+		"  - { name: ab2, a: \"a:e2\", b: \"b:e2\", vlans: [{ id: 13 }] }\n"
+		"  - { name: \"de\n  - x\", a: \"d:e0\", b: \"e:e0\", vlans: [{ id: 14 }] }\n";
+	struct fctl_profile *p = load(text);
+	struct fctl_profile_slicer *s = NULL;
+
+	(void)state;
+	assert_int_equal(fctl_profile_slicer_new((const unsigned char *)text, strlen(text), p, &s),
+			 -ENOTSUP);
+	assert_null(s);
+	fctl_profile_free(p);
+}
+
+/* "\r\n" line ends are cut like "\n" ones, and the parts keep them. */
+static void test_slice_crlf(void **state)
+{
+	struct fctl_profile *p;
+	struct fctl_profile_slicer *s;
+	struct fctl_buf crlf = { 0 }, b = { 0 };
+
+	(void)state;
+	for (const char *c = FLEET; *c; c++) {
+		if (*c == '\n')
+			fctl_buf_putc(&crlf, '\r');
+		fctl_buf_putc(&crlf, *c);
+	}
+	s = slicer(crlf.data, &p);
+	assert_int_equal(fctl_profile_slicer_host(s, "h4", &b), 1);
+	assert_non_null(strstr(b.data, "  - name: h3-h4\r\n    a: h3:eth1\r\n"));
+	assert_null(strstr(b.data, "name: h1"));
+	assert_null(strstr(b.data, "name: h2"));
+	fctl_buf_release(&b);
+	fctl_buf_release(&crlf);
+	fctl_profile_slicer_free(s);
 	fctl_profile_free(p);
 }
 
@@ -277,6 +377,8 @@ int main(void)
 		cmocka_unit_test(test_slice_lines),	    cmocka_unit_test(test_slice_peers),
 		cmocka_unit_test(test_slice_renders_same), cmocka_unit_test(test_slice_unknown_host),
 		cmocka_unit_test(test_slice_refused),	    cmocka_unit_test(test_slice_mismatch),
+		cmocka_unit_test(test_slice_other_breaks), cmocka_unit_test(test_slice_crlf),
+		cmocka_unit_test(test_slice_lone_cr_miscut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

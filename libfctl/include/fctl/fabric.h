@@ -99,11 +99,12 @@ struct fctl_fabric_opts {
 	const unsigned char *profile;
 	size_t profile_len;
 	const char *profile_name;
-	/* plan and diff (fctl_fabric_apply's plan phase too), which change and record
-	 * nothing: the bytes to send host h instead of the whole profile (its slice,
-	 * fctl/profile_slice.h), malloc'd, their length in *len; NULL sends the whole
-	 * profile. NULL callback: every host gets the whole profile. Called from the
-	 * pool's threads, several at once. An apply always sends the whole profile. */
+	/* plan and diff, which change and record nothing: the bytes to send host h
+	 * instead of the whole profile (its slice, fctl/profile_slice.h), malloc'd, their
+	 * length in *len; NULL sends the whole profile. NULL callback: every host gets the
+	 * whole profile. Called from the pool's threads, several at once. An apply always
+	 * sends the whole profile, and fctl_fabric_apply ignores the callback in its plan
+	 * phase too: that plan checks what the apply will send. */
 	unsigned char *(*profile_for)(void *ctx, const struct fctl_inventory_host *h, size_t *len);
 	void *profile_for_ctx;
 	bool partial;             /* fctl_fabric_apply: keep what applied when a host fails */

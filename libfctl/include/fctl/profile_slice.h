@@ -11,11 +11,13 @@
  *
  * Only a profile laid out in block style can be cut by lines: each top-level key at
  * the start of its line, `hosts` and `links` as block sequences whose entries each
- * begin on a line of their own with their "- ". Anything else (a flow sequence, an
- * entry that starts on the line of the one before) is -ENOTSUP, and the caller
- * sends the whole profile. Each slice is parsed and validated again before it is
- * given out; one that does not validate, or lacks a host or link it should hold,
- * is -EPROTO (the caller sends the whole profile then too).
+ * begin on a line of their own with their "- ", and "\n" (or "\r\n") its only line
+ * break. Anything else (a flow sequence, an entry that starts on the line of the one
+ * before, a lone "\r", NEL, LS or PS, which YAML counts as line breaks too) is
+ * -ENOTSUP, and the caller sends the whole profile. Each slice is parsed and
+ * validated again before it is given out and must hold exactly the hosts and links
+ * it was cut for (names, ports, ends, VLANs, policies); one that does not is -EPROTO
+ * (the caller sends the whole profile then too).
  *
  * A slice's bytes differ from the profile's, so its digest does too: slices are for
  * requests that change nothing and record nothing (plan, diff). An apply sends the
@@ -34,7 +36,7 @@ struct fctl_profile_slicer;
 /* Indexes data[0..len), the bytes profile p was parsed from, p validated without
  * errors (its link ends resolved). Both are borrowed and must outlive the slicer.
  * Returns 0 with *out set, -ENOTSUP (a layout not cut by lines), -EINVAL (the bytes
- * do not parse, or do not match p) or -ENOMEM. */
+ * do not parse, or are not p's: their SHA-256 is not p->sha256) or -ENOMEM. */
 int fctl_profile_slicer_new(const unsigned char *data, size_t len, const struct fctl_profile *p,
 			    struct fctl_profile_slicer **out);
 
