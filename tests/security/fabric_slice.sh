@@ -18,38 +18,14 @@ set -uo pipefail
 NAME=fabric_slice
 . "$(dirname "${BASH_SOURCE[0]}")/lib/agent.bash"
 N=4
-PIDS=() PORTS=()
 
 cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	fleet_stop
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
 	rm -rf -- "$T"
 }
 
-mapfile -t PORTS < <("$PY" - "$N" <<'EOPY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
-EOPY
-)
-[ "${#PORTS[@]}" -eq "$N" ] || die "no free ports"
-: >"$T/inventory"
-for i in $(seq 0 $((N - 1))); do
-	mkdir -p "$T/s$i" "$T/p$i/keys" "$T/a$i"
-	"$F" agent --socket "$T/sock$i" --listen "127.0.0.1:${PORTS[$i]}" --cert "$PKI/server-h1.crt" \
-		--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" --netns "$NETNS" --state-dir "$T/s$i" \
-		--host "h$i" --profile-dir "$T/p$i" --audit-log "$T/a$i/agent.log" \
-		--drift-interval 0 2>"$T/agent$i.err" &
-	PIDS+=($!)
-	echo "h$i 127.0.0.1:${PORTS[$i]}" >>"$T/inventory"
-done
+fleet_start "$N"
 # the chain, block layout; and the same fleet in flow sequences
 "$PY" - "$T" "$N" <<'EOPY'
 import sys
@@ -69,15 +45,6 @@ flow_links = ", ".join("{ name: h%d-h%d, a: \"h%d:eth1\", b: \"h%d:eth0\", macse
                        "vlans: [{ id: %d }] }" % (i, i + 1, i, i + 1, 200 + i) for i in range(n - 1))
 open(t + "/flow.yaml", "w").write(head + "hosts: [" + flow_hosts + "]\nlinks: [" + flow_links + "]\n")
 EOPY
-for i in $(seq 0 $((N - 1))); do
-	up=0
-	for _ in $(seq 100); do
-		"$F" status --target "unix:$T/sock$i" >/dev/null 2>&1 && { up=1; break; }
-		kill -0 "${PIDS[$i]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ $up = 1 ] || { cat "$T/agent$i.err" >&2; die "agent h$i did not start"; }
-done
 "$F" validate "$T/chain.yaml" >/dev/null 2>&1 || die "chain.yaml does not validate: $("$F" validate "$T/chain.yaml" 2>&1 | head -5)"
 
 # run NAME CMD... : the fabric command's JSON in $T/NAME.json (its exit in NAME.rc)

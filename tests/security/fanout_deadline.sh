@@ -18,61 +18,33 @@ set -uo pipefail
 NAME=fanout_deadline
 . "$(dirname "${BASH_SOURCE[0]}")/lib/agent.bash"
 N=8
-PIDS=() STOPPED=() PORTS=()
+STOPPED=()
 
 cleanup() {
 	local p
 	# a stopped agent acts on SIGTERM only once continued
 	for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	fleet_stop
 	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
 	rm -rf -- "$T"
 }
 
-mapfile -t PORTS < <("$PY" - "$N" <<'EOPY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
-EOPY
-)
-[ "${#PORTS[@]}" -eq "$N" ] || die "no free ports"
-: >"$T/inventory"
-{ printf 'schema: 1\nprofile:\n  name: fleet\n  version: 1\nhosts:\n'; } >"$T/fleet.yaml"
-for i in $(seq 0 $((N - 1))); do
-	mkdir -p "$T/s$i" "$T/p$i" "$T/a$i"
-	"$F" agent --socket "$T/sock$i" --listen "127.0.0.1:${PORTS[$i]}" --cert "$PKI/server-h1.crt" \
-		--key "$PKI/server-h1.key" --ca "$PKI/ca.crt" --netns "$NETNS" --state-dir "$T/s$i" \
-		--host "h$i" --profile-dir "$T/p$i" --audit-log "$T/a$i/agent.log" \
-		--drift-interval 0 2>"$T/agent$i.err" &
-	PIDS+=($!)
-	echo "h$i 127.0.0.1:${PORTS[$i]}" >>"$T/inventory"
-	printf '  - name: h%s\n    ports: [{ name: eth0 }]\n' "$i" >>"$T/fleet.yaml"
-done
-for i in $(seq 0 $((N - 1))); do
-	up=0
-	for _ in $(seq 100); do
-		"$F" status --target "unix:$T/sock$i" >/dev/null 2>&1 && { up=1; break; }
-		kill -0 "${PIDS[$i]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ $up = 1 ] || { cat "$T/agent$i.err" >&2; die "agent h$i did not start"; }
-done
+fleet_start "$N"
+{
+	printf 'schema: 1\nprofile:\n  name: fleet\n  version: 1\nhosts:\n'
+	for i in $(seq 0 $((N - 1))); do printf '  - name: h%s\n    ports: [{ name: eth0 }]\n' "$i"; done
+} >"$T/fleet.yaml"
 "$F" status --fabric --inventory "$T/inventory" $(tls_opts viewer) -q >/dev/null 2>&1 ||
 	fail "all-up" "status --fabric fails with every agent up"
 
 # h2 hung whole (the agent and its TLS front-end stopped: the kernel accepts, TLS never
 # answers); h3's agent stopped behind a live front-end (the handshake completes, no answer
 # comes); h4, h5 dead (nothing listens)
-for c in $(pgrep -P "${PIDS[2]}"); do kill -STOP "$c" && STOPPED+=("$c"); done
-for i in 2 3; do kill -STOP "${PIDS[$i]}" && STOPPED+=("${PIDS[$i]}"); done
-[ -n "$(pgrep -P "${PIDS[2]}")" ] || fail "h2-front-end" "h2's agent has no child process (its TLS front-end) to stop"
-for i in 4 5; do kill "${PIDS[$i]}"; wait "${PIDS[$i]}" 2>/dev/null; done
+for c in $(pgrep -P "${FLEET_PIDS[2]}"); do kill -STOP "$c" && STOPPED+=("$c"); done
+for i in 2 3; do kill -STOP "${FLEET_PIDS[$i]}" && STOPPED+=("${FLEET_PIDS[$i]}"); done
+[ -n "$(pgrep -P "${FLEET_PIDS[2]}")" ] || fail "h2-front-end" "h2's agent has no child process (its TLS front-end) to stop"
+# reaped, a dead agent's PID is no longer ours: out of the list fleet_stop kills
+for i in 4 5; do kill "${FLEET_PIDS[$i]}"; wait "${FLEET_PIDS[$i]}" 2>/dev/null; unset "FLEET_PIDS[$i]"; done
 
 # check LABEL JSONFILE EXIT WANT_EXIT DEADLINE: each host's error names its fault
 check() {

@@ -115,3 +115,49 @@ tls_opts() { echo --cert "$PKI/client-$1.crt" --key "$PKI/client-$1.key" --ca "$
 profile() { # name version
 	printf 'schema: 1\nprofile:\n  name: %s\n  version: %s\nhosts:\n  - name: h1\n    ports: [{ name: eth0 }]\n' "$1" "$2"
 }
+
+# A fleet of agents h0 .. hN-1 (the fan-out tests): fleet_start N starts them, each
+# on a free port of 127.0.0.1 (FLEET_PORTS) with its Unix socket $T/sockI, state dir
+# $T/sI, profile dir $T/pI and audit log $T/aI/agent.log, all acting in $NETNS;
+# $T/inventory names them; it returns once each answers root's status on its socket.
+# fleet_stop stops them by PID (FLEET_PIDS): call it from the test's cleanup.
+FLEET_PIDS=() FLEET_PORTS=()
+fleet_start() {
+	local n=$1 i up
+	mapfile -t FLEET_PORTS < <("$PY" - "$n" <<'EOPY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+for s in socks:
+    print(s.getsockname()[1])
+EOPY
+)
+	[ "${#FLEET_PORTS[@]}" -eq "$n" ] || die "no free ports"
+	: >"$T/inventory"
+	for i in $(seq 0 $((n - 1))); do
+		mkdir -p "$T/s$i" "$T/p$i" "$T/a$i"
+		"$F" agent --socket "$T/sock$i" --listen "127.0.0.1:${FLEET_PORTS[$i]}" \
+			--cert "$PKI/server-h1.crt" --key "$PKI/server-h1.key" --ca "$PKI/ca.crt" \
+			--netns "$NETNS" --state-dir "$T/s$i" --host "h$i" --profile-dir "$T/p$i" \
+			--audit-log "$T/a$i/agent.log" --drift-interval 0 2>"$T/agent$i.err" &
+		FLEET_PIDS+=($!)
+		echo "h$i 127.0.0.1:${FLEET_PORTS[$i]}" >>"$T/inventory"
+	done
+	for i in $(seq 0 $((n - 1))); do
+		up=0
+		for _ in $(seq 100); do
+			"$F" status --target "unix:$T/sock$i" >/dev/null 2>&1 && { up=1; break; }
+			kill -0 "${FLEET_PIDS[$i]}" 2>/dev/null || break
+			sleep 0.1
+		done
+		[ $up = 1 ] || { cat "$T/agent$i.err" >&2; die "agent h$i did not start"; }
+	done
+}
+fleet_stop() {
+	local p
+	for p in "${FLEET_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${FLEET_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+}
