@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include "fctl/profile_slice.h"
+#include "host_index_int.h"
 #include "yaml_tree_int.h"
 
 struct span {
@@ -25,18 +26,14 @@ struct section {
 	size_t n_items;
 };
 
-struct name_idx {
-	const char *name;
-	size_t idx;
-};
-
 struct fctl_profile_slicer {
 	const unsigned char *data;
 	size_t len;
 	const struct fctl_profile *p;
 	struct section *sec;
 	size_t n_sec;
-	struct name_idx *by_name; /* p's hosts sorted by name */
+	struct name_idx *by_name; /* p's hosts sorted by name (fctl_prof_host_index) */
+	size_t n_by_name;
 	size_t *link_start;        /* host i's links: links[link_start[i] .. link_start[i + 1]) */
 	size_t *links;
 };
@@ -190,18 +187,13 @@ static int cut_sections(struct fctl_profile_slicer *s, const struct ynode *root)
 	return r;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(((const struct name_idx *)a)->name, ((const struct name_idx *)b)->name);
-}
-
 /* The hosts by name, and each host's links. */
 static int index_hosts(struct fctl_profile_slicer *s)
 {
 	const struct fctl_profile *p = s->p;
 	size_t nh = p->n_hosts, *fill;
 
-	s->by_name = calloc(nh ? nh : 1, sizeof(*s->by_name));
+	s->by_name = fctl_prof_host_index(p, &s->n_by_name);
 	s->link_start = calloc(nh + 1, sizeof(*s->link_start));
 	s->links = calloc(2 * p->n_links + 1, sizeof(*s->links));
 	fill = calloc(nh + 1, sizeof(*fill));
@@ -209,9 +201,6 @@ static int index_hosts(struct fctl_profile_slicer *s)
 		free(fill);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < nh; i++)
-		s->by_name[i] = (struct name_idx){ p->hosts[i].name ? p->hosts[i].name : "", i };
-	qsort(s->by_name, nh, sizeof(*s->by_name), cmp_name);
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t l = 0; l < p->n_links; l++) {
 			long a = p->links[l].end[0].host_idx, b = p->links[l].end[1].host_idx;
@@ -243,10 +232,9 @@ int fctl_profile_slicer_new(const unsigned char *data, size_t len, const struct 
 	struct fctl_diags d = { 0 };
 	struct ynode *root = NULL;
 	struct fctl_profile_slicer *s;
-	int r;
-
 	unsigned char md[32];
 	unsigned int mdlen = 0;
+	int r;
 
 	if (!data || !p || !out)
 		return -EINVAL;
@@ -349,7 +337,7 @@ static bool slice_checks(const struct fctl_profile *p, const char *text, size_t 
 int fctl_profile_slicer_host(const struct fctl_profile_slicer *s, const char *host,
 			     struct fctl_buf *out)
 {
-	struct name_idx key = { host, 0 }, *hit;
+	const struct fctl_host *hit;
 	size_t h, nl, nh = 0, *hosts, given;
 	bool oom;
 	const size_t *links;
@@ -357,10 +345,10 @@ int fctl_profile_slicer_host(const struct fctl_profile_slicer *s, const char *ho
 
 	if (!s || !host || !out)
 		return -EINVAL;
-	hit = bsearch(&key, s->by_name, s->p->n_hosts, sizeof(key), cmp_name);
+	hit = fctl_prof_find_host(s->p, s->by_name, s->n_by_name, host);
 	if (!hit)
 		return -ENOENT;
-	h = hit->idx;
+	h = (size_t)(hit - s->p->hosts);
 	links = s->links + s->link_start[h];
 	nl = s->link_start[h + 1] - s->link_start[h];
 	hosts = malloc((nl + 1) * sizeof(*hosts));

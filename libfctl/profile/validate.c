@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fctl/profile.h"
+#include "host_index_int.h"
 
 #define XPN_MAX_WINDOW ((1u << 30) - 1)
 
@@ -295,13 +296,7 @@ static void check_policy(struct vctx *vc, const struct fctl_macsec_policy *pol)
 		check_mka(vc, pol);
 }
 
-/* Names sorted with their index: O(n log n) duplicate checks and lookups. */
-struct name_idx {
-	const char *name;
-	size_t idx;
-};
-
-static int cmp_name_idx(const void *a, const void *b)
+int fctl_prof_cmp_name_idx(const void *a, const void *b)
 {
 	const struct name_idx *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
@@ -309,8 +304,7 @@ static int cmp_name_idx(const void *a, const void *b)
 	return c ? c : x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Sorted index of the named hosts (NULL on ENOMEM: lookups then fall back to a scan). */
-static struct name_idx *host_index(const struct fctl_profile *p, size_t *n)
+struct name_idx *fctl_prof_host_index(const struct fctl_profile *p, size_t *n)
 {
 	struct name_idx *v = calloc(p->n_hosts ? p->n_hosts : 1, sizeof(*v));
 
@@ -319,13 +313,13 @@ static struct name_idx *host_index(const struct fctl_profile *p, size_t *n)
 		if (p->hosts[i].name)
 			v[(*n)++] = (struct name_idx){ p->hosts[i].name, i };
 	if (v && *n > 1)
-		qsort(v, *n, sizeof(*v), cmp_name_idx);
+		qsort(v, *n, sizeof(*v), fctl_prof_cmp_name_idx);
 	return v;
 }
 
-/* The first host of that name, as fctl_profile_find_host finds it. */
-static const struct fctl_host *find_host(const struct fctl_profile *p, const struct name_idx *hx,
-					 size_t nhx, const char *name)
+const struct fctl_host *fctl_prof_find_host(const struct fctl_profile *p,
+					    const struct name_idx *hx, size_t nhx,
+					    const char *name)
 {
 	size_t lo = 0, hi = nhx;
 
@@ -385,7 +379,7 @@ static void check_link_names(struct vctx *vc)
 		if (p->links[i].name)
 			v[n++] = (struct name_idx){ p->links[i].name, i };
 	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_name_idx);
+		qsort(v, n, sizeof(*v), fctl_prof_cmp_name_idx);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(v[i].name, v[i - 1].name) == 0)
 			AT(vc, p->links[v[i].idx].pos, "duplicate", NULL,
@@ -413,7 +407,7 @@ static void resolve_end(struct vctx *vc, struct fctl_link_end *e, const char **h
 
 	if (!e->host || !e->port)
 		return;
-	h = find_host(vc->p, hx, nhx, e->host);
+	h = fctl_prof_find_host(vc->p, hx, nhx, e->host);
 	if (!h) {
 		g = fctl_did_you_mean(e->host, hn, nhn);
 		if (g)
@@ -665,7 +659,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 	struct port_use *uses = NULL;
 	size_t n_sci = 0, cap_sci = 0, n_ifn = 0, cap_ifn = 0, n_use = 0, cap_use = 0, nhn, nhx;
 	const char **hn = host_names(p, &nhn);
-	struct name_idx *hx = host_index(p, &nhx);
+	struct name_idx *hx = fctl_prof_host_index(p, &nhx);
 
 	check_hosts(&vc, hx, nhx);
 	check_link_names(&vc);
