@@ -37,15 +37,47 @@ trap 'rm -rf -- "$SUITE_LOGS"' EXIT
 export SUITE_LOGS
 
 log() { printf '\n=== %s (%ds) ===\n' "$*" "$(($(date +%s) - T0))"; }
+# Each suite's CPU time (user+sys of everything it started, its qemu guests included) is
+# read from a cgroup of its own: cgroup v2 (cpu.stat) or v1's cpuacct. Where neither can be
+# made, the column says "-". The table of every suite goes to $FCTL_TEST_TIMES (default
+# build/test-times.tsv) and its slowest five are printed at the end.
+CG_ROOT=
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -w /sys/fs/cgroup ]; then
+	CG_ROOT=/sys/fs/cgroup
+elif [ -w /sys/fs/cgroup/cpuacct ]; then
+	CG_ROOT=/sys/fs/cgroup/cpuacct
+fi
+cg_cpu_seconds() { # cgroup dir: its CPU seconds, one decimal, or "-"
+	local d=$1 v
+	if [ -f "$d/cpu.stat" ]; then
+		v=$(awk '$1 == "usage_usec" { print $2 }' "$d/cpu.stat")
+		[ -n "$v" ] && { awk -v u="$v" 'BEGIN { printf "%.1f", u / 1e6 }'; return; }
+	elif [ -f "$d/cpuacct.usage" ]; then
+		awk '{ printf "%.1f", $1 / 1e9 }' "$d/cpuacct.usage"
+		return
+	fi
+	echo -
+}
 suite() { # name, timeout seconds, command...
-	local name=$1 limit=$2 rc secs t0=$SECONDS
+	local name=$1 limit=$2 rc secs t0=$SECONDS cg= cpu=-
 	shift 2
 	log "$name"
+	if [ -n "$CG_ROOT" ]; then
+		cg=$CG_ROOT/fctl-test-$$-$name
+		mkdir -p "$cg" 2>/dev/null || cg=
+	fi
 	# into the suite's own log (for the digest at the end), then printed: a file, not a
 	# pipe, so a process a suite left behind holding its output cannot hold the run
-	timeout --kill-after=30 "$limit" "$@" >"$SUITE_LOGS/$name.log" 2>&1
+	bash -c '[ -n "$1" ] && { echo $$ >"$1/cgroup.procs" || echo $$ >"$1/tasks"; } 2>/dev/null
+		shift; exec "$@"' suite-cg "$cg" \
+		timeout --kill-after=30 "$limit" "$@" >"$SUITE_LOGS/$name.log" 2>&1
 	rc=$?
 	secs=$((SECONDS - t0))
+	if [ -n "$cg" ]; then
+		cpu=$(cg_cpu_seconds "$cg")
+		rmdir "$cg" 2>/dev/null
+	fi
+	printf '%s\t%s\t%s\t%s\n' "$name" "$secs" "$cpu" "$rc" >>"$SUITE_LOGS/times.tsv"
 	cat "$SUITE_LOGS/$name.log"
 	if [ $rc -eq 0 ]; then
 		PASSED+=("$name")
@@ -75,8 +107,25 @@ digest() {
 		fi
 	done
 }
+# every suite's wall and CPU seconds, slowest first, into $FCTL_TEST_TIMES; the five
+# slowest printed (a contributor adding a suite sees what it costs: docs/testing.md)
+times_table() {
+	local out=${FCTL_TEST_TIMES:-$ROOT/build/test-times.tsv}
+	[ -s "$SUITE_LOGS/times.tsv" ] || return 0
+	mkdir -p "$(dirname "$out")"
+	{
+		printf 'suite\twall_s\tcpu_s\texit\n'
+		sort -t "$(printf '\t')" -k2,2nr "$SUITE_LOGS/times.tsv"
+	} >"$out"
+	echo
+	echo "slowest suites (wall s, CPU s of the suite and its guests; all in $out):"
+	tail -n +2 "$out" | head -n 5 | awk -F'\t' '{ printf "  %-24s %6s %8s\n", $1, $2, $3 }'
+	awk -F'\t' 'NR > 1 && $3 != "-" { c += $3 } NR > 1 { w += $2 }
+		END { printf "  suite time %d s wall, %.0f s CPU\n", w, c }' "$out"
+}
 summary() {
 	digest
+	times_table
 	echo
 	echo "passed: ${PASSED[*]:-none}"
 	echo "failed: ${FAILED[*]:-none}"
