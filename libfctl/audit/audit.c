@@ -477,13 +477,26 @@ static int flush_locked(struct fctl_audit *a)
 	if (!out.len)
 		goto out;
 #ifdef FCTL_TEST_HOOKS
-	if (getenv("FCTL_AUDIT_TEST_TEAR") && out.len > 1) {
-		/* test hook: write in two halves with a pause, so a kill lands mid-record */
+	const char *tear = getenv("FCTL_AUDIT_TEST_TEAR");
+
+	if (tear && out.len > 1) {
+		/* test hook: write in two halves with a pause, so a kill lands mid-record; with
+		 * a path, the first half is followed by that file's creation and a pause that
+		 * outlasts any test (the kill comes while the record is torn, however loaded
+		 * the machine) */
 		size_t half = out.len / 2;
 
 		r = fctl_write_all(a->fd, out.data, half);
 		if (r == 0) {
-			usleep(200000);
+			if (tear[0] == '/') {
+				int fd = open(tear, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+				if (fd >= 0)
+					close(fd);
+				sleep(120);
+			} else {
+				usleep(200000);
+			}
 			r = fctl_write_all(a->fd, out.data + half, out.len - half);
 		}
 	} else {

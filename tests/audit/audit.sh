@@ -171,12 +171,13 @@ if ! grep -qa FCTL_AUDIT_TEST_TEAR "$FCTL"; then
 else
 	newlog crash
 	fill 2
-	FCTL_AUDIT_TEST_TEAR=1 "$FCTL" audit append --log "$LOG" --action crash --result ok --count 100000 --batch 20 \
+	# the hook writes the first half of its first batch, creates $TMP/torn and waits: the
+	# kill lands mid-record however slow the machine (a 200 ms pause raced a loaded one)
+	FCTL_AUDIT_TEST_TEAR=$TMP/torn "$FCTL" audit append --log "$LOG" --action crash --result ok --count 100000 --batch 20 \
 		>/dev/null 2>&1 &
 	wpid=$!
-	# wait until the file ends mid-record (the hook pauses between two halves of a write)
-	for _ in $(seq 1 200); do
-		if [ -s "$LOG" ] && [ "$(tail -c 1 "$LOG" | od -An -c | tr -d ' ')" != '\n' ]; then break; fi
+	for _ in $(seq 1 600); do
+		[ -e "$TMP/torn" ] && break
 		sleep 0.05
 	done
 	kill -9 $wpid
