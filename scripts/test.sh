@@ -13,10 +13,11 @@
 #        probe, agent, the CI pipeline from fresh clones under /root and /tmp, the
 #        package in the lab, rotation, metrics, pull, confirm; netlink, apply and
 #        rotation on 6.12
-# After the build and the lab setup, two lanes run side by side: "host" (1-3 and the ASan
-# apply in the lab, then lab suites) and "lab" (lab suites from the start). The lab suites
-# are one queue, longest first, that both lanes take from, so the lanes end together;
-# FCTL_TEST_LANES=1 runs the lanes one after the other.
+# After the build and the lab setup, three lanes run side by side: "host" (1-3 and the ASan
+# apply in the lab, then lab suites), "lab" (lab suites from the start) and "spare" (a lab
+# suite whenever the load average says a core is spare). The lab suites are one queue,
+# longest first, that the lanes take from, so the lanes end together; FCTL_TEST_LANES=2
+# runs host and lab only, FCTL_TEST_LANES=1 the two one after the other.
 # Needs root (packages, qemu lab, netlink). A suite that cannot run FAILS; none
 # is skipped. Ends with "test.sh: N passed, M failed" (suites) and exits non-zero
 # on any failure.
@@ -333,13 +334,32 @@ queue_drain() {
 		mkdir "$LANES/claim-$q" 2>/dev/null && "$run"
 	done
 }
+# The third lane, "spare": takes a lab suite from the same queue only while the machine
+# has CPU to spare (the 1-minute load average below the cores + 1), so that a suite that
+# mostly waits (deadlines, MKA hellos, cryptoperiods) beside two others does not leave a
+# core idle; on a loaded machine it waits, and the two other lanes drain the queue.
+spare_drain() {
+	local q run cores
+	cores=$(nproc)
+	for q in "${QUEUE[@]}"; do
+		want lab || return 0
+		[ -d "$LANES/claim-$q" ] && continue
+		until awk -v c="$cores" '{ exit !($1 < c + 1) }' /proc/loadavg; do
+			[ -d "$LANES/claim-$q" ] && break
+			sleep 15
+		done
+		run=$q
+		mkdir "$LANES/claim-$q" 2>/dev/null && "$run"
+	done
+}
 
 # 4. the lab's kernels and initramfs first (apt runs here, never beside a lane)
 if want lab; then
 	suite lab-setup 900 scripts/lab.sh setup
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
 fi
-# The two lanes run side by side (FCTL_TEST_LANES=1: one after the other). Each lane's
+# The lanes run side by side: host, lab and spare (FCTL_TEST_LANES=2: host and lab;
+# FCTL_TEST_LANES=1: host, then lab, one after the other). Each lane's
 # output goes to its log, printed whole when the lane ends; a line per suite start shows
 # progress meanwhile. Lanes share no lab directory, no dpkg and no fixed port.
 LANES=$(mktemp -d /tmp/fctl-test-lanes.XXXXXX)
@@ -372,18 +392,31 @@ lane_collect() { # name
 		case $st in PASS) PASSED+=("$n") ;; FAIL) FAILED+=("$n") ;; esac
 	done <"$LANES/$name.result"
 }
-if [ "${FCTL_TEST_LANES:-2}" = 1 ]; then
+case ${FCTL_TEST_LANES:-3} in
+1)
 	( lane_run host host_lane )
 	( lane_run lab queue_drain )
-else
+	;;
+2)
 	lane_run host host_lane &
 	HOST_PID=$!
 	lane_run lab queue_drain &
 	LAB_PID=$!
 	wait "$HOST_PID" "$LAB_PID"
-fi
+	;;
+*)
+	lane_run host host_lane &
+	HOST_PID=$!
+	lane_run lab queue_drain &
+	LAB_PID=$!
+	lane_run spare spare_drain &
+	SPARE_PID=$!
+	wait "$HOST_PID" "$LAB_PID" "$SPARE_PID"
+	;;
+esac
 lane_collect host
 lane_collect lab
+case ${FCTL_TEST_LANES:-3} in 1 | 2) ;; *) lane_collect spare ;; esac
 rm -rf "$LANES"
 
 # safety net: no lab outlives the run, whatever happened to a suite
