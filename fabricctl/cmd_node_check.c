@@ -484,7 +484,12 @@ static int supervise(struct nc_args *a)
 	setpgid(pid, pid);
 	if (wait_until(pid, deadline, &status)) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_USAGE;
+		if (WIFEXITED(status))
+			return WEXITSTATUS(status);
+		/* a crash is no verdict either: unhealthy */
+		snprintf(why, sizeof(why), "node-check was killed by signal %d",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		return no_verdict(a, why, EXIT_USAGE);
 	}
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);

@@ -8,7 +8,8 @@
 # so. Here, without Slurm, against a stand-in scontrol first in PATH that records its
 # arguments (as tests/cli/node_check.sh does):
 #   - an error (netlink in a namespace that does not exist) drains, the reason says so;
-#   - a probe record that blocks (a FIFO) is killed at --timeout and drains;
+#   - a probe record that blocks (a FIFO) is killed at --timeout and drains; a check
+#     that crashes (SIGSEGV) drains;
 #   - docs/slurm.md's wrapper, its lock held by a hung check, drains;
 #   - a host that never had a profile drains by default; --allow-never-applied passes it
 #     with an audit record, not a host whose history has applies, and not when the record
@@ -92,6 +93,24 @@ drained hang-drains "node-check did not finish within 2 s"
 if timeout 2 sh -c "echo x >'$S/probe/last'"; then fail hung-child-killed "the FIFO still has a reader"; else
 	pass hung-child-killed
 fi
+# a check that crashes gives no verdict either: the check's process (the supervisor's
+# child, under timeout(1)) killed by SIGSEGV, by its PID
+: >"$T/calls"
+PATH="$T/bin:$PATH" timeout -k 5 40 "$F" node-check --slurm --node n1 --host h3 --state-dir "$S" \
+	--timeout 30s >"$T/out" 2>&1 &
+TO=$!
+CHECK=
+for _ in $(seq 50); do
+	SUP=$(pgrep -P "$TO" | head -1)
+	[ -n "$SUP" ] && CHECK=$(pgrep -P "$SUP" | head -1)
+	[ -n "$CHECK" ] && break
+	sleep 0.1
+done
+sleep 0.5
+[ -n "$CHECK" ] && kill -SEGV "$CHECK"
+wait "$TO"
+RC=$?
+drained crash-drains "node-check was killed by signal 11"
 rm -f "$S/probe/last"
 
 # --- docs/slurm.md's wrapper, its lock held by a hung check --------------------------------
