@@ -450,49 +450,76 @@ static bool wait_until(pid_t pid, uint64_t deadline, int *status)
 	}
 }
 
+/* How the supervised check ended without its verdict (vfd: the pipe it writes one byte to
+ * when check_and_act returned): NULL when it gave one; else why, in buf. An exit code alone
+ * proves nothing: a crash the sanitizer catches, or an exit() deep in a library, also
+ * exits. */
+static const char *no_verdict_why(int vfd, int status, char *buf, size_t len)
+{
+	char v;
+
+	if (read(vfd, &v, 1) == 1 && v == 'v' && WIFEXITED(status))
+		return NULL;
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "node-check was killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, len, "node-check ended without a verdict (exit %d)",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return buf;
+}
+
 /* Runs check_and_act in a child process of its own process group under the deadline
- * (--timeout): its exit code; at the deadline the group is killed (SIGKILL, by the
- * child's PID) and the node is unhealthy, so --slurm drains it. A hang anywhere in the
- * check (a lock, netlink, a stuck file, scontrol) cannot keep a node in service. */
+ * (--timeout): its exit code once it said it finished; at the deadline the group is
+ * killed (SIGKILL, by the child's PID), and a child that died without its verdict (a
+ * crash) is no verdict either: the node is unhealthy, so --slurm drains it. A hang
+ * anywhere in the check (a lock, netlink, a stuck file, scontrol) cannot keep a node in
+ * service. */
 static int supervise(struct nc_args *a)
 {
 	uint64_t deadline = now_ms() + a->timeout_s * 1000;
 	sigset_t chld, old;
 	char why[128];
-	int status = 0, rc;
-	pid_t pid;
+	int status = 0, rc, vp[2];
+	pid_t pid = -1;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &old);
 	fflush(stdout);
 	fflush(stderr);
-	pid = fork();
+	if (pipe2(vp, O_CLOEXEC | O_NONBLOCK) == 0 && (pid = fork()) < 0) {
+		close(vp[0]);
+		close(vp[1]);
+	}
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		setpgid(0, 0);
+		close(vp[0]);
 		rc = check_and_act(a, deadline);
 		fflush(stdout);
 		fflush(stderr);
+		if (write(vp[1], "v", 1) != 1)
+			rc = EXIT_USAGE;
 		_exit(rc);
 	}
 	if (pid < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		snprintf(why, sizeof(why), "node-check could not run: fork: %s", strerror(errno));
+		snprintf(why, sizeof(why), "node-check could not run: %s", strerror(errno));
 		return no_verdict(a, why, EXIT_USAGE);
 	}
+	close(vp[1]);
 	setpgid(pid, pid);
 	if (wait_until(pid, deadline, &status)) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (WIFEXITED(status))
-			return WEXITSTATUS(status);
-		/* a crash is no verdict either: unhealthy */
-		snprintf(why, sizeof(why), "node-check was killed by signal %d",
-			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		return no_verdict(a, why, EXIT_USAGE);
+		rc = no_verdict_why(vp[0], status, why, sizeof(why))
+			     ? no_verdict(a, why, EXIT_USAGE)
+			     : WEXITSTATUS(status);
+		close(vp[0]);
+		return rc;
 	}
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
+	close(vp[0]);
 	snprintf(why, sizeof(why), "node-check did not finish within %" PRIu64 " s", a->timeout_s);
 	rc = no_verdict(a, why, EXIT_USAGE);
 	wait_until(pid, now_ms() + 1000, &status); /* reaped, unless stuck in the kernel */
