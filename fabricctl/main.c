@@ -430,7 +430,8 @@ static const struct cmd commands[] = {
 	  "write a signed, deterministic evidence bundle for auditors" },
 	{ "node-check", cmd_node_check,
 	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"
-	  "             [--netns NAME] [--host HOST] [--state-dir DIR]",
+	  "             [--timeout DUR] [--allow-never-applied [--audit-log PATH]]\n"
+	  "             [--unhealthy REASON] [--netns NAME] [--host HOST] [--state-dir DIR]",
 	  "Check that this node is fit for jobs (docs/slurm.md): a profile is applied;\n"
 	  "every MACsec SecY it gives this host is present, up, protecting and encrypting\n"
 	  "with an active encoding SA; the applied profile has no drift; the last probe\n"
@@ -446,6 +447,19 @@ static const struct cmd commands[] = {
 	  "                   with 'fabricctl:' drained it\n"
 	  "  --node NAME      the Slurm node name (default $SLURMD_NODENAME, else the short\n"
 	  "                   hostname)\n"
+	  "  --timeout DUR    the check and its scontrol calls end by DUR (default 30s; slurmd\n"
+	  "                   kills its HealthCheckProgram at 60 s); past it the check is killed\n"
+	  "                   and the node is unhealthy (--slurm: drained, 'fabricctl: node-check\n"
+	  "                   did not finish within N s'). A check that cannot run at all is\n"
+	  "                   unhealthy too ('fabricctl: node-check could not run: WHY')\n"
+	  "  --allow-never-applied  a host whose history holds no apply at all passes the\n"
+	  "                   profile check (rolling the check out before the first apply);\n"
+	  "                   each such pass is audited, and is unhealthy when the record cannot\n"
+	  "                   be written\n"
+	  "  --audit-log PATH the log of those records (default $FCTL_AUDIT_LOG, else\n"
+	  "                   /var/lib/fabricctl/audit/audit.log)\n"
+	  "  --unhealthy REASON  check nothing: the node is unhealthy for REASON (--slurm:\n"
+	  "                   drained 'fabricctl: REASON'); for a wrapper that cannot run the check\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     the network namespace of the links\n"
 	  "  --state-dir DIR  history, probe and rotation records (default /var/lib/fabricctl)\n"
@@ -453,7 +467,8 @@ static const struct cmd commands[] = {
 	  "                   checks: [{check, ok, link, ifname, text}], slurm: {node, action}}\n"
 	  "  -q, --quiet      no output unless the check could not run\n"
 	  "\n"
-	  "Exit: 0 healthy, 1 unhealthy, 2 usage or I/O error, or scontrol failed.\n",
+	  "Exit: 0 healthy, 1 unhealthy, 2 the check could not run or finish (with --slurm the\n"
+	  "node was drained all the same), usage error, or scontrol failed.\n",
 	  "check this node's MACsec links for a job scheduler (Slurm)" },
 	{ "agent", cmd_agent,
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"

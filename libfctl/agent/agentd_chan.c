@@ -2,6 +2,7 @@
 /* The messages between the agent and its TLS front-end: framing, queue, descriptors. */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -62,6 +63,39 @@ int fctl_chan_flush(struct fctl_chan *ch)
 	return 0;
 }
 
+/* Room for n more bytes in the queue, so the appends that follow never realloc. When it
+ * must grow, the bytes still to send move to a new buffer and the old one is wiped before
+ * it is freed: a realloc would leave a copy of a queued frame (a request may carry a SAK)
+ * in freed memory. 0 or -ENOMEM. */
+static int queue_room(struct fctl_chan *ch, size_t n)
+{
+	struct fctl_buf *q = &ch->out;
+	size_t pend = q->len - ch->out_off, cap;
+	char *p;
+
+	if (q->oom || n > SIZE_MAX / 4 - pend)
+		return -ENOMEM;
+	if (q->len + n + 1 <= q->cap)
+		return 0;
+	for (cap = q->cap ? q->cap : 4096; cap < pend + n + 1; cap *= 2)
+		;
+	p = malloc(cap);
+	if (!p)
+		return -ENOMEM;
+	if (pend)
+		memcpy(p, q->data + ch->out_off, pend);
+	p[pend] = '\0';
+	if (q->data) {
+		OPENSSL_cleanse(q->data, q->cap);
+		free(q->data);
+	}
+	q->data = p;
+	q->len = pend;
+	q->cap = cap;
+	ch->out_off = 0;
+	return 0;
+}
+
 int fctl_chan_send(struct fctl_chan *ch, uint8_t type, uint32_t id, const void *p1, size_t l1,
 		   const void *p2, size_t l2)
 {
@@ -72,11 +106,9 @@ int fctl_chan_send(struct fctl_chan *ch, uint8_t type, uint32_t id, const void *
 		return -EPIPE;
 	if (l1 + l2 > UINT32_MAX)
 		return -EMSGSIZE;
-	/* the queue never moves under realloc with a secret in it: it grows only empty */
-	if (!fctl_chan_pending(ch) && ch->out.cap < FCTL_CHAN_HDR + l1 + l2) {
-		queue_wipe(ch);
-		fctl_buf_release(&ch->out);
-	}
+	r = queue_room(ch, FCTL_CHAN_HDR + l1 + l2);
+	if (r < 0)
+		return r;
 	header(h, type, id, l1 + l2);
 	fctl_buf_append(&ch->out, h, sizeof(h));
 	if (l1)

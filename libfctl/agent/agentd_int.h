@@ -363,7 +363,9 @@ int fctl_agentd_drop_to(uid_t uid, gid_t gid);
 /* --- agentd_chan.c: the front-end channel's messages --- */
 
 /* Queues one message (payload p1 then p2, either may be empty) and writes what it can:
- * 0 (some may wait: fctl_chan_pending), or a negative errno. */
+ * 0 (some may wait: fctl_chan_pending), or a negative errno. The queue never reallocs:
+ * it grows by a copy of what waits and the old buffer is wiped before it is freed, and
+ * it is wiped whenever it empties (a queued request may carry a SAK). */
 int fctl_chan_send(struct fctl_chan *ch, uint8_t type, uint32_t id, const void *p1, size_t l1,
 		   const void *p2, size_t l2);
 /* Writes all queued bytes, then one message with nfds descriptors attached (blocking

@@ -38,14 +38,6 @@ static void put_u32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* Watches the channel for what it needs: input always, output while bytes wait. */
-static void watch(struct agent *a)
-{
-	if (a->fe.ch.fd >= 0)
-		fctl_agentd_ep_set(a, EPOLL_CTL_MOD, a->fe.ch.fd,
-				   EPOLLIN | (fctl_chan_pending(&a->fe.ch) ? EPOLLOUT : 0), &a->fe);
-}
-
 /* The front-end broke the channel's rules: audited, killed (and restarted when reaped). */
 static void violation(struct agent *a, const char *what)
 {
@@ -59,6 +51,55 @@ static void violation(struct agent *a, const char *what)
 	if (a->fe.ch.fd >= 0)
 		epoll_ctl(a->ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
 	fctl_chan_release(&a->fe.ch); /* nothing more read from it */
+}
+
+/* The bytes of answers queued for the front-end that it has not read. A front-end reads
+ * its channel whenever it can (it holds one answer per connection, in its own buffers), so
+ * more than max_buffered and one answer waiting means it stopped reading: compromised, or
+ * as good as. The agent's memory is bounded by this, never by the front-end's goodwill. */
+static size_t queued(const struct agent *a)
+{
+	return a->fe.ch.out.len - a->fe.ch.out_off;
+}
+
+static size_t queue_max(const struct agent *a)
+{
+	return (size_t)a->cfg.max_buffered + max_len(a) + 2 * FCTL_CHAN_HDR;
+}
+
+/* Watches the channel for what it needs: input always, output while bytes wait; kills a
+ * front-end that lets more than queue_max() bytes wait. */
+static void watch(struct agent *a)
+{
+	char d[120];
+
+	if (a->fe.ch.fd < 0)
+		return;
+	if (queued(a) > queue_max(a)) {
+		snprintf(d, sizeof(d), "it does not read its channel: %zu bytes of answers wait "
+			 "(at most %zu: max_buffered and one answer)", queued(a), queue_max(a));
+		violation(a, d);
+		return;
+	}
+	fctl_agentd_ep_set(a, EPOLL_CTL_MOD, a->fe.ch.fd,
+			   EPOLLIN | (fctl_chan_pending(&a->fe.ch) ? EPOLLOUT : 0), &a->fe);
+}
+
+/* The front-end's connections the agent has not closed, and the bytes of their request
+ * frames in progress: what the front-end's own max_connections and max_buffered bound
+ * (it holds each frame until its answer arrives), so a front-end past them is lying. */
+static unsigned live_proxies(const struct agent *a, size_t *frames)
+{
+	unsigned n = 0;
+
+	*frames = 0;
+	for (const struct conn *c = a->conns; c; c = c->next)
+		if (c->proxy && !c->closing) {
+			n++;
+			if (c->frame)
+				*frames += FCTL_PROTO_HDR_LEN + (size_t)c->h.length + 1;
+		}
+	return n;
 }
 
 /* A string of the payload: no NUL, no control byte, shorter than max. */
@@ -85,8 +126,12 @@ static const char *on_open(struct agent *a, const uint8_t *p, uint32_t n)
 	const uint8_t *nul = memchr(p, '\0', n);
 	struct conn *c;
 
+	size_t frames;
+
 	if (a->fe.ch.id <= a->fe.max_id)
 		return "connection id reused";
+	if (live_proxies(a, &frames) >= a->cfg.max_connections)
+		return "a connection past max_connections";
 	if (!nul || !text_ok(p, (size_t)(nul - p), sizeof(c->peer)) ||
 	    !text_ok(nul + 1, n - (size_t)(nul - p) - 1, sizeof(c->who)))
 		return "bad peer";
@@ -134,11 +179,15 @@ static const char *on_req(struct agent *a, struct conn *c)
 	struct fctl_chan *ch = &a->fe.ch;
 	struct fctl_msg m;
 	char why[200];
+	size_t frames;
 
 	if (!c->authed)
 		return "a request before the handshake";
 	if (c->frame || c->child || c->writing)
 		return "a request while one is in progress";
+	live_proxies(a, &frames);
+	if (frames + (size_t)ch->len + 1 > a->cfg.max_buffered)
+		return "requests in progress past max_buffered";
 	if (ch->len < FCTL_PROTO_HDR_LEN ||
 	    fctl_proto_hdr_parse(ch->msg, FCTL_PROTO_HDR_LEN, a->cfg.max_frame, &c->h) < 0 ||
 	    FCTL_PROTO_HDR_LEN + (size_t)c->h.length != ch->len)

@@ -173,6 +173,32 @@ static int check_key(const struct fctl_nodecheck_opts *o, struct fctl_nodecheck_
 		   k->ifname, age, k->cryptoperiod_s);
 }
 
+/* No profile can be read as applied. A host whose history holds no apply at all never had
+ * one (its operators are rolling the check out): it passes only when the caller allows it;
+ * any other host is unhealthy. An unreadable history is an error, not an empty one. */
+static int check_unapplied(const struct fctl_nodecheck_opts *o, struct fctl_nodecheck_report *out,
+			   char *err, size_t errlen)
+{
+	struct fctl_history_entry *h = NULL;
+	size_t n = 0;
+	int e = fctl_engine_history(o->eo, &h, &n);
+
+	free(h);
+	if (e < 0) {
+		snprintf(err, errlen, "cannot read the history of applied profiles: %s", strerror(-e));
+		return e;
+	}
+	out->never_applied = n == 0;
+	if (n == 0 && o->allow_never_applied)
+		return add(out, "profile", NULL, true,
+			   "no profile ever applied on this host: allowed (--allow-never-applied)");
+	if (n == 0)
+		return add(out, "profile", NULL, false, "no profile applied on this host");
+	return add(out, "profile", NULL, false,
+		   "no profile applied on this host (its history holds %zu apply%s, the last one "
+		   "cannot be read)", n, n == 1 ? "" : "s");
+}
+
 int fctl_nodecheck_run(const struct fctl_nodecheck_opts *o, struct fctl_nodecheck_report *out,
 		       char *err, size_t errlen)
 {
@@ -197,7 +223,7 @@ int fctl_nodecheck_run(const struct fctl_nodecheck_opts *o, struct fctl_nodechec
 	out->applied = links.applied;
 	if (!links.applied) {
 		fctl_mx_links_release(&links);
-		e = add(out, "profile", NULL, false, "no profile applied on this host");
+		e = check_unapplied(o, out, err, errlen);
 		return e < 0 ? e : check_probe(o, out);
 	}
 	e = fctl_engine_show(NULL, o->eo, &live, err, errlen);

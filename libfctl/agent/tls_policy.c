@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The role policy file (allow, deny, pin) and the role set of a client certificate. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,16 +355,135 @@ static enum fctl_role san_role(X509 *x)
 	return role;
 }
 
-/* the subject in RFC 2253 form ("CN=alice,OU=operator,O=fabric"); "" when it fails */
-static void subject_dn(X509_NAME *nm, char *out, size_t len)
+/* why (may be NULL or empty) gets the formatted reason */
+__attribute__((format(printf, 3, 4))) static void say(char *why, size_t whylen, const char *fmt,
+						      ...)
+{
+	va_list ap;
+
+	if (!why || !whylen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+/* Whether the n bytes at p are printable ASCII (0x20..0x7e): no NUL, no control byte, no
+ * byte of a multi-byte character (a name that reads the same as another is refused, not
+ * compared). */
+static bool printable(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* The subject in RFC 2253 form ("CN=alice,OU=operator,O=fabric"): OpenSSL escapes control
+ * bytes, NULs and bytes past 0x7f (\00, \1B, ...), so the text is printable. 0, or -EBADMSG
+ * when it cannot be printed or does not fit in len (never truncated: a dn: rule compares
+ * the whole subject). */
+static int subject_dn(X509_NAME *nm, char *out, size_t len)
 {
 	BIO *b = BIO_new(BIO_s_mem());
-	int k = -1;
+	int k = -1, r = -EBADMSG;
 
-	if (b && X509_NAME_print_ex(b, nm, 0, XN_FLAG_RFC2253) >= 0)
+	if (b && X509_NAME_print_ex(b, nm, 0, XN_FLAG_RFC2253) >= 0 && BIO_pending(b) < (int)len) {
 		k = BIO_read(b, out, (int)len - 1);
-	out[k > 0 ? k : 0] = '\0';
+		if (k >= 0 && printable((const unsigned char *)out, (size_t)k))
+			r = 0;
+	}
+	out[r == 0 ? k : 0] = '\0';
 	BIO_free(b);
+	return r;
+}
+
+/*
+ * The subject's one entry of nid (label "CN" or "OU") as text in out (len bytes, NUL
+ * ended). 0; -ENOENT when there is none; -ENOTUNIQ when there are several; -EBADMSG with
+ * why set when its text (UTF-8) holds a NUL or a byte that is not printable ASCII, or
+ * does not fit in out. Never truncated: rules compare names on their full length.
+ */
+static int name_text(X509_NAME *nm, int nid, const char *label, char *out, size_t len, char *why,
+		     size_t whylen)
+{
+	int i = X509_NAME_get_index_by_NID(nm, nid, -1), n;
+	unsigned char *u = NULL;
+
+	out[0] = '\0';
+	if (i < 0)
+		return -ENOENT;
+	if (X509_NAME_get_index_by_NID(nm, nid, i) >= 0)
+		return -ENOTUNIQ;
+	n = ASN1_STRING_to_UTF8(&u, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(nm, i)));
+	if (n < 0 || !printable(u, (size_t)n)) {
+		say(why, whylen, "the certificate's subject %s holds a NUL or a non-printable byte",
+		    label);
+		OPENSSL_free(u);
+		return -EBADMSG;
+	}
+	if ((size_t)n >= len) {
+		say(why, whylen, "the certificate's subject %s is too long", label);
+		OPENSSL_free(u);
+		return -EBADMSG;
+	}
+	memcpy(out, u, (size_t)n);
+	out[n] = '\0';
+	OPENSSL_free(u);
+	return 0;
+}
+
+/* The CN, the OU and the DN of nm, each whole and printable (see name_text); "" for an
+ * absent CN or OU, and for an OU given more than once (it names no role then). 0, or
+ * -EACCES with why set: a NUL or non-printable byte, a name too long, two CNs. */
+static int peer_names(X509_NAME *nm, char *cn, size_t cnlen, char *ou, size_t oulen, char *dn,
+		      size_t dnlen, char *why, size_t whylen)
+{
+	char d[160];
+	int r = subject_dn(nm, dn, dnlen);
+
+	if (r < 0) {
+		say(why, whylen, "the certificate's subject cannot be printed whole");
+		return -EACCES;
+	}
+	r = name_text(nm, NID_commonName, "CN", cn, cnlen, why, whylen);
+	if (r == -ENOTUNIQ)
+		say(why, whylen, "the certificate's subject has more than one CN");
+	if (r == 0 || r == -ENOENT) {
+		r = name_text(nm, NID_organizationalUnitName, "OU", ou, oulen, why, whylen);
+		if (r == -ENOENT || r == -ENOTUNIQ)
+			r = 0;
+	}
+	if (r == 0)
+		return 0;
+	/* the reason and the subject as OpenSSL escapes it: printable, for the audit */
+	if (why && whylen) {
+		snprintf(d, sizeof(d), "%s", why);
+		snprintf(why, whylen, "%s (%s): refused", d, dn);
+	}
+	return -EACCES;
+}
+
+/* "CN=NAME" (",OU=NAME" when there is one), the characters RFC 2253 gives a meaning
+ * (,+"\<>;=) escaped with a backslash, so a name cannot look like two fields */
+static void subject_text(const char *cn, const char *ou, char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (int f = 0; f < 2; f++) {
+		const char *v = f ? ou : cn, *tag = f ? ",OU=" : "CN=";
+
+		if (f && !ou[0])
+			break;
+		for (const char *t = tag; *t && k + 1 < len; t++)
+			out[k++] = *t;
+		for (; *v && k + 2 < len; v++) {
+			if (strchr(",+\"\\<>;=", *v))
+				out[k++] = '\\';
+			out[k++] = *v;
+		}
+	}
+	out[k < len ? k : len - 1] = '\0';
 }
 
 int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, unsigned *roles,
@@ -373,17 +493,17 @@ int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, u
 	struct fctl_tls_peer peer = { 0 };
 	char cn[256] = "", ou[64] = "", dn[1024];
 	unsigned mdlen = 0, set;
-	X509_NAME *nm;
 
 	if (!x || SSL_get_verify_result(ssl) != X509_V_OK ||
 	    X509_digest(x, EVP_sha256(), peer.sha256, &mdlen) != 1 || mdlen != 32) {
 		X509_free(x);
 		return -EACCES;
 	}
-	nm = X509_get_subject_name(x);
-	X509_NAME_get_text_by_NID(nm, NID_commonName, cn, sizeof(cn));
-	X509_NAME_get_text_by_NID(nm, NID_organizationalUnitName, ou, sizeof(ou));
-	subject_dn(nm, dn, sizeof(dn));
+	if (peer_names(X509_get_subject_name(x), cn, sizeof(cn), ou, sizeof(ou), dn, sizeof(dn),
+		       why, whylen) < 0) {
+		X509_free(x);
+		return -EACCES;
+	}
 	peer.dn = dn;
 	peer.cn = cn;
 	peer.cert_role = san_role(x);
@@ -393,7 +513,7 @@ int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, u
 	set = fctl_tls_policy_eval(pol, &peer, why, whylen);
 	if (!set && why && whylen && !why[0])
 		snprintf(why, whylen, "the certificate names no role");
-	snprintf(subject, len, "CN=%s%s%s", cn, ou[0] ? ",OU=" : "", ou);
+	subject_text(cn, ou, subject, len);
 	X509_free(x);
 	*roles = set;
 	return 0;

@@ -151,6 +151,33 @@ def range_root(w, lo, hi, hashes):
 		cur, w, lo, hi = new, (w + 1) >> 1, lo >> 1, hi >> 1
 	if u == len(nodes) and len(cur) == 1:
 		print(cur[0])
+def consistency(m, n, old, new, path):
+	# the bash consistency_ok below, step for step (RFC 9162 2.1.4.2): True when PATH proves the
+	# tree of M leaves with root OLD the start of the tree of N leaves with root NEW (hex)
+	if not all(re.fullmatch("[0-9a-f]{64}", x) for x in [old, new] + path) or not 1 <= m <= n:
+		return False
+	if m == n:
+		return not path and old == new
+	if not path:
+		return False
+	node = lambda l, r: hashlib.sha256(b"\1" + bytes.fromhex(l) + bytes.fromhex(r)).hexdigest()
+	if m & (m - 1) == 0:
+		path = [old] + path
+	fn, sn = m - 1, n - 1
+	while fn & 1:
+		fn, sn = fn >> 1, sn >> 1
+	fr = sr = path[0]
+	for c in path[1:]:
+		if sn == 0:
+			return False
+		if fn & 1 or fn == sn:
+			fr, sr = node(c, fr), node(c, sr)
+			while not fn & 1 and fn != 0:
+				fn, sn = fn >> 1, sn >> 1
+		else:
+			sr = node(sr, c)
+		fn, sn = fn >> 1, sn >> 1
+	return sn == 0 and fr == old and sr == new
 def paes(paefile, goodfile):
 	# the PAE lines of the jq pass (a backslash, newline and NUL escaped as printf %b reads them), by envelope line
 	esc = {b"\\\\": b"\\", b"\\n": b"\n", b"\\0000": b"\0"}
@@ -176,6 +203,9 @@ elif sys.argv[1] == "ed25519":
 	ed25519(*sys.argv[2:7])
 elif sys.argv[1] == "range":
 	range_root(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.stdin.read())
+elif sys.argv[1] == "consistency":
+	a = sys.stdin.read().split()
+	print("consistent" if len(a) >= 2 and consistency(int(sys.argv[2]), int(sys.argv[3]), a[0], a[1], a[2:]) else "inconsistent")
 '
 # batch MODE ARGS...: the helper (exit 3: it cannot run here; use the openssl tool)
 batch() { [ "$BATCH" = 1 ] && python3 -I -c "$PYBATCH" "$@"; }
@@ -373,7 +403,7 @@ note_verify() {
 b64hex() { openssl base64 -d -A 2>/dev/null | od -An -v -tx1 | tr -d ' \n'; }
 # node HEX-LEFT HEX-RIGHT: SHA-256(0x01 || left || right), hex (one openssl process: for the few
 # hashes of a consistency proof)
-node() { printf '%b' "\\x01$(printf '%s%s' "$1" "$2" | sed 's/../\\x&/g')" | openssl dgst -sha256 -r | cut -c1-64; }
+node() { { printf '\1'; hex2bin "$1"; hex2bin "$2"; } | sha; }
 # nodes_hash FILE: FILE holds messages of 65 bytes, each 0x01 || left || right, one after the
 # other in hex; prints the SHA-256 of each, one a line, in order: all of them in one openssl
 # process (one file each, cut from one binary written by one printf)
@@ -554,12 +584,15 @@ check_window() {
 		bad "audit: the window's records and the range proof do not give the checkpoint's root (a record or a proof node changed, or the window is not at its place in the log)"
 	fi
 }
-# consistency_ok M N OLDHEX NEWHEX PATHHEX...: RFC 9162 2.1.4.2
+# consistency_ok M N OLDHEX NEWHEX PATHHEX...: RFC 9162 2.1.4.2: 0 when the path proves the
+# tree of M leaves with root OLDHEX the start of the tree of N leaves with root NEWHEX. Every
+# hash must be 64 lowercase hex digits (they reach printf through hex2bin).
 consistency_ok() {
-	local m=$1 n=$2 old=$3 new=$4 fr sr fn sn i=0
+	local m=$1 n=$2 old=$3 new=$4 fr sr fn sn i=0 x
 	shift 4
 	local p=("$@")
-	[ "$m" -ge 1 ] && [ "$m" -le "$n" ] || return 1
+	[[ $m =~ ^[1-9][0-9]{0,17}$ && $n =~ ^[1-9][0-9]{0,17}$ ]] && [ "$m" -le "$n" ] || return 1
+	for x in "$old" "$new" "${p[@]}"; do [[ $x =~ ^[0-9a-f]{64}$ ]] || return 1; done
 	[ "$m" = "$n" ] && { [ ${#p[@]} = 0 ] && [ "$old" = "$new" ]; return; }
 	[ ${#p[@]} -gt 0 ] || return 1
 	if (((m & (m - 1)) == 0)); then fr=$old; else fr=${p[0]}; i=1; fi
@@ -576,6 +609,14 @@ consistency_ok() {
 		fn=$((fn >> 1)) sn=$((sn >> 1))
 	done
 	[ $sn = 0 ] && [ "$fr" = "$old" ] && [ "$sr" = "$new" ]
+}
+# consistency_check M N OLDHEX NEWHEX PATHHEX...: consistency_ok, in the python3 helper when it
+# runs (the same steps), else in bash
+consistency_check() {
+	local r
+	r=$(printf '%s\n' "${@:3}" | batch consistency "$1" "$2" 2>/dev/null) &&
+		case $r in consistent) return 0 ;; inconsistent) return 1 ;; esac
+	consistency_ok "$@"
 }
 # check_whole_log CPSIZE TSIZE: with --whole-log, the chain of audit/log.jsonl and its roots at
 # the checkpoint's size (must be the checkpoint's) and the trusted checkpoint's (in WHOLE_TROOT)
@@ -626,7 +667,7 @@ check_whole_log() {
 	fi
 }
 check_audit_log() {
-	local cpsize tsize= akey origin mo roothex troot p
+	local cpsize tsize= akey origin mo roothex troot troothex p=()
 	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
 	cpsize=$(sed -n 2p "$TMP/cp.body")
 	[[ $cpsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the checkpoint has no size"; return; }
@@ -686,10 +727,15 @@ check_audit_log() {
 		[ "$troot" = "$WHOLE_TROOT" ] && ok "audit: the first $tsize records of $LOG are the ones your trusted checkpoint covers" ||
 			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
 	else
-		p=$(jq -r --argjson m "$tsize" '[.consistency[]? | select(.old_size == $m)][0] | select(.) | "\(.old_root) \(.path | join(" "))"' "$PROOFS" 2>/dev/null)
-		if [ -z "$p" ]; then
+		# the proof from the trusted size: its old root must be the trusted checkpoint's, and it
+		# must lead from that root to the bundle checkpoint's (roothex), never to a root of its own
+		mapfile -t p < <(jq -r --argjson m "$tsize" '[.consistency[]? | select(type == "object" and .old_size == $m)][0]
+			| select(type == "object" and (.old_root | type) == "string" and (.path | type) == "array"
+			and all(.path[]; type == "string")) | .old_root, .path[]' "$PROOFS" 2>/dev/null)
+		troothex=$(printf '%s' "$troot" | b64hex)
+		if [ ${#p[@]} = 0 ]; then
 			bad "audit: the bundle proves nothing about your trusted checkpoint's $tsize records (build it with --consistency-from $tsize or --whole-log)"
-		elif [ "${p%% *}" = "$(printf '%s' "$troot" | b64hex)" ] && consistency_ok "$tsize" "$cpsize" ${p} ; then
+		elif [ "${p[0]}" = "$troothex" ] && consistency_check "$tsize" "$cpsize" "$troothex" "$roothex" "${p[@]:1}"; then
 			ok "audit: the checkpoint is consistent with your trusted checkpoint ($tsize records; RFC 9162 consistency proof)"
 		else
 			bad "audit: the checkpoint is not consistent with your trusted checkpoint (history rewritten)"

@@ -4,8 +4,8 @@
 # but this one, each a reproduction of one finding that fails on the code before its
 # fix. Usage: run.sh BUILD_DIR. FCTL_SECURITY_EXCLUDE="NAME ..." leaves the named tests
 # out of this run, each named in the output as not run here (test.sh's ASan run leaves
-# out evidence_tamper: it attacks verify.sh, which is bash, openssl and python whatever
-# the build, and the release build's run has it). Prints each test's output and
+# out evidence_tamper and evidence_consistency: they attack verify.sh, which is bash, openssl
+# and python whatever the build, and the release build's run has them). Prints each test's output and
 # "security: N passed, M failed" (tests); exits non-zero on any failure. Needs root.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

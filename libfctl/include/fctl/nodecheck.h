@@ -6,7 +6,9 @@
  * (STATE_DIR/probe/last, docs/probes.md) and the rotation records (fctl/rotation.h).
  *
  * Checks, one item each (per SecY where it says so):
- *   profile  a profile was applied on this host
+ *   profile  a profile was applied on this host; with allow_never_applied, also a host
+ *            whose history holds no apply at all (the roll-out of the check before the
+ *            first apply: the caller audits it, report.never_applied says so)
  *   secy     per MACsec interface of the applied profile: present, up, protecting and
  *            encrypting with its encoding SA present and active
  *   drift    the applied profile plans to zero operations against the live state
@@ -29,6 +31,7 @@ struct fctl_nodecheck_opts {
 	const struct fctl_engine_opts *eo; /* state_dir, netns, host */
 	double now;                        /* unix seconds, the clock every age uses */
 	uint64_t max_probe_age_s;          /* 0: a probe record is not required */
+	bool allow_never_applied;          /* a host that never had a profile applied passes */
 };
 
 struct fctl_nodecheck_item {
@@ -42,6 +45,7 @@ struct fctl_nodecheck_item {
 struct fctl_nodecheck_report {
 	char host[256];
 	bool applied;
+	bool never_applied;   /* no profile applied, and the history holds no apply at all */
 	uint64_t version;
 	char profile[129];
 	size_t n_secy;        /* MACsec interfaces the applied profile gives this host */
@@ -52,7 +56,8 @@ struct fctl_nodecheck_report {
 
 /* Runs every check into out (released by the caller, also on failure). 0 when the checks
  * ran (out->failed says whether the node is healthy), or a negative errno when the state
- * could not be read at all (err says why). */
+ * could not be read at all (err says why): the history included, when no profile can be
+ * read as applied (an unreadable history is never taken for a host without one). */
 int fctl_nodecheck_run(const struct fctl_nodecheck_opts *o, struct fctl_nodecheck_report *out,
 		       char *err, size_t errlen);
 /* The first failed item's text, prefixed with its link or SecY: one line for a Slurm

@@ -95,9 +95,11 @@ int fctl_tls_policy_load(const char *path, struct fctl_tls_policy **out, char *e
 			 size_t errlen);
 void fctl_tls_policy_free(struct fctl_tls_policy *p);
 
-/* What the policy knows of a verified client certificate. */
+/* What the policy knows of a verified client certificate. dn and cn are whole (never
+ * truncated) and printable ASCII without NUL: fctl_tls_peer_roles refuses a certificate
+ * whose names are not, so the rules' string comparisons compare full names. */
 struct fctl_tls_peer {
-	const char *dn;           /* subject, RFC 2253 */
+	const char *dn;		  /* subject, RFC 2253 (OpenSSL's escapes) */
 	const char *cn;           /* subject common name ("" if none) */
 	uint8_t sha256[32];       /* SHA-256 of the DER certificate */
 	enum fctl_role cert_role; /* its SAN URI role, else its OU role, else NONE */
@@ -109,10 +111,13 @@ struct fctl_tls_peer {
 unsigned fctl_tls_policy_eval(const struct fctl_tls_policy *pol, const struct fctl_tls_peer *peer,
 			      char *why, size_t whylen);
 
-/* Role set and subject ("CN=alice,OU=operator") of a verified peer; why as above, or
- * "the certificate names no role" when the set is empty for want of any role. -EACCES
- * when the peer presented no verified certificate; 0 (with an empty set possible)
- * otherwise. */
+/* Role set and subject ("CN=alice,OU=operator", RFC 2253's special characters escaped
+ * with a backslash) of a verified peer; why as above, or "the certificate names no role"
+ * when the set is empty for want of any role. -EACCES when the peer presented no verified
+ * certificate, or (why says so, with the escaped subject) when its subject CN or OU holds
+ * a NUL or a byte outside printable ASCII or is too long, the subject has more than one
+ * CN or cannot be printed whole; 0 (with an empty set possible) otherwise. Of the SANs
+ * only a URI "fabricctl:role:ROLE" is read. */
 int fctl_tls_peer_roles(struct ssl_st *ssl, const struct fctl_tls_policy *pol, unsigned *roles,
 			char *subject, size_t len, char *why, size_t whylen);
 
