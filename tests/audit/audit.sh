@@ -171,13 +171,13 @@ if ! grep -qa FCTL_AUDIT_TEST_TEAR "$FCTL"; then
 else
 	newlog crash
 	fill 2
-	# the hook writes the first half of its first batch, creates $TMP/torn and waits: the
+	# the hook writes the first half of its first batch, creates $TMP/tear-ready and waits: the
 	# kill lands mid-record however slow the machine (a 200 ms pause raced a loaded one)
-	FCTL_AUDIT_TEST_TEAR=$TMP/torn "$FCTL" audit append --log "$LOG" --action crash --result ok --count 100000 --batch 20 \
+	FCTL_AUDIT_TEST_TEAR=$TMP/tear-ready "$FCTL" audit append --log "$LOG" --action crash --result ok --count 100000 --batch 20 \
 		>/dev/null 2>&1 &
 	wpid=$!
 	for _ in $(seq 1 600); do
-		[ -e "$TMP/torn" ] && break
+		[ -e "$TMP/tear-ready" ] && break
 		sleep 0.05
 	done
 	kill -9 $wpid
