@@ -259,6 +259,14 @@ if runverify "${PIN[@]}" && grep -q "verify.sh: [0-9]* passed, 0 failed" "$TMP/o
 else
 	fail "verify.sh accepts a good bundle (two pinned signers)"
 fi
+# FCTL_AUDIT_SHELL_VERIFIER=0 (the ASan build's ctest, tests/CMakeLists.txt): the bundle
+# above is this build's and verify.sh accepted it; the cases below exercise verify.sh
+# alone (bash, openssl, jq, python3: no code of this build), which the release build's
+# run of this test checks, so they are not run twice. Said, and counted as not run.
+if [ "${FCTL_AUDIT_SHELL_VERIFIER:-1}" = 0 ]; then
+	echo "NOTE: verify.sh's own cases (14) are the release build's audit test's:" \
+		"FCTL_AUDIT_SHELL_VERIFIER=0 (no code of this build runs in them)"
+else
 runverify
 if [ $? -eq 2 ] && grep -q "no trust anchor" "$TMP/err"; then pass "verify.sh refuses to run without pinned keys (exit 2)"; else fail "verify.sh refuses to run without pinned keys (exit 2)"; fi
 if runverify --self-consistency-only && grep -q "proves nothing about who wrote" "$TMP/out"; then
@@ -296,6 +304,7 @@ rejected "a dotfile added" "echo PASSED >.note"
 	--out "$TMP/m.tar" >/dev/null 2>"$TMP/err"
 unpack "$TMP/m.tar"
 if runverify "${PIN[@]}"; then fail "verify.sh rejects: a bundle not signed by a pinned signer"; else pass "verify.sh rejects: a bundle not signed by a pinned signer"; fi
+fi
 # the bundle refuses a log that does not verify
 sed -i '1s/"h1"/"h9"/' "$LOG"
 "$FCTL" evidence --log "$LOG" --sign "$TMP/alice/audit.key" --out "$TMP/bad.tar" >/dev/null 2>"$TMP/err"
