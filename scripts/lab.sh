@@ -540,7 +540,12 @@ live_pid() {
 	pid=$(<"$pidfile")
 	pid=${pid//[^0-9]/}
 	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$marker" || return 1
+	# the command line, NUL-separated, read and matched in bash: no program started
+	local -a argv=()
+	mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 1
+	local IFS=" " cmd
+	cmd="${argv[*]} "
+	[[ $cmd == *"$marker"* ]] || return 1
 	echo "$pid"
 }
 
@@ -644,7 +649,7 @@ cmd_down() {
 	for hd in "$LAB_DIR"/h[0-9]*; do
 		[[ -d $hd ]] && rm -rf -- "$hd"
 	done
-	rm -f -- "$LAB_DIR/lab.state" "$LAB_DIR/nics.tsv" "$LAB_DIR/names.tsv" "$LAB_DIR/watchdog.pid" \
+	rm -f -- "$LAB_DIR/.nap" "$LAB_DIR/lab.state" "$LAB_DIR/nics.tsv" "$LAB_DIR/names.tsv" "$LAB_DIR/watchdog.pid" \
 		"$LAB_DIR/watchdog.log"
 	rm -f -- "$LAB_DIR/.lock"
 	rmdir -- "$LAB_DIR" 2>/dev/null || :
@@ -1020,7 +1025,7 @@ submit_job() {
 	local h=$1 timeout=$2 cwd=$3 id d hd
 	shift 3
 	hd=$(host_dir "$h")
-	id=$(date +%s%N)-$$-$RANDOM
+	id=${EPOCHREALTIME/./}000-$$-$RANDOM
 	d=$hd/jobs/$id
 	mkdir "$d"
 	# one file, NUL-separated, read by the runner in one go (each file the guest opens on
@@ -1052,11 +1057,28 @@ ring_bell() { # host dir
 declare -A OFFSETS=()
 flush_from() {
 	local f=$1 fd=$2 size off=${OFFSETS[$2]:-0}
+	[[ -s $f ]] || return 0
 	size=$(stat -c %s "$f" 2>/dev/null || echo 0)
 	if ((size > off)); then
 		tail -c +"$((off + 1))" "$f" | head -c "$((size - off))" >&"$fd"
 		OFFSETS[$fd]=$size
 	fi
+}
+
+# A sleep that starts no program: a read with a timeout on a FIFO nobody writes (a
+# sleep(1) per round of wait_job's loop was most of an exec's CPU on the host). The FIFO
+# lives in the lab directory; opened read-write, the open never blocks.
+NAP_FD=
+nap() { # seconds
+	if [[ -z $NAP_FD ]]; then
+		[[ -p $LAB_DIR/.nap ]] || mkfifo -m 0600 "$LAB_DIR/.nap" 2>/dev/null
+		if [[ -p $LAB_DIR/.nap ]] && exec {NAP_FD}<>"$LAB_DIR/.nap"; then :; else
+			NAP_FD=
+			sleep "$1"
+			return 0
+		fi
+	fi
+	read -r -t "$1" -u "$NAP_FD" _ || :
 }
 
 # Streams a job's stdout/stderr until it ends; returns its exit code.
@@ -1065,7 +1087,7 @@ wait_job() {
 	hd=$(host_dir "$h")
 	d=$hd/jobs/$id
 	[[ -d $d ]] || die "no job '$id' on $h"
-	start=$(date +%s)
+	start=$EPOCHSECONDS
 	while :; do
 		# the runner writes "RC\n" in one write: ended once the line is whole
 		if [[ -f $d/rc ]] && read -r rc <"$d/rc" && [[ $rc =~ ^[0-9]+$ ]]; then done=1; fi
@@ -1085,13 +1107,13 @@ wait_job() {
 				console_tail "$h" 20
 				return 125
 			fi
-			if ((limit > 0 && $(date +%s) - start > limit)); then
+			if ((limit > 0 && EPOCHSECONDS - start > limit)); then
 				say "job $id on $h: no result after ${limit}s, killing it"
 				: >"$hd/jobs/.k$id" && mv "$hd/jobs/.k$id" "$hd/queue/kill.$id" && ring_bell "$hd"
 				return 124
 			fi
 		fi
-		sleep "$interval"
+		nap "$interval"
 		((n == 50)) && interval=0.1
 	done
 }
