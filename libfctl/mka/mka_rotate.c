@@ -185,7 +185,9 @@ static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, cons
 
 /* One CA as the step sees it: its process, its KaY, its SecY (by SCI port). */
 struct ca_view {
-	bool alive, secured, tx_sa, has_rx;
+	bool alive;	/* its process runs (it may be too busy to answer: see answers) */
+	bool answers;	/* its control interface answered PING */
+	bool secured, tx_sa, has_rx;
 	unsigned live_peers;
 	uint64_t rx; /* InPktsOK over its SecY's receive channels */
 	char secy[FCTL_IFNAMSIZ];
@@ -198,11 +200,14 @@ static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const 
 	const struct fctl_link *secy = NULL;
 	struct fctl_macsec_stats ms;
 	struct fctl_mka_status ks;
+	enum fctl_mka_health h;
 	char err[256];
 
 	memset(v, 0, sizeof(*v));
-	v->alive = fctl_mka_health(port->ifname, run_dir) == FCTL_MKA_OK;
-	if (v->alive && fctl_mka_status_read(port->ifname, run_dir, &ks, err, sizeof(err)) == 0) {
+	h = fctl_mka_health(port->ifname, run_dir);
+	v->alive = h != FCTL_MKA_DEAD;
+	v->answers = h == FCTL_MKA_OK;
+	if (v->answers && fctl_mka_status_read(port->ifname, run_dir, &ks, err, sizeof(err)) == 0) {
 		v->secured = ks.secured;
 		v->live_peers = ks.live_peers;
 	}
@@ -263,6 +268,10 @@ static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, co
 	}
 	if (!cur->alive) /* the old CA is gone: nothing left to keep, the new one takes over */
 		goto move;
+	/* too busy to answer (a loaded machine): neither secured nor gone; ask again at the
+	 * next step, its settle time kept */
+	if (!in->answers)
+		return FCTL_MKA_ROT_WAITING;
 	if (!secured || !st->secured_since) {
 		st->secured_since = secured ? (now_ms ? now_ms : 1) : 0;
 		r = state_save(idir, st, err, errlen);
@@ -333,6 +342,8 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 		r = promote(nl, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
+	if (!in.answers || !cur.answers) /* busy: nothing judged from a missing answer */
+		return FCTL_MKA_ROT_MOVED;
 	/* idempotent: addresses a reconfiguration of the new SecY dropped come back */
 	if (in.secy[0] && (r = move_addrs(nl, port, in.secy, cur.secy[0] ? cur.secy : NULL, err,
 					  errlen)) < 0)
