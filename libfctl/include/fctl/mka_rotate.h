@@ -15,9 +15,9 @@
  *      and has stayed so for FCTL_MKA_ROT_SETTLE_MS;
  *   2. move the end's addresses to the incoming SecY (added there first, then deleted
  *      from the current one: no moment without a route);
- *   3. once the peer has moved too (its traffic arrives on the incoming SecY, or its old
- *      CA left) and the current SecY received nothing since the last step, at least
- *      FCTL_MKA_ROT_QUIET_MS after the move; or, on a link where the current SecY
+ *   3. once the peer has moved too (over a window of at least FCTL_MKA_ROT_WINDOW_MS
+ *      since the last step, its traffic arrived on the incoming SecY and nothing on the
+ *      current one; or its old CA left), at least FCTL_MKA_ROT_QUIET_MS after the move; or, on a link where the current SecY
  *      received nothing at all since the move, FCTL_MKA_ROT_MAX_MS after it: stop the
  *      current CA and make the incoming one current.
  * Until step 2 the current CA carries the traffic, whatever the incoming one does: a CAK
@@ -39,6 +39,7 @@
 #define FCTL_MKA_ROT_SETTLE_MS 4000
 #define FCTL_MKA_ROT_QUIET_MS 6000 /* the MKA life time */
 #define FCTL_MKA_ROT_MAX_MS 60000
+#define FCTL_MKA_ROT_WINDOW_MS 1000 /* the shortest window the switch judges the peer by */
 
 enum fctl_mka_rot_stage {
 	FCTL_MKA_ROT_NONE = 0, /* no rotation on this port */
