@@ -269,7 +269,10 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		.replay_window = pol->replay_window,
 		.port = pol->port,
 	};
-	running = fctl_mka_health(port->ifname, NULL) == FCTL_MKA_OK &&
+	/* a CA too busy to answer one PING (a loaded machine) still runs: taken for gone, a
+	 * new CAK would reconfigure it in place (a new MKA session, a gap) instead of
+	 * rotating */
+	running = fctl_mka_health(port->ifname, NULL) != FCTL_MKA_DEAD &&
 		  fctl_mka_settings_read(port->ifname, NULL, have, &cur_port) == 0;
 	/* the SCI port a rotation moved to is kept, unless the policy's port changed */
 	if (!running || policy_port(have) != pol->port)
