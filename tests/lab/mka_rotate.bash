@@ -50,7 +50,13 @@ cas() { on "$1" "$F" show --json | jq -c '.mka'; }
 # the streams: 200 packets/s each way, at most 10 minutes, stopped when the test is done
 RX1=$(lab exec-bg --timeout 700 h2 -- "$SEQ" recv 5101 660 20) || ok=0
 RX2=$(lab exec-bg --timeout 700 h1 -- "$SEQ" recv 5102 660 20) || ok=0
-sleep 2
+# the senders start once both receivers are bound (polled, bounded at 60 s): exec-bg
+# returns before the guest runs the command, and a number sent before the receiver's
+# bind is lost above MACsec (no socket: the receiving kernel's UdpNoPorts grows), not by
+# any rotation; a fixed 2 s was not always enough on a loaded machine (docs/mka.md,
+# "What lost frames")
+bound() { on "$1" sh -c "for i in \$(seq 300); do ss -Hlun 'sport = :$2' | grep -q . && exit 0; sleep 0.2; done; exit 1"; }
+bound h2 5101 && bound h1 5102 || ok=0
 TX1=$(lab exec-bg --timeout 700 h1 -- "$SEQ" send 10.100.0.2 5101 200 600) || ok=0
 TX2=$(lab exec-bg --timeout 700 h2 -- "$SEQ" send 10.100.0.1 5102 200 600) || ok=0
 check rotate-setup "apply, the agents or the streams did not start" test $ok = 1
