@@ -139,7 +139,9 @@ secs=$((ROT * per_rot * 3 + 600))
 rlog() { [ -n "$EVID" ] && echo "/run/recv.log"; }
 RX[1]=$(lab exec-bg h2 -- "$SEQ" recv 5101 $((secs + 60)) 60 $(rlog)) || die "h2: receiver"
 RX[2]=$(lab exec-bg h1 -- "$SEQ" recv 5102 $((secs + 60)) 60 $(rlog)) || die "h1: receiver"
-sleep 2
+# the senders once both receivers are bound (a number sent before is lost above MACsec)
+bound() { on "$1" sh -c "for i in \$(seq 300); do ss -Hlun 'sport = :$2' | grep -q . && exit 0; sleep 0.2; done; exit 1"; }
+bound h2 5101 && bound h1 5102 || die "a receiver did not bind"
 TX[1]=$(lab exec-bg h1 -- "$SEQ" send 10.100.0.2 5101 "$RATE" "$secs") || die "h1: sender"
 TX[2]=$(lab exec-bg h2 -- "$SEQ" send 10.100.0.1 5102 "$RATE" "$secs") || die "h2: sender"
 for ((i = 0; i < LOAD; i++)); do
@@ -153,12 +155,13 @@ goff() { local a b g; a=$(date +%s.%N); g=$(on "$1" date +%s.%N); b=$(date +%s.%
 	awk -v a="$a" -v b="$b" -v g="$g" 'BEGIN { printf "%.3f", g - (a + b) / 2 }'; }
 OFF1=$(goff h1) OFF2=$(goff h2)
 cas() { on "$1" "$F" show --json | jq -c '.mka'; }
-# below MACsec and above it: the ports, softnet, the IP/UDP counters, per host
+# below MACsec and above it: the ports, softnet, ARP (unresolved_discards), the
+# neighbours, the IP/UDP counters, per host
 snap() { # LABEL
 	local i
 	for i in 1 2; do
 		on "h$i" sh -c "echo \"S $1 \$(date +%s.%N)\"; ip -s -j link show dev eth0; ip -s -j link show dev eth0.100
-			cat /proc/net/softnet_stat; nstat -az 2>/dev/null | grep -E 'Udp|IpIn|IpOut|IpExt' | grep -v ' 0 '" >>"$EVID/h$i.snaps" 2>&1
+			cat /proc/net/softnet_stat /proc/net/stat/arp_cache; ip -s neigh show; nstat -az 2>/dev/null | grep -E 'Udp|IpIn|IpOut|IpExt' | grep -v ' 0 '" >>"$EVID/h$i.snaps" 2>&1
 	done
 }
 rotated() { # CKN: one CA on each end, current, the CKN, secured, a SAK
