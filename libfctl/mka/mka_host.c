@@ -215,12 +215,13 @@ static int rotation_under_way(const struct fctl_mka_port *port, struct up_arg *a
 
 	if (fctl_mka_incoming(port->ifname, idir, sizeof(idir), NULL) < 0)
 		return 1;
-	if (fctl_mka_health(port->ifname, idir) == FCTL_MKA_OK &&
+	/* a CA too busy to answer one PING runs all the same (up_one) */
+	if (fctl_mka_health(port->ifname, idir) != FCTL_MKA_DEAD &&
 	    fctl_mka_settings_read(port->ifname, idir, ihave, NULL) == 0 &&
 	    strcmp(ihave, want) == 0) {
 		a->started++;
 		/* the current CA died: the incoming one takes over now (a step does it) */
-		if (fctl_mka_health(port->ifname, NULL) != FCTL_MKA_OK) {
+		if (fctl_mka_health(port->ifname, NULL) == FCTL_MKA_DEAD) {
 			int r = fctl_mka_rotation_step(a->o->nl, port, a->err, a->errlen);
 
 			return r < 0 ? r : 0;
@@ -269,7 +270,10 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		.replay_window = pol->replay_window,
 		.port = pol->port,
 	};
-	running = fctl_mka_health(port->ifname, NULL) == FCTL_MKA_OK &&
+	/* a CA too busy to answer one PING (a loaded machine) still runs: taken for gone, a
+	 * new CAK would reconfigure it in place (a new MKA session, a gap) instead of
+	 * rotating */
+	running = fctl_mka_health(port->ifname, NULL) != FCTL_MKA_DEAD &&
 		  fctl_mka_settings_read(port->ifname, NULL, have, &cur_port) == 0;
 	/* the SCI port a rotation moved to is kept, unless the policy's port changed */
 	if (!running || policy_port(have) != pol->port)

@@ -87,9 +87,10 @@ int fctl_mka_incoming_stop(const char *ifname, char *err, size_t errlen)
 
 /* The step's memory, in the incoming directory (a tmpfs): when the incoming CA was first
  * seen secured; when the addresses moved and, then, what the old and the new SecY had
- * received; what the old one had received at the last step. */
+ * received (rx0, nrx0); what both had received at the last reading (rx, nrx) and when
+ * (rx_at), the start of the window the switch judges. */
 struct rot_state {
-	uint64_t secured_since, moved_at, rx, rx0, nrx0;
+	uint64_t secured_since, moved_at, rx, rx0, nrx0, nrx, rx_at;
 };
 
 static void state_load(const char *dir, struct rot_state *st)
@@ -103,8 +104,9 @@ static void state_load(const char *dir, struct rot_state *st)
 	if (!f)
 		return;
 	if (fscanf(f, "secured_since=%" SCNu64 " moved_at=%" SCNu64 " rx=%" SCNu64 " rx0=%" SCNu64
-		      " nrx0=%" SCNu64,
-		   &st->secured_since, &st->moved_at, &st->rx, &st->rx0, &st->nrx0) != 5)
+		      " nrx0=%" SCNu64 " nrx=%" SCNu64 " rx_at=%" SCNu64,
+		   &st->secured_since, &st->moved_at, &st->rx, &st->rx0, &st->nrx0, &st->nrx,
+		   &st->rx_at) != 7)
 		memset(st, 0, sizeof(*st));
 	fclose(f);
 }
@@ -122,8 +124,8 @@ static int state_save(const char *dir, const struct rot_state *st, char *err, si
 		r = -errno;
 	} else {
 		fprintf(f, "secured_since=%" PRIu64 " moved_at=%" PRIu64 " rx=%" PRIu64
-			   " rx0=%" PRIu64 " nrx0=%" PRIu64 "\n",
-			st->secured_since, st->moved_at, st->rx, st->rx0, st->nrx0);
+			   " rx0=%" PRIu64 " nrx0=%" PRIu64 " nrx=%" PRIu64 " rx_at=%" PRIu64 "\n",
+			st->secured_since, st->moved_at, st->rx, st->rx0, st->nrx0, st->nrx, st->rx_at);
 		if (fclose(f) != 0 || rename(tmp, path) < 0)
 			r = -errno;
 	}
@@ -185,11 +187,29 @@ static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, cons
 
 /* One CA as the step sees it: its process, its KaY, its SecY (by SCI port). */
 struct ca_view {
-	bool alive, secured, tx_sa, has_rx;
+	bool alive;	/* its process runs (it may be too busy to answer: see answers) */
+	bool answers;	/* its control interface answered PING */
+	bool secured, has_rx;
+	bool tx_sa; /* its SecY transmits: the encoding SA installed and active */
+	bool rx_sa; /* its SecY receives: an active receive SA on an active channel */
 	unsigned live_peers;
 	uint64_t rx; /* InPktsOK over its SecY's receive channels */
 	char secy[FCTL_IFNAMSIZ];
 };
+
+/* What the SecY's SAs say. MKA's KaY installs the SAK's receive SA and an inactive
+ * transmit SA first, and activates the transmit SA only once the peers receive with it
+ * (802.1X-2010 12.5, the key server's 'all receiving'; the others follow the key server):
+ * a transmit SA merely present does not mean the peer can read what this end sends. */
+static void sas_of(const struct fctl_macsec *m, struct ca_view *v)
+{
+	const struct fctl_sa *tx = &m->txsa[m->encoding_sa & 3];
+
+	v->tx_sa = tx->present && tx->active;
+	for (size_t i = 0; i < m->n_rxsc; i++)
+		for (int an = 0; an < FCTL_MAX_AN && m->rxsc[i].active; an++)
+			v->rx_sa |= m->rxsc[i].sa[an].present && m->rxsc[i].sa[an].active;
+}
 
 static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *run_dir,
 		    uint16_t sci_port, struct ca_view *v)
@@ -198,18 +218,21 @@ static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const 
 	const struct fctl_link *secy = NULL;
 	struct fctl_macsec_stats ms;
 	struct fctl_mka_status ks;
+	enum fctl_mka_health h;
 	char err[256];
 
 	memset(v, 0, sizeof(*v));
-	v->alive = fctl_mka_health(port->ifname, run_dir) == FCTL_MKA_OK;
-	if (v->alive && fctl_mka_status_read(port->ifname, run_dir, &ks, err, sizeof(err)) == 0) {
+	h = fctl_mka_health(port->ifname, run_dir);
+	v->alive = h != FCTL_MKA_DEAD;
+	v->answers = h == FCTL_MKA_OK;
+	if (v->answers && fctl_mka_status_read(port->ifname, run_dir, &ks, err, sizeof(err)) == 0) {
 		v->secured = ks.secured;
 		v->live_peers = ks.live_peers;
 	}
 	if (fctl_mka_find_secy(nl, port->host, port->ifname, sci_port, &hs, &secy) < 0)
 		return;
 	snprintf(v->secy, sizeof(v->secy), "%s", secy->name);
-	v->tx_sa = secy->macsec.txsa[secy->macsec.encoding_sa & 3].present;
+	sas_of(&secy->macsec, v);
 	fctl_host_state_free(hs);
 	if (fctl_nl_read_macsec_stats(nl, v->secy, &ms) == 0) {
 		v->rx = ms.rx_total.in_pkts_ok;
@@ -251,7 +274,8 @@ static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, co
 			struct rot_state *st, const struct ca_view *in, const struct ca_view *cur,
 			uint16_t cur_port, uint64_t now_ms, char *err, size_t errlen)
 {
-	bool secured = in->alive && in->secured && in->live_peers > 0 && in->secy[0] && in->tx_sa;
+	bool secured = in->alive && in->secured && in->live_peers > 0 && in->secy[0] && in->tx_sa &&
+		       in->rx_sa;
 	int r;
 
 	if (!in->alive) {
@@ -263,6 +287,10 @@ static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, co
 	}
 	if (!cur->alive) /* the old CA is gone: nothing left to keep, the new one takes over */
 		goto move;
+	/* too busy to answer (a loaded machine): neither secured nor gone; ask again at the
+	 * next step, its settle time kept */
+	if (!in->answers)
+		return FCTL_MKA_ROT_WAITING;
 	if (!secured || !st->secured_since) {
 		st->secured_since = secured ? (now_ms ? now_ms : 1) : 0;
 		r = state_save(idir, st, err, errlen);
@@ -283,9 +311,33 @@ move:
 	}
 	st->moved_at = now_ms ? now_ms : 1;
 	st->rx = st->rx0 = cur->rx;
-	st->nrx0 = in->rx;
+	st->nrx = st->nrx0 = in->rx;
+	st->rx_at = st->moved_at;
 	r = state_save(idir, st, err, errlen);
 	return r < 0 ? r : FCTL_MKA_ROT_MOVED;
+}
+
+/* Whether the old CA may go (after the move, both CAs answering). The peer has left the
+ * old SA when, over the window since the last reading (at least FCTL_MKA_ROT_WINDOW_MS),
+ * the old SecY received nothing while the new one received: the peer was sending then,
+ * and only through the new SA. The new SecY's growth is what tells a peer that moved
+ * from one that was silent (a guest starved of CPU, a sender between bursts) and would
+ * send through the old SA again. Or the peer's old CA is gone (no live peer left on the
+ * old one). And at least FCTL_MKA_ROT_QUIET_MS after the move. A link where the old SecY
+ * received nothing at all since the move switches after FCTL_MKA_ROT_MAX_MS. */
+static bool switch_due(const struct rot_state *st, const struct ca_view *in,
+		       const struct ca_view *cur, uint64_t now_ms)
+{
+	bool quiet = !cur->has_rx || cur->rx == st->rx;
+	bool new_rx = in->has_rx && in->rx > st->nrx;
+	bool idle = !cur->has_rx || cur->rx == st->rx0;
+	uint64_t since = now_ms - st->moved_at;
+
+	if (cur->live_peers == 0 && since >= FCTL_MKA_ROT_QUIET_MS)
+		return true;
+	if (quiet && new_rx && since >= FCTL_MKA_ROT_QUIET_MS)
+		return true;
+	return idle && since >= FCTL_MKA_ROT_MAX_MS;
 }
 
 int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, char *err,
@@ -297,7 +349,6 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 	struct ca_view in, cur;
 	struct rot_state st;
 	uint16_t in_port, cur_port;
-	bool peer_moved, quiet, idle;
 	int r;
 
 	err[0] = '\0';
@@ -333,22 +384,23 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 		r = promote(nl, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
+	if (!in.answers || !cur.answers) /* busy: nothing judged from a missing answer */
+		return FCTL_MKA_ROT_MOVED;
 	/* idempotent: addresses a reconfiguration of the new SecY dropped come back */
 	if (in.secy[0] && (r = move_addrs(nl, port, in.secy, cur.secy[0] ? cur.secy : NULL, err,
 					  errlen)) < 0)
 		return r;
-	/* the old CA goes when the peer has moved too: its traffic arrives on the new SecY,
-	 * or its old CA left; and nothing arrived on the old SecY since the last step. An
-	 * idle link (nothing on the old SecY since the move) switches after the longest wait. */
-	peer_moved = (in.has_rx && in.rx > st.nrx0) || cur.live_peers == 0;
-	quiet = !cur.has_rx || cur.rx == st.rx;
-	idle = !cur.has_rx || cur.rx == st.rx0;
-	if ((quiet && peer_moved && now_ms - st.moved_at >= FCTL_MKA_ROT_QUIET_MS) ||
-	    (idle && now_ms - st.moved_at >= FCTL_MKA_ROT_MAX_MS)) {
+	/* a reading too soon after the last one (an apply's step beside the agent's) proves
+	 * nothing about the peer: the window stays open */
+	if (now_ms - st.rx_at < FCTL_MKA_ROT_WINDOW_MS)
+		return FCTL_MKA_ROT_MOVED;
+	if (switch_due(&st, &in, &cur, now_ms)) {
 		r = promote(nl, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
 	st.rx = cur.rx;
+	st.nrx = in.rx;
+	st.rx_at = now_ms;
 	r = state_save(idir, &st, err, errlen);
 	return r < 0 ? r : FCTL_MKA_ROT_MOVED;
 }

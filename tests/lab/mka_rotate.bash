@@ -50,7 +50,13 @@ cas() { on "$1" "$F" show --json | jq -c '.mka'; }
 # the streams: 200 packets/s each way, at most 10 minutes, stopped when the test is done
 RX1=$(lab exec-bg --timeout 700 h2 -- "$SEQ" recv 5101 660 20) || ok=0
 RX2=$(lab exec-bg --timeout 700 h1 -- "$SEQ" recv 5102 660 20) || ok=0
-sleep 2
+# the senders start once both receivers are bound (polled, bounded at 60 s): exec-bg
+# returns before the guest runs the command, and a number sent before the receiver's
+# bind is lost above MACsec (no socket: the receiving kernel's UdpNoPorts grows), not by
+# any rotation; a fixed 2 s was not always enough on a loaded machine (docs/mka.md,
+# "What lost frames")
+bound() { on "$1" sh -c "for i in \$(seq 300); do ss -Hlun 'sport = :$2' | grep -q . && exit 0; sleep 0.2; done; exit 1"; }
+bound h2 5101 && bound h1 5102 || ok=0
 TX1=$(lab exec-bg --timeout 700 h1 -- "$SEQ" send 10.100.0.2 5101 200 600) || ok=0
 TX2=$(lab exec-bg --timeout 700 h2 -- "$SEQ" send 10.100.0.1 5102 200 600) || ok=0
 check rotate-setup "apply, the agents or the streams did not start" test $ok = 1
@@ -123,16 +129,33 @@ check rotate-again-back "not rotated back within 120 s: h1 $(cas h1) h2 $(cas h2
 sleep 3
 lab kill h1 "$TX1" >/dev/null 2>&1
 lab kill h2 "$TX2" >/dev/null 2>&1
-s1=$(lab wait --timeout 60 h1 "$TX1" | sed -n 's/^sent \([0-9]*\).*/\1/p')
-s2=$(lab wait --timeout 60 h2 "$TX2" | sed -n 's/^sent \([0-9]*\).*/\1/p')
-r1=$(lab wait --timeout 120 h2 "$RX1" | grep '^received ')
-r2=$(lab wait --timeout 120 h1 "$RX2" | grep '^received ')
+t1=$(lab wait --timeout 60 h1 "$TX1") t2=$(lab wait --timeout 60 h2 "$TX2")
+s1=$(sed -n 's/^sent \([0-9]*\).*/\1/p' <<<"$t1") s2=$(sed -n 's/^sent \([0-9]*\).*/\1/p' <<<"$t2")
+# a number the sender's sendto refused never left it: counted lost, said apart
+e1=$(sed -n 's/.*send_errors \([0-9]*\).*/\1/p' <<<"$t1") e2=$(sed -n 's/.*send_errors \([0-9]*\).*/\1/p' <<<"$t2")
+o1=$(lab wait --timeout 120 h2 "$RX1")
+o2=$(lab wait --timeout 120 h1 "$RX2")
+r1=$(grep '^received ' <<<"$o1") r2=$(grep '^received ' <<<"$o2")
 # lost = numbers never received up to the highest seen, plus the tail never seen
 lost() { awk -v s="$1" '{ for (i = 1; i < NF; i++) { if ($i == "lost") l = $(i + 1); if ($i == "max_seq") m = $(i + 1) } }
 	END { if (s == "" || m == "") print "none"; else print l + (s - 1 - m) }' <<<"$2"; }
 l1=$(lost "$s1" "$r1") l2=$(lost "$s2" "$r2")
-echo "NOTE rotate-stream h1->h2: sent $s1, $r1"
-echo "NOTE rotate-stream h2->h1: sent $s2, $r2"
+echo "NOTE rotate-stream h1->h2: sent $s1 (send errors ${e1:-?}), $r1"
+echo "NOTE rotate-stream h2->h1: sent $s2 (send errors ${e2:-?}), $r2"
+# a loss says where it went: the numbers missing (with the sender's clock around them, to
+# set beside the agents' mka-rotate records) and both ends' MACsec counters (docs/mka.md,
+# "What lost frames"); the old SecYs are gone by now, their counters with them
+if [[ $l1 != 0 || $l2 != 0 ]]; then
+	grep '^gap ' <<<"$o1" | sed 's/^/NOTE rotate-gap h1->h2 /'
+	grep '^gap ' <<<"$o2" | sed 's/^/NOTE rotate-gap h2->h1 /'
+	for h in h1 h2; do
+		echo "NOTE rotate-counters $h: $(on $h ip -s -j macsec show | jq -c '[.[] | {dev: .ifname, sci: .sci,
+			NoSCI: .InPktsNoSCI, rx: [.rx_sc[]? | {sci, InPktsOK, InPktsLate, InPktsNotValid, InPktsNotUsingSA,
+			InPktsUnusedSA}]}]')"
+		echo "NOTE rotate-audit $h: $(on $h sh -c 'grep -E "mka-rotate" /var/lib/fabricctl/audit.log' |
+			jq -r '"\(.time) \(.result)"' | tr '\n' ' ')"
+	done
+fi
 check rotate-lost-0-h1-h2 "sent '$s1', lost $l1: $r1" bash -c '[[ $1 == 0 && $2 -gt 1000 ]]' _ "$l1" "${s1:-0}"
 check rotate-lost-0-h2-h1 "sent '$s2', lost $l2: $r2" bash -c '[[ $1 == 0 && $2 -gt 1000 ]]' _ "$l2" "${s2:-0}"
 rot_cleanup

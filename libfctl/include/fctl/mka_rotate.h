@@ -11,20 +11,22 @@
  * fctl_mka_rotation_step moves the rotation on, one idempotent step per call (the agent
  * calls it from its MKA check, in a writing worker), with its state in the incoming
  * directory:
- *   1. wait until the incoming CA is secured (a live peer, a SAK installed on its SecY)
- *      and has stayed so for FCTL_MKA_ROT_SETTLE_MS;
+ *   1. wait until the incoming CA is secured (a live peer; on its SecY an active receive
+ *      SA and the encoding SA active) and has stayed so for FCTL_MKA_ROT_SETTLE_MS;
  *   2. move the end's addresses to the incoming SecY (added there first, then deleted
  *      from the current one: no moment without a route);
- *   3. once the peer has moved too (its traffic arrives on the incoming SecY, or its old
- *      CA left) and the current SecY received nothing since the last step, at least
- *      FCTL_MKA_ROT_QUIET_MS after the move; or, on a link where the current SecY
+ *   3. once the peer has moved too (over a window of at least FCTL_MKA_ROT_WINDOW_MS
+ *      since the last step, its traffic arrived on the incoming SecY and nothing on the
+ *      current one; or its old CA left), at least FCTL_MKA_ROT_QUIET_MS after the move; or, on a link where the current SecY
  *      received nothing at all since the move, FCTL_MKA_ROT_MAX_MS after it: stop the
  *      current CA and make the incoming one current.
  * Until step 2 the current CA carries the traffic, whatever the incoming one does: a CAK
  * the peer does not have never gets secured, and the rotation waits (fail-secure: no
  * cleartext, no loss). An incoming CA that dies gives the rotation up (after step 2:
  * the addresses go back to the old CA first); a current CA that dies after step 1 is
- * replaced by the incoming one at once. Callers hold fctl_mka_lock. Nothing here logs;
+ * replaced by the incoming one at once. A CA is gone when its process is: one that does
+ * not answer PING (a loaded machine) is asked again at the next step. Callers hold
+ * fctl_mka_lock. Nothing here logs;
  * errors come back as text without key material.
  */
 #ifndef FCTL_MKA_ROTATE_H
@@ -39,6 +41,7 @@
 #define FCTL_MKA_ROT_SETTLE_MS 4000
 #define FCTL_MKA_ROT_QUIET_MS 6000 /* the MKA life time */
 #define FCTL_MKA_ROT_MAX_MS 60000
+#define FCTL_MKA_ROT_WINDOW_MS 1000 /* the shortest window the switch judges the peer by */
 
 enum fctl_mka_rot_stage {
 	FCTL_MKA_ROT_NONE = 0, /* no rotation on this port */
