@@ -70,32 +70,10 @@ hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
 mkdir -p "$WORK/keys" || die "mkdir $WORK"
 (umask 077 && hex 16 >"$WORK/keys/a.key" && hex 16 >"$WORK/keys/b.key") || die "keys"
 CKN_A=$(hex 16) CKN_B=$(hex 16)
-profile() { # FILE VERSION KEY CKN
-	cat >"$1" <<EOF
-schema: 1
-profile: { name: mka-stress, version: $2 }
-macsec:
-  mka1:
-    cipher: gcm-aes-128
-    encrypt: true
-    replay_protect: true
-    replay_window: 0
-    port: 1
-    mka:
-      cak: { backend: file, id: keys/$3 }
-      ckn: "$4"
-hosts:
-  - { name: h1, ports: [{ name: eth0, mac: "52:54:00:fa:01:00" }] }
-  - { name: h2, ports: [{ name: eth0, mac: "52:54:00:fa:02:00" }] }
-links:
-  - name: h1-h2
-    a: h1:eth0
-    b: h2:eth0
-    macsec: mka1
-    vlans:
-      - { id: 100, addresses: { h1: 10.100.0.1/24, h2: 10.100.0.2/24 } }
-EOF
-}
+# the lab profile of tests/lab/mka.sh under this bench's name
+# shellcheck source=../tests/lab/mka_profile.bash
+. "$REPO/tests/lab/mka_profile.bash"
+profile() { mka_profile "$1" mka-stress "$2" "$3" "$4"; } # FILE VERSION KEY CKN
 profile "$WORK/p1.yaml" 1 a.key "$CKN_A"
 "$F" validate -q "$WORK/p1.yaml" || die "the profile does not validate"
 if [ -n "$EVID" ]; then

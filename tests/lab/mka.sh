@@ -91,32 +91,9 @@ hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
 	hex 16 >"$WORK/keys/wrong.key"
 )
 CKN=$(hex 16)
-profile() { # FILE CAKFILE
-	cat >"$1" <<EOF
-schema: 1
-profile: { name: mka-lab, version: 1 }
-macsec:
-  mka1:
-    cipher: gcm-aes-128
-    encrypt: true
-    replay_protect: true
-    replay_window: 0
-    port: 1
-    mka:
-      cak: { backend: file, id: keys/$2 }
-      ckn: "$CKN"
-hosts:
-  - { name: h1, ports: [{ name: eth0, mac: "52:54:00:fa:01:00" }] }
-  - { name: h2, ports: [{ name: eth0, mac: "52:54:00:fa:02:00" }] }
-links:
-  - name: h1-h2
-    a: h1:eth0
-    b: h2:eth0
-    macsec: mka1
-    vlans:
-      - { id: 100, addresses: { h1: 10.100.0.1/24, h2: 10.100.0.2/24 } }
-EOF
-}
+# shellcheck source=mka_profile.bash
+source "$HERE/mka_profile.bash"
+profile() { mka_profile "$1" mka-lab 1 "$2" "$CKN"; } # FILE CAKFILE
 profile "$WORK/p.yaml" cak.key
 profile "$WORK/wrong.yaml" wrong.key
 "$F" validate -q "$WORK/p.yaml" || { fail setup "the lab profile does not validate"; done_; }
