@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* What the commands share: messages, output, loading a profile, option parsing, helpers. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -44,6 +45,16 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	return cli_load_profile(file, out, quiet_ok, false);
 }
 
+/* A finding of code "io": the file could not be read as a profile (missing, unreadable, a
+ * directory), which is an I/O error (exit 2), not an invalid profile (exit 1). */
+static bool io_finding(const struct fctl_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->v[i].code && strcmp(d->v[i].code, "io") == 0)
+			return true;
+	return false;
+}
+
 int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json)
 {
 	struct fctl_diags d = { 0 };
@@ -63,7 +74,7 @@ int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok,
 		cli_write(stderr, &b);
 	}
 	if (r < 0 && !p)
-		rc = d.n_errors && r != -ENOENT && r != -EACCES ? EXIT_INVALID : EXIT_USAGE;
+		rc = d.n_errors && !io_finding(&d) ? EXIT_INVALID : EXIT_USAGE;
 	else
 		rc = d.n_errors ? EXIT_INVALID : EXIT_OK;
 	if (rc == EXIT_INVALID)
@@ -129,3 +140,4 @@ void cli_helper_missing(const char *cmd, const char *name, const char *env, cons
 	else
 		cli_err("%s: %s not found (looked in %s, where it is installed)", cmd, name, inst);
 }
+

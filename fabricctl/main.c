@@ -391,11 +391,12 @@ static const struct cmd commands[] = {
 	  "/var/lib/fabricctl/audit/audit.log; the key and public key are audit.key and\n"
 	  "audit.pub beside it unless --key/--pubkey say otherwise.\n"
 	  "\n"
-	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n",
+	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error (an\n"
+	  "input that cannot be read: the log, --pubkey, a kept checkpoint; show: no log).\n",
 	  "keep and verify the tamper-evident audit log" },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
-	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]...",
+	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
@@ -425,8 +426,11 @@ static const struct cmd commands[] = {
 	  "  --consistency-from SIZE  also prove the checkpoint consistent with the log's\n"
 	  "                    first SIZE records (the size of a checkpoint an auditor keeps);\n"
 	  "                    repeatable\n"
+	  "  --allow-empty     write the bundle even when no record is selected (without it,\n"
+	  "                    a --since, --until or --change that matches nothing is refused)\n"
 	  "\n"
-	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
+	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error, or no\n"
+	  "record selected (nothing written).\n",
 	  "write a signed, deterministic evidence bundle for auditors" },
 	{ "node-check", cmd_node_check,
 	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"

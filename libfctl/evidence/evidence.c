@@ -734,6 +734,10 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 		e->wlast = i;
 	}
 	e->nwin = e->nwin ? e->wlast - e->wfirst + 1 : 0;
+	if (!e->nwin && !e->o->allow_empty) {
+		r = fail(e, -ENODATA, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
+		goto out;
+	}
 	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
 		struct rec *rc = &e->r[i];
 

@@ -81,6 +81,11 @@ int fctl_evidence_report(const struct fctl_evidence_opts *o, struct fctl_buf *ou
 		snprintf(err, errlen, "cannot read the audit log or its checkpoint: %s", strerror(-r));
 		goto out;
 	}
+	if (!s.lines.len && !o->allow_empty) {
+		snprintf(err, errlen, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
+		r = -ENODATA;
+		goto out;
+	}
 	files[0] = (struct fctl_evidence_file){ "audit/checkpoint.txt", cp.data ? cp.data : "",
 						cp.len };
 	files[1] = (struct fctl_evidence_file){ "audit/slice.jsonl",
