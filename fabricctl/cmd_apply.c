@@ -93,7 +93,7 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
 	c->eo.keymgr_path = cli_keymgr_path();
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "qh", common_opts, NULL)) != -1) {
+	while ((ch = cli_getopt(cmd, argc, argv, "qh", common_opts, NULL)) != -1) {
 		switch (ch) {
 		case OPT_JSON:
 			c->json = true;

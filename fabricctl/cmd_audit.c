@@ -115,12 +115,14 @@ struct args {
 
 static int parse(const char *sub, int argc, char **argv, struct args *a)
 {
+	char what[32];
 	int ch;
 
+	snprintf(what, sizeof(what), "audit %s", sub);
 	memset(a, 0, sizeof(*a));
 	a->count = 1;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(what, argc, argv, "h", opts, NULL)) != -1) {
 		uint64_t *num = NULL;
 
 		switch (ch) {

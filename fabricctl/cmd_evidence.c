@@ -68,7 +68,7 @@ int cmd_evidence(int argc, char **argv)
 	o.profiles = profiles;
 	o.consistency_from = from;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt("evidence", argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_OUT: out = optarg; break;
 		case O_SINCE: o.since = optarg; break;

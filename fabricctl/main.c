@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl: apply and verify versioned VLAN/MACsec profiles. Dispatch only. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -607,10 +608,19 @@ static int cmd_help(int argc, char **argv)
 
 static int cmd_version(int argc, char **argv)
 {
-	bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { NULL, 0, NULL, 0 } };
+	bool json = false;
+	int ch;
 
-	if (argc > 1 + json) {
-		cli_err("version: unknown argument '%s' (version [--json])", argv[1 + json]);
+	optind = 1;
+	while ((ch = cli_getopt("version", argc, argv, "", opts, NULL)) != -1) {
+		if (ch != 'j')
+			return EXIT_USAGE;
+		json = true;
+	}
+	if (optind != argc) {
+		cli_err("version: unknown argument '%s' (version [--json])", argv[optind]);
 		return EXIT_USAGE;
 	}
 	if (json)
