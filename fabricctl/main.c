@@ -82,8 +82,9 @@ static const struct cmd commands[] = {
 	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
 	  "show the ordered netlink operations a profile needs" },
 	{ "apply", cmd_apply,
-	  "apply [--json] [--dry-run] [--confirm DURATION] [--netns NAME] [--host HOST]\n"
-	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q] PROFILE",
+	  "apply [--json] [--dry-run [--detailed-exitcode]] [--confirm DURATION] [--netns NAME]\n"
+	  "             [--host HOST] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]\n"
+	  "             PROFILE",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -94,7 +95,8 @@ static const struct cmd commands[] = {
 	  "crash interrupted is rolled back first. MACsec devices are created with\n"
 	  "protect on, receive SAs before transmit SAs, addresses last.\n"
 	  "\n"
-	  "  --dry-run        plan only (same as 'plan')\n"
+	  "  --dry-run        plan only (same as 'plan'); with --detailed-exitcode, plan's\n"
+	  "                   exit: 0 no changes, 4 changes, 5 a disruptive change\n"
 	  "  --confirm DURATION\n"
 	  "                   a confirmed apply (as Junos 'commit confirmed'): unless\n"
 	  "                   'fabricctl confirm' runs on this host within DURATION (1s to\n"

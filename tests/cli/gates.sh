@@ -4,7 +4,7 @@
 # cannot be read (2) from one that is invalid or fails (1), an empty evidence selection
 # refused, every command of the command table giving 2 for a missing file and an unknown
 # option; long options by exact name only, unknown ones said with a hint, -j and -o json
-# for --json. Table-driven: one line a case.
+# for --json; apply --dry-run --detailed-exitcode as plan's. Table-driven: one line a case.
 # Prints PASS/FAIL per case; exits 1 on any FAIL.
 #
 # usage: tests/cli/gates.sh FABRICCTL SOURCE_DIR
@@ -195,6 +195,28 @@ audit show|0|--log "$LOG"
 version|0|
 EOF
 rm -rf "$SD"
+
+# ---- 3. apply --dry-run is plan, and takes plan's --detailed-exitcode ----
+# live: nothing of lab-pair is on this machine, so everything is to be created (as ux.sh's
+# live plan, a machine without netlink says so with 2)
+(cd "$TMP/cwd" && "$FCTL" apply --dry-run --host h1 --state-dir "$SD" "$P") >"$TMP/out" 2>&1
+if [ $? -eq 2 ]; then
+	echo "SKIP: apply --dry-run --detailed-exitcode: no netlink here"
+else
+	check "apply --dry-run --detailed-exitcode: changes are 4" 4 - apply --dry-run \
+		--detailed-exitcode --host h1 --state-dir "$SD" "$P"
+	if grep -q "dry run: nothing changed" "$TMP/out"; then pass "apply --dry-run: the plan printed"
+	else fail "apply --dry-run: the plan printed"; fi
+	check "apply --dry-run --detailed-exitcode --json: 4" 4 - apply --dry-run --detailed-exitcode \
+		--json --host h1 --state-dir "$SD" "$P"
+	check "apply --dry-run without it: 0" 0 - apply --dry-run --host h1 --state-dir "$SD" "$P"
+fi
+check "apply --detailed-exitcode without --dry-run: usage" 2 "goes with --dry-run" apply \
+	--detailed-exitcode --host h1 --state-dir "$SD" "$P"
+check "apply --dry-run --markdown: still plan's only" 2 "unknown option '--markdown'" apply --dry-run \
+	--markdown --host h1 --state-dir "$SD" "$P"
+if [ -e "$SD" ]; then fail "apply --dry-run wrote nothing" "$SD exists"; else
+	pass "apply --dry-run wrote nothing"; fi
 
 echo "gates: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]
