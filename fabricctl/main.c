@@ -109,7 +109,7 @@ static const struct cmd commands[] = {
 	  "                   With --target HOST the deadline travels to the host's agent\n"
 	  "                   and the watchdog runs there: confirm with 'confirm --target\n"
 	  "                   HOST'; an agent too old for it refuses the apply (exit 2).\n"
-	  "                   Not with --fabric or --dry-run"
+	  "                   Not with --fabric or --dry-run.\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"

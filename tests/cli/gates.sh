@@ -4,7 +4,8 @@
 # cannot be read (2) from one that is invalid or fails (1), an empty evidence selection
 # refused, every command of the command table giving 2 for a missing file and an unknown
 # option; long options by exact name only, unknown ones said with a hint, -j and -o json
-# for --json; apply --dry-run --detailed-exitcode as plan's. Table-driven: one line a case.
+# for --json; apply --dry-run --detailed-exitcode as plan's; help and manual pages with
+# each option on its own line. Table-driven: one line a case.
 # Prints PASS/FAIL per case; exits 1 on any FAIL.
 #
 # usage: tests/cli/gates.sh FABRICCTL SOURCE_DIR
@@ -217,6 +218,19 @@ check "apply --dry-run --markdown: still plan's only" 2 "unknown option '--markd
 	--markdown --host h1 --state-dir "$SD" "$P"
 if [ -e "$SD" ]; then fail "apply --dry-run wrote nothing" "$SD exists"; else
 	pass "apply --dry-run wrote nothing"; fi
+
+# ---- 4. help and manual pages: an option entry starts its own line ----
+# (a help string missing its "\n" ran "Not with --fabric or --dry-run" into "--host HOST")
+for cmd in $("$FCTL" help --commands); do
+	"$FCTL" help "$cmd" >"$TMP/out" 2>"$TMP/err"
+	"$FCTL" help --man "$cmd" >"$TMP/man" 2>>"$TMP/err"
+	if grep -nE '[^ ] {2,}-{1,2}[a-zA-Z]' "$TMP/out" >"$TMP/bad" ||
+		grep -nE '[^ ] {2,}(\\-){1,2}[a-zA-Z]' "$TMP/man" >>"$TMP/bad"; then
+		fail "help $cmd: each option entry on its own line" "$(head -1 "$TMP/bad")"
+	else
+		pass "help $cmd: each option entry on its own line"
+	fi
+done
 
 echo "gates: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]
