@@ -177,13 +177,13 @@ if grep -Eq "unrecognized option|invalid option|requires an argument" "$TMP/err"
 	fail "validate --jsn: no raw getopt text"; else pass "validate --jsn: no raw getopt text"; fi
 
 # -j and -o json are --json on every command that has --json: the same output as --json's
-while IFS='|' read -r name want args; do
-	[ -n "$name" ] || continue
+while IFS='|' read -r jcmd want args; do
+	[ -n "$jcmd" ] || continue
 	for form in --json -j "-o json"; do
-		eval "check \"\$name \$form\" \$want - $name $form $args"
+		eval "check \"\$jcmd \$form\" \$want - $jcmd $form $args"
 		if [ "$form" = --json ]; then cp "$TMP/out" "$TMP/json.out"; continue; fi
-		if cmp -s "$TMP/out" "$TMP/json.out"; then pass "$name $form: as --json"; else
-			fail "$name $form: as --json" "stdout differs"; fi
+		if cmp -s "$TMP/out" "$TMP/json.out"; then pass "$jcmd $form: as --json"; else
+			fail "$jcmd $form: as --json" "stdout differs"; fi
 	done
 done <<EOF
 validate|0|"$P"
