@@ -176,15 +176,16 @@ static void unknown_long(const char *cmd, const char *arg, const struct option *
 /* A getopt_long error ('?' or ':') said in our words. e is the last element getopt took. */
 static void option_error(const char *cmd, int ch, const char *e, const struct option *lo)
 {
-	const struct option *o = NULL;
+	bool is_long = e && e[0] == '-' && e[1] == '-';
+	const struct option *o = is_long ? long_named(lo, e + 2, strcspn(e + 2, "=")) : NULL;
 
-	if (optopt && e && e[0] == '-' && e[1] == '-') {
-		o = long_named(lo, e + 2, strcspn(e + 2, "="));
-		if (o && o->val != optopt)
-			o = NULL;
+	/* a short option's error after a long option: e is that long option, another val */
+	if (o && optopt && o->val != optopt) {
+		is_long = false;
+		o = NULL;
 	}
-	if (!optopt && e && e[0] == '-' && e[1] == '-')
-		unknown_long(cmd, e, lo, NULL);
+	if (is_long && (!optopt || !o))
+		unknown_long(cmd, e, lo, NULL); /* unknown, or an abbreviation getopt took */
 	else if (o && ch == ':')
 		fprintf(stderr, "%s %s: option '--%s' needs an argument\n", prog_name, cmd, o->name);
 	else if (o)

@@ -167,6 +167,7 @@ validate --jsn: did you mean, with the fabricctl prefix|^fabricctl validate: unk
 diff --jsn: did you mean|^fabricctl diff: unknown option '--jsn'; did you mean '--json'\?$|diff --jsn "$P" "$P"
 node-check --max-prob-age: did you mean|did you mean '--max-probe-age'|node-check --max-prob-age 1m --state-dir "$SD"
 validate --zzzzzz: no guess, a pointer to help|unknown option '--zzzzzz'; see 'fabricctl help validate'|validate --zzzzzz "$P"
+validate --jso=x (an abbreviation with a value) is refused|^fabricctl validate: unknown option '--jso'; did you mean '--json'\?$|validate --jso=x "$P"
 validate --json=x: takes no argument|^fabricctl validate: option '--json' takes no argument$|validate --json=x "$P"
 audit verify --log: needs an argument|^fabricctl audit verify: option '--log' needs an argument$|audit verify --pubkey "$PUB" --log
 validate -Z: unknown short option|^fabricctl validate: unknown option '-Z'|validate -Z "$P"
