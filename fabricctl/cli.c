@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+/* What the commands share: messages, output, loading a profile, option parsing, helpers. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +46,16 @@ int cli_load_valid_profile(const char *file, struct fctl_profile **out, bool qui
 	return cli_load_profile(file, out, quiet_ok, false);
 }
 
+/* A finding of code "io": the file could not be read as a profile (missing, unreadable, a
+ * directory), which is an I/O error (exit 2), not an invalid profile (exit 1). */
+static bool io_finding(const struct fctl_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->v[i].code && strcmp(d->v[i].code, "io") == 0)
+			return true;
+	return false;
+}
+
 int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok, bool json)
 {
 	struct fctl_diags d = { 0 };
@@ -63,7 +75,7 @@ int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok,
 		cli_write(stderr, &b);
 	}
 	if (r < 0 && !p)
-		rc = d.n_errors && r != -ENOENT && r != -EACCES ? EXIT_INVALID : EXIT_USAGE;
+		rc = d.n_errors && !io_finding(&d) ? EXIT_INVALID : EXIT_USAGE;
 	else
 		rc = d.n_errors ? EXIT_INVALID : EXIT_OK;
 	if (rc == EXIT_INVALID)
@@ -128,4 +140,115 @@ void cli_helper_missing(const char *cmd, const char *name, const char *env, cons
 			env);
 	else
 		cli_err("%s: %s not found (looked in %s, where it is installed)", cmd, name, inst);
+}
+
+/* The long option named by name[0..n), exactly; NULL when none is. */
+static const struct option *long_named(const struct option *lo, const char *name, size_t n)
+{
+	for (; lo->name; lo++)
+		if (strlen(lo->name) == n && strncmp(lo->name, name, n) == 0)
+			return lo;
+	return NULL;
+}
+
+/* "fabricctl CMD: unknown option '--word'", with the nearest of the command's own long
+ * options (guess, else by edit distance) when one is close. */
+static void unknown_long(const char *cmd, const char *arg, const struct option *lo,
+			 const char *guess)
+{
+	const char *names[128];
+	char word[64];
+	size_t n = 0, len = strcspn(arg + 2, "=");
+
+	snprintf(word, sizeof(word), "%.*s", (int)len, arg + 2);
+	for (; lo->name && n < FCTL_ARRAY_SIZE(names); lo++)
+		names[n++] = lo->name;
+	if (!guess)
+		guess = fctl_did_you_mean(word, names, n);
+	if (guess)
+		fprintf(stderr, "%s %s: unknown option '--%s'; did you mean '--%s'?\n", prog_name,
+			cmd, word, guess);
+	else
+		fprintf(stderr, "%s %s: unknown option '--%s'; see '%s help %s'\n", prog_name, cmd,
+			word, prog_name, cmd);
+}
+
+/* A getopt_long error ('?' or ':') said in our words. e is the last element getopt took. */
+static void option_error(const char *cmd, int ch, const char *e, const struct option *lo)
+{
+	bool is_long = e && e[0] == '-' && e[1] == '-';
+	const struct option *o = is_long ? long_named(lo, e + 2, strcspn(e + 2, "=")) : NULL;
+
+	/* a short option's error after a long option: e is that long option, another val */
+	if (o && optopt && o->val != optopt) {
+		is_long = false;
+		o = NULL;
+	}
+	if (is_long && (!optopt || !o))
+		unknown_long(cmd, e, lo, NULL); /* unknown, or an abbreviation getopt took */
+	else if (o && ch == ':')
+		fprintf(stderr, "%s %s: option '--%s' needs an argument\n", prog_name, cmd, o->name);
+	else if (o)
+		fprintf(stderr, "%s %s: option '--%s' takes no argument\n", prog_name, cmd, o->name);
+	else if (ch == ':')
+		fprintf(stderr, "%s %s: option '-%c' needs an argument\n", prog_name, cmd, optopt);
+	else if (optopt > ' ' && optopt < 127)
+		fprintf(stderr, "%s %s: unknown option '-%c'; see '%s help %s'\n", prog_name, cmd,
+			optopt, prog_name, cmd);
+	else
+		fprintf(stderr, "%s %s: unknown option; see '%s help %s'\n", prog_name, cmd,
+			prog_name, cmd);
+}
+
+/* The element that named long option o, which getopt_long just returned. */
+static const char *long_element(char **argv, const struct option *o)
+{
+	if (o->has_arg != no_argument && optarg && optind >= 2 && optarg == argv[optind - 1])
+		return argv[optind - 2];
+	return argv[optind - 1];
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+	       const struct option *lo, int *longindex)
+{
+	const struct option *json = long_named(lo, "json", 4);
+	char sopts[64];
+	const char *e;
+	int idx = -1, ch;
+
+	if (json && json->flag)
+		json = NULL;
+	/* ':' first: a missing argument is told from an unknown option */
+	snprintf(sopts, sizeof(sopts), ":%s%s", shortopts, json ? "jo:" : "");
+	opterr = 0;
+	optopt = 0;
+	ch = getopt_long(argc, argv, sopts, lo, &idx);
+	if (longindex)
+		*longindex = idx;
+	if (ch == -1)
+		return -1;
+	if (ch == '?' || ch == ':') {
+		option_error(cmd, ch, optind > 0 ? argv[optind - 1] : NULL, lo);
+		return '?';
+	}
+	if (idx >= 0) {
+		/* getopt_long takes any unambiguous prefix; fabricctl takes exact names only */
+		e = long_element(argv, &lo[idx]);
+		if (strncmp(e, "--", 2) != 0 || !long_named(lo, e + 2, strcspn(e + 2, "="))) {
+			unknown_long(cmd, e, lo, lo[idx].name);
+			return '?';
+		}
+		return ch;
+	}
+	if (json && (ch == 'j' || ch == 'o')) {
+		if (ch == 'o' && strcmp(optarg, "json") != 0) {
+			fprintf(stderr, "%s %s: -o takes 'json' (the output format), not '%s'\n",
+				prog_name, cmd, optarg);
+			return '?';
+		}
+		if (longindex)
+			*longindex = (int)(json - lo);
+		return json->val;
+	}
+	return ch;
 }

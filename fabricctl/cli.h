@@ -156,6 +156,14 @@ int cli_load_profile(const char *file, struct fctl_profile **out, bool quiet_ok,
 /* EXIT_OK when file is a regular file (or missing), else EXIT_USAGE after saying that cmd
  * (apply, the remote commands) reads its profile twice and needs a regular file. */
 int cli_need_regular(const char *cmd, const char *file);
+/* getopt_long for the command cmd ("validate", "audit verify"), by the rules of
+ * docs/cli.md: long options by their exact names only (getopt_long's abbreviations are
+ * refused), and, when the command has --json, -j and -o json for it. An unknown or
+ * malformed option is said on stderr ("fabricctl validate: unknown option '--jsn'; did you
+ * mean '--json'?") and '?' returned (the caller exits 2). Otherwise as getopt_long. */
+struct option;
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+	       const struct option *lo, int *longindex);
 /* Prints a command's help to stdout. */
 void cli_usage_cmd(const char *name);
 

@@ -185,7 +185,7 @@ int cmd_agent(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--frontend") == 0 && strcmp(argv[2], "3") == 0)
 		_exit(fctl_agent_frontend_main(3));
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+	while ((ch = cli_getopt("agent", argc, argv, "h", opts, &idx)) != -1) {
 		switch (ch) {
 		case 'c':
 			aa.config = optarg;

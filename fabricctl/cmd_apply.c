@@ -93,7 +93,7 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
 	c->eo.keymgr_path = cli_keymgr_path();
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "qh", common_opts, NULL)) != -1) {
+	while ((ch = cli_getopt(cmd, argc, argv, "qh", common_opts, NULL)) != -1) {
 		switch (ch) {
 		case OPT_JSON:
 			c->json = true;
@@ -132,7 +132,9 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			break;
 		case OPT_MARKDOWN:
 		case OPT_DETAILED:
-			if (strcmp(cmd, "plan") != 0) {
+			/* apply --dry-run is a plan: it takes plan's --detailed-exitcode */
+			if (strcmp(cmd, "plan") != 0 &&
+			    (ch == OPT_MARKDOWN || strcmp(cmd, "apply") != 0)) {
 				cli_err("%s: unknown option '%s'", cmd,
 					ch == OPT_MARKDOWN ? "--markdown" : "--detailed-exitcode");
 				return EXIT_USAGE;
@@ -155,6 +157,11 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 		default:
 			return EXIT_USAGE;
 		}
+	}
+	if (c->detailed && strcmp(cmd, "apply") == 0 && !c->eo.dry_run) {
+		cli_err("apply: --detailed-exitcode goes with --dry-run (the plan's exit: 0 no "
+			"changes, 4 changes, 5 disruptive)");
+		return EXIT_USAGE;
 	}
 	return -1;
 }
@@ -383,7 +390,9 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 	} else {
 		if (res.error[0])
 			cli_err("warning: %s", res.error);
-		rc = EXIT_OK;
+		/* --dry-run --detailed-exitcode: plan's exit, 0 no changes, 4 changes, 5 disruptive */
+		rc = c->eo.dry_run && res.plan ? cli_plan_exit(c->detailed, res.plan->n_ops,
+				fctl_plan_count_disruptive(res.plan)) : EXIT_OK;
 		/* the VLAN devices of MKA ports exist now: their wpa_supplicants next */
 		if (!c->eo.dry_run) {
 			rc = cli_mka_up(p, res.host, c->eo.netns, c->eo.keymgr_path,
@@ -391,7 +400,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 			/* the record names the CAKs in use by their check values, as the SAKs */
 			cli_mka_kcvs(p, res.host, &res);
 		}
-		if (rc != EXIT_OK)
+		if (rc != EXIT_OK && !c->eo.dry_run)
 			result = "failed";
 	}
 	if (!c->eo.dry_run)

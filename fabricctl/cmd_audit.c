@@ -115,12 +115,14 @@ struct args {
 
 static int parse(const char *sub, int argc, char **argv, struct args *a)
 {
+	char what[32];
 	int ch;
 
+	snprintf(what, sizeof(what), "audit %s", sub);
 	memset(a, 0, sizeof(*a));
 	a->count = 1;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(what, argc, argv, "h", opts, NULL)) != -1) {
 		uint64_t *num = NULL;
 
 		switch (ch) {
@@ -235,7 +237,24 @@ static int verify_anchor(const struct args *a, const char **anchor)
 	return 0;
 }
 
-static void verify_text(const struct fctl_audit_report *rep, const char *log, struct fctl_buf *out)
+/* Findings that say an input could not be read (the log, a key, a kept checkpoint): the
+ * verification did not run, which is an I/O error (exit 2), not a log that fails (exit 1).
+ * Each is said on stderr; its message names the path. */
+static size_t io_findings(const struct fctl_audit_report *rep)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rep->n; i++) {
+		if (rep->f[i].kind != FCTL_AUDIT_IO)
+			continue;
+		cli_err("audit verify: %s", rep->f[i].msg);
+		n++;
+	}
+	return n;
+}
+
+static void verify_text(const struct fctl_audit_report *rep, const char *log, size_t io,
+			struct fctl_buf *out)
 {
 	char hex[65];
 
@@ -243,6 +262,11 @@ static void verify_text(const struct fctl_audit_report *rep, const char *log, st
 		fctl_buf_printf(out, "%s: %s\n", fctl_audit_finding_name(rep->f[i].kind),
 				rep->f[i].msg);
 	fctl_format_hex(rep->root, 32, hex);
+	if (io) {
+		fctl_buf_printf(out, "audit log %s could not be verified: %zu input%s could not "
+				"be read\n", log, io, io == 1 ? "" : "s");
+		return;
+	}
 	if (rep->n_errors)
 		fctl_buf_printf(out, "audit log %s FAILS verification: %zu problem%s\n", log,
 				rep->n_errors, rep->n_errors == 1 ? "" : "s");
@@ -281,6 +305,7 @@ static int do_verify(struct args *a)
 		.cosignatures_path = a->cosigs,
 	};
 	const char *anchor;
+	size_t io;
 	int r, rc;
 
 	if (verify_anchor(a, &anchor) < 0)
@@ -296,14 +321,15 @@ static int do_verify(struct args *a)
 		goto out;
 	}
 	rep.anchor = anchor;
+	io = io_findings(&rep);
 	if (a->json) {
 		fctl_audit_report_json(&rep, &out);
 		fctl_buf_putc(&out, '\n');
 	} else {
-		verify_text(&rep, o.log_path, &out);
+		verify_text(&rep, o.log_path, io, &out);
 	}
 	cli_write(stdout, &out);
-	rc = rep.n_errors ? EXIT_INVALID : EXIT_OK;
+	rc = io ? EXIT_USAGE : rep.n_errors ? EXIT_INVALID : EXIT_OK;
 out:
 	fctl_buf_release(&out);
 	fctl_audit_report_release(&rep);
@@ -399,6 +425,25 @@ static int show_one(void *ctx, const char *line, size_t len)
 	return 0;
 }
 
+/* The log can be shown: its active file is there (not a directory), or it is missing after a
+ * rotation (older files hold the records). A log that is not there at all is an error, not
+ * an empty log. Negative errno. */
+static int log_readable(const char *log)
+{
+	struct stat st;
+	char **files = NULL;
+	size_t n = 0;
+	int r;
+
+	if (stat(log, &st) == 0)
+		return S_ISDIR(st.st_mode) ? -EISDIR : 0;
+	r = -errno;
+	if (r != -ENOENT || fctl_audit_files(log, &files, &n) < 0)
+		return r;
+	fctl_audit_files_free(files, n);
+	return n > 1 ? 0 : r;
+}
+
 static int do_show(struct args *a)
 {
 	struct show_ctx c = { .a = a };
@@ -412,6 +457,10 @@ static int do_show(struct args *a)
 	}
 	if (a->until && !strchr(a->until, 'T') && a->until[0] != '@')
 		memcpy(c.until + 11, "23:59:59.999999Z", 17); /* a date includes its whole day */
+	if ((r = log_readable(log)) < 0) {
+		cli_err("audit show: cannot read '%s': %s", log, strerror(-r));
+		return EXIT_USAGE;
+	}
 	if (a->json)
 		fctl_buf_puts(&c.out, "[");
 	else

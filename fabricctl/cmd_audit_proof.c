@@ -50,11 +50,13 @@ struct pargs {
 
 static int pparse(const char *sub, int argc, char **argv, struct pargs *a)
 {
+	char what[32];
 	int ch;
 
+	snprintf(what, sizeof(what), "audit %s", sub);
 	memset(a, 0, sizeof(*a));
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", popts, NULL)) != -1) {
+	while ((ch = cli_getopt(what, argc, argv, "h", popts, NULL)) != -1) {
 		uint64_t *num = NULL;
 
 		switch (ch) {

@@ -408,7 +408,7 @@ static int parse(int argc, char **argv, struct confirm_args *a)
 	a->eo.keymgr_path = cli_keymgr_path();
 	a->change_id = getenv("FCTL_CHANGE_ID");
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((ch = cli_getopt("confirm", argc, argv, "qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			a->json = true;

@@ -30,6 +30,7 @@ enum {
 	O_HTML,
 	O_WHOLE_LOG,
 	O_CONSISTENCY,
+	O_ALLOW_EMPTY,
 };
 
 static const struct option opts[] = {
@@ -48,6 +49,7 @@ static const struct option opts[] = {
 	{ "html", required_argument, NULL, O_HTML },
 	{ "whole-log", no_argument, NULL, O_WHOLE_LOG },
 	{ "consistency-from", required_argument, NULL, O_CONSISTENCY },
+	{ "allow-empty", no_argument, NULL, O_ALLOW_EMPTY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -66,7 +68,7 @@ int cmd_evidence(int argc, char **argv)
 	o.profiles = profiles;
 	o.consistency_from = from;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt("evidence", argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_OUT: out = optarg; break;
 		case O_SINCE: o.since = optarg; break;
@@ -80,6 +82,7 @@ int cmd_evidence(int argc, char **argv)
 		case O_JSON: json = true; break;
 		case O_HTML: html_path = optarg; break;
 		case O_WHOLE_LOG: o.whole_log = true; break;
+		case O_ALLOW_EMPTY: o.allow_empty = true; break;
 		case O_CONSISTENCY:
 			if (o.n_consistency_from >= FCTL_ARRAY_SIZE(from) ||
 			    fctl_parse_u64(optarg, &from[o.n_consistency_from]) < 0 ||
@@ -130,7 +133,7 @@ int cmd_evidence(int argc, char **argv)
 		cli_err("evidence: %s", err[0] ? err : strerror(-r));
 		fctl_buf_release(&tar);
 		fctl_buf_release(&html);
-		return r == -EBADMSG ? EXIT_INVALID : EXIT_USAGE;
+		return r == -EBADMSG ? EXIT_INVALID : EXIT_USAGE; /* -ENODATA: nothing selected */
 	}
 	if (out && (r = fctl_file_replace(out, NULL, tar.data, tar.len, 0644, 0)) < 0)
 		cli_err("evidence: cannot write '%s': %s", out, strerror(-r));

@@ -142,7 +142,7 @@ static int parse(struct remote *rm, int argc, char **argv)
 	int ch;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(rm->cmd, argc, argv, "qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'F':
 			rm->fabric = true;

@@ -285,7 +285,7 @@ static int parse(int argc, char **argv, struct nc_args *a)
 
 	optind = 1;
 	a->timeout_s = DEFAULT_TIMEOUT_S;
-	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1)
+	while ((ch = cli_getopt("node-check", argc, argv, "qh", opts, NULL)) != -1)
 		if ((rc = parse_opt(ch, a)) >= 0)
 			return rc;
 	if (optind != argc) {

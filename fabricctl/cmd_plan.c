@@ -231,7 +231,7 @@ int cmd_plan(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt("plan", argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			offline = true;
@@ -345,7 +345,7 @@ int cmd_diff(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt("diff", argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;

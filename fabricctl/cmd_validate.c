@@ -156,7 +156,7 @@ int cmd_validate(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt("validate", argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 		case 'J':

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl: apply and verify versioned VLAN/MACsec profiles. Dispatch only. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +82,9 @@ static const struct cmd commands[] = {
 	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
 	  "show the ordered netlink operations a profile needs" },
 	{ "apply", cmd_apply,
-	  "apply [--json] [--dry-run] [--confirm DURATION] [--netns NAME] [--host HOST]\n"
-	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q] PROFILE",
+	  "apply [--json] [--dry-run [--detailed-exitcode]] [--confirm DURATION] [--netns NAME]\n"
+	  "             [--host HOST] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]\n"
+	  "             PROFILE",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -93,7 +95,8 @@ static const struct cmd commands[] = {
 	  "crash interrupted is rolled back first. MACsec devices are created with\n"
 	  "protect on, receive SAs before transmit SAs, addresses last.\n"
 	  "\n"
-	  "  --dry-run        plan only (same as 'plan')\n"
+	  "  --dry-run        plan only (same as 'plan'); with --detailed-exitcode, plan's\n"
+	  "                   exit: 0 no changes, 4 changes, 5 a disruptive change\n"
 	  "  --confirm DURATION\n"
 	  "                   a confirmed apply (as Junos 'commit confirmed'): unless\n"
 	  "                   'fabricctl confirm' runs on this host within DURATION (1s to\n"
@@ -106,7 +109,7 @@ static const struct cmd commands[] = {
 	  "                   With --target HOST the deadline travels to the host's agent\n"
 	  "                   and the watchdog runs there: confirm with 'confirm --target\n"
 	  "                   HOST'; an agent too old for it refuses the apply (exit 2).\n"
-	  "                   Not with --fabric or --dry-run"
+	  "                   Not with --fabric or --dry-run.\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
@@ -391,11 +394,12 @@ static const struct cmd commands[] = {
 	  "/var/lib/fabricctl/audit/audit.log; the key and public key are audit.key and\n"
 	  "audit.pub beside it unless --key/--pubkey say otherwise.\n"
 	  "\n"
-	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error.\n",
+	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error (an\n"
+	  "input that cannot be read: the log, --pubkey, a kept checkpoint; show: no log).\n",
 	  "keep and verify the tamper-evident audit log" },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
-	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]...",
+	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
@@ -425,8 +429,11 @@ static const struct cmd commands[] = {
 	  "  --consistency-from SIZE  also prove the checkpoint consistent with the log's\n"
 	  "                    first SIZE records (the size of a checkpoint an auditor keeps);\n"
 	  "                    repeatable\n"
+	  "  --allow-empty     write the bundle even when no record is selected (without it,\n"
+	  "                    a --since, --until or --change that matches nothing is refused)\n"
 	  "\n"
-	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error.\n",
+	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error, or no\n"
+	  "record selected (nothing written).\n",
 	  "write a signed, deterministic evidence bundle for auditors" },
 	{ "node-check", cmd_node_check,
 	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"
@@ -603,10 +610,19 @@ static int cmd_help(int argc, char **argv)
 
 static int cmd_version(int argc, char **argv)
 {
-	bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { NULL, 0, NULL, 0 } };
+	bool json = false;
+	int ch;
 
-	if (argc > 1 + json) {
-		cli_err("version: unknown argument '%s' (version [--json])", argv[1 + json]);
+	optind = 1;
+	while ((ch = cli_getopt("version", argc, argv, "", opts, NULL)) != -1) {
+		if (ch != 'j')
+			return EXIT_USAGE;
+		json = true;
+	}
+	if (optind != argc) {
+		cli_err("version: unknown argument '%s' (version [--json])", argv[optind]);
 		return EXIT_USAGE;
 	}
 	if (json)

@@ -68,6 +68,19 @@ void fctl_audit_report_add(struct fctl_audit_report *r, enum fctl_audit_finding_
 	va_end(ap);
 }
 
+size_t fctl_audit_report_first_error(const struct fctl_audit_report *r)
+{
+	size_t k = 0;
+
+	while (k < r->n && r->f[k].kind != FCTL_AUDIT_IO)
+		k++;
+	if (k < r->n)
+		return k;
+	for (k = 0; k < r->n && r->f[k].kind <= FCTL_AUDIT_WARNING; k++)
+		;
+	return k;
+}
+
 void fctl_audit_report_release(struct fctl_audit_report *r)
 {
 	if (!r)

@@ -641,11 +641,11 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 
 	r = fctl_audit_verify(o->log_path, o->checkpoint_path ? o->checkpoint_path : cps, pub, &rep);
 	if (r < 0 || rep.n_errors) {
-		size_t k = 0;
+		size_t k = fctl_audit_report_first_error(&rep);
 
-		while (k < rep.n && rep.f[k].kind <= FCTL_AUDIT_WARNING)
-			k++;
-		r = fail(e, r < 0 ? r : -EBADMSG, "the audit log does not verify: %s",
+		/* a log or key that cannot be read is an I/O error, not a log that fails */
+		r = fail(e, r < 0 ? r : k < rep.n && rep.f[k].kind == FCTL_AUDIT_IO ? -EIO : -EBADMSG,
+			 "the audit log does not verify: %s",
 			 r < 0 ? strerror(-r) : k < rep.n ? rep.f[k].msg : "see 'fabricctl audit verify'");
 		goto out;
 	}
@@ -734,6 +734,10 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 		e->wlast = i;
 	}
 	e->nwin = e->nwin ? e->wlast - e->wfirst + 1 : 0;
+	if (!e->nwin && !e->o->allow_empty) {
+		r = fail(e, -ENODATA, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
+		goto out;
+	}
 	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
 		struct rec *rc = &e->r[i];
 

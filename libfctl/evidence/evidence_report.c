@@ -66,19 +66,22 @@ int fctl_evidence_report(const struct fctl_evidence_opts *o, struct fctl_buf *ou
 	}
 	r = fctl_audit_verify(o->log_path, o->checkpoint_path ? o->checkpoint_path : cps, pub, &rep);
 	if (r < 0 || rep.n_errors) {
-		size_t k = 0;
+		size_t k = fctl_audit_report_first_error(&rep);
 
-		while (k < rep.n && rep.f[k].kind <= FCTL_AUDIT_WARNING)
-			k++;
 		snprintf(err, errlen, "the audit log does not verify: %s",
 			 r < 0 ? strerror(-r) : k < rep.n ? rep.f[k].msg : "see 'fabricctl audit verify'");
-		r = r < 0 ? r : -EBADMSG;
+		r = r < 0 ? r : k < rep.n && rep.f[k].kind == FCTL_AUDIT_IO ? -EIO : -EBADMSG;
 		goto out;
 	}
 	if ((r = fctl_audit_read(o->log_path, pick, &s)) < 0 ||
 	    (r = fctl_audit_latest_checkpoint(o->checkpoint_path ? o->checkpoint_path : cps, &cp,
 					      &cpsize)) < 0) {
 		snprintf(err, errlen, "cannot read the audit log or its checkpoint: %s", strerror(-r));
+		goto out;
+	}
+	if (!s.lines.len && !o->allow_empty) {
+		snprintf(err, errlen, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
+		r = -ENODATA;
 		goto out;
 	}
 	files[0] = (struct fctl_evidence_file){ "audit/checkpoint.txt", cp.data ? cp.data : "",

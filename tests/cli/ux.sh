@@ -347,8 +347,10 @@ run "plan --markdown of no changes" 0 plan --offline --markdown "$P" --from "$P"
 	grep_out "markdown: no changes" "^No changes\.$" && no_out "markdown: no empty diff block" '^```'
 run "plan --markdown --json: usage" 2 plan --offline --markdown --json "$P" && pass "plan --markdown --json: usage"
 run "apply --markdown: unknown" 2 apply --dry-run --markdown "$P" && pass "apply --markdown: unknown"
-run "apply --detailed-exitcode: unknown" 2 apply --dry-run --detailed-exitcode "$P" &&
-	pass "apply --detailed-exitcode: unknown"
+# apply --dry-run is a plan and takes its --detailed-exitcode (tests/cli/gates.sh); a real
+# apply does not
+run "apply --detailed-exitcode without --dry-run: usage" 2 apply --detailed-exitcode "$P" &&
+	grep_out "apply --detailed-exitcode: goes with --dry-run" "goes with --dry-run" "$TMP/err"
 # live: nothing of lab-pair is on this machine, so everything is to be created
 "$FCTL" plan --detailed-exitcode --markdown --host h1 --state-dir "$TMP/live-state" "$P" >"$TMP/out" 2>"$TMP/err"
 case $? in

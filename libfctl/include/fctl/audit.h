@@ -290,6 +290,9 @@ struct fctl_audit_report {
 	size_t n_errors;
 };
 
+/* The finding that says why a report fails: the first that an input could not be read
+ * (FCTL_AUDIT_IO), else the first error; r->n when there is none. */
+size_t fctl_audit_report_first_error(const struct fctl_audit_report *r);
 void fctl_audit_report_release(struct fctl_audit_report *r);
 int fctl_audit_report_json(const struct fctl_audit_report *r, struct fctl_buf *out);
 

@@ -42,9 +42,15 @@ struct fctl_evidence_opts {
 	const char *tool_version;
 	struct fctl_buf *html;        /* not NULL: report.html's bytes appended here too */
 	bool whole_log;               /* also audit/log.jsonl, every record of the log */
+	bool allow_empty;             /* a window without records is no error (-ENODATA) */
 	const uint64_t *consistency_from; /* sizes to prove the checkpoint consistent from */
 	size_t n_consistency_from;
 };
+
+/* What the -ENODATA reason adds: why a window can be empty, and how to ask for one. */
+#define FCTL_EVIDENCE_EMPTY_HINT                                                              \
+	" (no record matches --since, --until and --change); nothing written "              \
+	"(--allow-empty writes a bundle without records)"
 
 /* One file of a tar. */
 struct fctl_evidence_file {
@@ -56,14 +62,16 @@ struct fctl_evidence_file {
 /* ustar bytes of files (sorted by name here), each mode 0644, mtime 0, owner root. */
 int fctl_evidence_tar(struct fctl_evidence_file *files, size_t n, struct fctl_buf *out);
 
-/* Builds the bundle into out. Returns 0, or a negative errno with the reason in err. */
+/* Builds the bundle into out. Returns 0, or a negative errno with the reason in err:
+ * -EBADMSG the log does not verify, -ENODATA no record is selected (unless allow_empty). */
 int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
 			size_t errlen);
 
 /* The report alone, without a bundle and without signing (o->sign_keys unused): the log
  * must verify as for a bundle; the records of the window and/or change make the page
  * report.html would be (its verification section says nothing signs it). Appends it to out.
- * Returns 0, or a negative errno (-EBADMSG: the log does not verify) with the reason in err. */
+ * Returns 0, or a negative errno (-EBADMSG: the log does not verify; -ENODATA: no record
+ * is selected, unless allow_empty) with the reason in err. */
 int fctl_evidence_report(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
 			 size_t errlen);
 
