@@ -338,11 +338,15 @@ queue_drain() {
 # The third lane, "spare": takes a lab suite from the same queue only while the machine
 # has CPU to spare (the 1-minute load average below the cores + 1), so that a suite that
 # mostly waits (deadlines, MKA hellos, cryptoperiods) beside two others does not leave a
-# core idle; on a loaded machine it waits, and the two other lanes drain the queue.
+# core idle; on a loaded machine it waits, and the two other lanes drain the queue. It
+# takes the queue from its end (the shortest suites first), so the suites that are
+# sensitive to a crowded machine (rotation and MKA under a stream) keep the places at the
+# front that the other lanes take, as before.
 spare_drain() {
-	local q run cores
+	local q run cores i
 	cores=$(nproc)
-	for q in "${QUEUE[@]}"; do
+	for ((i = ${#QUEUE[@]} - 1; i >= 0; i--)); do
+		q=${QUEUE[i]}
 		want lab || return 0
 		[ -d "$LANES/claim-$q" ] && continue
 		until awk -v c="$cores" '{ exit !($1 < c + 1) }' /proc/loadavg; do
