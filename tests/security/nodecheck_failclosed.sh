@@ -45,7 +45,7 @@ echo "\$*" >>"$T/calls"
 exit 0
 SH
 chmod +x "$T/bin/scontrol"
-ln -s "$F" "$T/bin/fabricctl"
+ln -s "$(readlink -f "$F")" "$T/bin/fabricctl"
 # nc NAME ARGS...: node-check --slurm --node n1 ARGS with the stand-in, at most 60 s;
 # output in $T/out, exit code in RC, scontrol's calls in $T/calls
 nc() {
