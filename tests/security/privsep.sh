@@ -181,8 +181,8 @@ count < <("$PY" "$T/catch.py" "$AGENT_PID" "$PORT" "$PKI" "$NOBODY" apply 2>&1)
 count <"$T/frontend.out"
 
 # a sandboxed worker still reads what plan reads: the history (as nobody, files of mode 0600)
-out=$("$F" plan --target "127.0.0.1:$PORT" $(tls_opts viewer) "$T/p1.yaml" 2>&1)
+out=$("$F" plan --target "127.0.0.1:$PORT" $(tls_opts viewer) --timeout 60s "$T/p1.yaml" 2>&1)
 if grep -q "no changes" <<<"$out"; then pass "viewer-plan-sees-the-applied-state"; else fail "viewer-plan-sees-the-applied-state" "$out"; fi
-out=$("$F" history --target "127.0.0.1:$PORT" $(tls_opts viewer) --json 2>&1)
+out=$("$F" history --target "127.0.0.1:$PORT" $(tls_opts viewer) --timeout 60s --json 2>&1)
 if [ "$(jq 'length' <<<"$out" 2>/dev/null)" -ge 2 ]; then pass "viewer-history-reads-the-index"; else fail "viewer-history-reads-the-index" "$out"; fi
 agent_healthy end

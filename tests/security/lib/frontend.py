@@ -100,7 +100,7 @@ def wait_for(pred, tries=600):  # polls for up to 60 s: an ASan agent on a loade
 def tls_status(role="viewer"):
     r = subprocess.run([fab, "status", "--target", "127.0.0.1:%d" % port, "--cert",
                         "%s/client-%s.crt" % (pki, role), "--key", "%s/client-%s.key" % (pki, role),
-                        "--ca", pki + "/ca.crt", "--timeout", "10s"], capture_output=True, text=True)
+                        "--ca", pki + "/ca.crt", "--timeout", "60s"], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
 
