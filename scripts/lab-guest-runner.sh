@@ -87,6 +87,11 @@ mkdir -p "$Q" "$J" || log "warning: cannot create $Q or $J"
 # each busy guest about a quarter of a host core under TCG (docs/lab.md, "How it works").
 # Without the port (a lab.sh of before), a sleep that forks nothing: a read with a timeout
 # on a FIFO nobody writes, and a scan every 50 ms while busy, 200 ms when idle.
+poll_fifo() { # fd 9 becomes the FIFO nobody writes
+	bell=
+	mkfifo /run/lab-tick 2>/dev/null
+	exec 9<>/run/lab-tick
+}
 bell=
 for p in /sys/class/virtio-ports/*; do
 	[[ -r $p/name && $(<"$p/name") == fctl.bell ]] && bell=/dev/${p##*/}
@@ -94,10 +99,8 @@ done
 if [[ -n $bell && -c $bell ]] && exec 9<"$bell"; then
 	log "doorbell on $bell"
 else
-	bell=
 	log "no doorbell port: polling the queue"
-	mkfifo /run/lab-tick 2>/dev/null
-	exec 9<>/run/lab-tick
+	poll_fifo
 fi
 # An end of file on the port (it should not happen) would make every read return at
 # once: then back to the FIFO and polling, said on the console.
@@ -105,9 +108,7 @@ tick() {
 	read -r -t "$1" -u 9 _
 	if (($? == 1)) && [[ -n $bell ]]; then
 		log "doorbell $bell gave an end of file: polling the queue"
-		bell=
-		mkfifo /run/lab-tick 2>/dev/null
-		exec 9<>/run/lab-tick
+		poll_fifo
 		write_ready
 	fi
 }

@@ -1043,14 +1043,18 @@ submit_job() {
 # even when qemu is gone; the guest drains the port, so the FIFO never fills. Runners
 # that announced no doorbell ("bell=1" in ready) scan on their own every 200 ms.
 ring_bell() { # host dir
-	local fd
-	local line on=0
+	local fd line on=0
 	[[ -p $1/bell.in ]] || return 0
 	while read -r line; do [[ $line == bell=1 ]] && on=1; done <"$1/ready" 2>/dev/null
 	((on)) || return 0
 	exec {fd}<>"$1/bell.in" || return 0
 	printf '\n' >&"$fd"
 	exec {fd}>&-
+}
+
+# Asks HD's runner to send SIGTERM to job ID's process group (by a queue entry, then a ring).
+queue_kill() { # host dir, job id
+	: >"$1/jobs/.k$2" && mv "$1/jobs/.k$2" "$1/queue/kill.$2" && ring_bell "$1"
 }
 
 # Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD.
@@ -1109,7 +1113,7 @@ wait_job() {
 			fi
 			if ((limit > 0 && EPOCHSECONDS - start > limit)); then
 				say "job $id on $h: no result after ${limit}s, killing it"
-				: >"$hd/jobs/.k$id" && mv "$hd/jobs/.k$id" "$hd/queue/kill.$id" && ring_bell "$hd"
+				queue_kill "$hd" "$id"
 				return 124
 			fi
 		fi
@@ -1193,7 +1197,7 @@ cmd_kill() {
 	local hd
 	hd=$(host_dir "$h")
 	[[ -d $hd/jobs/$id ]] || die "no job '$id' on $h"
-	: >"$hd/jobs/.k$id" && mv "$hd/jobs/.k$id" "$hd/queue/kill.$id" && ring_bell "$hd"
+	queue_kill "$hd" "$id"
 }
 
 # --- main -------------------------------------------------------------------

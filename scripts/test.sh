@@ -343,18 +343,17 @@ queue_drain() {
 # sensitive to a crowded machine (rotation and MKA under a stream) keep the places at the
 # front that the other lanes take, as before.
 spare_drain() {
-	local q run cores i
+	local q cores i
+	want lab || return 0
 	cores=$(nproc)
 	for ((i = ${#QUEUE[@]} - 1; i >= 0; i--)); do
 		q=${QUEUE[i]}
-		want lab || return 0
 		[ -d "$LANES/claim-$q" ] && continue
 		until awk -v c="$cores" '{ exit !($1 < c + 1) }' /proc/loadavg; do
 			[ -d "$LANES/claim-$q" ] && break
 			sleep 15
 		done
-		run=$q
-		mkdir "$LANES/claim-$q" 2>/dev/null && "$run"
+		mkdir "$LANES/claim-$q" 2>/dev/null && "$q"
 	done
 }
 
@@ -397,31 +396,26 @@ lane_collect() { # name
 		case $st in PASS) PASSED+=("$n") ;; FAIL) FAILED+=("$n") ;; esac
 	done <"$LANES/$name.result"
 }
-case ${FCTL_TEST_LANES:-3} in
-1)
+SPARE=1
+case ${FCTL_TEST_LANES:-3} in 1 | 2) SPARE=0 ;; esac
+if [ "${FCTL_TEST_LANES:-3}" = 1 ]; then
 	( lane_run host host_lane )
 	( lane_run lab queue_drain )
-	;;
-2)
+else
+	LANE_PIDS=()
 	lane_run host host_lane &
-	HOST_PID=$!
+	LANE_PIDS+=($!)
 	lane_run lab queue_drain &
-	LAB_PID=$!
-	wait "$HOST_PID" "$LAB_PID"
-	;;
-*)
-	lane_run host host_lane &
-	HOST_PID=$!
-	lane_run lab queue_drain &
-	LAB_PID=$!
-	lane_run spare spare_drain &
-	SPARE_PID=$!
-	wait "$HOST_PID" "$LAB_PID" "$SPARE_PID"
-	;;
-esac
+	LANE_PIDS+=($!)
+	if [ $SPARE = 1 ]; then
+		lane_run spare spare_drain &
+		LANE_PIDS+=($!)
+	fi
+	wait "${LANE_PIDS[@]}"
+fi
 lane_collect host
 lane_collect lab
-case ${FCTL_TEST_LANES:-3} in 1 | 2) ;; *) lane_collect spare ;; esac
+[ $SPARE = 1 ] && lane_collect spare
 rm -rf "$LANES"
 
 # safety net: no lab outlives the run, whatever happened to a suite
