@@ -142,10 +142,19 @@ run_job() {
 	echo "$rc" >"$d/rc"
 }
 
+# Run in the background: a kill queued right after its job may find the job started
+# (both in one scan, the job first) but its pid not yet written; it waits up to 5 s for
+# the pid, and gives up if the job has ended meanwhile.
 kill_job() {
-	local pid
-	pid=$(<"$J/$1/pid") 2>/dev/null || return 0
-	[[ $pid =~ ^[0-9]+$ ]] || return 0
+	local pid= i
+	for ((i = 0; i < 100; i++)); do
+		[[ -f $J/$1/rc ]] && return 0
+		pid=$(<"$J/$1/pid") 2>/dev/null
+		[[ $pid =~ ^[0-9]+$ ]] && break
+		pid=
+		sleep 0.05
+	done
+	[[ -n $pid ]] || return 0
 	# timeout(1) leads its own process group: signal the whole job.
 	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
 }
@@ -171,7 +180,7 @@ while :; do
 		rm -f "$q" 2>/dev/null || continue
 		got=1
 		case "$id" in
-		kill.*) kill_job "${id#kill.}" ;;
+		kill.*) kill_job "${id#kill.}" & ;;
 		*) run_job "$id" & ;;
 		esac
 	done
