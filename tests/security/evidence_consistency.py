@@ -20,52 +20,20 @@ It also writes vectors (genuine and forged, a few of each) for the bash function
 
 usage: evidence_consistency.py VERIFY_SH VECTOR_DIR
 Prints PASS/FAIL per check and "evidence_consistency.py: N passed, M failed"."""
-import hashlib
+import os
 import random
 import sys
 
 SIZE = 300
 
 
-def h(b):
-    return hashlib.sha256(b).digest()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "audit"))
+from rfc6962 import Tree as RefTree, h, node  # noqa: E402 (the reference tree, tests/audit)
 
 
-def node(l, r):
-    return h(b"\x01" + l + r)
-
-
-def split(n):
-    k = 1
-    while k << 1 < n:
-        k <<= 1
-    return k
-
-
-class Tree:
+class Tree(RefTree):
     def __init__(self, n):
-        self.leaves = [h(b"\x00" + b"record %d" % i) for i in range(n)]
-        self.memo = {}
-
-    def mth(self, lo, hi):
-        key = (lo, hi)
-        if key not in self.memo:
-            n = hi - lo
-            if n == 1:
-                self.memo[key] = self.leaves[lo]
-            else:
-                k = split(n)
-                self.memo[key] = node(self.mth(lo, lo + k), self.mth(lo + k, hi))
-        return self.memo[key]
-
-    def subproof(self, m, lo, hi, b):  # RFC 9162 2.1.4.1 SUBPROOF(m, D[lo:hi], b)
-        n = hi - lo
-        if m == n:
-            return [] if b else [self.mth(lo, hi)]
-        k = split(n)
-        if m <= k:
-            return self.subproof(m, lo, lo + k, b) + [self.mth(lo + k, hi)]
-        return self.subproof(m - k, lo + k, hi, False) + [self.mth(lo, lo + k)]
+        super().__init__([h(b"\x00" + b"record %d" % i) for i in range(n)])
 
     def levels(self, n):
         # the tree of the first n leaves level by level, a lone last node going up as it is
