@@ -15,7 +15,8 @@
 # check NAME CMD... (PASS when CMD succeeds), on HOST CMD... The exit trap takes
 # the lab down even when the suite fails or is stopped by a signal, counts an early
 # stop and a suite that ran no check as failures, and exits 1 on any failure: a
-# suite never passes by skipping.
+# suite never passes by skipping. On a failure it first prints what the guests' kernels
+# and NICs say (lab_guest_trouble) and keeps their console logs under BUILD/lab-consoles.
 #
 # JSON checks: Debian 12's jq 1.6 exits 0 for `jq -e EXPR` on EMPTY input, so a
 # command that printed nothing would pass. Write `jq -en 'input | EXPR'` (exit 5
@@ -44,10 +45,39 @@ on() { # host, command...: run in a lab guest
 	"$LAB" exec --timeout "${SUITE_EXEC_TIMEOUT:-120}" "$h" -- "$@"
 }
 
+# On a failed suite, before the lab goes: what each guest's kernel said that a test
+# cannot see from outside. A panic reboots the guest at once (panic=-1), so a guest
+# whose addresses and agents vanished mid-suite shows here as two boots. Its console
+# log is kept under $BUILD/lab-consoles/ for whoever reads the CI log next.
+KERNEL_TROUBLE='Kernel panic|BUG:|Oops|WARNING:|general protection|soft lockup|hung_task|Out of memory|rcu_.*stall|Call Trace'
+lab_guest_trouble() {
+	local c h n boots keep=$BUILD/lab-consoles
+	for c in "$FCTL_LAB_DIR"/h[0-9]*/console.log; do
+		[ -s "$c" ] || continue
+		h=$(basename "$(dirname "$c")")
+		boots=$(grep -c "Linux version" "$c")
+		n=$(grep -cE "$KERNEL_TROUBLE" "$c")
+		mkdir -p "$keep" && cp "$c" "$keep/$SUITE-${FCTL_LAB_DIR##*/}-$h.log" 2>/dev/null
+		# the wire as the guest sees it (through the lab share, not the network, which
+		# may be what failed): a TX queue that stopped, a NIC whose interrupts stopped
+		echo "   $h: eth0 and its queue:"
+		"$LAB" exec --timeout 30 "$h" -- sh -c 'ip -s -s link show dev eth0; tc -s qdisc show dev eth0;
+			grep -i virtio /proc/interrupts' 2>&1 | head -n 30 | sed 's/^/     /'
+		[ "$boots" -le 1 ] && [ "$n" -eq 0 ] && continue
+		echo "   $h: its kernel booted $boots times, $n trouble lines (whole log: $keep/$SUITE-${FCTL_LAB_DIR##*/}-$h.log):"
+		if [ "$n" -gt 0 ]; then
+			grep -m1 -B5 -A40 -E "$KERNEL_TROUBLE" "$c" | tr -d '\r' | sed 's/^/     /'
+		else
+			grep -B30 -m2 "Linux version" "$c" | tail -n 31 | tr -d '\r' | sed 's/^/     /'
+		fi
+	done
+}
+
 lab_finish() {
 	local rc=$?
 	trap - EXIT
 	if declare -F suite_cleanup >/dev/null; then suite_cleanup || true; fi
+	{ [ "$rc" -ne 0 ] || [ "$FAIL" -ne 0 ]; } && lab_guest_trouble
 	"$LAB" down >/dev/null 2>&1 || true
 	[ "$rc" -ne 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "stopped early with status $rc"
 	[ "$PASS" -eq 0 ] && [ "$FAIL" -eq 0 ] && fail "script" "no check ran"
