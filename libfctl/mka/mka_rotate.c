@@ -195,6 +195,9 @@ struct ca_view {
 	unsigned live_peers;
 	uint64_t rx; /* InPktsOK over its SecY's receive channels */
 	char secy[FCTL_IFNAMSIZ];
+	/* the MACs of its SecY's receive channels (an SCI is the sender's MAC and port) */
+	uint8_t peer_mac[FCTL_NL_STATS_MAX_RXSC][6];
+	size_t n_peer_mac;
 };
 
 /* What the SecY's SAs say. MKA's KaY installs the SAK's receive SA and an inactive
@@ -206,9 +209,15 @@ static void sas_of(const struct fctl_macsec *m, struct ca_view *v)
 	const struct fctl_sa *tx = &m->txsa[m->encoding_sa & 3];
 
 	v->tx_sa = tx->present && tx->active;
-	for (size_t i = 0; i < m->n_rxsc; i++)
+	for (size_t i = 0; i < m->n_rxsc; i++) {
 		for (int an = 0; an < FCTL_MAX_AN && m->rxsc[i].active; an++)
 			v->rx_sa |= m->rxsc[i].sa[an].present && m->rxsc[i].sa[an].active;
+		if (v->n_peer_mac < FCTL_NL_STATS_MAX_RXSC) {
+			for (int b = 0; b < 6; b++)
+				v->peer_mac[v->n_peer_mac][b] = (uint8_t)(m->rxsc[i].sci >> (56 - 8 * b));
+			v->n_peer_mac++;
+		}
+	}
 }
 
 static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *run_dir,
@@ -302,6 +311,16 @@ static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, co
 move:
 	if (!in->secy[0]) /* its SecY not there yet */
 		return FCTL_MKA_ROT_WAITING;
+	/* the peers this end reached through the old SecY, resolved on the new one before the
+	 * addresses move (docs/mka.md, "Where a frame went"): without it every packet to a peer
+	 * waits for ARP or ND through the new SecY, and a stream overflows the queue that
+	 * holds them. Best effort: a copy that fails leaves resolution to the kernel, as before */
+	if (cur->alive && cur->secy[0]) {
+		struct fctl_nl_err ne = { 0 };
+
+		fctl_nl_neigh_copy(nl, cur->secy, in->secy, (const uint8_t(*)[6])in->peer_mac,
+				   in->n_peer_mac, &ne);
+	}
 	r = move_addrs(nl, port, in->secy, cur->secy[0] ? cur->secy : NULL, err, errlen);
 	if (r < 0)
 		return r;

@@ -214,6 +214,31 @@ else
 	fail "oracle stats" "stats='$stats' ip='$(head -c 200 <<<"$ip_stats")'"
 fi
 
+# --- neighbours carried to another link (the MKA address move, docs/mka.md) -----
+# h1 resolved h2 on macsec0 (the pings above, v4 and v6); a link beside it (a veth) gets
+# those entries whose MAC is listed, STALE; an entry of an unlisted MAC stays behind;
+# an entry the target has already is never replaced
+gexec h1 -- ping -6 -c 1 -W 3 fd00:100::2 >/dev/null 2>&1 || :
+if gexec h1 -- sh -c 'ip link add fnb0 type veth peer name fnb1 && ip link set fnb0 up &&
+	ip neigh replace 10.100.0.77 lladdr 02:00:00:00:00:77 dev macsec0 nud reachable'; then
+	probe h1 neigh macsec0 fnb0 "$MAC2"
+	expect "neigh: entries copied (v4 and v6)" "$(printf '%s\n' "$PROBE_OUT" | sed -n 's/^COPIED //p')" 2
+	nb=$(gexec h1 -- ip -j neigh show dev fnb0 2>&1 || :)
+	expect "neigh: h2 on the new link, its MAC, STALE" \
+		"$(jq -r '[.[] | select(.dst == "10.100.0.2" or .dst == "fd00:100::2") | "\(.dst) \(.lladdr) \(.state | join(","))"] | sort | join(";")' <<<"$nb" 2>&1)" \
+		"10.100.0.2 $MAC2 STALE;fd00:100::2 $MAC2 STALE"
+	expect "neigh: an unlisted MAC stays behind" "$(jq -r '[.[] | select(.dst == "10.100.0.77")] | length' <<<"$nb" 2>&1)" 0
+	gexec h1 -- ip neigh replace 10.100.0.2 lladdr 02:00:00:00:00:99 dev fnb0 nud permanent
+	probe h1 neigh macsec0 fnb0 "$MAC2"
+	nb=$(gexec h1 -- ip -j neigh show dev fnb0 to 10.100.0.2 2>&1 || :)
+	expect "neigh: an entry the link has is not replaced" \
+		"$(printf '%s\n' "$PROBE_OUT" | sed -n 's/^COPIED //p') $(jq -r '.[0] | "\(.lladdr) \(.state | join(","))"' <<<"$nb" 2>&1)" \
+		"0 02:00:00:00:00:99 PERMANENT"
+	gexec h1 -- sh -c 'ip link del fnb0; ip neigh del 10.100.0.77 dev macsec0' >/dev/null 2>&1 || :
+else
+	fail "neigh" "cannot make the veth pair or the neighbour in h1"
+fi
+
 # --- bad operations -----------------------------------------------------------
 probe h1 badops "$DATA1"
 

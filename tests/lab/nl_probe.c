@@ -594,17 +594,39 @@ static int cmd_teardown(struct fctl_nl *nl, const struct data *d)
 	return 0;
 }
 
+/* neigh FROM TO MAC...: fctl_nl_neigh_copy FROM -> TO for those MACs; prints
+ * "COPIED N" for the shell, which reads the result back with ip neigh. */
+static int cmd_neigh(struct fctl_nl *nl, int argc, char **argv)
+{
+	uint8_t macs[8][6];
+	struct fctl_nl_err ne = { 0 };
+	size_t n = 0;
+	int r;
+
+	for (int i = 4; i < argc && n < 8; i++, n++)
+		if (sscanf(argv[i], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &macs[n][0], &macs[n][1],
+			   &macs[n][2], &macs[n][3], &macs[n][4], &macs[n][5]) != 6)
+			return -EINVAL;
+	r = fctl_nl_neigh_copy(nl, argv[2], argv[3], (const uint8_t(*)[6])macs, n, &ne);
+	check(r >= 0, "neighbour copy", "%s", r >= 0 ? "done" : ne.msg);
+	if (r >= 0)
+		printf("COPIED %d\n", r);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fctl_nl *nl = NULL;
 	struct data d;
 	const char *cmd = argc > 1 ? argv[1] : "";
-	bool needs_data = strcmp(cmd, "dump") != 0 && strcmp(cmd, "netns") != 0;
+	bool needs_data = strcmp(cmd, "dump") != 0 && strcmp(cmd, "netns") != 0 &&
+			  strcmp(cmd, "neigh") != 0;
 	int r = 0;
 
-	if (argc < 2 || (needs_data && argc < 3) || (strcmp(cmd, "netns") == 0 && argc < 3)) {
+	if (argc < 2 || (needs_data && argc < 3) || (strcmp(cmd, "netns") == 0 && argc < 3) ||
+	    (strcmp(cmd, "neigh") == 0 && argc < 4)) {
 		fprintf(stderr, "usage: fctl_nl_probe setup|check|dump|stats|badops|teardown DATAFILE"
-				" | netns NAME\n");
+				" | netns NAME | neigh FROM TO MAC...\n");
 		return 2;
 	}
 	if (strcmp(cmd, "netns") == 0) {
@@ -633,6 +655,8 @@ int main(int argc, char **argv)
 		r = cmd_badops(nl, &d);
 	else if (strcmp(cmd, "teardown") == 0)
 		r = cmd_teardown(nl, &d);
+	else if (strcmp(cmd, "neigh") == 0)
+		r = cmd_neigh(nl, argc, argv);
 	else
 		r = -EINVAL;
 	if (r < 0)

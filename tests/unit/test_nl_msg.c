@@ -18,6 +18,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
 #include <linux/if_macsec.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/errno.h>
@@ -801,6 +802,53 @@ static void test_addr(void **state)
 	fctl_nl_msg_free(msg);
 }
 
+/* ------------------------------------------------------------------ neigh */
+
+/* A neighbour carried to a new SecY: created (never replacing one the kernel resolved),
+ * STALE (used at once, then confirmed by the kernel), on the new link, with its address
+ * and MAC; a bad family, address, MAC or ifindex refused before anything is built. */
+static void test_neigh(void **state)
+{
+	const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xfa, 0x02, 0x00 };
+	uint8_t v4[4], v6[16];
+	struct nlattr *tb[NDA_MAX + 1];
+	struct nl_msg *msg = NULL;
+	const struct ndmsg *nd;
+	const int fam[2] = { AF_INET, AF_INET6 };
+
+	(void)state;
+	assert_int_equal(inet_pton(AF_INET, "10.100.0.2", v4), 1);
+	assert_int_equal(inet_pton(AF_INET6, "fd00:100::2", v6), 1);
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *dst = fam[i] == AF_INET ? v4 : v6;
+		int alen = fam[i] == AF_INET ? 4 : 16;
+
+		assert_int_equal(fctl_nl_build_neigh_msg(fam[i], dst, mac, IFINDEX, &msg), 0);
+		assert_int_equal(nlmsg_hdr(msg)->nlmsg_type, RTM_NEWNEIGH);
+		assert_int_equal(nlmsg_hdr(msg)->nlmsg_flags & (NLM_F_CREATE | NLM_F_EXCL | NLM_F_REPLACE),
+				 NLM_F_CREATE | NLM_F_EXCL);
+		nd = nlmsg_data(nlmsg_hdr(msg));
+		assert_int_equal(nd->ndm_family, fam[i]);
+		assert_int_equal(nd->ndm_ifindex, IFINDEX);
+		assert_int_equal(nd->ndm_state, NUD_STALE);
+		assert_int_equal(nlmsg_parse(nlmsg_hdr(msg), sizeof(*nd), tb, NDA_MAX, NULL), 0);
+		assert_non_null(tb[NDA_DST]);
+		assert_int_equal(nla_len(tb[NDA_DST]), alen);
+		assert_memory_equal(nla_data(tb[NDA_DST]), dst, (size_t)alen);
+		assert_int_equal(nla_len(tb[NDA_LLADDR]), 6);
+		assert_memory_equal(nla_data(tb[NDA_LLADDR]), mac, 6);
+		fctl_nl_msg_free(msg);
+		msg = NULL;
+	}
+	assert_int_equal(fctl_nl_build_neigh_msg(AF_PACKET, v4, mac, IFINDEX, &msg), -EINVAL);
+	assert_int_equal(fctl_nl_build_neigh_msg(AF_INET, NULL, mac, IFINDEX, &msg), -EINVAL);
+	assert_int_equal(fctl_nl_build_neigh_msg(AF_INET, v4, NULL, IFINDEX, &msg), -EINVAL);
+	assert_int_equal(fctl_nl_build_neigh_msg(AF_INET, v4, mac, 0, &msg), -EINVAL);
+	assert_null(msg);
+	/* nothing to copy is no request at all; a NULL handle is refused */
+	assert_int_equal(fctl_nl_neigh_copy(NULL, "a", "b", NULL, 0, NULL), -EINVAL);
+}
+
 /* ------------------------------------------------------------------ misc */
 
 static void test_errno(void **state)
@@ -826,7 +874,7 @@ static void test_msg_free_null(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[FCTL_ARRAY_SIZE(sa_cases) + FCTL_ARRAY_SIZE(rxsc_cases) +
-				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 2];
+				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 3];
 	size_t n = 0;
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(sa_cases); i++)
@@ -841,6 +889,8 @@ int main(void)
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(addr_cases); i++)
 		tests[n++] = (struct CMUnitTest){ addr_cases[i].name, test_addr, NULL, NULL,
 						  (void *)&addr_cases[i] };
+	tests[n++] = (struct CMUnitTest){ "neighbour carried to a new SecY", test_neigh, NULL, NULL,
+					  NULL };
 	tests[n++] = (struct CMUnitTest){ "nle to errno", test_errno, NULL, NULL, NULL };
 	tests[n++] = (struct CMUnitTest){ "msg free accepts NULL", test_msg_free_null, NULL, NULL,
 					  NULL };

@@ -80,6 +80,19 @@ int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_s
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
 		 size_t key_len, struct fctl_nl_err *err);
 
+/*
+ * Copies to link `to` the IPv4 and IPv6 neighbour entries of link `from` whose
+ * link-layer address is known and is one of macs[0..n_macs), each as STALE: used at
+ * once, and confirmed by the kernel's own probe a few seconds later. An entry `to`
+ * has already stays as it is. For an address moved from one SecY of a port to
+ * another: the peer's new SecY has its old one's MAC (its SCI says so, and the caller
+ * passes the MACs of the new SecY's receive channels), and without the copy every
+ * packet to the peer waits in the resolution queue, which overflows and drops under a
+ * stream. Returns the number of entries created, or a negative errno with err filled.
+ */
+int fctl_nl_neigh_copy(struct fctl_nl *nl, const char *from, const char *to,
+		       const uint8_t (*macs)[6], size_t n_macs, struct fctl_nl_err *err);
+
 /* Statistics of one MACsec device. */
 struct fctl_macsec_sa_stats {
 	bool present;
@@ -162,6 +175,10 @@ int fctl_nl_build_sa_msg(int family, const struct fctl_op *op, enum fctl_cipher 
 			 int ifindex, const uint8_t *key, size_t key_len, struct nl_msg **out);
 /* ADDR_ADD / ADDR_DEL: op->addr ("a.b.c.d/len" or "x::y/len") on ifindex. */
 int fctl_nl_build_addr_msg(const struct fctl_op *op, int ifindex, struct nl_msg **out);
+/* RTM_NEWNEIGH (create, never replace) of dst (4 or 16 bytes by family) at mac on
+ * ifindex, in state STALE. */
+int fctl_nl_build_neigh_msg(int family, const uint8_t *dst, const uint8_t mac[6], int ifindex,
+			    struct nl_msg **out);
 /* Wipes the whole message buffer, then frees it. Accepts NULL. */
 void fctl_nl_msg_free(struct nl_msg *msg);
 
