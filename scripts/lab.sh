@@ -21,7 +21,14 @@ set -euo pipefail
 # modprobe, ip and friends live in sbin, which a non-login root PATH may lack.
 export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
-SELF=$(readlink -f "${BASH_SOURCE[0]}")
+# This script's absolute path, without a program start when it is not a symlink (every
+# `lab.sh exec` starts here: docs/lab.md, "What an exec costs")
+SELF=${BASH_SOURCE[0]}
+if [[ -L $SELF ]]; then
+	SELF=$(readlink -f "$SELF")
+elif [[ $SELF != /* ]]; then
+	SELF=$PWD/$SELF
+fi
 SCRIPTS=${SELF%/*}
 REPO=${SCRIPTS%/*}
 LAB_DIR=${FCTL_LAB_DIR:-/var/tmp/fabricctl-lab}
@@ -549,7 +556,7 @@ live_pid() {
 	echo "$pid"
 }
 
-qemu_pid() { live_pid "$(host_dir "$1")/qemu.pid" "$(host_dir "$1")/qemu.pid"; }
+qemu_pid() { live_pid "$LAB_DIR/$1/qemu.pid" "$LAB_DIR/$1/qemu.pid"; }
 watchdog_pid() { live_pid "$LAB_DIR/watchdog.pid" "__watchdog $LAB_DIR "; }
 
 console_tail() {
@@ -977,11 +984,14 @@ resolve_host() {
 HOST_ID=
 require_host() {
 	local h=$1
-	[[ -f $(state_file) ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
-	h=$(resolve_host "$1") || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	# no subshell on the way of a well-formed host id (the path of every exec)
+	[[ -f $LAB_DIR/lab.state ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
+	if ! [[ $h =~ ^h[0-9]+$ ]]; then
+		h=$(resolve_host "$1") || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	fi
 	HOST_ID=$h
-	[[ -d $(host_dir "$h") ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
-	[[ -f $(host_dir "$h")/ready ]] || die "host '$h' is not ready"
+	[[ -d $LAB_DIR/$h ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	[[ -f $LAB_DIR/$h/ready ]] || die "host '$h' is not ready"
 	qemu_pid "$h" >/dev/null || {
 		console_tail "$h" 20
 		die "host '$h' is not running (lifetime over, or it crashed)"
@@ -993,10 +1003,11 @@ parse_exec() {
 	EXEC_TIMEOUT=$1 && shift
 	EXEC_ENV=() EXEC_CWD=$PWD EXEC_HOST='' EXEC_ARGV=()
 	local v
-	# FCTL_* settings of the caller reach the guest command (not the lab's own).
-	while read -r v; do
-		[[ $v == FCTL_* && $v != FCTL_LAB_* ]] && EXEC_ENV+=("$v=${!v}")
-	done < <(compgen -e)
+	# FCTL_* settings of the caller reach the guest command (not the lab's own): the
+	# exported ones among the variables of that prefix, without a subshell
+	for v in ${!FCTL_*}; do
+		[[ $v != FCTL_LAB_* && ${!v@a} == *x* ]] && EXEC_ENV+=("$v=${!v}")
+	done
 	while (($#)); do
 		case "$1" in
 		--timeout) EXEC_TIMEOUT=${2:?--timeout needs seconds} && shift 2 ;;
@@ -1021,10 +1032,12 @@ parse_exec() {
 	((${#EXEC_ARGV[@]} > 0)) || die "missing command"
 }
 
+# Queues EXEC_ARGV on host H; the job's id in JOB_ID (a global, not printed: the callers
+# would need a subshell to read it).
 submit_job() {
 	local h=$1 timeout=$2 cwd=$3 id d hd
 	shift 3
-	hd=$(host_dir "$h")
+	hd=$LAB_DIR/$h
 	id=${EPOCHREALTIME/./}000-$$-$RANDOM
 	d=$hd/jobs/$id
 	mkdir "$d"
@@ -1032,10 +1045,10 @@ submit_job() {
 	# its 9p share costs it milliseconds under TCG): a version tag, the timeout, the working
 	# directory, the number of environment entries, those entries, then argv
 	printf '%s\0' fctl-lab-job-1 "$timeout" "$cwd" "${#EXEC_ENV[@]}" "${EXEC_ENV[@]}" "${EXEC_ARGV[@]}" >"$d/job"
-	: >"$d/.q"
-	mv "$d/.q" "$hd/queue/$id"
+	# the queue entry only names the job (its file is whole by now): created in place
+	: >"$hd/queue/$id"
 	ring_bell "$hd"
-	echo "$id"
+	JOB_ID=$id
 }
 
 # Wakes HD's runner: a byte into the doorbell FIFO qemu reads (after the queue entry is
@@ -1054,7 +1067,8 @@ ring_bell() { # host dir
 
 # Asks HD's runner to send SIGTERM to job ID's process group (by a queue entry, then a ring).
 queue_kill() { # host dir, job id
-	: >"$1/jobs/.k$2" && mv "$1/jobs/.k$2" "$1/queue/kill.$2" && ring_bell "$1"
+	# (each kill its own entry, kill.JOB.TIME: the runner takes an entry once)
+	: >"$1/queue/kill.$2.${EPOCHREALTIME/./}" && ring_bell "$1"
 }
 
 # Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD.
@@ -1062,6 +1076,11 @@ declare -A OFFSETS=()
 flush_from() {
 	local f=$1 fd=$2 size off=${OFFSETS[$2]:-0}
 	[[ -s $f ]] || return 0
+	# the job has ended and nothing of this file was copied yet: one program, not three
+	if [[ ${3:-} == end ]] && ((off == 0)); then
+		cat -- "$f" >&"$fd"
+		return 0
+	fi
 	size=$(stat -c %s "$f" 2>/dev/null || echo 0)
 	if ((size > off)); then
 		tail -c +"$((off + 1))" "$f" | head -c "$((size - off))" >&"$fd"
@@ -1088,7 +1107,7 @@ nap() { # seconds
 # Streams a job's stdout/stderr until it ends; returns its exit code.
 wait_job() {
 	local h=$1 id=$2 limit=$3 d hd rc start interval=0.02 done=0 n=0
-	hd=$(host_dir "$h")
+	hd=$LAB_DIR/$h
 	d=$hd/jobs/$id
 	[[ -d $d ]] || die "no job '$id' on $h"
 	start=$EPOCHSECONDS
@@ -1097,11 +1116,13 @@ wait_job() {
 		if [[ -f $d/rc ]] && read -r rc <"$d/rc" && [[ $rc =~ ^[0-9]+$ ]]; then done=1; fi
 		# the output: streamed every 10th round (forks of stat), and whole at the end
 		if ((done || n % 10 == 0)); then
-			flush_from "$d/out" 1
-			flush_from "$d/err" 2
+			flush_from "$d/out" 1 "${done/#1/end}"
+			flush_from "$d/err" 2 "${done/#1/end}"
 		fi
 		if ((done)); then
-			rm -rf -- "$d"
+			# the queue entries too: the runner takes an entry once, and leaves it (one
+			# program start less in the guest per job)
+			rm -rf -- "$d" "$hd/queue/$id" "$hd/queue/kill.$id".*
 			return "$rc"
 		fi
 		n=$((n + 1))
@@ -1138,7 +1159,8 @@ cmd_exec() {
 	require_host "$EXEC_HOST"
 	EXEC_HOST=$HOST_ID
 	local id rc=0
-	id=$(submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD")
+	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
+	id=$JOB_ID
 	# The guest enforces the timeout (rc 124); the host waits a little longer.
 	if ((EXEC_TIMEOUT > 0)); then
 		wait_job "$EXEC_HOST" "$id" $((EXEC_TIMEOUT + 15)) || rc=$?
@@ -1156,6 +1178,7 @@ cmd_exec_bg() {
 	require_host "$EXEC_HOST"
 	EXEC_HOST=$HOST_ID
 	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
+	echo "$JOB_ID"
 }
 
 cmd_wait() {
