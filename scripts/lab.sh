@@ -530,12 +530,12 @@ lab_keep() {
 	done
 	printf '%s' "$keep"
 }
-state_file() { echo "$LAB_DIR/lab.state"; }
-host_dir() { echo "$LAB_DIR/$1"; }
+# The lab's paths are written out: $LAB_DIR/lab.state, a host's $LAB_DIR/hN (a helper
+# that printed them cost a subshell at every use, on the path of every exec).
 
 state_get() {
 	local key=$1 f
-	f=$(state_file)
+	f=$LAB_DIR/lab.state
 	[[ -f $f ]] || return 1
 	sed -n "s/^$key=//p" "$f" | tail -n1
 }
@@ -561,12 +561,12 @@ watchdog_pid() { live_pid "$LAB_DIR/watchdog.pid" "__watchdog $LAB_DIR "; }
 
 console_tail() {
 	local h=$1 lines=${2:-40} log
-	log=$(host_dir "$h")/console.log
+	log=$LAB_DIR/$h/console.log
 	echo "---- $h: last $lines lines of $log ----" >&2
 	if [[ -s $log ]]; then tail -n "$lines" "$log" | tr -d '\r' >&2; else echo "(empty)" >&2; fi
-	if [[ -s $(host_dir "$h")/qemu.err ]]; then
+	if [[ -s $LAB_DIR/$h/qemu.err ]]; then
 		echo "---- $h: qemu stderr ----" >&2
-		tail -n 20 "$(host_dir "$h")/qemu.err" >&2
+		tail -n 20 "$LAB_DIR/$h/qemu.err" >&2
 	fi
 	echo "----" >&2
 }
@@ -604,14 +604,14 @@ cmd_watchdog() {
 	echo "$$" >"$LAB_DIR/watchdog.pid"
 	trap 'exit 0' TERM INT
 	while :; do
-		[[ -f $(state_file) ]] || exit 0
+		[[ -f $LAB_DIR/lab.state ]] || exit 0
 		t=$(date +%s)
 		((t >= deadline)) && break
 		sleep 2
 	done
 	echo "lifetime over at $(date -u +%FT%TZ): stopping the lab's guests"
 	kill_qemus
-	echo "expired=$(date +%s)" >>"$(state_file)"
+	echo "expired=$(date +%s)" >>"$LAB_DIR/lab.state"
 }
 
 # --- up / down --------------------------------------------------------------
@@ -671,7 +671,7 @@ check_path_ok() {
 start_qemu() {
 	local h=$1 kver=$2 initrd=$3 mem=$4 hd n
 	local -a args nicargs=()
-	hd=$(host_dir "$h")
+	hd=$LAB_DIR/$h
 	n=${h#h}
 	local _h port mac _ph _pp role tcp _if _mtu i=0
 	while read -r _h port mac _ph _pp role tcp _if _mtu; do
@@ -963,17 +963,19 @@ cmd_status() {
 
 # --- exec -------------------------------------------------------------------
 
-# resolve_host HOST: prints the lab id (h1, h2, ...) of HOST, given as that id
-# or as the host's --name.
+# resolve_host HOST: the lab id (h1, h2, ...) of HOST, given as that id or as the
+# host's --name, in REPLY (not printed: every exec resolves its host, and reading a
+# printed answer costs a subshell); 1 when there is no such host.
 resolve_host() {
 	local want=$1 id name
+	REPLY=
 	if [[ $want =~ ^h[0-9]+$ ]]; then
-		echo "$want"
+		REPLY=$want
 		return 0
 	fi
 	if [[ -f $LAB_DIR/names.tsv ]]; then
 		while read -r id name; do
-			[[ $name == "$want" ]] && { echo "$id"; return 0; }
+			[[ $name == "$want" ]] && { REPLY=$id; return 0; }
 		done <"$LAB_DIR/names.tsv"
 	fi
 	return 1
@@ -983,12 +985,10 @@ resolve_host() {
 # ready host; sets HOST_ID to its id.
 HOST_ID=
 require_host() {
-	local h=$1
-	# no subshell on the way of a well-formed host id (the path of every exec)
+	local h
 	[[ -f $LAB_DIR/lab.state ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
-	if ! [[ $h =~ ^h[0-9]+$ ]]; then
-		h=$(resolve_host "$1") || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
-	fi
+	resolve_host "$1" || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	h=$REPLY
 	HOST_ID=$h
 	[[ -d $LAB_DIR/$h ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
 	[[ -f $LAB_DIR/$h/ready ]] || die "host '$h' is not ready"
@@ -1071,13 +1071,15 @@ queue_kill() { # host dir, job id
 	: >"$1/queue/kill.$2.${EPOCHREALTIME/./}" && ring_bell "$1"
 }
 
-# Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD.
+# Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD (flush_from FILE FD [ENDED]:
+# ENDED 1 once the job has ended).
 declare -A OFFSETS=()
 flush_from() {
 	local f=$1 fd=$2 size off=${OFFSETS[$2]:-0}
 	[[ -s $f ]] || return 0
-	# the job has ended and nothing of this file was copied yet: one program, not three
-	if [[ ${3:-} == end ]] && ((off == 0)); then
+	# the job has ended (ENDED 1) and nothing of this file was copied yet: one
+	# program, not three
+	if ((${3:-0} == 1 && off == 0)); then
 		cat -- "$f" >&"$fd"
 		return 0
 	fi
@@ -1116,8 +1118,8 @@ wait_job() {
 		if [[ -f $d/rc ]] && read -r rc <"$d/rc" && [[ $rc =~ ^[0-9]+$ ]]; then done=1; fi
 		# the output: streamed every 10th round (forks of stat), and whole at the end
 		if ((done || n % 10 == 0)); then
-			flush_from "$d/out" 1 "${done/#1/end}"
-			flush_from "$d/err" 2 "${done/#1/end}"
+			flush_from "$d/out" 1 "$done"
+			flush_from "$d/err" 2 "$done"
 		fi
 		if ((done)); then
 			# the queue entries too: the runner takes an entry once, and leaves it (one
@@ -1218,7 +1220,7 @@ cmd_kill() {
 	require_host "$h"
 	h=$HOST_ID
 	local hd
-	hd=$(host_dir "$h")
+	hd=$LAB_DIR/$h
 	[[ -d $hd/jobs/$id ]] || die "no job '$id' on $h"
 	queue_kill "$hd" "$id"
 }

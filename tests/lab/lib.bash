@@ -51,20 +51,21 @@ on() { # host, command...: run in a lab guest
 # log is kept under $BUILD/lab-consoles/ for whoever reads the CI log next.
 KERNEL_TROUBLE='Kernel panic|BUG:|Oops|WARNING:|general protection|soft lockup|hung_task|Out of memory|rcu_.*stall|Call Trace'
 lab_guest_trouble() {
-	local c h n boots keep=$BUILD/lab-consoles
+	local c h n boots kept
 	for c in "$FCTL_LAB_DIR"/h[0-9]*/console.log; do
 		[ -s "$c" ] || continue
 		h=$(basename "$(dirname "$c")")
 		boots=$(grep -c "Linux version" "$c")
 		n=$(grep -cE "$KERNEL_TROUBLE" "$c")
-		mkdir -p "$keep" && cp "$c" "$keep/$SUITE-${FCTL_LAB_DIR##*/}-$h.log" 2>/dev/null
+		kept=$BUILD/lab-consoles/$SUITE-${FCTL_LAB_DIR##*/}-$h.log
+		mkdir -p "${kept%/*}" && cp "$c" "$kept" 2>/dev/null
 		# the wire as the guest sees it (through the lab share, not the network, which
 		# may be what failed): a TX queue that stopped, a NIC whose interrupts stopped
 		echo "   $h: eth0 and its queue:"
 		"$LAB" exec --timeout 30 "$h" -- sh -c 'ip -s -s link show dev eth0; tc -s qdisc show dev eth0;
 			grep -i virtio /proc/interrupts' 2>&1 | head -n 30 | sed 's/^/     /'
 		[ "$boots" -le 1 ] && [ "$n" -eq 0 ] && continue
-		echo "   $h: its kernel booted $boots times, $n trouble lines (whole log: $keep/$SUITE-${FCTL_LAB_DIR##*/}-$h.log):"
+		echo "   $h: its kernel booted $boots times, $n trouble lines (whole log: $kept):"
 		if [ "$n" -gt 0 ]; then
 			grep -m1 -B5 -A40 -E "$KERNEL_TROUBLE" "$c" | tr -d '\r' | sed 's/^/     /'
 		else
