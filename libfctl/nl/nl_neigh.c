@@ -97,9 +97,9 @@ int fctl_nl_neigh_copy(struct fctl_nl *nl, const char *from, const char *to,
 	struct neigh_dump d = { .macs = macs, .n_macs = n_macs };
 	struct ndmsg req = { .ndm_family = AF_UNSPEC };
 	struct nl_msg *msg = NULL;
+	struct fctl_nli_link_info from_info, to_info;
 	char what[2 * FCTL_IFNAMSIZ + 32];
-	int to_ifindex, copied = 0, r;
-	bool cached;
+	int copied = 0, r;
 
 	fctl_nli_err_clear(err);
 	if (!nl || !from || !to || (n_macs && !macs))
@@ -107,12 +107,16 @@ int fctl_nl_neigh_copy(struct fctl_nl *nl, const char *from, const char *to,
 	if (n_macs == 0)
 		return 0;
 	snprintf(what, sizeof(what), "copy-neighbours %s -> %s", from, to);
-	r = fctl_nli_ifindex(nl, from, &d.ifindex, &cached, err);
+	/* both links asked of the kernel, not the ifindex map: SecYs come and go by
+	 * wpa_supplicant's hand, which the map never hears of (one round trip each, once
+	 * per rotation) */
+	r = fctl_nli_link_get(nl, from, &from_info, err);
 	if (r < 0)
 		return r;
-	r = fctl_nli_ifindex(nl, to, &to_ifindex, &cached, err);
+	r = fctl_nli_link_get(nl, to, &to_info, err);
 	if (r < 0)
 		return r;
+	d.ifindex = from_info.ifindex;
 	/* a dump of every neighbour (the kernel filters by ifindex only with strict checks
 	 * on, which libnl's socket does not ask for): on_neigh keeps this link's */
 	req.ndm_ifindex = d.ifindex;
@@ -130,7 +134,7 @@ int fctl_nl_neigh_copy(struct fctl_nl *nl, const char *from, const char *to,
 		goto out;
 	}
 	for (size_t i = 0; i < d.n; i++) {
-		r = fctl_nl_build_neigh_msg(d.v[i].family, d.v[i].dst, d.v[i].mac, to_ifindex, &msg);
+		r = fctl_nl_build_neigh_msg(d.v[i].family, d.v[i].dst, d.v[i].mac, to_info.ifindex, &msg);
 		if (r < 0) {
 			fctl_nli_err_set(err, r, what);
 			goto out;
