@@ -312,7 +312,7 @@ move:
 	if (!in->secy[0]) /* its SecY not there yet */
 		return FCTL_MKA_ROT_WAITING;
 	/* the peers this end reached through the old SecY, resolved on the new one before the
-	 * addresses move (docs/mka.md, "Where a frame went"): without it every packet to a peer
+	 * addresses move (docs/mka.md, "What lost frames"): without it every packet to a peer
 	 * waits for ARP or ND through the new SecY, and a stream overflows the queue that
 	 * holds them. Best effort: a copy that fails leaves resolution to the kernel, as before */
 	if (cur->alive && cur->secy[0]) {
