@@ -236,11 +236,67 @@ build_initramfs() {
 	done
 	(cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp.cpio"
 	rm -rf "$tmp"
-	# Older images (other kernels or scripts) are stale; running guests
-	# already hold theirs in memory.
-	find "$CACHE_DIR" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "${out##*/}" -delete 2>/dev/null || :
+	# Older images of this kernel (other modules or scripts) are stale; running guests
+	# already hold theirs in memory. Another kernel's image stays: the 6.1 and 6.12
+	# suites of one run would otherwise rebuild each other's.
+	find "$CACHE_DIR" -maxdepth 1 -name "initramfs-$kver-*.cpio" ! -name "${out##*/}" -delete 2>/dev/null || :
 	mv -f "$tmp.cpio" "$out"
 	say "built $out (${#files[@]} modules)"
+	echo "$out"
+}
+
+# The image qemu boots for kernel $1; prints its path. Under TCG the bzImage spends 3
+# to 6 s of emulated CPU decompressing itself (xz for 6.1, zstd for 6.12) at every
+# boot; the same kernel uncompressed, entered through its PVH note (CONFIG_PVH, which
+# Debian sets), skips that. It is cut out of the bzImage once per kernel (the setup
+# header's payload_offset and payload_length) into the cache. Anything that does not
+# give an ELF with the PVH entry note falls back to the bzImage, saying why;
+# FCTL_LAB_PVH=0 asks for the bzImage (docs/lab.md, "Boot time").
+boot_image() {
+	local kver=$1 bz=/boot/vmlinuz-$1 out setup off len magic tmp
+	# named by the bzImage's size and mtime: a kernel package replaced under the same
+	# version gets its own
+	out=$CACHE_DIR/vmlinux-$kver-$(stat -c '%s.%Y' "$bz" 2>/dev/null)
+	if [[ ${FCTL_LAB_PVH:-1} == 0 ]]; then
+		echo "$bz"
+		return 0
+	fi
+	if [[ -s $out ]]; then
+		echo "$out"
+		return 0
+	fi
+	# setup_sects at 0x1f1; the payload's offset (from the protected-mode code, which
+	# starts after the setup sectors) and length at 0x248 and 0x24c, little-endian
+	setup=$(od -An -tu1 -j $((0x1f1)) -N1 "$bz" 2>/dev/null | tr -d ' ')
+	read -r off len < <(od -An -tu4 -j $((0x248)) -N8 "$bz" 2>/dev/null)
+	if [[ -z $setup || -z $off || -z $len ]] || ((len == 0)); then
+		say "no payload found in $bz: booting the bzImage"
+		echo "$bz"
+		return 0
+	fi
+	((setup == 0)) && setup=4
+	off=$(((setup + 1) * 512 + off))
+	magic=$(od -An -tx1 -j "$off" -N6 "$bz" | tr -d ' \n')
+	mkdir -p "$CACHE_DIR"
+	tmp=$(mktemp "$CACHE_DIR/vmlinux.XXXXXX")
+	case "$magic" in
+	fd377a585a00) tail -c +$((off + 1)) "$bz" | head -c "$len" | xz -dc >"$tmp" 2>/dev/null ;;
+	28b52ffd*) tail -c +$((off + 1)) "$bz" | head -c "$len" | zstd -qdc >"$tmp" 2>/dev/null ;;
+	1f8b*) tail -c +$((off + 1)) "$bz" | head -c "$len" | gzip -dc >"$tmp" 2>/dev/null ;;
+	*) : >"$tmp" ;;
+	esac
+	# XEN_ELFNOTE_PHYS32_ENTRY (18) is the PVH entry qemu looks for
+	if [[ $(head -c4 "$tmp" | od -An -tx1 | tr -d ' \n') != 7f454c46 ]] ||
+		! readelf -n "$tmp" 2>/dev/null | grep -Eq 'Xen[[:space:]]+0x[0-9a-f]+[[:space:]]+Unknown note type: \(0x00000012\)'; then
+		rm -f "$tmp"
+		say "no PVH-bootable kernel in $bz (payload $magic, or no readelf): booting the bzImage"
+		echo "$bz"
+		return 0
+	fi
+	chmod 0644 "$tmp"
+	find "$CACHE_DIR" -maxdepth 1 -name "vmlinux-$kver-*" ! -name "${out##*/}" -delete 2>/dev/null || :
+	mv -f "$tmp" "$out"
+	say "cut $out out of $bz (booted through its PVH entry)"
 	echo "$out"
 }
 
@@ -257,6 +313,7 @@ cmd_setup() {
 	kver=$(find_kver) || die "no $KERNEL_SERIES kernel with modules under /boot (run: lab.sh setup --kernel $KERNEL_SERIES)"
 	initrd=$(build_initramfs "$kver")
 	echo "kernel:    /boot/vmlinuz-$kver"
+	echo "boots:     $(boot_image "$kver")"
 	echo "initramfs: $initrd"
 }
 
@@ -669,7 +726,7 @@ check_path_ok() {
 }
 
 start_qemu() {
-	local h=$1 kver=$2 initrd=$3 mem=$4 hd n
+	local h=$1 image=$2 initrd=$3 mem=$4 hd n
 	local -a args nicargs=()
 	hd=$LAB_DIR/$h
 	n=${h#h}
@@ -700,7 +757,7 @@ start_qemu() {
 		-accel "tcg,tb-size=$TB_MB" -cpu max -smp 1 -m "$mem"
 		-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$hd/console.log"
-		-kernel "/boot/vmlinuz-$kver" -initrd "$initrd"
+		-kernel "$image" -initrd "$initrd"
 		-append "console=ttyS0 panic=-1 $aslr lab.host=$h lab.share=$hd lab.runner=$GUEST_RUNNER lab.keep=$(lab_keep)"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap"
 		-virtfs "local,path=/usr,mount_tag=hostusr,security_model=passthrough,readonly=on,multidevs=remap"
@@ -771,10 +828,11 @@ cmd_up() {
 	fi
 
 	ensure_packages
-	local kver initrd avail need
+	local kver initrd image avail need
 	kver=$(find_kver) || die "no $KERNEL_SERIES kernel with modules under /boot (run: lab.sh setup --kernel $KERNEL_SERIES)"
 	initrd=$(build_initramfs "$kver")
-	say "kernel $kver (series $KERNEL_SERIES)"
+	image=$(boot_image "$kver")
+	say "kernel $kver (series $KERNEL_SERIES), booting $image"
 
 	avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
 	need=$((hosts * (mem + TB_MB + 96) + 512))
@@ -805,6 +863,7 @@ cmd_up() {
 		kver=$kver
 		mem=$mem
 		initrd=$initrd
+		image=$image
 		started=$(date +%s)
 		deadline=$deadline
 	EOF
@@ -819,7 +878,7 @@ cmd_up() {
 	# (-daemonize returns once qemu is set up and listening).  The guests
 	# then boot in parallel.
 	for ((i = 1; i <= hosts; i++)); do
-		if ! start_qemu "h$i" "$kver" "$initrd" "$mem"; then
+		if ! start_qemu "h$i" "$image" "$initrd" "$mem"; then
 			say "qemu for h$i failed to start"
 			console_tail "h$i"
 			cmd_down
