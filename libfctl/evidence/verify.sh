@@ -242,29 +242,60 @@ cd "$DIR" || die "cannot enter '$DIR'"
 # "DSSEv1" SP len(type) SP type SP len(payload) SP payload (lengths in bytes, decimal).
 # Prints only failures; returns non-zero when one check fails.
 SIGNER_KEYS=() SIGNER_IDS=()
+# ids_json: SIGNER_IDS as a JSON array (key ids are SHA-256 in hex: nothing to escape)
+ids_json() {
+	local i out=
+	for i in "${SIGNER_IDS[@]}"; do out+=${out:+,}\"$i\"; done
+	echo "[$out]"
+}
 dsse_verify() {
 	local env=$1 want=$2 label=$3 ptype n i rc=0
-	ptype=$(jq -r 'if type == "object" and (.payloadType | type) == "string" and
+	local -a f=()
+	# one jq pass (jq starts slowly): the shape, the type, the payload, and per pinned key
+	# "s" and its signature or "n" and how many signatures it has when not exactly one;
+	# base64 fields are checked against the alphabet, so each is one line
+	mapfile -t f < <(jq -r --argjson ids "$(ids_json)" '
+		def b64: test("^[A-Za-z0-9+/]*={0,2}$");
+		if type == "object" and (.payloadType | type) == "string" and
 		(.payload | type) == "string" and (.signatures | type) == "array" and
 		all(.signatures[]; type == "object" and (.keyid | type) == "string" and (.sig | type) == "string")
-		then .payloadType else empty end' "$env" 2>/dev/null)
-	if [ -z "$ptype" ]; then
+		then (.payloadType | @json), (.payload | if b64 then "p" + . else "x" end),
+			(. as $e | $ids[] as $k | [$e.signatures[] | select(.keyid == $k)]
+				| if length == 1 and (.[0].sig | b64) then "s" + .[0].sig
+				elif length == 1 then "x" else "n\(length)" end)
+		else empty end' "$env" 2>/dev/null)
+	if [ ${#f[@]} != $((2 + ${#SIGNER_IDS[@]})) ]; then
 		bad "$label: not a DSSE envelope"
 		: >"$TMP/payload"
 		return 1
 	fi
-	[ "$ptype" = "$want" ] || { bad "$label: payloadType '$ptype', expected '$want'"; rc=1; }
-	jq -j .payload "$env" | openssl base64 -d -A >"$TMP/payload" 2>/dev/null
-	{ printf 'DSSEv1 %d %s %d ' ${#ptype} "$ptype" "$(size "$TMP/payload")"; cat "$TMP/payload"; } >"$TMP/pae"
+	ptype=${f[0]}
+	if [ "$ptype" != "\"$want\"" ]; then # the type's JSON text; $want is plain ASCII
+		bad "$label: payloadType $ptype, expected \"$want\""
+		rc=1
+	fi
+	if [ "${f[1]}" = x ]; then
+		bad "$label: the payload is not base64"
+		: >"$TMP/payload"
+		rc=1
+	else
+		printf '%s' "${f[1]#p}" | openssl base64 -d -A >"$TMP/payload" 2>/dev/null
+	fi
+	# the PAE of the expected type: a signature over any other type fails (and so does the type)
+	{ printf 'DSSEv1 %d %s %d ' ${#want} "$want" "$(size "$TMP/payload")"; cat "$TMP/payload"; } >"$TMP/pae"
 	for i in "${!SIGNER_KEYS[@]}"; do
-		n=$(jq --arg k "${SIGNER_IDS[i]}" '[.signatures[] | select(.keyid == $k)] | length' "$env")
-		if [ "$n" != 1 ]; then
-			bad "$label: $n signatures by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}), expected 1"
+		n=${f[2 + i]}
+		if [[ $n == n* ]]; then
+			bad "$label: ${n#n} signatures by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}), expected 1"
 			rc=1
 			continue
 		fi
-		jq -j --arg k "${SIGNER_IDS[i]}" '.signatures[] | select(.keyid == $k) | .sig' "$env" |
-			openssl base64 -d -A >"$TMP/sig" 2>/dev/null
+		if [ "$n" = x ]; then
+			bad "$label: the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) is not base64"
+			rc=1
+			continue
+		fi
+		printf '%s' "${n#s}" | openssl base64 -d -A >"$TMP/sig" 2>/dev/null
 		if ! openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin -in "$TMP/pae" \
 			-sigfile "$TMP/sig" >/dev/null 2>&1; then
 			bad "$label: the signature by ${SIGNER_KEYS[i]} (key id ${SIGNER_IDS[i]}) does NOT verify"
@@ -272,6 +303,23 @@ dsse_verify() {
 		fi
 	done
 	return $rc
+}
+
+# scalars FILE NAME=EXPR...: one jq pass over FILE (jq takes tens of milliseconds to start,
+# and a bundle has a dozen such values) sets each shell variable NAME to what
+# `jq -r EXPR FILE` prints for it: strings as they are, anything else as JSON; empty where
+# EXPR fails or FILE is not exactly one JSON value. A string holding a control character
+# becomes a lone newline, which no value read from one line of a file equals. The values
+# reach eval only quoted by jq's @sh.
+scalars() {
+	local file=$1 kv prog=
+	shift
+	for kv; do
+		printf -v "${kv%%=*}" '%s' ''
+		prog+="${prog:+, }(try ((${kv#*=}) | r) catch \"\" | @sh \"${kv%%=*}=\\(.)\")"
+	done
+	eval "$(jq -n -r 'def r: if type == "string" then (if (explode | any(. < 32)) then "\n" else . end)
+		else tojson end; [inputs] | if length == 1 then .[0] | ('"$prog"') else empty end' "$file" 2>/dev/null)"
 }
 
 # --- 1. the signed manifest: the DSSE envelope, its signers, MANIFEST.json ------------------
@@ -296,16 +344,21 @@ else
 	[ ${#SIGNER_KEYS[@]} -gt 0 ] || bad "no signer key to check the manifest with"
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
-if jq -e '.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
+# every single value the later checks read from the manifest (the file list is read on its own)
+scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
-	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' "$M" >/dev/null 2>&1; then
+	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' \
+	MF_NEED='.signatures_required // 0' MF_FIRST='.audit.slice_first_seq' MF_LAST='.audit.slice_last_seq' \
+	MF_RECORDS='.audit.slice_records' MF_CHECKPOINT='"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' \
+	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
+	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
+if [ "$MF_SHAPE" = true ]; then
 	ok "manifest: a fabricctl evidence manifest, format 3"
 else
 	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 3)"
 fi
-need=$(jq '.signatures_required // 0' "$M" 2>/dev/null)
-need=${need:-0}
+need=${MF_NEED:-0}
 if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
 	ok "signers: ${#SIGNER_KEYS[@]} key(s) checked, the bundle requires $need"
 else
@@ -499,8 +552,7 @@ declare -A RECSHA=()
 check_window() {
 	local cpsize=$1 roothex=$2 first last want n=0 line seq wbad=0 pbad=0 i l k lo hi got need
 	local -a LEAF=() CUR=() SEQ=() PREV=() NODES=() DIG=()
-	first=$(jq -r '.audit.slice_first_seq' "$M" 2>/dev/null) last=$(jq -r '.audit.slice_last_seq' "$M" 2>/dev/null)
-	want=$(jq -r '.audit.slice_records' "$M" 2>/dev/null)
+	first=$MF_FIRST last=$MF_LAST want=$MF_RECORDS
 	[[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ && $want =~ ^[0-9]+$ ]] || { bad "audit: the signed manifest names no window"; return; }
 	[ -f "$SLICE" ] && [ -f "$PROOFS" ] || { bad "audit: $SLICE or $PROOFS is missing"; return; }
 	# canonical records, with jq alone
@@ -537,7 +589,7 @@ check_window() {
 		for ((i = 0; i < n; i++)); do RECSHA[${SEQ[i]}]=${DIG[n + i]}; done
 	fi
 	[ "$n" = "$want" ] || { bad "audit: $SLICE has $n records, the signed manifest says $want (dropped or added)"; wbad=1; }
-	[ "$(jq -r '"\(.first_seq) \(.last_seq) \(.tree_size)"' "$PROOFS" 2>/dev/null)" = "$first $last $cpsize" ] ||
+	[ "$PF_SPAN" = "$first $last $cpsize" ] ||
 		{ bad "audit: $PROOFS is not the proof of the window ($first..$last) against the checkpoint ($cpsize records)"; wbad=1; }
 	for ((i = 0; i < n; i++)); do
 		seq=${SEQ[i]}
@@ -553,7 +605,7 @@ check_window() {
 	done
 	[ $wbad = 0 ] && ok "audit: $SLICE: $n canonical records, seq $first to $last, each chained to the one before"
 	[ "$n" -gt 0 ] && [ "$n" = "$want" ] && [ "$first" -ge 1 ] && [ "$last" = $((first + n - 1)) ] && [ "$last" -le "$cpsize" ] || {
-		[ "$n" = 0 ] && [ "$want" = 0 ] && [ "$(jq -r '.range' "$PROOFS" 2>/dev/null)" = null ] && return
+		[ "$n" = 0 ] && [ "$want" = 0 ] && [ "$PF_RANGE" = null ] && return
 		bad "audit: no range proof can hold for this window ($n records, seq $first..$last, checkpoint $cpsize)"; return
 	}
 	# the range: from the leaf the first record's prev names (seq - 2) to the last record
@@ -567,11 +619,11 @@ check_window() {
 	mapfile -t NODES < <(jq -r --argjson lo "$lo" --argjson hi "$hi" '.range | select(type == "object"
 		and .first_index == $lo and .last_index == $hi and (.nodes | type) == "array"
 		and all(.nodes[]; type == "string" and test("^[0-9a-f]{64}$"))) | .nodes[]' "$PROOFS" 2>/dev/null)
-	if [ "$(jq -r '.range | "\(.first_index) \(.last_index)"' "$PROOFS" 2>/dev/null)" != "$lo $hi" ]; then
-		bad "audit: $PROOFS proves leaves $(jq -r '.range | "\(.first_index)..\(.last_index)"' "$PROOFS" 2>/dev/null), not $lo..$hi (the window and the leaf before it)"; return
+	if [ "$PF_RANGE_IDX" != "$lo $hi" ]; then
+		bad "audit: $PROOFS proves leaves ${PF_RANGE_IDX/ /..}, not $lo..$hi (the window and the leaf before it)"; return
 	fi
 	need=$(range_nodes "$cpsize" "$lo" "$hi")
-	got=$(jq -r '.range.nodes | length' "$PROOFS" 2>/dev/null)
+	got=$PF_NODES
 	if [ "${#NODES[@]}" != "$got" ]; then
 		bad "audit: $PROOFS: a range proof node is not a SHA-256 in hex"; return
 	elif [ "$got" != "$need" ]; then
@@ -698,18 +750,20 @@ check_audit_log() {
 	else
 		bad "audit: the checkpoint is not signed by $akey"
 	fi
-	[ "$(jq -r '"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' "$M" 2>/dev/null)" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] &&
-		[ "$(jq -r .root "$PROOFS" 2>/dev/null)" = "$roothex" ] ||
+	# the values check_window reads from the proofs too
+	scalars "$PROOFS" PF_ROOT='.root' PF_SPAN='"\(.first_seq) \(.last_seq) \(.tree_size)"' \
+		PF_RANGE='.range' PF_RANGE_IDX='.range | "\(.first_index) \(.last_index)"' PF_NODES='.range.nodes | length'
+	[ "$MF_CHECKPOINT" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] && [ "$PF_ROOT" = "$roothex" ] ||
 		bad "audit: the checkpoint is not the one the signed manifest names"
 	origin=$(sed -n 1p "$TMP/cp.body")
-	mo=$(jq -r '.audit.origin | strings' "$M" 2>/dev/null)
+	mo=$MF_ORIGIN
 	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then
 		ok "audit: the checkpoint's origin '$origin' is the one the signed manifest records"
 	else
 		bad "audit: the checkpoint's origin '$origin' is not the one the signed manifest records ('$mo')"
 	fi
 	check_window "$cpsize" "$roothex"
-	if [ "$(jq -r '.audit.whole_log' "$M" 2>/dev/null)" = true ]; then
+	if [ "$MF_WHOLE" = true ]; then
 		check_whole_log "$cpsize" "${tsize:-0}"
 	elif [ -e "$LOG" ]; then
 		bad "audit: $LOG is in the bundle but the signed manifest says no whole log"
@@ -751,8 +805,7 @@ check_audit_log
 # one a line, and one xargs pass per pinned key runs openssl pkeyutl -verify on each. A payload
 # must be base64 of one line of UTF-8 (jq decodes it and encodes it again to the same text),
 # so the PAE bytes are exact.
-ATT=$(jq -r '.attestations.file // "attestations.intoto.jsonl"' "$M" 2>/dev/null)
-want=$(jq '.attestations.statements // -1' "$M" 2>/dev/null)
+ATT=$MF_ATT want=$MF_STATEMENTS
 ENV_JQ='
 def hx: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
 def sighex: if type == "string" and test("^[A-Za-z0-9+/]{86}==$") then
@@ -788,7 +841,7 @@ PAE_JQ='. as $l | (try fromjson catch null) as $e | ($e.payload | strings) as $p
 sbad=0 k=0 last=0
 ST=$TMP/st
 rm -rf "$ST" && mkdir "$ST"
-IDS=$(printf '%s\n' "${SIGNER_IDS[@]}" | jq -R . | jq -sc .)
+IDS=$(ids_json)
 declare -A EWHY=() NREC=() STOK=()
 GOOD=()
 if [ ! -f "$ATT" ]; then
