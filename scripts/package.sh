@@ -10,15 +10,28 @@
 #   5. dpkg-deb --build under fakeroot (root:root, sane modes)
 # Prints the path of the .deb last. Needs cmake, a compiler, dpkg-dev and fakeroot
 # (scripts/deps.sh); not root.
-#   scripts/package.sh [--jobs N]
+#   scripts/package.sh [--jobs N] [--build-only]
+# --build-only: steps 1 and 2 only, the release build that ships (scripts/test.sh's
+# release-hooks checks it; the package built later in the same run finds it built).
+# Two runs at once take turns (a lock on build-package.lock): one build directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 JOBS=${FCTL_JOBS:-$(nproc)}
-[ "${1:-}" = --jobs ] && JOBS=$2
+ONLY_BUILD=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--jobs) JOBS=${2:?--jobs needs a number} && shift 2 ;;
+	--build-only) ONLY_BUILD=1 && shift ;;
+	*) echo "usage: scripts/package.sh [--jobs N] [--build-only]" >&2 && exit 2 ;;
+	esac
+done
 B=$ROOT/build-package
 STAGE=$B/stage
 die() { echo "package.sh: $*" >&2; exit 1; }
+mkdir -p "$B"
+exec {LOCK}>"$B.lock"
+flock "$LOCK"
 
 VERSION=$(sed -n 's/^project(fabricctl VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
 [ -n "$VERSION" ] || die "no VERSION in the project() line of CMakeLists.txt"
@@ -43,6 +56,10 @@ for bin in fabricctl/fabricctl keymgr/fabricctl-keymgr probes/fabricctl-probe; d
 		if grep -qa "$s" "$B/$bin"; then die "$bin contains the test hook $s"; fi
 	done
 done
+if [ $ONLY_BUILD = 1 ]; then
+	echo "$B"
+	exit 0
+fi
 
 # 3. the staging tree
 rm -rf "$STAGE"

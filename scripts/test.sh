@@ -181,14 +181,24 @@ export ROOT JOBS
 # 1. the build CI and the lab use, with -Werror
 suite build 1200 bash -c 'build build -DFCTL_TEST_HOOKS=ON'
 
-# the release configuration: the default options (-U drops a value an earlier
-# configure left in the cache), the shipped programs (the unit tests are the other
-# builds' business), and none of the test hooks in them
+# the release configuration: the programs as they ship, built once per run in
+# build-package by scripts/package.sh --build-only (the package suite finds them built
+# there, rather than compiling the same Release tree a second time); and the default
+# options of a fresh configure leave the test hooks off (package.sh sets them off
+# itself, so this is what a plain `cmake -S . -B DIR` gives)
 release_build() {
-	cmake -S "$ROOT" -B "$ROOT/build-release" -DFCTL_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
-		-UFCTL_TEST_HOOKS >/dev/null &&
-		cmake --build "$ROOT/build-release" -j "$JOBS" \
-			--target fabricctl fabricctl-keymgr fabricctl-probe
+	local d rc=0
+	"$ROOT/scripts/package.sh" --jobs "$JOBS" --build-only || return 1
+	d=$(mktemp -d "$ROOT/build-defaults.XXXXXX") || return 1
+	if ! cmake -S "$ROOT" -B "$d" >/dev/null 2>&1; then
+		echo "release-hooks: cmake with the default options failed" >&2
+		rc=1
+	elif ! grep -qx 'FCTL_TEST_HOOKS:BOOL=OFF' "$d/CMakeCache.txt"; then
+		echo "release-hooks: a default configure has $(grep '^FCTL_TEST_HOOKS' "$d/CMakeCache.txt" || echo 'no FCTL_TEST_HOOKS'), not OFF" >&2
+		rc=1
+	fi
+	rm -rf "$d"
+	return $rc
 }
 export -f release_build
 
@@ -231,7 +241,7 @@ host_lane() {
 		fi
 	fi
 	if want release; then
-		suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-release'
+		suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-package'
 	fi
 	# 3. fuzzing (bounded)
 	if want fuzz; then
