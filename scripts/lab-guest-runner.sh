@@ -15,8 +15,9 @@
 #   $LAB_SHARE/queue/kill.ID    "send SIGTERM to job ID's process group"
 #
 # Results: jobs/ID/out, jobs/ID/err, jobs/ID/pid, and jobs/ID/rc written last
-# (by rename).  Jobs run concurrently, each under GNU timeout in its own
-# process group.
+# (by rename).  Jobs run concurrently, each in its own process group; the
+# runner itself enforces each job's timeout as timeout(1) did (TERM to the group,
+# KILL 5 s later, exit 124 or 137), without a program start per job.
 #
 # This script is PID 1 of the guest: if it exits the kernel panics and qemu
 # stops, so it must not die on a failed command (no "set -e" here).
@@ -113,29 +114,46 @@ tick() {
 	fi
 }
 
+# run_job ID: runs the job whose fields the main loop read into f (below), writes its
+# rc. Its own process group (set -m), so kill_job and the deadline signal all of it.
+# timeout(1) took about 40 ms of the guest's CPU per job under TCG (docs/lab.md, "What
+# an exec costs"), so the deadline is the main loop's: at a job's deadline it sends this
+# process SIGUSR1, which interrupts the wait; the first sends TERM to the job's group, a
+# second one 5 s later KILL, and the job ends with timeout(1)'s status, 124 (137 when
+# KILL was needed).
 run_job() {
-	local id=$1 d=$J/$1 t=0 cwd=/ rc n=0
-	local -a f=() argv=() envs=()
-	mapfile -d '' -t f <"$d/job" 2>/dev/null || return 0
+	local id=$1 d=$J/$1 t=0 cwd=/ rc n=0 pid late=0
+	local -a argv=() envs=()
 	if [[ ${f[0]:-} == fctl-lab-job-1 && ${#f[@]} -ge 4 && ${f[3]} =~ ^[0-9]+$ ]]; then
 		t=${f[1]} cwd=${f[2]} n=${f[3]}
 		envs=("${f[@]:4:n}")
 		argv=("${f[@]:4+n}")
 	fi
-	[[ $t =~ ^[0-9]+$ ]] || t=0
 	if ((${#argv[@]} == 0)); then
 		echo "lab: job $id is malformed or has an empty argv" >"$d/err"
 		rc=2
 	else
+		set -m
 		(
 			cd "$cwd" 2>/dev/null || cd / || exit 126
 			# the runner exports nothing (below): only these reach the command
 			export PATH=$SAFE_PATH HOME=/root LANG=C.UTF-8 TERM=dumb
 			for kv in "${envs[@]}"; do export "${kv?}"; done
-			echo "$BASHPID" >"$d/pid"
-			exec timeout -k 5 "$t" "${argv[@]}"
-		) </dev/null >"$d/out" 2>"$d/err"
-		rc=$?
+			exec "${argv[@]}"
+		) </dev/null >"$d/out" 2>"$d/err" &
+		pid=$!
+		set +m
+		echo "$pid" >"$d/pid"
+		trap 'late=$((late + 1)); if ((late == 1)); then kill -TERM -- "-$pid"; else kill -KILL -- "-$pid"; fi 2>/dev/null' USR1
+		while :; do
+			wait "$pid"
+			rc=$?
+			# a signal for the trap ends the wait (status > 128) while the job runs on
+			((rc > 128)) && kill -0 "$pid" 2>/dev/null && continue
+			break
+		done
+		((late == 1)) && rc=124
+		((late > 1)) && rc=137
 	fi
 	# one write of "RC\n" (no mv: a program start costs the guest a tenth of a second);
 	# lab.sh takes the job as ended only once rc holds a whole line
@@ -176,6 +194,20 @@ log "ready after ${up%% *} s of guest uptime"
 # directory when it has read the result (an rm here cost the guest a program start, about
 # a third of a short job's cost under TCG: docs/lab.md, "What an exec costs").
 declare -A seen=()
+# the deadlines of running jobs: run_job's PID, when to signal it next, signals sent
+declare -A due_pid=() due_at=() due_n=()
+deadlines() {
+	local id
+	for id in "${!due_at[@]}"; do
+		if ! kill -0 "${due_pid[$id]}" 2>/dev/null; then
+			unset "due_pid[$id]" "due_at[$id]" "due_n[$id]"
+		elif ((EPOCHSECONDS >= due_at[$id])); then
+			kill -USR1 "${due_pid[$id]}" 2>/dev/null
+			due_n[$id]=$((due_n[$id] + 1)) due_at[$id]=$((EPOCHSECONDS + 5))
+			((due_n[$id] < 2)) || unset "due_pid[$id]" "due_at[$id]" "due_n[$id]"
+		fi
+	done
+}
 idle=0
 while :; do
 	got=0
@@ -189,9 +221,17 @@ while :; do
 			j=${id#kill.}
 			kill_job "${j%%.*}" &
 			;;
-		*) run_job "$id" & ;;
+		*)
+			f=()
+			mapfile -d '' -t f <"$J/$id/job" 2>/dev/null || continue
+			run_job "$id" &
+			if [[ ${f[1]:-} =~ ^[1-9][0-9]*$ ]]; then
+				due_pid[$id]=$! due_at[$id]=$((EPOCHSECONDS + f[1])) due_n[$id]=0
+			fi
+			;;
 		esac
 	done
+	((${#due_at[@]} == 0)) || deadlines
 	# Finished jobs and orphans re-parented to PID 1 are reaped by bash's
 	# own SIGCHLD handling; nothing to wait for here.
 	if ((got)); then idle=0; else idle=$((idle + 1)); fi
