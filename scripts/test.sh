@@ -222,6 +222,11 @@ host_lane() {
 		# configmap generation, the DaemonSet's structure and capabilities (no cluster)
 		suite kubernetes 300 sh tests/kubernetes/manifests.sh "$ROOT/build/fabricctl/fabricctl" "$ROOT"
 	fi
+	# fuzzing, bounded by the clock (each target 60 s on one core): in the middle of the
+	# lane, where lab suites share the other core, not at its end, where it ran alone
+	if want fuzz; then
+		suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
+	fi
 	# 2. sanitizers: every unit and CLI test under ASan+UBSan
 	if want asan; then
 		suite asan-build 1200 bash -c 'build build-asan -DFCTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DFCTL_TEST_HOOKS=ON'
@@ -243,10 +248,6 @@ host_lane() {
 	if want release; then
 		suite release-hooks 1200 bash -c 'release_build && release_hooks_check build-package'
 	fi
-	# 3. fuzzing (bounded)
-	if want fuzz; then
-		suite fuzz $((${FCTL_FUZZ_SECONDS:-60} + 900)) tests/fuzz/run.sh "${FCTL_FUZZ_SECONDS:-60}"
-	fi
 	queue_drain
 }
 
@@ -255,13 +256,13 @@ host_lane() {
 # (a fixed split left one lane 20 minutes behind the other). Each lab suite has its own lab
 # directory and the lab picks free TCP ports, so any two may run at once; only q_package
 # runs dpkg, so one lane at a time does.
-# (Seconds in the full run with this queue, load 4 to 7, 2026-12-02: rotation 1041,
-# metrics 386, confirm 387, apply 369, agent 346, apply-6.12 339, probe 336, rotation-6.12
-# 315, ci-tmp 313, mka 293, package 274, rekey 257, ci-root 251, slurm 221, wiring 156,
-# smoke 115, pull 107, netlink-6.12 92, netlink 82; the two lanes ended 22 s apart. The
-# order was set from an earlier run's figures and is kept while it balances.)
-QUEUE=(q_rotation q_mka q_metrics q_rekey q_apply_612 q_slurm q_confirm q_rotation_612 q_apply
-	q_pull q_probe q_agent q_package q_ci_root q_ci_tmp q_wiring q_netlink_612 q_smoke q_netlink)
+# (Seconds in an idle whole run, 2026-12-04, d246da9: rotation 408, mka 332, confirm 184,
+# ci-tmp 152, ci-root 142, rotation-6.12 140, package 133, rekey 109, probe 99, metrics 97,
+# agent 93, apply-6.12 84, slurm 79, wiring 64, apply 60, netlink-6.12 43, netlink 40,
+# smoke 27, pull 25. In that run the order of 2026-12-02 left lab-probe (99 s) running
+# alone for the last 55 s; this order is that run's, longest first.)
+QUEUE=(q_rotation q_mka q_confirm q_ci_tmp q_ci_root q_rotation_612 q_package q_rekey q_probe
+	q_metrics q_agent q_apply_612 q_slurm q_wiring q_apply q_netlink_612 q_netlink q_smoke q_pull)
 # lab_suite NAME LIMIT DIR SCRIPT [VAR=VALUE...]: a lab suite with this build's programs,
 # its lab in /var/tmp/fabricctl-lab-DIR (nl_live.sh and smoke.sh name theirs by a variable
 # of their own, given among the VAR=VALUE)
