@@ -222,7 +222,9 @@ static int get_duration(struct ctx *c, const struct ynode *n, const char *what, 
 #define LIST(...) { __VA_ARGS__ }
 #define CIPHERS LIST("gcm-aes-128", "gcm-aes-256", "gcm-aes-xpn-128", "gcm-aes-xpn-256")
 #define VALIDATES LIST("disabled", "check", "strict")
-#define OFFLOADS LIST("off", "phy", "mac")
+/* "none" (what showconf writes) means the same to YAML 1.1 readers (PyYAML, Ansible,
+ * go-yaml v2) as to us; they read "off" as the boolean false, so that is taken too */
+#define OFFLOADS LIST("none", "phy", "mac", "off", "false")
 #define PROTOS LIST("802.1q", "802.1ad")
 
 static int get_cipher(struct ctx *c, const struct ynode *n, const char *what,
@@ -416,8 +418,9 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 		int i;
 
 		pol->pos_offload = pos_of(v);
-		if (pick(c, v, "offload", names, FCTL_ARRAY_SIZE(names), &i) == 0)
-			fctl_offload_from_name(names[i], &pol->offload);
+		if (pick(c, v, "offload", names, FCTL_ARRAY_SIZE(names), &i) == 0 &&
+		    fctl_offload_from_name(names[i], &pol->offload) < 0)
+			pol->offload = FCTL_OFFLOAD_OFF; /* none, off, false */
 	}
 	if ((v = get(n, "port")) && get_u64(c, v, "port", 1, 65535, &u) == 0)
 		pol->port = (uint16_t)u;

@@ -66,7 +66,9 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 	fctl_buf_printf(o, "    validate: %s\n    send_sci: %s\n    end_station: %s\n    scb: %s\n",
 			fctl_validate_name(s->validate), s->send_sci ? "true" : "false",
 			s->end_station ? "true" : "false", s->scb ? "true" : "false");
-	fctl_buf_printf(o, "    offload: %s\n    port: %u\n", fctl_offload_name(s->offload),
+	/* "none", not "off": YAML 1.1 readers take "off" for the boolean false */
+	fctl_buf_printf(o, "    offload: %s\n    port: %u\n",
+			s->offload == FCTL_OFFLOAD_OFF ? "none" : fctl_offload_name(s->offload),
 			s->port ? s->port : 1);
 	if (s->key.backend && s->key.id) {
 		/* a file key id stays relative (an absolute one would not validate): the

@@ -7,9 +7,11 @@
 #      (profiles/, examples/ but examples/invalid, tests/lab/profiles/ but the
 #      ones meant invalid, tests/data/good);
 #   3. profiles that break a rule a schema can say are refused by both.
-# The YAML is read as fabricctl reads it (docs/profile.md "Values"), not as YAML 1.1:
-# only true/false are booleans (`offload: off` is the name "off"), integers are
-# unquoted decimal or 0x hex, no anchors, aliases or duplicate keys.
+# The YAML is read as fabricctl reads it (docs/profile.md "Values"): only true/false
+# are booleans (`offload: off` is the name "off"), integers are unquoted decimal or 0x
+# hex, no anchors, aliases or duplicate keys; and again as a YAML 1.1 reader reads it
+# (PyYAML's SafeLoader, as Ansible and go-yaml v2 do: `off` is the boolean false there),
+# so a shipped profile means the same to the tools users load it with.
 # Usage: check_schema.py FABRICCTL SOURCE_DIR. Prints PASS/FAIL lines and
 # "schema: N passed, M failed"; exit 0 when all pass.
 import glob
@@ -75,10 +77,10 @@ def result(ok, name, why=""):
         print("FAIL " + name + (": " + why if why else ""))
 
 
-def schema_errors(validator, path):
+def schema_errors(validator, path, loader=ProfileLoader):
     try:
         with open(path, "rb") as f:
-            doc = yaml.load(f.read().decode("utf-8"), Loader=ProfileLoader)
+            doc = yaml.load(f.read().decode("utf-8"), Loader=loader)
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         return ["not read: %s" % str(e).splitlines()[0]]
     return ["%s: %s" % ("/".join(str(p) for p in e.absolute_path) or "(root)", e.message)
@@ -160,6 +162,8 @@ def main():
             continue
         errs = schema_errors(v, p)
         result(not errs, name, "; ".join(errs[:3]))
+        errs = schema_errors(v, p, yaml.SafeLoader)
+        result(not errs, name + " (YAML 1.1)", "; ".join(errs[:3]))
 
     with tempfile.TemporaryDirectory() as d:
         for name, text in sorted(INVALID.items()):
@@ -178,6 +182,21 @@ def main():
         errs = schema_errors(v, path)
         result(not errs and fabricctl_valid(fabricctl, path), "control-valid-by-both",
                "; ".join(errs[:3]))
+    # offload spelled each way fabricctl takes: the schema accepts it as fabricctl reads it
+    # and as a YAML 1.1 reader does, and the spellings fabricctl refuses the schema refuses
+    with tempfile.TemporaryDirectory() as d:
+        for word, ok in (("none", True), ("off", True), ("false", True), ("phy", True),
+                         ("no", False), ("0", False)):
+            path = os.path.join(d, "offload-%s.yaml" % word)
+            with open(path, "w") as f:
+                f.write(BASE % ("    offload: %s" % word, "100"))
+            got = (fabricctl_valid(fabricctl, path), not schema_errors(v, path),
+                   not schema_errors(v, path, yaml.SafeLoader))
+            # YAML 1.1 reads "no" as false too: fabricctl and the schema as fabricctl reads
+            # it refuse it, which is what makes a profile mean one thing
+            want = (ok, ok, ok or word == "no")
+            result(got == want, "offload-" + word,
+                   "fabricctl, schema, schema under YAML 1.1: %s, expected %s" % (got, want))
     # shipped invalid examples a schema can judge (the others need references)
     for rel in ("examples/invalid/kernel-rules.yaml", "examples/invalid/typos.yaml",
                 "examples/invalid/weak-settings.yaml", "examples/invalid/key-ids.yaml",
