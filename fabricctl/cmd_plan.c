@@ -81,6 +81,17 @@ static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_
 	fctl_buf_puts(o, "\"}");
 }
 
+/* A plan or diff between two profiles of different names is most likely one of the wrong
+ * file: said on stderr (the plan itself is still made; a rename is legal). */
+static void warn_renamed(const char *cmd, const struct fctl_profile *old, const char *old_path,
+			 const struct fctl_profile *nw, const char *new_path)
+{
+	if (strcmp(old->name, nw->name) != 0)
+		cli_err("warning: %s: the profile's name changes from '%s' (%s) to '%s' (%s): "
+			"is that the file you meant?",
+			cmd, old->name, old_path, nw->name, new_path);
+}
+
 /* What the offline plan printed so far: hosts shown, operations, disruptive operations. */
 struct plan_totals {
 	size_t shown, total, disruptive;
@@ -283,6 +294,8 @@ int cmd_plan(int argc, char **argv)
 	rc = cli_load_profile(argv[optind], &nw, true, json);
 	if (rc == EXIT_OK && from)
 		rc = cli_load_profile(from, &old, true, json);
+	if (rc == EXIT_OK && old)
+		warn_renamed("plan", old, from, nw, argv[optind]);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, nw, old);
 	if (rc != EXIT_OK)
@@ -384,6 +397,8 @@ int cmd_diff(int argc, char **argv)
 	rc = cli_load_profile(argv[optind], &a, true, json);
 	if (rc == EXIT_OK)
 		rc = cli_load_profile(argv[optind + 1], &b, true, json);
+	if (rc == EXIT_OK)
+		warn_renamed("diff", a, argv[optind], b, argv[optind + 1]);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, a, b);
 	if (rc != EXIT_OK)

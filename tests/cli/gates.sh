@@ -220,6 +220,18 @@ check "apply --dry-run --markdown: still plan's only" 2 "unknown option '--markd
 if [ -e "$SD" ]; then fail "apply --dry-run wrote nothing" "$SD exists"; else
 	pass "apply --dry-run wrote nothing"; fi
 
+# ---- a plan or diff between profiles of different names says so (the wrong --from) ----
+sed 's/^  name: lab-pair$/  name: gpu-pod-b/' "$SRC/profiles/lab-pair.yaml" >"$TMP/renamed.yaml"
+cp -r "$SRC/profiles/keys" "$TMP/" 2>/dev/null
+check "plan --from another profile's file: warned" 0 "warning: plan: the profile's name changes from 'gpu-pod-b'" \
+	plan --offline "$SRC/examples/changes/lab-pair-v2.yaml" --from "$TMP/renamed.yaml"
+check "diff of two profiles of other names: warned" 0 "warning: diff: the profile's name changes from 'lab-pair'" \
+	diff "$SRC/profiles/lab-pair.yaml" "$TMP/renamed.yaml"
+check "plan --from the same profile: no warning" 0 - plan --offline "$SRC/examples/changes/lab-pair-v2.yaml" \
+	--from "$SRC/profiles/lab-pair.yaml"
+if grep -q "name changes" "$TMP/err"; then fail "plan --from the same profile: nothing said" "$(head -1 "$TMP/err")"
+else pass "plan --from the same profile: nothing said"; fi
+
 # ---- 4. help and manual pages: an option entry starts its own line ----
 # (a help string missing its "\n" ran "Not with --fabric or --dry-run" into "--host HOST")
 for cmd in $("$FCTL" help --commands); do
