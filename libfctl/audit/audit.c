@@ -99,8 +99,26 @@ static bool is_hex_len(const char *s, size_t len)
 	return true;
 }
 
+/* What was given, for an error: quoted when it is short and printable, else only its
+ * length: a value that long may be a key given by mistake (never echoed). */
+static const char *given(const char *v, char *out, size_t len)
+{
+	size_t n = strlen(v);
+	bool printable = n <= 12;
+
+	for (size_t i = 0; printable && i < n; i++)
+		printable = v[i] > 0x20 && v[i] < 0x7f && v[i] != '\'';
+	if (printable)
+		snprintf(out, len, "'%s'", v);
+	else
+		snprintf(out, len, "(%zu bytes, not shown: never give a key here)", n);
+	return out;
+}
+
 int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t errlen)
 {
+	char g[64];
+
 	if (!e->action || !*e->action || !e->result || !*e->result) {
 		snprintf(err, errlen, "a record needs an action and a result");
 		return -EINVAL;
@@ -115,15 +133,15 @@ int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t e
 	}
 	for (size_t i = 0; i < e->n_key_ids; i++) {
 		if (!is_hex_len(e->key_ids[i], FCTL_AUDIT_KEYID_LEN)) {
-			snprintf(err, errlen, "key id %zu is not %d lowercase hex digits", i,
-				 FCTL_AUDIT_KEYID_LEN);
+			snprintf(err, errlen, "key id %zu %s is not %d lowercase hex digits", i + 1,
+				 given(e->key_ids[i], g, sizeof(g)), FCTL_AUDIT_KEYID_LEN);
 			return -EINVAL;
 		}
 	}
 	for (size_t i = 0; i < e->n_kcvs; i++) {
 		if (!is_hex_len(e->kcvs[i], FCTL_AUDIT_KCV_LEN)) {
-			snprintf(err, errlen, "key check value %zu is not %d lowercase hex digits", i,
-				 FCTL_AUDIT_KCV_LEN);
+			snprintf(err, errlen, "key check value %zu %s is not %d lowercase hex digits",
+				 i + 1, given(e->kcvs[i], g, sizeof(g)), FCTL_AUDIT_KCV_LEN);
 			return -EINVAL;
 		}
 	}

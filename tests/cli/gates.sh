@@ -220,6 +220,15 @@ check "apply --dry-run --markdown: still plan's only" 2 "unknown option '--markd
 if [ -e "$SD" ]; then fail "apply --dry-run wrote nothing" "$SD exists"; else
 	pass "apply --dry-run wrote nothing"; fi
 
+# ---- audit append: a bad key check value is named as given, a key-sized one never echoed ----
+check "audit append --kcv zz: says 'zz'" 2 "key check value 1 'zz' is not 6 lowercase hex digits" \
+	audit append --log "$TMP/kcv.log" --action apply --result applied --host h1 --kcv zz
+KEYLIKE=00112233445566778899aabbccddeeff
+check "audit append --kcv KEY: not echoed" 2 "key check value 1 \(32 bytes, not shown" \
+	audit append --log "$TMP/kcv.log" --action apply --result applied --host h1 --kcv "$KEYLIKE"
+if cat "$TMP/out" "$TMP/err" | grep -q "$KEYLIKE"; then fail "audit append --kcv KEY: the value is in no output"
+else pass "audit append --kcv KEY: the value is in no output"; fi
+
 # ---- a plan or diff between profiles of different names says so (the wrong --from) ----
 sed 's/^  name: lab-pair$/  name: gpu-pod-b/' "$SRC/profiles/lab-pair.yaml" >"$TMP/renamed.yaml"
 cp -r "$SRC/profiles/keys" "$TMP/" 2>/dev/null
