@@ -14,6 +14,7 @@ struct files {
 	char **v;
 	size_t n;
 	size_t cap;
+	struct files *skipped; /* YAML files of a directory that are not profiles */
 };
 
 static int add_file(struct files *f, const char *path)
@@ -38,6 +39,45 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * What a YAML file found in a directory is when it is not a profile: NULL for a profile
+ * (and for anything that cannot be told apart from one, which the check then judges),
+ * else the kind of file. A directory of examples or a repository also holds Kubernetes
+ * manifests, Prometheus rules and CI files; a file is one of those when no line of its
+ * first 64 KiB starts with a profile's "schema:" or "profile:" and one starts with a
+ * top-level key that no profile may have (a profile's keys are a closed set). Such a
+ * file is listed as skipped; a file named on the command line is always checked.
+ */
+static const char *other_kind(const char *path)
+{
+	static const struct {
+		const char *key, *kind;
+	} foreign[] = {
+		{ "apiVersion:", "a Kubernetes manifest" },
+		{ "groups:", "Prometheus rules" },
+		{ "jobs:", "a GitHub Actions workflow" },
+		{ "stages:", "a GitLab CI pipeline" },
+	};
+	const char *kind = NULL;
+	char buf[65536];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL; /* the check reports what is wrong with it */
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, "schema:", 7) == 0 || strncmp(l, "profile:", 8) == 0)
+			return NULL;
+		for (size_t i = 0; !kind && i < FCTL_ARRAY_SIZE(foreign); i++)
+			if (strncmp(l, foreign[i].key, strlen(foreign[i].key)) == 0)
+				kind = foreign[i].kind;
+	}
+	return kind;
+}
+
 /* Collects *.yaml / *.yml under dir (recursively, hidden entries skipped), sorted. */
 static int scan_dir(struct files *f, const char *dir, int depth)
 {
@@ -59,7 +99,7 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 				r = scan_dir(f, path, depth + 1);
 			else if (is_yaml(ents[i]->d_name) && stat(path, &st) == 0 &&
 				 S_ISREG(st.st_mode)) /* a FIFO found in a scan would block */
-				r = add_file(f, path);
+				r = add_file(other_kind(path) ? f->skipped : f, path);
 		}
 		free(ents[i]);
 	}
@@ -95,7 +135,7 @@ static int collect_files(struct files *files, int argc, char **argv, int first,
 				*io_error = true;
 			} else if (files->n == before) {
 				fctl_diag_add(d, FCTL_SEV_ERROR, argv[i], 0, 0, "io", NULL,
-					      "no *.yaml or *.yml files in this directory");
+					      "no profile (*.yaml or *.yml) in this directory");
 				*io_error = true;
 			}
 			if (files->n - before > 1)
@@ -126,15 +166,22 @@ static void print_report(enum out_format fmt, bool quiet, const struct fctl_diag
 		if (quiet)
 			break;
 		fctl_diags_to_text(d, out, cli_color(stdout));
+		for (size_t i = 0; i < files->skipped->n; i++)
+			fctl_buf_printf(out, "%s: skipped: %s, not a profile\n", files->skipped->v[i],
+					other_kind(files->skipped->v[i]) ?: "another kind of file");
 		if (d->n_errors)
-			fctl_buf_printf(out, "%zu file%s checked: %zu error%s, %zu warning%s\n",
+			fctl_buf_printf(out, "%zu file%s checked: %zu error%s, %zu warning%s",
 					files->n, files->n == 1 ? "" : "s", d->n_errors,
 					d->n_errors == 1 ? "" : "s", warnings,
 					warnings == 1 ? "" : "s");
 		else
-			fctl_buf_printf(out, "%zu file%s valid (%zu warning%s)\n", files->n,
+			fctl_buf_printf(out, "%zu file%s valid (%zu warning%s)", files->n,
 					files->n == 1 ? "" : "s", warnings,
 					warnings == 1 ? "" : "s");
+		if (files->skipped->n)
+			fctl_buf_printf(out, "; %zu other YAML file%s skipped", files->skipped->n,
+					files->skipped->n == 1 ? "" : "s");
+		fctl_buf_putc(out, '\n');
 		cli_write(stdout, out);
 		break;
 	}
@@ -149,7 +196,8 @@ int cmd_validate(int argc, char **argv)
 	};
 	enum out_format fmt = OUT_TEXT;
 	bool strict = false, quiet = false, io_error = false;
-	struct files files = { 0 };
+	struct files skipped = { 0 };
+	struct files files = { .skipped = &skipped };
 	struct fctl_diags d = { 0 };
 	struct fctl_buf out = { 0 };
 	size_t warnings = 0;
@@ -216,5 +264,8 @@ int cmd_validate(int argc, char **argv)
 	for (size_t i = 0; i < files.n; i++)
 		free(files.v[i]);
 	free(files.v);
+	for (size_t i = 0; i < skipped.n; i++)
+		free(skipped.v[i]);
+	free(skipped.v);
 	return rc;
 }

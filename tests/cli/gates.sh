@@ -229,6 +229,26 @@ check "audit append --kcv KEY: not echoed" 2 "key check value 1 \(32 bytes, not 
 if cat "$TMP/out" "$TMP/err" | grep -q "$KEYLIKE"; then fail "audit append --kcv KEY: the value is in no output"
 else pass "audit append --kcv KEY: the value is in no output"; fi
 
+# ---- validate DIR: Kubernetes, Prometheus and CI files are named as skipped, not errors;
+# anything that could be a profile is still checked (a gate must not be walked around) ----
+check "validate examples/: the Kubernetes manifests skipped as such" 1 \
+	"examples/kubernetes/daemonset.yaml: skipped: a Kubernetes manifest, not a profile" validate "$SRC/examples"
+if grep -q "examples/prometheus/fabricctl.rules.yml: skipped: Prometheus rules" "$TMP/out" &&
+	grep -q "examples/ci/gitlab-ci.yml: skipped: a GitLab CI pipeline" "$TMP/out" &&
+	grep -q "11 files checked: .*; 7 other YAML files skipped" "$TMP/out" &&
+	! grep -q "rules.yml:.*missing required key" "$TMP/out"; then
+	pass "validate examples/: 11 profiles checked, 7 other files named as skipped"
+else
+	fail "validate examples/: 11 profiles checked, 7 other files named as skipped"
+fi
+mkdir "$TMP/pdir"
+printf '{schema: 1, profile: {name: flow, version: 1}, hosts: []}\n' >"$TMP/pdir/flow.yaml"
+printf 'apiVersion: v1\nkind: ConfigMap\nschema: 1\n' >"$TMP/pdir/mixed.yaml"
+printf 'lol: 1\n' >"$TMP/pdir/nokeys.yaml"
+check "validate DIR: a flow-style profile, one with a foreign key too, one with neither: all checked" 1 \
+	"3 files checked" validate "$TMP/pdir"
+not_out "validate DIR: nothing that may be a profile skipped" "skipped"
+
 # ---- a plan or diff between profiles of different names says so (the wrong --from) ----
 sed 's/^  name: lab-pair$/  name: gpu-pod-b/' "$SRC/profiles/lab-pair.yaml" >"$TMP/renamed.yaml"
 cp -r "$SRC/profiles/keys" "$TMP/" 2>/dev/null
