@@ -157,6 +157,17 @@ static void delete_link(struct builder *b, const struct fctl_link *l, bool disru
 	}
 }
 
+/* A SecY, or a link a SecY of the same host runs on. */
+static bool is_protected(const struct fctl_host_state *s, const struct fctl_link *l)
+{
+	if (l->kind == FCTL_LINK_MACSEC)
+		return true;
+	for (size_t i = 0; i < s->n_links; i++)
+		if (s->links[i].kind == FCTL_LINK_MACSEC && strcmp(s->links[i].parent, l->name) == 0)
+			return true;
+	return false;
+}
+
 static void onoff(struct fctl_buf *d, const char *what, bool from, bool to)
 {
 	fctl_buf_printf(d, "%s%s %s -> %s", d->len ? ", " : "", what, from ? "on" : "off",
@@ -451,10 +462,14 @@ int fctl_plan_compute(const struct fctl_host_state *cur, const struct fctl_host_
 		goto fail;
 	}
 
-	/* links that are gone */
+	/* links that are gone; a protected one (a SecY, or the VLAN a SecY runs on) is
+	 * disruptive: a gate must not take the end of a link's encryption, and its traffic,
+	 * for a routine change (docs/cli.md, "plan") */
 	for (size_t i = 0; cur && i < cur->n_links; i++)
 		if (!fctl_host_state_find(want, cur->links[i].name))
-			delete_link(&b, &cur->links[i], false, NULL);
+			delete_link(&b, &cur->links[i], is_protected(cur, &cur->links[i]),
+				    is_protected(cur, &cur->links[i]) ? "a protected link removed"
+								      : NULL);
 
 	/* links that change: VLANs first, so that a recreated VLAN drags its MACsec along */
 	for (size_t i = 0; want && i < want->n_links; i++) {

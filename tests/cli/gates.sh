@@ -249,6 +249,15 @@ check "validate DIR: a flow-style profile, one with a foreign key too, one with 
 	"3 files checked" validate "$TMP/pdir"
 not_out "validate DIR: nothing that may be a profile skipped" "skipped"
 
+# ---- removing every protected link is disruptive: a gate never takes it for routine ----
+printf 'schema: 1\nprofile:\n  name: lab-pair\n  version: 9\nhosts: []\n' >"$TMP/none.yaml"
+check "plan: hosts: [] against lab-pair's MACsec is disruptive (5)" 5 \
+	"delete macsec ms100: a protected link removed \[disruptive\]" \
+	plan --offline --detailed-exitcode "$TMP/none.yaml" --from "$SRC/profiles/lab-pair.yaml"
+if grep -q "total: 4 operations on 2 hosts, 4 disruptive" "$TMP/out"; then
+	pass "plan: the SecYs and the VLANs under them, 4 of 4 counted"
+else fail "plan: the SecYs and the VLANs under them, 4 of 4 counted"; fi
+
 # ---- a plan or diff between profiles of different names says so (the wrong --from) ----
 sed 's/^  name: lab-pair$/  name: gpu-pod-b/' "$SRC/profiles/lab-pair.yaml" >"$TMP/renamed.yaml"
 cp -r "$SRC/profiles/keys" "$TMP/" 2>/dev/null

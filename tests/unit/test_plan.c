@@ -368,9 +368,10 @@ static void test_plan_removed_link(void **state)
 {
 	struct knobs to = base;
 	struct fctl_plan *p;
+	/* a protected link's end is disruptive: the SecY and the VLAN it ran on */
 	static const struct op_want want[] = {
-		{ FCTL_OP_LINK_DEL, "ms100", false },
-		{ FCTL_OP_LINK_DEL, "eth0.100", false },
+		{ FCTL_OP_LINK_DEL, "ms100", true },
+		{ FCTL_OP_LINK_DEL, "eth0.100", true },
 	};
 
 	/* a cleartext link goes: one delete (its address goes with it) */
@@ -387,6 +388,8 @@ static void test_plan_removed_link(void **state)
 	to.no_first_link = true;
 	p = plan(&base, &to, "h1");
 	expect_ops(p, want, FCTL_ARRAY_SIZE(want));
+	assert_int_equal(fctl_plan_count_disruptive(p), 2);
+	assert_string_equal(p->ops[0].detail, "a protected link removed");
 	fctl_plan_free(p);
 
 	/* to nothing at all */
@@ -397,6 +400,8 @@ static void test_plan_removed_link(void **state)
 		assert_int_equal(p->n_ops, 3);
 		assert_true(index_of(p, FCTL_OP_LINK_DEL, "ms100") <
 			    index_of(p, FCTL_OP_LINK_DEL, "eth0.100"));
+		/* "hosts: []" against a profile with MACsec: not a routine change */
+		assert_int_equal(fctl_plan_count_disruptive(p), 2);
 		fctl_plan_free(p);
 		assert_int_equal(fctl_plan_compute(a, NULL, &p), 0);
 		assert_int_equal(p->n_ops, 3);
