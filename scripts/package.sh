@@ -13,7 +13,7 @@
 #   scripts/package.sh [--jobs N] [--build-only]
 # --build-only: steps 1 and 2 only, the release build that ships (scripts/test.sh's
 # release-hooks checks it; the package built later in the same run finds it built).
-# Two runs at once take turns (a lock on build-package.lock): one build directory.
+# Two runs at once take turns (a lock on build-package/package.lock): one build directory.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +30,7 @@ B=$ROOT/build-package
 STAGE=$B/stage
 die() { echo "package.sh: $*" >&2; exit 1; }
 mkdir -p "$B"
-exec {LOCK}>"$B.lock"
+exec {LOCK}>"$B/package.lock"
 flock "$LOCK"
 
 VERSION=$(sed -n 's/^project(fabricctl VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
