@@ -87,6 +87,29 @@ if ds:
     for k in ("cert", "key", "ca"):
         p = kv.get(k, "")
         need(any(p.startswith(mp + "/") and mounts[mp]["name"] == "tls" for mp in mounts), f"agent.conf {k}: not in the tls Secret's mount")
+    # the metrics endpoint is where Prometheus can reach it: not on loopback, bound by
+    # --metrics to the node's address (status.hostIP), the port the annotations, the named
+    # container port and the PodMonitor give
+    need("metrics" not in kv or not kv["metrics"].startswith(("127.", "localhost", "[::1]")),
+         f"agent.conf metrics {kv.get('metrics')}: loopback, which nothing can scrape")
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c.get("env", [])}
+    args = c.get("args", [])
+    m = args[args.index("--metrics") + 1] if "--metrics" in args[:-1] else ""
+    mm = re.fullmatch(r"\$\(([A-Z_]+)\):([0-9]+)", m)
+    need(mm is not None and env.get(mm.group(1)) == "status.hostIP",
+         f"args --metrics {m!r}: not $(VAR):PORT with VAR from status.hostIP")
+    port = mm.group(2) if mm else None
+    ann = ds["spec"]["template"]["metadata"].get("annotations", {})
+    need(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == port,
+         f"annotations prometheus.io/scrape, port: {ann}, the endpoint's port is {port}")
+    cports = {p.get("name"): str(p.get("containerPort")) for p in c.get("ports", [])}
+    need(cports.get("metrics") == port, f"container port 'metrics' {cports.get('metrics')}, the endpoint's {port}")
+    for name, pm in by("PodMonitor").items():
+        need(all(labels.get(k) == v for k, v in pm["spec"]["selector"]["matchLabels"].items()),
+             f"PodMonitor {name}: selects no agent pod")
+        need([e.get("port") for e in pm["spec"]["podMetricsEndpoints"]] == ["metrics"],
+             f"PodMonitor {name}: not the port named metrics")
+    need(len(by("PodMonitor")) == 1, "one PodMonitor (podmonitor.yaml)")
     keys = mounts.get(kv.get("profile_dir", "") + "/keys")
     need(keys is not None and keys["name"] == "keys", "the keys Secret is mounted at profile_dir/keys")
 
