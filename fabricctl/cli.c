@@ -112,7 +112,8 @@ bool cli_in_build_tree(void)
 	if (cached >= 0)
 		return cached;
 	cached = 0;
-	if (!realpath("/proc/self/exe", exe) || !realpath(FCTL_BUILD_DIR, build))
+	/* a package's build knows no build tree (FCTL_BUILD_TREE_PATHS off) */
+	if (!*FCTL_BUILD_DIR || !realpath("/proc/self/exe", exe) || !realpath(FCTL_BUILD_DIR, build))
 		return false;
 	n = strlen(build);
 	cached = strncmp(exe, build, n) == 0 && exe[n] == '/';

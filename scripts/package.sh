@@ -45,7 +45,7 @@ done
 
 # 1. the release build: default options, no hooks, the units' /usr prefix
 cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DFCTL_TEST_HOOKS=OFF -DFCTL_WERROR=ON \
-	-DFCTL_SYSTEMD=ON -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	-DFCTL_SYSTEMD=ON -DCMAKE_INSTALL_PREFIX=/usr -DFCTL_BUILD_TREE_PATHS=OFF >/dev/null
 cmake --build "$B" -j "$JOBS" --target fabricctl fabricctl-keymgr fabricctl-probe fabricctl-docs
 
 # 2. no test hook in what ships (the list of scripts/test.sh's release_hooks_check)

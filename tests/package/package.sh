@@ -103,6 +103,12 @@ check "lab-script" test -x /usr/share/fabricctl/lab.sh
 hooks=$(grep -laE 'FCTL_TEST_FAIL_AT_OP|FCTL_TEST_CRASH_AFTER_OP|FCTL_AUDIT_TEST_TEAR|FCTL_KEYMGR_TEST_HOOK' \
 	/usr/sbin/fabricctl /usr/libexec/fabricctl/fabricctl-keymgr /usr/libexec/fabricctl/fabricctl-probe)
 [ -z "$hooks" ] && pass "no-test-hooks" || fail "no-test-hooks" "$hooks"
+# no path of the tree the package was built in: its programs find their installed helpers
+# only, and the source file names OpenSSL's macros record are relative
+leaks=$(grep -laF -e "$ROOT/" /usr/sbin/fabricctl /usr/libexec/fabricctl/fabricctl-keymgr \
+	/usr/libexec/fabricctl/fabricctl-probe)
+[ -z "$leaks" ] && pass "no-build-tree-paths" ||
+	fail "no-build-tree-paths" "$leaks: $(strings $leaks | grep -F "$ROOT/" | head -3 | tr '\n' ' ')"
 
 # manual pages: found by man, one per command, rendered
 page=$(man -w fabricctl 2>&1)
