@@ -397,10 +397,8 @@ int cmd_diff(int argc, char **argv)
 	rc = cli_load_profile(argv[optind], &a, true, json);
 	if (rc == EXIT_OK)
 		rc = cli_load_profile(argv[optind + 1], &b, true, json);
-	if (rc == EXIT_OK)
+	if (rc == EXIT_OK && (rc = check_filter(&filt, a, b)) == EXIT_OK)
 		warn_renamed("diff", a, argv[optind], b, argv[optind + 1]);
-	if (rc == EXIT_OK)
-		rc = check_filter(&filt, a, b);
 	if (rc != EXIT_OK)
 		goto out;
 	nh = host_list(b, a, hosts, FCTL_ARRAY_SIZE(hosts));
