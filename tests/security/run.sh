@@ -5,19 +5,26 @@
 # fix. Usage: run.sh BUILD_DIR. FCTL_SECURITY_EXCLUDE="NAME ..." leaves the named tests
 # out of this run, each named in the output as not run here (test.sh's ASan run leaves
 # out evidence_tamper and evidence_consistency: they attack verify.sh, which is bash, openssl
-# and python whatever the build, and the release build's run has them). Prints each test's output and
+# and python whatever the build, and the release build's run has them); FCTL_SECURITY_ONLY
+# ="NAME ..." runs only the named ones (test.sh runs those two as a suite of their own, so
+# that the host lane's chain of suites is shorter). Prints each test's output and
 # "security: N passed, M failed" (tests); exits non-zero on any failure. Needs root.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=${1:?usage: run.sh BUILD_DIR}
 export FCTL_BUILD_DIR=$BUILD
 P=0 F=0 X=0
-for x in ${FCTL_SECURITY_EXCLUDE:-}; do # a name that is no test is a mistake, not a pass
-	[ -f "$HERE/$x.sh" ] && [ "$x" != run ] || { echo "security: FCTL_SECURITY_EXCLUDE names no test '$x'" >&2; exit 2; }
+[ -n "${FCTL_SECURITY_ONLY:-}" ] && echo "security: only $FCTL_SECURITY_ONLY (FCTL_SECURITY_ONLY)"
+for x in ${FCTL_SECURITY_EXCLUDE:-} ${FCTL_SECURITY_ONLY:-}; do # a name that is no test is a mistake, not a pass
+	[ -f "$HERE/$x.sh" ] && [ "$x" != run ] || { echo "security: FCTL_SECURITY_EXCLUDE or _ONLY names no test '$x'" >&2; exit 2; }
 done
 for t in "$HERE"/*.sh; do
 	[ "$t" = "$HERE/run.sh" ] && continue
 	n=${t##*/}
+	if [[ -n ${FCTL_SECURITY_ONLY:-} && " $FCTL_SECURITY_ONLY " != *" ${n%.sh} "* ]]; then
+		X=$((X + 1)) # the suite without FCTL_SECURITY_ONLY runs it
+		continue
+	fi
 	if [[ " ${FCTL_SECURITY_EXCLUDE:-} " == *" ${n%.sh} "* ]]; then
 		echo "=== $n: not run in this suite (FCTL_SECURITY_EXCLUDE)"
 		X=$((X + 1))
@@ -35,5 +42,5 @@ for t in "$HERE"/*.sh; do
 	fi
 	echo "--- ${t##*/}: $((SECONDS - t0)) s" # where the suite's time goes (no limit on it)
 done
-echo "security: $P passed, $F failed$([ $X -gt 0 ] && echo ", $X left out by FCTL_SECURITY_EXCLUDE")"
+echo "security: $P passed, $F failed$([ $X -gt 0 ] && echo ", $X left out by FCTL_SECURITY_EXCLUDE or _ONLY")"
 [ $F -eq 0 ] && [ $P -gt 0 ]
