@@ -173,7 +173,7 @@ kill_job() {
 		sleep 0.05
 	done
 	[[ -n $pid ]] || return 0
-	# timeout(1) leads its own process group: signal the whole job.
+	# the job leads its own process group (run_job's set -m): signal the whole job.
 	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
 }
 
