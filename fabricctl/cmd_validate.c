@@ -14,7 +14,7 @@ struct files {
 	char **v;
 	size_t n;
 	size_t cap;
-	struct files *skipped; /* YAML files of a directory that are not profiles */
+	struct files *skipped; /* "PATH: skipped: KIND, not a profile" of a directory's others */
 };
 
 static int add_file(struct files *f, const char *path)
@@ -32,6 +32,13 @@ static bool is_yaml(const char *name)
 
 	return (n > 5 && strcmp(name + n - 5, ".yaml") == 0) ||
 	       (n > 4 && strcmp(name + n - 4, ".yml") == 0);
+}
+
+static void files_release(struct files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->v[i]);
+	free(f->v);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -90,7 +97,8 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 	if (n < 0)
 		return -errno;
 	for (int i = 0; i < n; i++) {
-		char path[4096];
+		char path[4096], line[4200];
+		const char *kind;
 		struct stat st;
 
 		if (r == 0 && ents[i]->d_name[0] != '.') {
@@ -98,8 +106,13 @@ static int scan_dir(struct files *f, const char *dir, int depth)
 			if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 				r = scan_dir(f, path, depth + 1);
 			else if (is_yaml(ents[i]->d_name) && stat(path, &st) == 0 &&
-				 S_ISREG(st.st_mode)) /* a FIFO found in a scan would block */
-				r = add_file(other_kind(path) ? f->skipped : f, path);
+				 S_ISREG(st.st_mode)) { /* a FIFO found in a scan would block */
+				kind = other_kind(path);
+				if (kind)
+					snprintf(line, sizeof(line), "%s: skipped: %s, not a profile",
+						 path, kind);
+				r = kind ? add_file(f->skipped, line) : add_file(f, path);
+			}
 		}
 		free(ents[i]);
 	}
@@ -167,8 +180,7 @@ static void print_report(enum out_format fmt, bool quiet, const struct fctl_diag
 			break;
 		fctl_diags_to_text(d, out, cli_color(stdout));
 		for (size_t i = 0; i < files->skipped->n; i++)
-			fctl_buf_printf(out, "%s: skipped: %s, not a profile\n", files->skipped->v[i],
-					other_kind(files->skipped->v[i]) ?: "another kind of file");
+			fctl_buf_printf(out, "%s\n", files->skipped->v[i]);
 		if (d->n_errors)
 			fctl_buf_printf(out, "%zu file%s checked: %zu error%s, %zu warning%s",
 					files->n, files->n == 1 ? "" : "s", d->n_errors,
@@ -261,11 +273,7 @@ int cmd_validate(int argc, char **argv)
 	rc = io_error ? EXIT_USAGE : d.n_errors ? EXIT_INVALID : EXIT_OK;
 	fctl_buf_release(&out);
 	fctl_diags_release(&d);
-	for (size_t i = 0; i < files.n; i++)
-		free(files.v[i]);
-	free(files.v);
-	for (size_t i = 0; i < skipped.n; i++)
-		free(skipped.v[i]);
-	free(skipped.v);
+	files_release(&files);
+	files_release(&skipped);
 	return rc;
 }
