@@ -253,7 +253,7 @@ build_initramfs() {
 # give an ELF with the PVH entry note falls back to the bzImage, saying why;
 # FCTL_LAB_PVH=0 asks for the bzImage (docs/lab.md, "Boot time").
 boot_image() {
-	local kver=$1 bz=/boot/vmlinuz-$1 out setup off len magic tmp
+	local kver=$1 bz=/boot/vmlinuz-$1 out setup off len magic tmp dec
 	# named by the bzImage's size and mtime: a kernel package replaced under the same
 	# version gets its own
 	out=$CACHE_DIR/vmlinux-$kver-$(stat -c '%s.%Y' "$bz" 2>/dev/null)
@@ -280,11 +280,12 @@ boot_image() {
 	mkdir -p "$CACHE_DIR"
 	tmp=$(mktemp "$CACHE_DIR/vmlinux.XXXXXX")
 	case "$magic" in
-	fd377a585a00) tail -c +$((off + 1)) "$bz" | head -c "$len" | xz -dc >"$tmp" 2>/dev/null ;;
-	28b52ffd*) tail -c +$((off + 1)) "$bz" | head -c "$len" | zstd -qdc >"$tmp" 2>/dev/null ;;
-	1f8b*) tail -c +$((off + 1)) "$bz" | head -c "$len" | gzip -dc >"$tmp" 2>/dev/null ;;
-	*) : >"$tmp" ;;
+	fd377a585a00) dec=(xz -dc) ;;
+	28b52ffd*) dec=(zstd -qdc) ;;
+	1f8b*) dec=(gzip -dc) ;;
+	*) dec=(false) ;;
 	esac
+	tail -c +$((off + 1)) "$bz" | head -c "$len" | "${dec[@]}" >"$tmp" 2>/dev/null
 	# XEN_ELFNOTE_PHYS32_ENTRY (18) is the PVH entry qemu looks for
 	if [[ $(head -c4 "$tmp" | od -An -tx1 | tr -d ' \n') != 7f454c46 ]] ||
 		! readelf -n "$tmp" 2>/dev/null | grep -Eq 'Xen[[:space:]]+0x[0-9a-f]+[[:space:]]+Unknown note type: \(0x00000012\)'; then

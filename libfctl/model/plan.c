@@ -466,10 +466,12 @@ int fctl_plan_compute(const struct fctl_host_state *cur, const struct fctl_host_
 	 * disruptive: a gate must not take the end of a link's encryption, and its traffic,
 	 * for a routine change (docs/cli.md, "plan") */
 	for (size_t i = 0; cur && i < cur->n_links; i++) {
-		bool prot = is_protected(cur, &cur->links[i]);
+		bool prot;
 
-		if (!fctl_host_state_find(want, cur->links[i].name))
-			delete_link(&b, &cur->links[i], prot, prot ? "a protected link removed" : NULL);
+		if (fctl_host_state_find(want, cur->links[i].name))
+			continue;
+		prot = is_protected(cur, &cur->links[i]);
+		delete_link(&b, &cur->links[i], prot, prot ? "a protected link removed" : NULL);
 	}
 
 	/* links that change: VLANs first, so that a recreated VLAN drags its MACsec along */
