@@ -344,16 +344,18 @@ q_package_alone() { suite package 900 env FCTL_JOBS="$JOBS" tests/package/packag
 # item by creating its directory (mkdir is atomic). Only with "lab" in FCTL_TEST_ONLY, but
 # for q_package, whose place "package" alone takes with q_package_alone, and q_fuzz, which
 # "fuzz" decides.
+# q_part ITEM: the part of FCTL_TEST_ONLY a queue item belongs to (lab, but for these)
+q_part() {
+	case $1 in
+	q_fuzz) echo fuzz ;;
+	q_security_evidence) echo unit ;;
+	*) echo lab ;;
+	esac
+}
 queue_drain() {
 	local q run
 	for q in "${QUEUE[@]}"; do
-		if [ "$q" = q_fuzz ]; then
-			want fuzz || continue
-			run=$q
-		elif [ "$q" = q_security_evidence ]; then
-			want unit || continue
-			run=$q
-		elif want lab; then
+		if want "$(q_part "$q")"; then
 			run=$q
 		elif [ "$q" = q_package ] && want package; then
 			run=q_package_alone
@@ -386,8 +388,7 @@ spare_drain() {
 	for ((i = ${#QUEUE[@]} - 1; i >= 0; i--)); do
 		q=${QUEUE[i]}
 		[ -d "$LANES/claim-$q" ] && continue
-		[ "$q" = q_fuzz ] && ! want fuzz && continue
-		[ "$q" = q_security_evidence ] && ! want unit && continue
+		want "$(q_part "$q")" || continue
 		until [ "$(cpu_idle_pct 10)" -ge 30 ]; do
 			[ -d "$LANES/claim-$q" ] && break
 		done
