@@ -485,6 +485,9 @@ struct sci_seen {
 	uint64_t sci;
 	uint16_t vid;
 	struct fctl_pos pos;
+	bool has_key; /* a static key (not MKA): its KEYID */
+	uint8_t keyid[FCTL_KEYID_LEN];
+	struct fctl_pos vpos; /* the VLAN's */
 };
 
 struct ifn_seen {
@@ -502,6 +505,47 @@ static int cmp_sci(const void *a, const void *b)
 	if (x->sci != y->sci)
 		return x->sci < y->sci ? -1 : 1;
 	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
+}
+
+/* by SCI, then key: the SecYs that would send under one key with one SCI sit together */
+static int cmp_sci_key(const void *a, const void *b)
+{
+	const struct sci_seen *x = a, *y = b;
+	int c;
+
+	if (x->sci != y->sci)
+		return x->sci < y->sci ? -1 : 1;
+	if (x->has_key != y->has_key)
+		return x->has_key ? 1 : -1;
+	c = memcmp(x->keyid, y->keyid, FCTL_KEYID_LEN);
+	if (c)
+		return c;
+	if (x->vid != y->vid)
+		return x->vid < y->vid ? -1 : 1;
+	return x->pos.line < y->pos.line ? -1 : x->pos.line > y->pos.line;
+}
+
+/* One key, one SCI, two VLANs (two SecYs on one port's VLANs, whose MAC they share): both
+ * would send from PN 1 under the same key and SCI, so AES-GCM nonces repeat across them
+ * (docs/keys-and-pn.md). */
+static void check_sci_keys(struct vctx *vc, struct sci_seen *scis, size_t n)
+{
+	if (n > 1)
+		qsort(scis, n, sizeof(*scis), cmp_sci_key);
+	for (size_t i = 1; i < n; i++) {
+		const struct sci_seen *x = &scis[i - 1], *y = &scis[i];
+		char s[24];
+
+		if (!y->has_key || !x->has_key || x->sci != y->sci || x->vid == y->vid ||
+		    memcmp(x->keyid, y->keyid, FCTL_KEYID_LEN) != 0)
+			continue;
+		fctl_sci_format(y->sci, s);
+		AT(vc, y->vpos, "nonce-reuse", "give each VLAN its own key, or its own SCI port (a "
+		   "second policy with another 'port')",
+		   "vlan %u and vlan %u (line %u) would both send under one key with SCI %s: "
+		   "AES-GCM nonces (SCI and packet number) would repeat across the two SecYs",
+		   y->vid, x->vid, x->vpos.line, s);
+	}
 }
 
 static int cmp_ifn(const void *a, const void *b)
@@ -633,6 +677,10 @@ static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct
 					s->sci = fctl_sci_make(mac, pol->port);
 					s->vid = v->id;
 					s->pos = end->pos;
+					s->vpos = v->pos;
+					s->has_key = !pol->has_mka && pol->key.backend;
+					if (s->has_key)
+						fctl_keyid_from_ref(&pol->key, s->keyid);
 				}
 			}
 		}
@@ -729,6 +777,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 		   "SCI %s on vlan %u is already used at line %u", s, scis[i].vid,
 		   scis[i - 1].pos.line);
 	}
+	check_sci_keys(&vc, scis, n_sci);
 	/* interface names are unique per host */
 	if (n_ifn > 1)
 		qsort(ifns, n_ifn, sizeof(*ifns), cmp_ifn);

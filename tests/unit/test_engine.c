@@ -557,6 +557,16 @@ static const char profile_head[] = "schema: 1\n"
 				   "    send_sci: true\n"
 				   "    port: 1\n"
 				   "    key: { backend: file, id: keys/k%s }\n"
+				   "  pol3:\n" /* VLAN 300's: the same key on the same port needs its own SCI */
+				   "    cipher: gcm-aes-128\n"
+				   "    icv_len: 16\n"
+				   "    encrypt: true\n"
+				   "    replay_protect: true\n"
+				   "    replay_window: 0\n"
+				   "    validate: strict\n"
+				   "    send_sci: true\n"
+				   "    port: 3\n"
+				   "    key: { backend: file, id: keys/k, version: 1 }\n"
 				   "hosts:\n"
 				   "  - name: h1\n"
 				   "    ports: [{ name: eth0, mac: \"52:54:00:fa:01:00\", mtu: 1500 }]\n"
@@ -578,7 +588,7 @@ static const char profile_head[] = "schema: 1\n"
  * address moved, and a new protected VLAN 300 */
 static const char profile_v2_tail[] = "      - id: 300\n"
 				      "        mtu: 1468\n"
-				      "        macsec: pol\n"
+				      "        macsec: pol3\n"
 				      "        addresses: { h1: 10.30.0.1/24, h2: 10.30.0.2/24 }\n";
 
 static struct fctl_profile *v1, *v2;

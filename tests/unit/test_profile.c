@@ -648,10 +648,11 @@ static const struct pcase link_cases[] = {
 	  "  - { a: h1:eth1, b: h2:eth1, vlans: [{ id: 100, macsec: p1,"
 	  " ifname: { macsec: msb100 } }] }\n",
 	  0, 1, { { "duplicate-sci", 22, 22, "own MAC" } } },
-	{ "same vlan and MAC on different vlans is fine",
+	/* one key and one SCI on two VLANs: both SecYs send from PN 1 (docs/keys-and-pn.md) */
+	{ "one key and SCI on two vlans reuses nonces",
 	  HDR POLICY HOSTS "links:\n"
 	  "  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }, { id: 101, macsec: p1 }] }\n",
-	  0, 0, { { NULL, 0, 0, NULL } } },
+	  0, 2, { { "nonce-reuse", 21, 70, "own SCI port" } } },
 	{ "mtu plus overhead exceeds the port", L2("") , 0, 0, { { NULL, 0, 0, NULL } } },
 	{ "vlan mtu 1469 + 32 > 1500",
 	  HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n"
