@@ -19,6 +19,9 @@ enum {
 	/* plan --detailed-exitcode only (0 there means: no changes) */
 	EXIT_PLAN_CHANGES = 4,    /* the plan has changes, none disruptive */
 	EXIT_PLAN_DISRUPTIVE = 5, /* the plan has a disruptive change */
+	/* apply, rollback, recover: done, but SAs were withheld for nonce safety (their keys'
+	 * packet numbers are unknown): those links carry nothing until new keys come */
+	EXIT_WITHHELD = 6,
 };
 
 enum out_format {

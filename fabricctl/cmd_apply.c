@@ -184,6 +184,21 @@ static int env_error(const char *what, int r, const char *msg)
 	return EXIT_USAGE;
 }
 
+/* SAs withheld for nonce safety (docs/keys-and-pn.md): said on stderr, and exit 6 unless
+ * something else failed already. The audit record carries the reason as its error. */
+static int withheld_exit(struct fctl_apply_result *res, int rc)
+{
+	if (!res->withheld)
+		return rc;
+	cli_err("%zu SA%s WITHHELD on %s, fail-secure (the SecY protects and sends nothing "
+		"with that key): %s", res->withheld, res->withheld == 1 ? "" : "s", res->host,
+		res->withheld_why);
+	if (!res->error[0])
+		snprintf(res->error, sizeof(res->error), "%zu SAs withheld: %s", res->withheld,
+			 res->withheld_why);
+	return rc == EXIT_OK ? EXIT_WITHHELD : rc;
+}
+
 static void result_json(struct fctl_buf *o, const struct common *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result)
@@ -204,6 +219,11 @@ static void result_json(struct fctl_buf *o, const struct common *c,
 			res->restored_exactly ? "true" : "false");
 	if (res->failed_op >= 0)
 		fctl_buf_printf(o, ",\"failed_op\":%ld", res->failed_op);
+	fctl_buf_printf(o, ",\"sas_withheld\":%zu", res->withheld);
+	if (res->withheld) {
+		fctl_buf_puts(o, ",\"withheld\":");
+		fctl_buf_json_str(o, res->withheld_why);
+	}
 	if (res->error[0]) {
 		fctl_buf_puts(o, ",\"error\":");
 		fctl_buf_json_str(o, res->error);
@@ -350,7 +370,9 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		audit_apply(audit, cmd, c, p, &res, "refused", &rc);
 		goto out;
 	}
-	if (r == 0)
+	if (r == 0 && res.withheld)
+		result = "withheld";
+	else if (r == 0)
 		result = res.plan && res.plan->n_ops && !c->eo.dry_run ? "applied"
 			 : c->eo.dry_run				 ? "planned"
 									 : "unchanged";
@@ -402,6 +424,7 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		}
 		if (rc != EXIT_OK && !c->eo.dry_run)
 			result = "failed";
+		rc = withheld_exit(&res, rc);
 	}
 	if (!c->eo.dry_run)
 		audit_apply(audit, cmd, c, p, &res, result, &rc);
@@ -615,7 +638,7 @@ int cmd_teardown(int argc, char **argv)
 				"with 'fabricctl show'", res.host);
 		rc = EXIT_FAILED;
 	} else {
-		rc = EXIT_OK;
+		rc = withheld_exit(&res, EXIT_OK);
 	}
 	if (!c.eo.dry_run)
 		audit_apply(audit, "teardown", &c, NULL, &res, result, &rc);
@@ -644,6 +667,7 @@ int cmd_recover(int argc, char **argv)
 	if (cli_audit_open(c.audit_log, &audit) < 0)
 		cli_err("recover: continuing WITHOUT an audit record: restoring the host comes first");
 	r = fctl_engine_recover(&c.eo, &res);
+	rc = r < 0 ? EXIT_FAILED : withheld_exit(&res, EXIT_OK); /* its reason in the record */
 	if (audit && r != 0 && (res.recovered || r < 0)) {
 		struct cli_audit_event ev = { .action = "recover", .host = res.host,
 					      .change_id = c.change_id, .error = res.error,
@@ -666,10 +690,10 @@ int cmd_recover(int argc, char **argv)
 	cli_audit_close(audit);
 	if (c.json)
 		printf("{\"host\":\"%s\",\"recovered\":%s,\"rolled_back\":%s,\"restored_exactly\":%s,"
-		       "\"confirm_rolled_back\":%s}\n",
+		       "\"confirm_rolled_back\":%s,\"sas_withheld\":%zu}\n",
 		       res.host, res.recovered ? "true" : "false", res.rolled_back ? "true" : "false",
 		       res.restored_exactly ? "true" : "false",
-		       res.confirm_rolled_back ? "true" : "false");
+		       res.confirm_rolled_back ? "true" : "false", res.withheld);
 	if (r < 0) {
 		cli_err("recover failed on %s: %s", res.host, res.error[0] ? res.error : strerror(-r));
 		return EXIT_FAILED;
@@ -683,7 +707,7 @@ int cmd_recover(int argc, char **argv)
 	if (!c.json && !c.quiet && r == 0)
 		printf("nothing to recover on %s\n", res.host);
 	fctl_apply_result_release(&res);
-	return EXIT_OK;
+	return rc;
 }
 
 /* plan PROFILE (live): desired vs live, as the offline plan prints it */

@@ -148,6 +148,10 @@ static int expire(const struct fctl_engine_opts *eo, const char *id, bool force,
 			 "version %" PRIu64 " %s%s: back to %s", c.version,
 			 force ? "cancelled before its deadline" : "not confirmed by ", force ? "" : dl,
 			 back_to(&c, to, sizeof(to)));
+		/* SAs withheld for nonce safety (docs/keys-and-pn.md): the record says which */
+		if (res.withheld && !res.error[0])
+			snprintf(res.error, sizeof(res.error), "%zu SAs withheld: %s", res.withheld,
+				 res.withheld_why);
 		audit_event(log, change_id, "confirm-rollback", "rolled-back", &res, detail);
 	} else if (r < 0 && r != -EBUSY) {
 		snprintf(detail, sizeof(detail), "the rollback of an unconfirmed apply failed");

@@ -539,7 +539,8 @@ static const struct cmd commands[] = {
 static const char tagline[] = "Apply and verify versioned VLAN/MACsec profiles on Linux hosts.";
 static const char exit_codes[] =
 	"Exit codes: 0 success, 1 invalid input or failed check, 2 usage, I/O or\n"
-	"environment error, 3 an operation failed on a host and was rolled back.\n";
+	"environment error, 3 an operation failed on a host and was rolled back,\n"
+	"6 applied with SAs withheld for nonce safety (docs/keys-and-pn.md).\n";
 
 static void usage(FILE *f)
 {

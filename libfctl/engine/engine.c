@@ -136,6 +136,11 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 
 void fctl_engi_close(struct eng *e)
 {
+	fctl_engi_pn_free(e->pn);
+	e->pn = NULL;
+	free(e->withheld);
+	e->withheld = NULL;
+	e->n_withheld = e->cap_withheld = 0;
 	if (e->nl)
 		e->ops->close(e->nl);
 	e->nl = NULL;
@@ -274,11 +279,12 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 		r = fctl_plan_compute(after, before, &check);
 	}
 	if (r == 0) {
+		size_t left = check->n_ops - fctl_engi_pn_withheld_in(e, check);
+
 		res->rolled_back = true;
-		res->restored_exactly = check->n_ops == 0;
-		if (check->n_ops)
-			snprintf(err, sizeof(err), "%zu differences remain after rollback",
-				 check->n_ops);
+		res->restored_exactly = left == 0;
+		if (left)
+			snprintf(err, sizeof(err), "%zu differences remain after rollback", left);
 	}
 	if (err[0]) {
 		size_t l = strlen(res->error);
@@ -407,7 +413,7 @@ static int verify(struct eng *e, const struct fctl_host_state *want,
 		fctl_engi_restrict_live(after, want, prev, NULL);
 		r = fctl_plan_compute(after, want, &check);
 	}
-	if (r == 0 && check->n_ops) {
+	if (r == 0 && check->n_ops > fctl_engi_pn_withheld_in(e, check)) {
 		snprintf(res->error, sizeof(res->error),
 			 "verification failed: the live state differs from the profile in %zu "
 			 "places after apply (first: %s %s)",
@@ -508,6 +514,8 @@ static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int 
 {
 	struct fctl_nl_stats st;
 
+	res->withheld = e->n_withheld;
+	snprintf(res->withheld_why, sizeof(res->withheld_why), "%s", e->withheld_why);
 	if (e->nl) {
 		e->ops->get_stats(e->nl, &st);
 		res->writes = st.writes;

@@ -11,6 +11,7 @@
 #include "fctl/engine.h"
 
 struct fctl_key;
+struct fctl_engi_pn;
 
 /* One engine run: the options, the state directory, the host, the lock, the kernel. */
 struct eng {
@@ -23,6 +24,11 @@ struct eng {
 	/* the confirmation record the apply writes before its journal (NULL: none) */
 	const struct fctl_confirm_pending *arm;
 	bool expiring; /* the rollback of a confirmed apply: pending records do not refuse it */
+	struct fctl_engi_pn *pn; /* the packet-number ledger, loaded at the first SA op */
+	/* SA adds the ledger withheld in this run (engine_pn.c): kind, ifname, sci, an */
+	struct fctl_op *withheld;
+	size_t n_withheld, cap_withheld;
+	char withheld_why[512]; /* the first one's reason */
 };
 
 /* --- engine.c --- */
@@ -94,6 +100,28 @@ void fctl_engi_restrict_live(struct fctl_host_state *live, const struct fctl_hos
 int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_key **keys,
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
 		       size_t errlen);
+
+/* --- engine_pn.c: the packet-number ledger (docs/keys-and-pn.md) --- */
+
+/* Before an SA add (op a copy the caller sends, key its SAK): 0 with op->sa.pn raised to
+ * where the key may continue on op's SCI; 1 when the SA must be withheld (why says why
+ * and what brings the link back); a negative errno when the ledger cannot be read (why
+ * says so). Other ops: 0. The caller adds the SA inactive, then fctl_engi_pn_live, then
+ * activates it: an SA that no frame used is all a crash can leave unrecorded. */
+int fctl_engi_pn_admit(struct eng *e, struct fctl_op *op, const struct fctl_key *key, char *why,
+		       size_t whylen);
+/* Records op's key durably as live on its SCI (its SA is in the kernel, not yet active). */
+int fctl_engi_pn_live(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
+		      char *err, size_t errlen);
+/* Before an op that removes SAs (an SA or RX SC delete, a link delete: the link's SAs and
+ * those of the links above it): deactivates them, reads their PNs back and records them
+ * durably as retired. 0 (also when nothing is removed), or a negative errno with err (or
+ * nerr, the kernel's text) saying why. */
+int fctl_engi_pn_retire(struct eng *e, const struct fctl_op *op, struct fctl_nl_err *nerr,
+			char *err, size_t errlen);
+/* How many ops of plan add an SA this run withheld (a fresh dump lacks them, rightly). */
+size_t fctl_engi_pn_withheld_in(const struct eng *e, const struct fctl_plan *plan);
+void fctl_engi_pn_free(struct fctl_engi_pn *l);
 
 /* --- engine_journal.c --- */
 

@@ -19,6 +19,7 @@
 
 #include "fctl/engine.h"
 #include "fctl/nl.h"
+#include "fctl/util.h"
 
 /* --- the fake kernel --- */
 
@@ -51,6 +52,11 @@ struct fake {
 	size_t n_keys;
 	char violation[512]; /* the first fail-secure rule broken, "" when none */
 	uint64_t writes, round_trips;
+	/* traffic: after every exec call each active TX SA sends a frame and each active RX
+	 * SA accepts one, at its PN, written to the file wire (it survives a crash) */
+	bool traffic;
+	char wire[600];
+	bool withheld_ok; /* an address on a SecY with no TX SA is the expected fail-secure state */
 };
 
 static char tmp[] = "/tmp/fctl-test-engine-XXXXXX";
@@ -237,7 +243,7 @@ static void check_op(struct fake *f, const struct fctl_op *op, const struct fctl
 					fctl_op_kind_name(op->kind), l->name);
 		break;
 	case FCTL_OP_ADDR_ADD:
-		if (l->kind == FCTL_LINK_MACSEC &&
+		if (l->kind == FCTL_LINK_MACSEC && !f->withheld_ok &&
 		    (!m->txsa[m->encoding_sa].present || !m->txsa[m->encoding_sa].active))
 			violate(f, "address %s on %s before its TX SA", op->addr, l->name);
 		break;
@@ -476,6 +482,39 @@ static int apply_op(struct fake *f, const struct fctl_op *op, const uint8_t *key
 	}
 }
 
+/* One frame each way on every active SA: "tx|rx KEYID SCI PN" lines in f->wire. */
+static void fake_tick(struct fake *f, int frames)
+{
+	int fd = open(f->wire, O_WRONLY | O_APPEND | O_CREAT, 0600);
+
+	assert_true(fd >= 0);
+	for (int k = 0; k < frames; k++) {
+		for (size_t i = 0; i < f->hs->n_links; i++) {
+			struct fctl_macsec *m = &f->hs->links[i].macsec;
+
+			for (size_t s = 0; f->hs->links[i].kind == FCTL_LINK_MACSEC && s <= m->n_rxsc;
+			     s++) {
+				for (unsigned an = 0; an < FCTL_MAX_AN; an++) {
+					bool tx = s == m->n_rxsc;
+					struct fctl_sa *sa = tx ? &m->txsa[an] : &m->rxsc[s].sa[an];
+					char kid[2 * FCTL_KEYID_LEN + 1], line[128];
+					int n;
+
+					if (!sa->present || !sa->active)
+						continue;
+					fctl_format_hex(sa->keyid, FCTL_KEYID_LEN, kid);
+					n = snprintf(line, sizeof(line), "%s %s %016llx %llu\n",
+						     tx ? "tx" : "rx", kid,
+						     (unsigned long long)(tx ? m->sci : m->rxsc[s].sci),
+						     (unsigned long long)sa->pn++);
+					assert_int_equal(write(fd, line, (size_t)n), n);
+				}
+			}
+		}
+	}
+	close(fd);
+}
+
 static int fake_exec(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
 		     struct fctl_nl_err *err)
 {
@@ -505,6 +544,8 @@ static int fake_exec(void *sess, const struct fctl_op *op, const uint8_t *key, s
 			f->writes++;
 			check_state(f, op);
 		}
+		if (f->traffic)
+			fake_tick(f, 1);
 	}
 	if (r < 0 && err) {
 		err->err = r;
@@ -670,6 +711,7 @@ static void run_init(struct run *r)
 	fake_add_key(&r->f, "keys/k", 1, KEY_V1);
 	snprintf(r->dir, sizeof(r->dir), "%s/state-%d", tmp, n_state_dirs++);
 	snprintf(r->f.crash_file, sizeof(r->f.crash_file), "%s.crash", r->dir);
+	snprintf(r->f.wire, sizeof(r->f.wire), "%s.wire", r->dir);
 	memset(&r->o, 0, sizeof(r->o));
 	r->o.state_dir = r->dir;
 	r->o.host = "h1";
@@ -740,10 +782,11 @@ static void test_apply_then_reapply(void **st)
 	run_init(&r);
 	assert_int_equal(apply(&r, v1, &res), 0);
 	assert_false(res.failed);
-	/* two VLANs, a SecY, its RX SC and RX SA, its TX SA, three links up, two addresses */
+	/* two VLANs, a SecY, its RX SC and RX SA, its TX SA, three links up, two addresses;
+	 * each SA added inactive, then activated once the ledger has it: two calls more */
 	assert_int_equal(res.plan->n_ops, 11);
-	assert_int_equal(r.f.calls, 11);
-	assert_int_equal(res.writes, 11);
+	assert_int_equal(r.f.calls, 13);
+	assert_int_equal(res.writes, 13);
 	assert_int_equal(res.n_kcvs, 1);
 	assert_false(journal_exists(&r));
 	fctl_apply_result_release(&res);
@@ -1034,6 +1077,280 @@ static void test_old_carrier_converges(void **st)
 		assert_string_equal(before, after);
 		free(before);
 		free(after);
+		fake_release(&r.f);
+	}
+}
+
+/* --- the packet-number ledger (docs/keys-and-pn.md) --- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* No (key, SCI, direction, PN) twice on the wire: sent twice is a reused AES-GCM nonce,
+ * accepted twice a replay. Returns the number of frames checked. */
+static size_t assert_wire_unique(const struct fake *f)
+{
+	struct fctl_buf b = { 0 };
+	char **v = NULL, *save = NULL;
+	size_t n = 0, cap = 0;
+
+	assert_int_equal(fctl_file_read(f->wire, &b), 0);
+	fctl_buf_putc(&b, '\0');
+	for (char *t = strtok_r((char *)b.data, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+		char **slot = fctl_array_grow(&v, &n, &cap, sizeof(*slot));
+
+		assert_non_null(slot);
+		*slot = t;
+	}
+	qsort(v, n, sizeof(*v), cmp_str);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			fail_msg("used twice on the wire: %s", v[i]);
+	free(v);
+	fctl_buf_release(&b);
+	return n;
+}
+
+static const struct fctl_macsec *secy(const struct fake *f)
+{
+	const struct fctl_link *l = fctl_host_state_find(f->hs, "ms100");
+
+	assert_non_null(l);
+	return &l->macsec;
+}
+
+/* The power goes: the kernel's links are gone, the state directory stays. */
+static void fake_reboot(struct fake *f)
+{
+	fctl_host_state_free(f->hs);
+	f->hs = fctl_host_state_new("h1");
+	assert_non_null(f->hs);
+}
+
+static struct run *pn_run(struct run *r)
+{
+	run_init(r);
+	r->f.traffic = true;
+	return r;
+}
+
+/* Links removed by fabricctl (teardown, a key change) leave their keys retired at the PN
+ * they stopped at: applied again, each key continues there, never below. */
+static void test_pn_resumes_where_it_stopped(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+	uint64_t tx, rx;
+
+	(void)st;
+	pn_run(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r.f, 40);
+	tx = secy(&r.f)->txsa[0].pn;
+	rx = secy(&r.f)->rxsc[0].sa[0].pn;
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	assert_true(secy(&r.f)->txsa[0].pn >= tx && secy(&r.f)->rxsc[0].sa[0].pn >= rx);
+	fake_tick(&r.f, 10);
+	/* v2 (the key's next version) and back to v1's key */
+	assert_int_equal(apply(&r, v2, &res), 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r.f, 10);
+	tx = secy(&r.f)->txsa[0].pn;
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	assert_true(secy(&r.f)->txsa[0].pn > 50);
+	fake_tick(&r.f, 10);
+	assert_true(assert_wire_unique(&r.f) > 100);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* A reboot takes SAs away unrecorded: their keys are never installed again (the SecY
+ * protects with no SA, nothing leaves in clear), until a key nobody used comes. */
+static void test_pn_reboot_withholds(void **st)
+{
+	struct fctl_apply_result res;
+	struct fctl_buf ledger = { 0 };
+	char path[700];
+	struct run r;
+
+	(void)st;
+	pn_run(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r.f, 25);
+	fake_reboot(&r.f);
+	r.f.withheld_ok = true;
+	for (int again = 0; again < 2; again++) {
+		assert_int_equal(apply(&r, v1, &res), 0);
+		assert_int_equal(res.withheld, 2); /* the TX SA and the RX SA */
+		assert_non_null(strstr(res.withheld_why, "new key"));
+		fctl_apply_result_release(&res);
+		assert_true(secy(&r.f)->protect);
+		assert_false(secy(&r.f)->txsa[0].present);
+		assert_false(secy(&r.f)->rxsc[0].sa[0].present);
+	}
+	/* the ledger names keys by a hash, never by value */
+	snprintf(path, sizeof(path), "%s/sa-ledger", r.dir);
+	assert_int_equal(fctl_file_read(path, &ledger), 0);
+	fctl_buf_putc(&ledger, '\0');
+	assert_null(strstr((char *)ledger.data, KEY_V0));
+	assert_null(strstr((char *)ledger.data, KEY_V1));
+	fctl_buf_release(&ledger);
+	/* a new key (v2's) brings the link back */
+	r.f.withheld_ok = false;
+	assert_int_equal(apply(&r, v2, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r.f, 5);
+	assert_converged(&r, v2);
+	/* a key retired before a reboot (v2's, removed by v1, whose own key stays withheld)
+	 * continues where it stopped after it */
+	r.f.withheld_ok = true;
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.withheld, 2);
+	fctl_apply_result_release(&res);
+	fake_reboot(&r.f);
+	r.f.withheld_ok = false;
+	assert_int_equal(apply(&r, v2, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r.f, 5);
+	assert_converged(&r, v2);
+	assert_wire_unique(&r.f);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* A failed apply's rollback puts the old key back where it stopped, at every failing op. */
+static void test_pn_rollback_every_op(void **st)
+{
+	size_t n_ops;
+	long n = forward_calls(v1, v2, &n_ops);
+
+	(void)st;
+	for (long k = 0; k < n; k++) {
+		struct fctl_apply_result res;
+		struct run r;
+
+		pn_run(&r);
+		assert_int_equal(apply(&r, v1, &res), 0);
+		fctl_apply_result_release(&res);
+		fake_tick(&r.f, 30);
+		r.f.calls = 0;
+		r.f.fail_at = k;
+		assert_true(apply(&r, v2, &res) < 0);
+		if (!res.rolled_back || !res.restored_exactly || res.withheld)
+			fail_msg("failure at call %ld: %s", k, res.error);
+		fctl_apply_result_release(&res);
+		fake_tick(&r.f, 5);
+		assert_wire_unique(&r.f);
+		assert_no_violation(&r.f);
+		fake_release(&r.f);
+	}
+}
+
+/* A ledger cut short at its end (a crash mid-append) is read without its last line; one
+ * that is corrupt elsewhere refuses every SA add: what it would have said is unknown. */
+static void test_pn_ledger_damage(void **st)
+{
+	struct fctl_apply_result res;
+	char path[700];
+	struct run r;
+	FILE *f;
+
+	(void)st;
+	pn_run(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	fctl_apply_result_release(&res);
+	snprintf(path, sizeof(path), "%s/sa-ledger", r.dir);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("live tx 00", f); /* no newline: the crash came mid-line */
+	fclose(f);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	fctl_apply_result_release(&res);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("\nnot a ledger line\n", f);
+	fclose(f);
+	assert_true(apply(&r, v1, &res) < 0);
+	assert_non_null(strstr(res.error, "not a ledger event"));
+	assert_true(res.rolled_back && res.restored_exactly);
+	fctl_apply_result_release(&res);
+	assert_false(fctl_host_state_find(r.f.hs, "ms100"));
+	assert_wire_unique(&r.f);
+	fake_release(&r.f);
+}
+
+/* kill -9 at every point of a key change under traffic: recovery and the apply after it
+ * never send or accept a PN twice, and withhold nothing (no SA vanished). */
+static void test_pn_crash_every_point(void **st)
+{
+	size_t n_ops;
+	long n = forward_calls(v1, v2, &n_ops);
+
+	(void)st;
+	for (long k = 0; k <= n; k++) {
+		struct fctl_apply_result res;
+		struct fctl_buf text = { 0 };
+		char chunk[4096];
+		struct run r;
+		ssize_t got;
+		int status, fd;
+		pid_t pid;
+
+		pn_run(&r);
+		assert_int_equal(apply(&r, v1, &res), 0);
+		fctl_apply_result_release(&res);
+		fake_tick(&r.f, 20);
+		r.f.calls = 0;
+		r.f.crash_at = k;
+		fflush(NULL);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			apply(&r, v2, &res);
+			_exit(3);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		fd = open(r.f.crash_file, O_RDONLY);
+		assert_true(fd >= 0);
+		while ((got = read(fd, chunk, sizeof(chunk))) > 0)
+			fctl_buf_append(&text, chunk, (size_t)got);
+		close(fd);
+		fake_release(&r.f);
+		fctl_buf_putc(&text, '\0');
+		r.f.hs = state_from_text(text.data);
+		assert_non_null(r.f.hs);
+		fctl_buf_release(&text);
+		r.f.crash_at = -1;
+		assert_int_equal(fctl_engine_recover(&r.o, &res), 1);
+		if (!res.restored_exactly || res.withheld)
+			fail_msg("crash at %ld: recovery %s", k, res.error);
+		fake_tick(&r.f, 3);
+		assert_int_equal(apply(&r, v2, &res), 0);
+		if (res.withheld)
+			fail_msg("crash at %ld: %s", k, res.withheld_why);
+		fctl_apply_result_release(&res);
+		fake_tick(&r.f, 3);
+		assert_wire_unique(&r.f);
+		assert_no_violation(&r.f);
 		fake_release(&r.f);
 	}
 }
@@ -1643,6 +1960,11 @@ int main(void)
 		cmocka_unit_test(test_confirm_deadline_rolls_back),
 		cmocka_unit_test(test_confirm_first_apply_and_failure),
 		cmocka_unit_test(test_confirm_crash_every_point),
+		cmocka_unit_test(test_pn_resumes_where_it_stopped),
+		cmocka_unit_test(test_pn_reboot_withholds),
+		cmocka_unit_test(test_pn_rollback_every_op),
+		cmocka_unit_test(test_pn_crash_every_point),
+		cmocka_unit_test(test_pn_ledger_damage),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

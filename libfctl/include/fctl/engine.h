@@ -101,6 +101,11 @@ struct fctl_apply_result {
 	double seconds;
 	bool confirm_pending;    /* a confirmed apply changed the host: it awaits confirmation */
 	bool confirm_rolled_back; /* recover: an unconfirmed apply past its deadline was undone */
+	/* SA adds withheld for nonce safety (docs/keys-and-pn.md): their keys' packet numbers
+	 * are unknown, or nearly spent; the SecYs protect with no SA of those keys (no
+	 * cleartext, no reuse) until new keys come. The apply is otherwise done. */
+	size_t withheld;
+	char withheld_why[512]; /* the first one: op, link, reason and the way back */
 };
 
 void fctl_apply_result_release(struct fctl_apply_result *r);
