@@ -266,7 +266,7 @@ host_lane() {
 # lane's security suite for the same reason.
 QUEUE=(q_rotation q_fuzz q_security_evidence q_mka q_confirm q_ci_tmp q_ci_root q_rotation_612
 	q_package q_rekey q_probe q_metrics q_agent q_apply_612 q_slurm q_wiring q_apply q_netlink_612
-	q_netlink q_smoke q_pull)
+	q_netlink q_nonce q_smoke q_pull)
 q_security_evidence() {
 	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency" \
 		tests/security/run.sh "$ROOT/build"
@@ -330,6 +330,10 @@ q_apply() { lab_suite lab-apply 1200 apply tests/lab/apply.sh; }
 # the agent's pull mode: a ConfigMap-style profile directory, new versions by the kubelet's
 # ..data symlink swap: applied, an invalid one refused, a failing one rolled back (one VM)
 q_pull() { lab_suite lab-pull 1200 pull tests/lab/pull.sh; }
+# nonce safety (docs/keys-and-pn.md): a key back by rollback continues where it stopped,
+# its old frames replayed are refused, links gone behind fabricctl withhold the key, the
+# wire read frame by frame shows no (SCI, PN) twice under one key
+q_nonce() { lab_suite lab-nonce 900 nonce tests/lab/nonce.sh; }
 q_probe() { lab_suite lab-probe 900 probe tests/lab/probe.sh; }
 # confirmed apply: confirm in time; a change that cuts the path to the host rolled back by
 # the host's watchdog at the deadline; the CLI killed -9 after its apply; the same through
@@ -466,7 +470,7 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \
 	/var/tmp/fabricctl-lab-package /var/tmp/fabricctl-lab-mka \
 	/var/tmp/fabricctl-lab-pull /var/tmp/fabricctl-lab-slurm /var/tmp/fabricctl-lab-confirm \
-	/var/tmp/fabricctl-lab-rekey; do
+	/var/tmp/fabricctl-lab-rekey /var/tmp/fabricctl-lab-nonce; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
 summary
