@@ -1136,6 +1136,26 @@ static struct run *pn_run(struct run *r)
 	return r;
 }
 
+/* A host under traffic on v1, its SAs some frames along. */
+static void pn_start(struct run *r, int frames)
+{
+	struct fctl_apply_result res;
+
+	pn_run(r);
+	assert_int_equal(apply(r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r->f, frames);
+}
+
+/* Some frames more, then the wire and the fail-secure rules checked; the host goes. */
+static void pn_finish(struct run *r, int frames)
+{
+	fake_tick(&r->f, frames);
+	assert_wire_unique(&r->f);
+	assert_no_violation(&r->f);
+	fake_release(&r->f);
+}
+
 /* Links removed by fabricctl (teardown, a key change) leave their keys retired at the PN
  * they stopped at: applied again, each key continues there, never below. */
 static void test_pn_resumes_where_it_stopped(void **st)
@@ -1174,6 +1194,19 @@ static void test_pn_resumes_where_it_stopped(void **st)
 	fake_release(&r.f);
 }
 
+/* v2 applied with nothing withheld, and converged under traffic */
+static void pn_apply_v2_whole(struct run *r)
+{
+	struct fctl_apply_result res;
+
+	r->f.withheld_ok = false;
+	assert_int_equal(apply(r, v2, &res), 0);
+	assert_int_equal(res.withheld, 0);
+	fctl_apply_result_release(&res);
+	fake_tick(&r->f, 5);
+	assert_converged(r, v2);
+}
+
 /* A reboot takes SAs away unrecorded: their keys are never installed again (the SecY
  * protects with no SA, nothing leaves in clear), until a key nobody used comes. */
 static void test_pn_reboot_withholds(void **st)
@@ -1207,12 +1240,7 @@ static void test_pn_reboot_withholds(void **st)
 	assert_null(strstr((char *)ledger.data, KEY_V1));
 	fctl_buf_release(&ledger);
 	/* a new key (v2's) brings the link back */
-	r.f.withheld_ok = false;
-	assert_int_equal(apply(&r, v2, &res), 0);
-	assert_int_equal(res.withheld, 0);
-	fctl_apply_result_release(&res);
-	fake_tick(&r.f, 5);
-	assert_converged(&r, v2);
+	pn_apply_v2_whole(&r);
 	/* a key retired before a reboot (v2's, removed by v1, whose own key stays withheld)
 	 * continues where it stopped after it */
 	r.f.withheld_ok = true;
@@ -1220,15 +1248,8 @@ static void test_pn_reboot_withholds(void **st)
 	assert_int_equal(res.withheld, 2);
 	fctl_apply_result_release(&res);
 	fake_reboot(&r.f);
-	r.f.withheld_ok = false;
-	assert_int_equal(apply(&r, v2, &res), 0);
-	assert_int_equal(res.withheld, 0);
-	fctl_apply_result_release(&res);
-	fake_tick(&r.f, 5);
-	assert_converged(&r, v2);
-	assert_wire_unique(&r.f);
-	assert_no_violation(&r.f);
-	fake_release(&r.f);
+	pn_apply_v2_whole(&r);
+	pn_finish(&r, 0);
 }
 
 /* A failed apply's rollback puts the old key back where it stopped, at every failing op. */
@@ -1242,20 +1263,14 @@ static void test_pn_rollback_every_op(void **st)
 		struct fctl_apply_result res;
 		struct run r;
 
-		pn_run(&r);
-		assert_int_equal(apply(&r, v1, &res), 0);
-		fctl_apply_result_release(&res);
-		fake_tick(&r.f, 30);
+		pn_start(&r, 30);
 		r.f.calls = 0;
 		r.f.fail_at = k;
 		assert_true(apply(&r, v2, &res) < 0);
 		if (!res.rolled_back || !res.restored_exactly || res.withheld)
 			fail_msg("failure at call %ld: %s", k, res.error);
 		fctl_apply_result_release(&res);
-		fake_tick(&r.f, 5);
-		assert_wire_unique(&r.f);
-		assert_no_violation(&r.f);
-		fake_release(&r.f);
+		pn_finish(&r, 5);
 	}
 }
 
@@ -1297,6 +1312,15 @@ static void test_pn_ledger_damage(void **st)
 	fake_release(&r.f);
 }
 
+static bool crash_child(struct run *r, long k, void (*fn)(struct run *));
+
+static void child_apply_v2(struct run *r)
+{
+	struct fctl_apply_result res;
+
+	apply(r, v2, &res);
+}
+
 /* kill -9 at every point of a key change under traffic: recovery and the apply after it
  * never send or accept a PN twice, and withhold nothing (no SA vanished). */
 static void test_pn_crash_every_point(void **st)
@@ -1307,39 +1331,10 @@ static void test_pn_crash_every_point(void **st)
 	(void)st;
 	for (long k = 0; k <= n; k++) {
 		struct fctl_apply_result res;
-		struct fctl_buf text = { 0 };
-		char chunk[4096];
 		struct run r;
-		ssize_t got;
-		int status, fd;
-		pid_t pid;
 
-		pn_run(&r);
-		assert_int_equal(apply(&r, v1, &res), 0);
-		fctl_apply_result_release(&res);
-		fake_tick(&r.f, 20);
-		r.f.calls = 0;
-		r.f.crash_at = k;
-		fflush(NULL);
-		pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			apply(&r, v2, &res);
-			_exit(3);
-		}
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFSIGNALED(status));
-		fd = open(r.f.crash_file, O_RDONLY);
-		assert_true(fd >= 0);
-		while ((got = read(fd, chunk, sizeof(chunk))) > 0)
-			fctl_buf_append(&text, chunk, (size_t)got);
-		close(fd);
-		fake_release(&r.f);
-		fctl_buf_putc(&text, '\0');
-		r.f.hs = state_from_text(text.data);
-		assert_non_null(r.f.hs);
-		fctl_buf_release(&text);
-		r.f.crash_at = -1;
+		pn_start(&r, 20);
+		assert_true(crash_child(&r, k, child_apply_v2));
 		assert_int_equal(fctl_engine_recover(&r.o, &res), 1);
 		if (!res.restored_exactly || res.withheld)
 			fail_msg("crash at %ld: recovery %s", k, res.error);
@@ -1348,10 +1343,7 @@ static void test_pn_crash_every_point(void **st)
 		if (res.withheld)
 			fail_msg("crash at %ld: %s", k, res.withheld_why);
 		fctl_apply_result_release(&res);
-		fake_tick(&r.f, 3);
-		assert_wire_unique(&r.f);
-		assert_no_violation(&r.f);
-		fake_release(&r.f);
+		pn_finish(&r, 3);
 	}
 }
 
