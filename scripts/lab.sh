@@ -83,12 +83,17 @@ die() {
 	printf 'lab: %s\n' "$*" >&2
 	exit 1
 }
+# a usage error: exit 2, as every fabricctl command's (docs/cli.md, "Exit codes")
+usage_die() {
+	printf 'lab: %s\n' "$*" >&2
+	exit 2
+}
 say() { printf 'lab: %s\n' "$*" >&2; }
 # Whole non-negative number, small enough for shell arithmetic.
 is_uint() { [[ $1 =~ ^[0-9]{1,9}$ ]]; }
 # need_range VALUE MIN MAX MESSAGE
 need_range() {
-	if ! is_uint "$1" || (($1 < $2 || $1 > $3)); then die "$4"; fi
+	if ! is_uint "$1" || (($1 < $2 || $1 > $3)); then usage_die "$4"; fi
 }
 
 # The name the user typed: fabricctl runs this script with FCTL_LAB_PROG="fabricctl lab".
@@ -98,6 +103,13 @@ PROG=${FCTL_LAB_PROG:-lab.sh}
 usage() {
 	sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$SELF" | sed '/^set -euo/,$d' |
 		sed "s|lab\.sh|$PROG|g"
+}
+# need_val MESSAGE VALUE: an option's value is missing: a usage error (exit 2, the usage
+# on stderr), as every fabricctl command's (docs/cli.md, "Exit codes")
+need_val() {
+	[[ -n ${2-} ]] && return 0
+	usage >&2
+	usage_die "$1"
 }
 
 # --- packages, kernel, initramfs -------------------------------------------
@@ -304,8 +316,8 @@ boot_image() {
 cmd_setup() {
 	while (($#)); do
 		case "$1" in
-		--kernel) kernel_series "${2:?--kernel needs a series, e.g. 6.1 or 6.12}" && shift 2 ;;
-		*) die "setup: unknown argument '$1'" ;;
+		--kernel) need_val "--kernel needs a series, e.g. 6.1 or 6.12" "${2-}" && kernel_series "$2" && shift 2 ;;
+		*) usage_die "setup: unknown argument '$1'" ;;
 		esac
 	done
 	need_root
@@ -788,21 +800,21 @@ cmd_up() {
 	OPT_MAC=() OPT_IFNAME=() OPT_MTU=() OPT_NAME=()
 	while (($#)); do
 		case "$1" in
-		--kernel) kernel_series "${2:?--kernel needs a series, e.g. 6.1 or 6.12}" && shift 2 ;;
-		--hosts) hosts=${2:?--hosts needs a number} hosts_given=1 && shift 2 ;;
+		--kernel) need_val "--kernel needs a series, e.g. 6.1 or 6.12" "${2-}" && kernel_series "$2" && shift 2 ;;
+		--hosts) need_val "--hosts needs a number" "${2-}" && hosts=$2 hosts_given=1 && shift 2 ;;
 		--wiring)
-			WIRING=${2:?--wiring needs a spec, e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0}
+			need_val "--wiring needs a spec, e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0" "${2-}" && WIRING=$2
 			shift 2
 			;;
-		--mac) OPT_MAC+=("${2:?--mac needs HOST.PORT=MAC}") && shift 2 ;;
-		--ifname) OPT_IFNAME+=("${2:?--ifname needs HOST.PORT=NAME}") && shift 2 ;;
-		--mtu) OPT_MTU+=("${2:?--mtu needs HOST.PORT=MTU}") && shift 2 ;;
-		--name) OPT_NAME+=("${2:?--name needs HOST=NAME}") && shift 2 ;;
-		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
-		--mem) mem=${2:?--mem needs MB} && shift 2 ;;
-		--lifetime) lifetime=${2:?--lifetime needs seconds} && shift 2 ;;
-		--boot-timeout) boot_timeout=${2:?--boot-timeout needs seconds} && shift 2 ;;
-		*) die "up: unknown argument '$1'" ;;
+		--mac) need_val "--mac needs HOST.PORT=MAC" "${2-}" && OPT_MAC+=("$2") && shift 2 ;;
+		--ifname) need_val "--ifname needs HOST.PORT=NAME" "${2-}" && OPT_IFNAME+=("$2") && shift 2 ;;
+		--mtu) need_val "--mtu needs HOST.PORT=MTU" "${2-}" && OPT_MTU+=("$2") && shift 2 ;;
+		--name) need_val "--name needs HOST=NAME" "${2-}" && OPT_NAME+=("$2") && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		--mem) need_val "--mem needs MB" "${2-}" && mem=$2 && shift 2 ;;
+		--lifetime) need_val "--lifetime needs seconds" "${2-}" && lifetime=$2 && shift 2 ;;
+		--boot-timeout) need_val "--boot-timeout needs seconds" "${2-}" && boot_timeout=$2 && shift 2 ;;
+		*) usage_die "up: unknown argument '$1'" ;;
 		esac
 	done
 	need_range "$hosts" 1 "$MAX_HOSTS" "--hosts must be 1..$MAX_HOSTS"
@@ -948,8 +960,8 @@ cmd_status() {
 	while (($#)); do
 		case "$1" in
 		--json) json=1 && shift ;;
-		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
-		*) die "status: unknown argument '$1'" ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		*) usage_die "status: unknown argument '$1'" ;;
 		esac
 	done
 	local hosts kver deadline expired i h pid ready alive boot rc=0 nup=0
@@ -1070,15 +1082,15 @@ parse_exec() {
 	done
 	while (($#)); do
 		case "$1" in
-		--timeout) EXEC_TIMEOUT=${2:?--timeout needs seconds} && shift 2 ;;
+		--timeout) need_val "--timeout needs seconds" "${2-}" && EXEC_TIMEOUT=$2 && shift 2 ;;
 		--env)
-			[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env needs K=V"
+			[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_die "--env needs K=V"
 			EXEC_ENV+=("$2") && shift 2
 			;;
-		--cwd) EXEC_CWD=${2:?--cwd needs a directory} && shift 2 ;;
-		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
-		--) die "missing HOST before --" ;;
-		-*) die "unknown option '$1'" ;;
+		--cwd) need_val "--cwd needs a directory" "${2-}" && EXEC_CWD=$2 && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		--) usage_die "missing HOST before --" ;;
+		-*) usage_die "unknown option '$1'" ;;
 		*)
 			EXEC_HOST=$1 && shift
 			[[ ${1:-} == -- ]] && shift
@@ -1247,8 +1259,8 @@ cmd_wait() {
 	local timeout=120 h='' id=
 	while (($#)); do
 		case "$1" in
-		--timeout) timeout=${2:?--timeout needs seconds} && shift 2 ;;
-		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		--timeout) need_val "--timeout needs seconds" "${2-}" && timeout=$2 && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
 		-*) die "wait: unknown option '$1'" ;;
 		*)
 			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "wait: extra argument '$1'"; fi
@@ -1256,7 +1268,7 @@ cmd_wait() {
 			;;
 		esac
 	done
-	[[ -n $h && -n $id ]] || die "usage: $PROG wait [--timeout SEC] HOST JOB"
+	[[ -n $h && -n $id ]] || usage_die "usage: $PROG wait [--timeout SEC] HOST JOB"
 	is_uint "$timeout" || die "--timeout must be whole seconds"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
@@ -1267,7 +1279,7 @@ cmd_kill() {
 	local h='' id=
 	while (($#)); do
 		case "$1" in
-		--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
 		-*) die "kill: unknown option '$1'" ;;
 		*)
 			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "kill: extra argument '$1'"; fi
@@ -1275,7 +1287,7 @@ cmd_kill() {
 			;;
 		esac
 	done
-	[[ -n $h && -n $id ]] || die "usage: $PROG kill HOST JOB"
+	[[ -n $h && -n $id ]] || usage_die "usage: $PROG kill HOST JOB"
 	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
 	require_host "$h"
 	h=$HOST_ID
@@ -1316,8 +1328,8 @@ main() {
 	down)
 		while (($#)); do
 			case "$1" in
-			--dir) LAB_DIR=${2:?--dir needs a path} && shift 2 ;;
-			*) die "down: unknown argument '$1'" ;;
+			--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+			*) usage_die "down: unknown argument '$1'" ;;
 			esac
 		done
 		[[ -d $LAB_DIR ]] || return 0
@@ -1331,7 +1343,7 @@ main() {
 	__watchdog) cmd_watchdog "$@" ;;
 	-h | --help | help) usage ;;
 	"") usage >&2 && exit 2 ;;
-	*) usage >&2 && die "unknown command '$verb'" ;;
+	*) usage >&2 && usage_die "unknown command '$verb'" ;;
 	esac
 }
 
