@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl apply | plan (live) | show | diff PROFILE | rollback | teardown | recover | history */
+/* fabricctl apply | show | rollback | teardown | recover | history, and the host commands' option tables */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,23 +12,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "cli.h"
 #include "fctl/audit.h"
-#include "fctl/engine.h"
 #include "fctl/plan.h"
-
-struct common {
-	struct fctl_engine_opts eo;
-	bool json;
-	bool quiet;
-	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
-	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
-	bool audit;            /* diff: --audit (or --audit-log) records drift */
-	bool markdown;         /* plan: --markdown */
-	bool detailed;         /* plan: --detailed-exitcode */
-	char confirm_id[64];   /* apply --confirm: the pending record's id */
-	const char *desired_cache; /* apply: "hit", "miss" or "ignored" (STATE_DIR/desired) */
-};
+#include "host.h"
 
 enum {
 	OPT_JSON = 0x100,
@@ -45,6 +31,8 @@ enum {
 	OPT_MARKDOWN,
 	OPT_DETAILED,
 	OPT_CONFIRM,
+	OPT_OUT,
+	OPT_PLAN,
 };
 
 static const struct option common_opts[] = {
@@ -60,13 +48,15 @@ static const struct option common_opts[] = {
 	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
 	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
 	{ "confirm", required_argument, NULL, OPT_CONFIRM },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "plan", required_argument, NULL, OPT_PLAN },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 /* apply --confirm DURATION: 1 s to 7 days */
-static int parse_confirm(const char *cmd, const char *arg, struct common *c)
+static int parse_confirm(const char *cmd, const char *arg, struct cli_host *c)
 {
 	uint64_t s;
 
@@ -82,10 +72,7 @@ static int parse_confirm(const char *cmd, const char *arg, struct common *c)
 	return 0;
 }
 
-/* Parses the options every host command shares. Returns -1 on success (continue),
- * or an exit code. */
-static int parse_common(const char *cmd, int argc, char **argv, struct common *c,
-			const char **to)
+int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, const char **to)
 {
 	int ch;
 
@@ -148,6 +135,16 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 			if (parse_confirm(cmd, optarg, c) < 0)
 				return EXIT_USAGE;
 			break;
+		case OPT_OUT:
+		case OPT_PLAN:
+			/* plan --out FILE saves a live plan, apply --plan FILE applies one */
+			if (strcmp(cmd, ch == OPT_OUT ? "plan" : "apply") != 0) {
+				cli_err("%s: unknown option '%s'", cmd,
+					ch == OPT_OUT ? "--out" : "--plan");
+				return EXIT_USAGE;
+			}
+			*(ch == OPT_OUT ? &c->out : &c->plan) = optarg;
+			break;
 		case 'q':
 			c->quiet = true;
 			break;
@@ -166,6 +163,7 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common *c
 	return -1;
 }
 
+
 static void progress(void *ctx, const char *phase, size_t done, size_t total,
 		     const struct fctl_op *op)
 {
@@ -176,7 +174,7 @@ static void progress(void *ctx, const char *phase, size_t done, size_t total,
 		fputc('\n', stderr);
 }
 
-static int env_error(const char *what, int r, const char *msg)
+int cli_env_error(const char *what, int r, const char *msg)
 {
 	cli_err("%s: %s", what, msg && *msg ? msg : strerror(-r));
 	if (r == -EPERM || r == -EACCES)
@@ -184,7 +182,7 @@ static int env_error(const char *what, int r, const char *msg)
 	return EXIT_USAGE;
 }
 
-static void result_json(struct fctl_buf *o, const struct common *c,
+static void result_json(struct fctl_buf *o, const struct cli_host *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result)
 {
@@ -218,6 +216,8 @@ static void result_json(struct fctl_buf *o, const struct common *c,
 		fctl_buf_puts(o, ",\"desired_cache\":");
 		fctl_buf_json_str(o, c->desired_cache);
 	}
+	fctl_buf_puts(o, ",\"findings\":");
+	fctl_diags_findings_json(&res->findings, o);
 	fctl_buf_puts(o, ",\"plan\":");
 	if (res->plan)
 		fctl_plan_to_json(res->plan, o);
@@ -230,7 +230,7 @@ static void result_json(struct fctl_buf *o, const struct common *c,
  * before anything is changed; if it cannot be, the command is refused (exit 2, nothing
  * changed). If the record cannot be written after the change, the command says so
  * loudly and exits 2 although the host was changed (3 stays 3). */
-static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common *c,
+static void audit_apply(struct fctl_audit *audit, const char *cmd, struct cli_host *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result, int *rc)
 {
@@ -313,7 +313,7 @@ static void test_swap_profile(const char *file)
 #endif
 }
 
-static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
+static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
@@ -325,6 +325,9 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
 		return EXIT_USAGE;
 	}
+	/* apply --plan FILE: this host, these bytes; the engine checks the rest under the lock */
+	if (c->plan && (rc = cli_saved_plan_check(c, p)) != EXIT_OK)
+		return rc;
 	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
 		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
 			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
@@ -341,8 +344,14 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
 	test_stop_after_apply();
+	if (!c->json)
+		cli_findings_text(&res.findings);
 	if (r < 0 && res.refused) {
-		rc = env_error(cmd, r, res.error);
+		/* apply --plan: a saved plan that no longer holds is a check of the input that
+		 * failed (exit 1); anything else refused is the environment's (exit 2) */
+		if (r == -ESTALE)
+			cli_err("%s: %s", cmd, res.error);
+		rc = r == -ESTALE ? EXIT_INVALID : cli_env_error(cmd, r, res.error);
 		if (c->json) {
 			result_json(&out, c, p, &res, "refused");
 			cli_write(stdout, &out);
@@ -432,7 +441,7 @@ static bool same_bytes(const struct fctl_profile *p, const struct fctl_buf *b)
  * render; the engine still reads the live state, plans, repairs drift and the record is
  * audited as always. Any other apply loads the profile and, when it succeeded, stores
  * its state. Returns the exit code, or -1 when the caller is to load the profile. */
-static int apply_cached(struct common *c, const char *file)
+static int apply_cached(struct cli_host *c, const char *file)
 {
 	struct fctl_host_state *want = NULL;
 	struct fctl_profile *p = NULL;
@@ -476,22 +485,32 @@ int cmd_apply(int argc, char **argv)
 		return remote;
 
 	struct fctl_profile *p = NULL;
-	struct common c;
-	int rc = parse_common("apply", argc, argv, &c, NULL);
+	char saved[1024];
+	const char *file;
+	struct cli_host c;
+	int rc = cli_host_parse("apply", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
-	if (optind + 1 != argc) {
+	if (c.plan && optind == argc) {
+		/* apply --plan FILE: the profile the saved plan was made from */
+		rc = cli_saved_plan_profile(c.plan, saved, sizeof(saved));
+		if (rc != EXIT_OK)
+			return rc;
+		file = saved;
+	} else if (optind + 1 == argc) {
+		file = argv[optind];
+	} else {
 		cli_err("apply: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_need_regular("apply", argv[optind]);
+	rc = cli_need_regular("apply", file);
 	if (rc != EXIT_OK)
 		return rc;
-	rc = apply_cached(&c, argv[optind]);
+	rc = apply_cached(&c, file);
 	if (rc >= 0)
 		return rc;
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
+	rc = cli_load_profile(file, &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = do_apply("apply", &c, p);
@@ -509,9 +528,9 @@ int cmd_rollback(int argc, char **argv)
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	const char *to = NULL;
-	struct common c;
+	struct cli_host c;
 	uint64_t ver;
-	int rc = parse_common("rollback", argc, argv, &c, &to);
+	int rc = cli_host_parse("rollback", argc, argv, &c, &to);
 
 	if (rc >= 0)
 		return rc;
@@ -545,7 +564,7 @@ int cmd_rollback(int argc, char **argv)
 }
 
 /* teardown's text: what was (or would be) removed, and how it ended */
-static void teardown_text(struct fctl_buf *out, const struct common *c,
+static void teardown_text(struct fctl_buf *out, const struct cli_host *c,
 			  const struct fctl_apply_result *res, int r)
 {
 	if (res->recovered)
@@ -574,8 +593,8 @@ int cmd_teardown(int argc, char **argv)
 	struct fctl_audit *audit = NULL;
 	struct fctl_buf out = { 0 };
 	const char *result;
-	struct common c;
-	int r, rc = parse_common("teardown", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("teardown", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -605,7 +624,7 @@ int cmd_teardown(int argc, char **argv)
 		teardown_text(&out, &c, &res, r);
 	cli_write(stdout, &out);
 	if (r < 0 && res.refused) {
-		rc = env_error("teardown", r, res.error);
+		rc = cli_env_error("teardown", r, res.error);
 	} else if (r < 0) {
 		cli_err("teardown failed on %s: %s", res.host, res.error);
 		if (res.rolled_back && res.restored_exactly)
@@ -634,8 +653,8 @@ int cmd_recover(int argc, char **argv)
 		return remote;
 
 	struct fctl_apply_result res;
-	struct common c;
-	int r, rc = parse_common("recover", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("recover", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -686,133 +705,6 @@ int cmd_recover(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* plan PROFILE (live): desired vs live, as the offline plan prints it */
-int cmd_plan_live(int argc, char **argv)
-{
-	struct fctl_profile *p = NULL;
-	struct fctl_plan *plan = NULL;
-	struct fctl_buf out = { 0 };
-	char err[768] = "";
-	struct common c;
-	int r, rc = parse_common("plan", argc, argv, &c, NULL);
-
-	if (rc >= 0)
-		return rc;
-	if (optind + 1 != argc) {
-		cli_err("plan: expected exactly one PROFILE");
-		return EXIT_USAGE;
-	}
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
-	if (rc != EXIT_OK)
-		return rc;
-	r = fctl_engine_plan(p, &c.eo, &plan, NULL, NULL, err, sizeof(err));
-	if (r < 0) {
-		rc = env_error("plan", r, err);
-		goto out;
-	}
-	if (c.json) {
-		fctl_plan_to_json(plan, &out);
-		fctl_buf_putc(&out, '\n');
-	} else {
-		fctl_buf_printf(&out, "plan: live state -> profile %s version %" PRIu64 "\n",
-				p->name, p->version);
-		fctl_plan_to_text(plan, &out, cli_color(stdout) && !c.markdown);
-	}
-	if (c.markdown) {
-		struct fctl_buf md = { 0 };
-
-		cli_plan_markdown(&out, &md);
-		fctl_buf_release(&out);
-		out = md;
-	}
-	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
-					 : cli_plan_exit(c.detailed, plan->n_ops,
-							 fctl_plan_count_disruptive(plan));
-out:
-	fctl_buf_release(&out);
-	fctl_plan_free(plan);
-	fctl_profile_free(p);
-	return rc;
-}
-
-/* diff --audit: one drift record. Negative errno when it could not be written (said). */
-static int record_drift(const struct common *c, const struct fctl_profile *p, const char *host,
-			int links)
-{
-	struct fctl_audit *audit = NULL;
-	char detail[64];
-	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
-				      .change_id = c->change_id, .p = p, .detail = detail };
-	int r;
-
-	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
-		 links == 1 ? "" : "s", links == 1 ? "s" : "");
-	r = cli_audit_open(c->audit_log, &audit);
-	if (r == 0)
-		r = cli_audit_record(audit, &ev);
-	if (cli_audit_close(audit) < 0 && r == 0)
-		r = -EIO;
-	if (r < 0)
-		cli_err("diff: --audit: the drift was not recorded");
-	return r;
-}
-
-/* diff PROFILE: drift between the profile and the live state */
-int cmd_diff_live(int argc, char **argv)
-{
-	struct fctl_host_state *live = NULL, *want = NULL;
-	struct fctl_profile *p = NULL;
-	struct fctl_plan *plan = NULL;
-	struct fctl_buf out = { 0 }, part = { 0 };
-	char err[768] = "";
-	bool audit_failed = false;
-	struct common c;
-	int r, rc = parse_common("diff", argc, argv, &c, NULL);
-
-	if (rc >= 0)
-		return rc;
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
-	if (rc != EXIT_OK)
-		return rc;
-	r = fctl_engine_plan(p, &c.eo, &plan, &live, &want, err, sizeof(err));
-	if (r < 0) {
-		rc = env_error("diff", r, err);
-		goto out;
-	}
-	r = c.json ? fctl_state_diff_json(live, want, &part)
-		   : fctl_state_diff_text(live, want, &part, cli_color(stdout));
-	if (r < 0) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	/* a read command writes nothing unless asked: drift is recorded with --audit */
-	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, want->host, r) < 0)
-		audit_failed = true;
-	if (c.json) {
-		fctl_buf_puts(&out, "{\"host\":");
-		fctl_buf_json_str(&out, want->host);
-		fctl_buf_printf(&out, ",\"drift\":%s,\"links_differing\":%d,\"changes\":%s}\n",
-				r ? "true" : "false", r, part.data);
-	} else if (r) {
-		fctl_buf_printf(&out, "host %s: drift from %s version %" PRIu64
-				      " (- live, + profile)\n%s",
-				want->host, p->name, p->version, part.data);
-	} else {
-		fctl_buf_printf(&out, "host %s: no drift from %s version %" PRIu64 "\n", want->host,
-				p->name, p->version);
-	}
-	cli_write(stdout, &out);
-	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
-out:
-	fctl_buf_release(&out);
-	fctl_buf_release(&part);
-	fctl_plan_free(plan);
-	fctl_host_state_free(live);
-	fctl_host_state_free(want);
-	fctl_profile_free(p);
-	return rc;
-}
-
 int cmd_show(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("show", argc, argv); /* --fabric, --target */
@@ -823,8 +715,8 @@ int cmd_show(int argc, char **argv)
 	struct fctl_host_state *live = NULL;
 	struct fctl_buf out = { 0 };
 	char err[768] = "";
-	struct common c;
-	int r, rc = parse_common("show", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("show", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -834,7 +726,7 @@ int cmd_show(int argc, char **argv)
 	}
 	r = fctl_engine_show(NULL, &c.eo, &live, err, sizeof(err));
 	if (r < 0)
-		return env_error("show", r, err);
+		return cli_env_error("show", r, err);
 	if (c.json) {
 		fctl_host_state_to_json(live, &out);
 		if (out.len && out.data[out.len - 1] == '}') {
@@ -867,15 +759,15 @@ int cmd_history(int argc, char **argv)
 
 	struct fctl_history_entry *v = NULL;
 	struct fctl_buf out = { 0 };
-	struct common c;
+	struct cli_host c;
 	size_t n = 0;
-	int r, rc = parse_common("history", argc, argv, &c, NULL);
+	int r, rc = cli_host_parse("history", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
 	r = fctl_engine_history(&c.eo, &v, &n);
 	if (r < 0)
-		return env_error("history", r, NULL);
+		return cli_env_error("history", r, NULL);
 	if (c.json)
 		fctl_buf_puts(&out, "[");
 	else if (!n)

@@ -229,7 +229,7 @@ int cmd_plan(int argc, char **argv)
 		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
 		{ "netns", required_argument, NULL, 'n' }, { "state-dir", required_argument, NULL, 'S' },
 		{ "detailed-exitcode", no_argument, NULL, 'd' },
-		{ "markdown", no_argument, NULL, 'm' },
+		{ "markdown", no_argument, NULL, 'm' },	 { "out", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 	};
 	struct fctl_profile *nw = NULL, *old = NULL;
@@ -237,7 +237,7 @@ int cmd_plan(int argc, char **argv)
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	struct plan_totals totals = { 0 };
-	bool offline = false, json = false, markdown = false, detailed = false;
+	bool offline = false, json = false, markdown = false, detailed = false, out_file = false;
 	size_t nh;
 	int c, rc;
 
@@ -269,6 +269,9 @@ int cmd_plan(int argc, char **argv)
 		case 'n':
 		case 'S':
 			break; /* live plan options */
+		case 'O':
+			out_file = true;
+			break;
 		case 'h':
 			cli_usage_cmd("plan");
 			return EXIT_OK;
@@ -290,6 +293,11 @@ int cmd_plan(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		return cmd_plan_live(argc, argv);
+	}
+	if (out_file) {
+		cli_err("plan: --out saves a live plan (it binds this host's live state); "
+			"an offline plan is reviewed, not applied");
+		return EXIT_USAGE;
 	}
 	rc = cli_load_profile(argv[optind], &nw, true, json);
 	if (rc == EXIT_OK && from)

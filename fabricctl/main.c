@@ -49,7 +49,8 @@ static const struct cmd commands[] = {
 	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n",
 	  "check profiles against the schema and the kernel's rules" },
 	{ "plan", cmd_plan,
-	  "plan [--json|--markdown] [--detailed-exitcode] [--netns NAME] [--host HOST] PROFILE\n"
+	  "plan [--json|--markdown] [--detailed-exitcode] [--out FILE] [--netns NAME] [--host HOST]\n"
+	  "            PROFILE\n"
 	  "       plan --offline [--json|--markdown] [--detailed-exitcode] [--host HOST]...\n"
 	  "            NEW [--from OLD]",
 	  "Compute the ordered operations that take a host to the state PROFILE\n"
@@ -61,7 +62,11 @@ static const struct cmd commands[] = {
 	  "the VLAN under it). Nothing is planned from an invalid profile.\n"
 	  "\n"
 	  "Live (default): from this host's kernel state, read over netlink; only links\n"
-	  "the profile or the last applied profile manage are considered.\n"
+	  "the profile or the last applied profile manage are considered. A link the plan\n"
+	  "creates on a device this host does not have (a VLAN on a missing port) is a\n"
+	  "warning, FILE:LINE:COL of the profile's link end with code parent-missing (in\n"
+	  "--json: findings); the plan is still printed and its exit is unchanged, and\n"
+	  "apply refuses it.\n"
 	  "Offline: between two profile files, without touching the kernel (for review\n"
 	  "in CI); every host of the profiles is planned.\n"
 	  "\n"
@@ -76,6 +81,10 @@ static const struct cmd commands[] = {
 	  "                   host, its operations in a diff block, disruptive called out)\n"
 	  "  --detailed-exitcode  exit 0 only when there is nothing to do: 4 changes, 5 a\n"
 	  "                   disruptive change (1 and 2 keep their meaning)\n"
+	  "  --out FILE       live: also save the plan to FILE (written atomically; keys by\n"
+	  "                   key id only) with what it binds: the profile's SHA-256, this\n"
+	  "                   host, and a digest of the live state it was computed against;\n"
+	  "                   'apply --plan FILE' applies exactly it\n"
 	  "\n"
 	  REMOTE_HELP
 	  "\n"
@@ -85,7 +94,8 @@ static const struct cmd commands[] = {
 	{ "apply", cmd_apply,
 	  "apply [--json] [--dry-run [--detailed-exitcode]] [--confirm DURATION] [--netns NAME]\n"
 	  "             [--host HOST] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]\n"
-	  "             PROFILE",
+	  "             PROFILE\n"
+	  "       apply --plan FILE [OPTIONS] [PROFILE]",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -111,6 +121,12 @@ static const struct cmd commands[] = {
 	  "                   and the watchdog runs there: confirm with 'confirm --target\n"
 	  "                   HOST'; an agent too old for it refuses the apply (exit 2).\n"
 	  "                   Not with --fabric or --dry-run.\n"
+	  "  --plan FILE      apply exactly the plan 'plan --out FILE' saved (as terraform's\n"
+	  "                   saved plans): refused, nothing changed, exit 1, when PROFILE's\n"
+	  "                   bytes are not those it was made from, it was made for another\n"
+	  "                   host or netns, the live state changed since (checked under the\n"
+	  "                   apply lock), the plan computed now differs, or FILE was edited.\n"
+	  "                   PROFILE defaults to the file the plan names\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
@@ -124,8 +140,9 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "  --partial        with --fabric: keep the hosts that applied when others fail\n"
 	  "\n"
-	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
-	  "I/O, key or environment error, or a confirmation is pending (nothing written),\n"
+	  "Exit: 0 applied or unchanged, 1 invalid profile or a stale or edited saved plan\n"
+	  "(nothing written), 2 usage, I/O, key or environment error (a link's parent\n"
+	  "device missing too), or a confirmation is pending (nothing written),\n"
 	  "3 failed and rolled back (with --confirm: also when the watchdog cannot start).\n",
 	  "apply a profile to this host, all or nothing" },
 	{ "confirm", cmd_confirm,
