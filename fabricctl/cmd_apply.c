@@ -23,8 +23,6 @@ enum {
 	OPT_STATE_DIR,
 	OPT_TO,
 	OPT_DRY_RUN,
-	OPT_OFFLINE,
-	OPT_FROM,
 	OPT_AUDIT_LOG,
 	OPT_CHANGE,
 	OPT_AUDIT,
@@ -35,35 +33,72 @@ enum {
 	OPT_PLAN,
 };
 
-static const struct option common_opts[] = {
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "netns", required_argument, NULL, OPT_NETNS },
-	{ "host", required_argument, NULL, OPT_HOST },
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "to", required_argument, NULL, OPT_TO },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
-	{ "change", required_argument, NULL, OPT_CHANGE },
-	{ "audit", no_argument, NULL, OPT_AUDIT },
-	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+/* The entries of the host commands' tables: one table a command, the options it takes and
+ * nothing else (the parser and the completion read the same table, cli_opts_host). */
+#define O_JSON { "json", no_argument, NULL, OPT_JSON }
+#define O_NETNS { "netns", required_argument, NULL, OPT_NETNS }
+#define O_HOST { "host", required_argument, NULL, OPT_HOST }
+#define O_STATE_DIR { "state-dir", required_argument, NULL, OPT_STATE_DIR }
+#define O_DRY_RUN { "dry-run", no_argument, NULL, OPT_DRY_RUN }
+#define O_AUDIT_LOG { "audit-log", required_argument, NULL, OPT_AUDIT_LOG }
+#define O_CHANGE { "change", required_argument, NULL, OPT_CHANGE }
+#define O_QUIET { "quiet", no_argument, NULL, 'q' }
+#define O_HELP { "help", no_argument, NULL, 'h' }
+#define O_END { NULL, 0, NULL, 0 }
+/* what every command that changes the host takes */
+#define O_CHANGING O_JSON, O_NETNS, O_STATE_DIR, O_AUDIT_LOG, O_CHANGE, O_QUIET, O_HELP
+
+static const struct option apply_opts[] = {
+	O_CHANGING, O_HOST, O_DRY_RUN,
 	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
 	{ "confirm", required_argument, NULL, OPT_CONFIRM },
-	{ "out", required_argument, NULL, OPT_OUT },
 	{ "plan", required_argument, NULL, OPT_PLAN },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	O_END,
 };
+static const struct option rollback_opts[] = {
+	O_CHANGING, O_HOST, O_DRY_RUN, { "to", required_argument, NULL, OPT_TO }, O_END,
+};
+static const struct option teardown_opts[] = { O_CHANGING, O_HOST, O_DRY_RUN, O_END };
+static const struct option recover_opts[] = { O_CHANGING, O_END };
+static const struct option plan_opts[] = {
+	O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_HELP,
+	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
+	{ "out", required_argument, NULL, OPT_OUT },
+	O_END,
+};
+static const struct option diff_opts[] = {
+	O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_AUDIT_LOG, O_CHANGE, O_HELP,
+	{ "audit", no_argument, NULL, OPT_AUDIT },
+	O_END,
+};
+static const struct option show_opts[] = { O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_HELP, O_END };
+static const struct option history_opts[] = { O_JSON, O_NETNS, O_STATE_DIR, O_HELP, O_END };
+
+const struct option *cli_opts_host(const char *cmd, const char *sub)
+{
+	static const struct {
+		const char *cmd;
+		const struct option *opts;
+	} tables[] = {
+		{ "apply", apply_opts },       { "rollback", rollback_opts },
+		{ "teardown", teardown_opts }, { "recover", recover_opts },
+		{ "plan", plan_opts },         { "diff", diff_opts },
+		{ "show", show_opts },         { "history", history_opts },
+	};
+
+	(void)sub;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(tables); i++)
+		if (strcmp(tables[i].cmd, cmd) == 0)
+			return tables[i].opts;
+	return NULL;
+}
 
 /* apply --confirm DURATION: 1 s to 7 days */
-static int parse_confirm(const char *cmd, const char *arg, struct cli_host *c)
+static int parse_confirm(const char *arg, struct cli_host *c)
 {
 	uint64_t s;
 
-	if (strcmp(cmd, "apply") != 0) {
-		cli_err("%s: unknown option '--confirm' (only apply takes it)", cmd);
-		return -EINVAL;
-	}
 	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
 	c->eo.confirm_seconds = s;
@@ -72,89 +107,48 @@ static int parse_confirm(const char *cmd, const char *arg, struct cli_host *c)
 	return 0;
 }
 
+/* One option of cli_host_parse: -1 to go on, or an exit code. */
+static int host_opt(const char *cmd, int ch, struct cli_host *c, const char **to)
+{
+	switch (ch) {
+	case OPT_JSON: c->json = true; break;
+	case OPT_NETNS: c->eo.netns = optarg; break;
+	case OPT_HOST: c->eo.host = optarg; break;
+	case OPT_STATE_DIR: c->eo.state_dir = optarg; break;
+	case OPT_TO: *to = optarg; break;
+	case OPT_DRY_RUN: c->eo.dry_run = true; break;
+	case OPT_AUDIT_LOG: c->audit_log = optarg; break;
+	case OPT_CHANGE: c->change_id = optarg; break;
+	case OPT_AUDIT: c->audit = true; break;
+	case OPT_MARKDOWN: c->markdown = true; break;
+	case OPT_DETAILED: c->detailed = true; break;
+	case OPT_OUT: c->out = optarg; break;
+	case OPT_PLAN: c->plan = optarg; break;
+	case OPT_CONFIRM: return parse_confirm(optarg, c) < 0 ? EXIT_USAGE : -1;
+	case 'q': c->quiet = true; break;
+	case 'h': cli_usage_cmd(cmd); return EXIT_OK;
+	default: return EXIT_USAGE;
+	}
+	return -1;
+}
+
 int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, const char **to)
 {
-	int ch;
+	const struct option *opts = cli_opts_host(cmd, NULL), *o;
+	const char *ignored = NULL, *shorts = "h";
+	int ch, rc;
 
 	memset(c, 0, sizeof(*c));
 	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
 	c->eo.keymgr_path = cli_keymgr_path();
+	for (o = opts; o->name; o++)
+		if (o->val == 'q')
+			shorts = "qh"; /* -q where the table has --quiet */
 	optind = 1;
-	while ((ch = cli_getopt(cmd, argc, argv, "qh", common_opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_JSON:
-			c->json = true;
-			break;
-		case OPT_NETNS:
-			c->eo.netns = optarg;
-			break;
-		case OPT_HOST:
-			c->eo.host = optarg;
-			break;
-		case OPT_STATE_DIR:
-			c->eo.state_dir = optarg;
-			break;
-		case OPT_TO:
-			if (!to) {
-				cli_err("%s: unknown option '--to'", cmd);
-				return EXIT_USAGE;
-			}
-			*to = optarg;
-			break;
-		case OPT_DRY_RUN:
-			c->eo.dry_run = true;
-			break;
-		case OPT_AUDIT_LOG:
-			c->audit_log = optarg;
-			break;
-		case OPT_CHANGE:
-			c->change_id = optarg;
-			break;
-		case OPT_AUDIT:
-			if (strcmp(cmd, "diff") != 0) {
-				cli_err("%s: unknown option '--audit'", cmd);
-				return EXIT_USAGE;
-			}
-			c->audit = true;
-			break;
-		case OPT_MARKDOWN:
-		case OPT_DETAILED:
-			/* apply --dry-run is a plan: it takes plan's --detailed-exitcode */
-			if (strcmp(cmd, "plan") != 0 &&
-			    (ch == OPT_MARKDOWN || strcmp(cmd, "apply") != 0)) {
-				cli_err("%s: unknown option '%s'", cmd,
-					ch == OPT_MARKDOWN ? "--markdown" : "--detailed-exitcode");
-				return EXIT_USAGE;
-			}
-			if (ch == OPT_MARKDOWN)
-				c->markdown = true;
-			else
-				c->detailed = true;
-			break;
-		case OPT_CONFIRM:
-			if (parse_confirm(cmd, optarg, c) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_OUT:
-		case OPT_PLAN:
-			/* plan --out FILE saves a live plan, apply --plan FILE applies one */
-			if (strcmp(cmd, ch == OPT_OUT ? "plan" : "apply") != 0) {
-				cli_err("%s: unknown option '%s'", cmd,
-					ch == OPT_OUT ? "--out" : "--plan");
-				return EXIT_USAGE;
-			}
-			*(ch == OPT_OUT ? &c->out : &c->plan) = optarg;
-			break;
-		case 'q':
-			c->quiet = true;
-			break;
-		case 'h':
-			cli_usage_cmd(cmd);
-			return EXIT_OK;
-		default:
-			return EXIT_USAGE;
-		}
-	}
+	while ((ch = cli_getopt(cmd, argc, argv, shorts, opts, NULL)) != -1)
+		if ((rc = host_opt(cmd, ch, c, to ? to : &ignored)) >= 0)
+			return rc;
+	/* apply --dry-run is a plan: it takes plan's --detailed-exitcode */
 	if (c->detailed && strcmp(cmd, "apply") == 0 && !c->eo.dry_run) {
 		cli_err("apply: --detailed-exitcode goes with --dry-run (the plan's exit: 0 no "
 			"changes, 4 changes, 5 disruptive)");
@@ -162,7 +156,6 @@ int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, c
 	}
 	return -1;
 }
-
 
 static void progress(void *ctx, const char *phase, size_t done, size_t total,
 		     const struct fctl_op *op)
