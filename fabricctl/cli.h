@@ -30,6 +30,8 @@ enum out_format {
 	OUT_JUNIT,
 };
 
+struct option;
+
 /* One entry of the command table (main.c): the one source of `fabricctl help`, the
  * manual pages and the bash completion (help_gen.c). */
 struct cmd {
@@ -38,6 +40,10 @@ struct cmd {
 	const char *synopsis; /* lines after "fabricctl "; later lines are indented */
 	const char *help;     /* paragraphs; indented blocks; an "Exit:" paragraph */
 	const char *summary;  /* one line, lower case: the manual page's NAME */
+	/* the getopt table its parser gives cli_getopt for the command (and its subcommand
+	 * sub, NULL when none): the completion offers exactly these (cli_complete). NULL:
+	 * another program parses the command's options (lab.sh, keymgr, the probe) */
+	const struct option *(*opts)(const char *cmd, const char *sub);
 };
 
 /* What the generators of help_gen.c read: the table and usage()'s lines. */
@@ -53,6 +59,29 @@ struct cli_doc {
  *   help --commands          the command names, one a line
  * Returns an exit code, or -1 when argv[1] is none of these (the caller goes on). */
 int cli_help_gen(const struct cli_doc *doc, int argc, char **argv);
+/* The hidden `fabricctl __complete WORD... CUR` the bash completion runs: the words that can
+ * follow (commands, subcommands, or the options the command's parser takes in the form
+ * the words ask for, local or remote), one a line, those starting with CUR. Exit 0. */
+int cli_complete(const struct cli_doc *doc, int argc, char **argv);
+
+/* An option a parser takes but the completion does not offer (an internal one): its val
+ * carries this bit. */
+#define CLI_HIDDEN 0x10000
+
+/* The option tables of the parsers (struct cmd's opts), each as its parser passes it. */
+const struct option *cli_opts_validate(const char *cmd, const char *sub);
+const struct option *cli_opts_files(const char *cmd, const char *sub); /* plan, diff */
+const struct option *cli_opts_host(const char *cmd, const char *sub);  /* apply ... history */
+const struct option *cli_opts_confirm(const char *cmd, const char *sub);
+const struct option *cli_opts_audit(const char *cmd, const char *sub);
+const struct option *cli_opts_audit_proof(void); /* audit proof | note | witness */
+const struct option *cli_opts_evidence(const char *cmd, const char *sub);
+const struct option *cli_opts_node_check(const char *cmd, const char *sub);
+const struct option *cli_opts_agent(const char *cmd, const char *sub);
+/* The remote form's table of cmd (--target, --fabric), NULL when it has none; whether
+ * argv asks for that form (as cmd_fabric_dispatch takes it: status always). */
+const struct option *cli_opts_remote(const char *cmd);
+bool cli_remote_form(const char *cmd, int argc, char **argv);
 
 int cmd_validate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

@@ -132,43 +132,51 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 	return fn(argc, argv);
 }
 
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "socket", required_argument, NULL, 1 },
+	{ "listen", required_argument, NULL, 1 },
+	{ "cert", required_argument, NULL, 1 },
+	{ "key", required_argument, NULL, 1 },
+	{ "ca", required_argument, NULL, 1 },
+	{ "policy", required_argument, NULL, 1 },
+	{ "crl", required_argument, NULL, 1 },
+	{ "metrics", required_argument, NULL, 1 },
+	{ "group", required_argument, NULL, 1 },
+	{ "state-dir", required_argument, NULL, 1 },
+	{ "netns", required_argument, NULL, 1 },
+	{ "host", required_argument, NULL, 1 },
+	{ "profile-dir", required_argument, NULL, 1 },
+	{ "audit-log", required_argument, NULL, 1 },
+	{ "drift-interval", required_argument, NULL, 1 },
+	{ "drift-repair", no_argument, NULL, 2 },
+	{ "max-connections", required_argument, NULL, 1 },
+	{ "max-handshakes-per-address", required_argument, NULL, 1 },
+	{ "handshake-timeout", required_argument, NULL, 1 },
+	{ "max-unix-connections", required_argument, NULL, 1 },
+	{ "unix-root-reserve", required_argument, NULL, 1 },
+	{ "max-metrics-connections", required_argument, NULL, 1 },
+	{ "refusal-interval", required_argument, NULL, 1 },
+	{ "max-refusal-sources", required_argument, NULL, 1 },
+	{ "timeout", required_argument, NULL, 1 },
+	{ "max-frame", required_argument, NULL, 1 },
+	{ "max-buffered", required_argument, NULL, 1 },
+	{ "max-workers", required_argument, NULL, 1 },
+	{ "pull-dir", required_argument, NULL, 1 },
+	{ "pull-file", required_argument, NULL, 1 },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+const struct option *cli_opts_agent(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return opts;
+}
+
 int cmd_agent(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "socket", required_argument, NULL, 1 },
-		{ "listen", required_argument, NULL, 1 },
-		{ "cert", required_argument, NULL, 1 },
-		{ "key", required_argument, NULL, 1 },
-		{ "ca", required_argument, NULL, 1 },
-		{ "policy", required_argument, NULL, 1 },
-		{ "crl", required_argument, NULL, 1 },
-		{ "metrics", required_argument, NULL, 1 },
-		{ "group", required_argument, NULL, 1 },
-		{ "state-dir", required_argument, NULL, 1 },
-		{ "netns", required_argument, NULL, 1 },
-		{ "host", required_argument, NULL, 1 },
-		{ "profile-dir", required_argument, NULL, 1 },
-		{ "audit-log", required_argument, NULL, 1 },
-		{ "drift-interval", required_argument, NULL, 1 },
-		{ "drift-repair", no_argument, NULL, 2 },
-		{ "max-connections", required_argument, NULL, 1 },
-		{ "max-handshakes-per-address", required_argument, NULL, 1 },
-		{ "handshake-timeout", required_argument, NULL, 1 },
-		{ "max-unix-connections", required_argument, NULL, 1 },
-		{ "unix-root-reserve", required_argument, NULL, 1 },
-		{ "max-metrics-connections", required_argument, NULL, 1 },
-		{ "refusal-interval", required_argument, NULL, 1 },
-		{ "max-refusal-sources", required_argument, NULL, 1 },
-		{ "timeout", required_argument, NULL, 1 },
-		{ "max-frame", required_argument, NULL, 1 },
-		{ "max-buffered", required_argument, NULL, 1 },
-		{ "max-workers", required_argument, NULL, 1 },
-		{ "pull-dir", required_argument, NULL, 1 },
-		{ "pull-file", required_argument, NULL, 1 },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static char keys[32][32];
 	struct fctl_agent_ops ops = { 0 };
 	struct agent_args aa = { 0 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl apply | plan (live) | show | diff PROFILE | rollback | teardown | recover | history */
+/* fabricctl apply | show | rollback | teardown | recover | history, and the host commands' option tables */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,23 +12,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "cli.h"
 #include "fctl/audit.h"
-#include "fctl/engine.h"
 #include "fctl/plan.h"
-
-struct common {
-	struct fctl_engine_opts eo;
-	bool json;
-	bool quiet;
-	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
-	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
-	bool audit;            /* diff: --audit (or --audit-log) records drift */
-	bool markdown;         /* plan: --markdown */
-	bool detailed;         /* plan: --detailed-exitcode */
-	char confirm_id[64];   /* apply --confirm: the pending record's id */
-	const char *desired_cache; /* apply: "hit", "miss" or "ignored" (STATE_DIR/desired) */
-};
+#include "host.h"
 
 enum {
 	OPT_JSON = 0x100,
@@ -37,43 +23,82 @@ enum {
 	OPT_STATE_DIR,
 	OPT_TO,
 	OPT_DRY_RUN,
-	OPT_OFFLINE,
-	OPT_FROM,
 	OPT_AUDIT_LOG,
 	OPT_CHANGE,
 	OPT_AUDIT,
 	OPT_MARKDOWN,
 	OPT_DETAILED,
 	OPT_CONFIRM,
+	OPT_OUT,
+	OPT_PLAN,
 };
 
-static const struct option common_opts[] = {
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "netns", required_argument, NULL, OPT_NETNS },
-	{ "host", required_argument, NULL, OPT_HOST },
-	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
-	{ "to", required_argument, NULL, OPT_TO },
-	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
-	{ "change", required_argument, NULL, OPT_CHANGE },
-	{ "audit", no_argument, NULL, OPT_AUDIT },
-	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+/* The entries of the host commands' tables: one table a command, the options it takes and
+ * nothing else (the parser and the completion read the same table, cli_opts_host). */
+#define O_JSON { "json", no_argument, NULL, OPT_JSON }
+#define O_NETNS { "netns", required_argument, NULL, OPT_NETNS }
+#define O_HOST { "host", required_argument, NULL, OPT_HOST }
+#define O_STATE_DIR { "state-dir", required_argument, NULL, OPT_STATE_DIR }
+#define O_DRY_RUN { "dry-run", no_argument, NULL, OPT_DRY_RUN }
+#define O_AUDIT_LOG { "audit-log", required_argument, NULL, OPT_AUDIT_LOG }
+#define O_CHANGE { "change", required_argument, NULL, OPT_CHANGE }
+#define O_QUIET { "quiet", no_argument, NULL, 'q' }
+#define O_HELP { "help", no_argument, NULL, 'h' }
+#define O_END { NULL, 0, NULL, 0 }
+/* what every command that changes the host takes */
+#define O_CHANGING O_JSON, O_NETNS, O_STATE_DIR, O_AUDIT_LOG, O_CHANGE, O_QUIET, O_HELP
+
+static const struct option apply_opts[] = {
+	O_CHANGING, O_HOST, O_DRY_RUN,
 	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
 	{ "confirm", required_argument, NULL, OPT_CONFIRM },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{ "plan", required_argument, NULL, OPT_PLAN },
+	O_END,
 };
+static const struct option rollback_opts[] = {
+	O_CHANGING, O_HOST, O_DRY_RUN, { "to", required_argument, NULL, OPT_TO }, O_END,
+};
+static const struct option teardown_opts[] = { O_CHANGING, O_HOST, O_DRY_RUN, O_END };
+static const struct option recover_opts[] = { O_CHANGING, O_END };
+static const struct option plan_opts[] = {
+	O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_HELP,
+	{ "markdown", no_argument, NULL, OPT_MARKDOWN },
+	{ "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
+	{ "out", required_argument, NULL, OPT_OUT },
+	O_END,
+};
+static const struct option diff_opts[] = {
+	O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_AUDIT_LOG, O_CHANGE, O_HELP,
+	{ "audit", no_argument, NULL, OPT_AUDIT },
+	O_END,
+};
+static const struct option show_opts[] = { O_JSON, O_NETNS, O_HOST, O_STATE_DIR, O_HELP, O_END };
+static const struct option history_opts[] = { O_JSON, O_NETNS, O_STATE_DIR, O_HELP, O_END };
+
+const struct option *cli_opts_host(const char *cmd, const char *sub)
+{
+	static const struct {
+		const char *cmd;
+		const struct option *opts;
+	} tables[] = {
+		{ "apply", apply_opts },       { "rollback", rollback_opts },
+		{ "teardown", teardown_opts }, { "recover", recover_opts },
+		{ "plan", plan_opts },         { "diff", diff_opts },
+		{ "show", show_opts },         { "history", history_opts },
+	};
+
+	(void)sub;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(tables); i++)
+		if (strcmp(tables[i].cmd, cmd) == 0)
+			return tables[i].opts;
+	return NULL;
+}
 
 /* apply --confirm DURATION: 1 s to 7 days */
-static int parse_confirm(const char *cmd, const char *arg, struct common *c)
+static int parse_confirm(const char *arg, struct cli_host *c)
 {
 	uint64_t s;
 
-	if (strcmp(cmd, "apply") != 0) {
-		cli_err("%s: unknown option '--confirm' (only apply takes it)", cmd);
-		return -EINVAL;
-	}
 	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
 	c->eo.confirm_seconds = s;
@@ -82,82 +107,48 @@ static int parse_confirm(const char *cmd, const char *arg, struct common *c)
 	return 0;
 }
 
-/* Parses the options every host command shares. Returns -1 on success (continue),
- * or an exit code. */
-static int parse_common(const char *cmd, int argc, char **argv, struct common *c,
-			const char **to)
+/* One option of cli_host_parse: -1 to go on, or an exit code. */
+static int host_opt(const char *cmd, int ch, struct cli_host *c, const char **to)
 {
-	int ch;
+	switch (ch) {
+	case OPT_JSON: c->json = true; break;
+	case OPT_NETNS: c->eo.netns = optarg; break;
+	case OPT_HOST: c->eo.host = optarg; break;
+	case OPT_STATE_DIR: c->eo.state_dir = optarg; break;
+	case OPT_TO: *to = optarg; break;
+	case OPT_DRY_RUN: c->eo.dry_run = true; break;
+	case OPT_AUDIT_LOG: c->audit_log = optarg; break;
+	case OPT_CHANGE: c->change_id = optarg; break;
+	case OPT_AUDIT: c->audit = true; break;
+	case OPT_MARKDOWN: c->markdown = true; break;
+	case OPT_DETAILED: c->detailed = true; break;
+	case OPT_OUT: c->out = optarg; break;
+	case OPT_PLAN: c->plan = optarg; break;
+	case OPT_CONFIRM: return parse_confirm(optarg, c) < 0 ? EXIT_USAGE : -1;
+	case 'q': c->quiet = true; break;
+	case 'h': cli_usage_cmd(cmd); return EXIT_OK;
+	default: return EXIT_USAGE;
+	}
+	return -1;
+}
+
+int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, const char **to)
+{
+	const struct option *opts = cli_opts_host(cmd, NULL), *o;
+	const char *ignored = NULL, *shorts = "h";
+	int ch, rc;
 
 	memset(c, 0, sizeof(*c));
 	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
 	c->eo.keymgr_path = cli_keymgr_path();
+	for (o = opts; o->name; o++)
+		if (o->val == 'q')
+			shorts = "qh"; /* -q where the table has --quiet */
 	optind = 1;
-	while ((ch = cli_getopt(cmd, argc, argv, "qh", common_opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_JSON:
-			c->json = true;
-			break;
-		case OPT_NETNS:
-			c->eo.netns = optarg;
-			break;
-		case OPT_HOST:
-			c->eo.host = optarg;
-			break;
-		case OPT_STATE_DIR:
-			c->eo.state_dir = optarg;
-			break;
-		case OPT_TO:
-			if (!to) {
-				cli_err("%s: unknown option '--to'", cmd);
-				return EXIT_USAGE;
-			}
-			*to = optarg;
-			break;
-		case OPT_DRY_RUN:
-			c->eo.dry_run = true;
-			break;
-		case OPT_AUDIT_LOG:
-			c->audit_log = optarg;
-			break;
-		case OPT_CHANGE:
-			c->change_id = optarg;
-			break;
-		case OPT_AUDIT:
-			if (strcmp(cmd, "diff") != 0) {
-				cli_err("%s: unknown option '--audit'", cmd);
-				return EXIT_USAGE;
-			}
-			c->audit = true;
-			break;
-		case OPT_MARKDOWN:
-		case OPT_DETAILED:
-			/* apply --dry-run is a plan: it takes plan's --detailed-exitcode */
-			if (strcmp(cmd, "plan") != 0 &&
-			    (ch == OPT_MARKDOWN || strcmp(cmd, "apply") != 0)) {
-				cli_err("%s: unknown option '%s'", cmd,
-					ch == OPT_MARKDOWN ? "--markdown" : "--detailed-exitcode");
-				return EXIT_USAGE;
-			}
-			if (ch == OPT_MARKDOWN)
-				c->markdown = true;
-			else
-				c->detailed = true;
-			break;
-		case OPT_CONFIRM:
-			if (parse_confirm(cmd, optarg, c) < 0)
-				return EXIT_USAGE;
-			break;
-		case 'q':
-			c->quiet = true;
-			break;
-		case 'h':
-			cli_usage_cmd(cmd);
-			return EXIT_OK;
-		default:
-			return EXIT_USAGE;
-		}
-	}
+	while ((ch = cli_getopt(cmd, argc, argv, shorts, opts, NULL)) != -1)
+		if ((rc = host_opt(cmd, ch, c, to ? to : &ignored)) >= 0)
+			return rc;
+	/* apply --dry-run is a plan: it takes plan's --detailed-exitcode */
 	if (c->detailed && strcmp(cmd, "apply") == 0 && !c->eo.dry_run) {
 		cli_err("apply: --detailed-exitcode goes with --dry-run (the plan's exit: 0 no "
 			"changes, 4 changes, 5 disruptive)");
@@ -176,7 +167,7 @@ static void progress(void *ctx, const char *phase, size_t done, size_t total,
 		fputc('\n', stderr);
 }
 
-static int env_error(const char *what, int r, const char *msg)
+int cli_env_error(const char *what, int r, const char *msg)
 {
 	cli_err("%s: %s", what, msg && *msg ? msg : strerror(-r));
 	if (r == -EPERM || r == -EACCES)
@@ -199,7 +190,7 @@ static int withheld_exit(struct fctl_apply_result *res, int rc)
 	return rc == EXIT_OK ? EXIT_WITHHELD : rc;
 }
 
-static void result_json(struct fctl_buf *o, const struct common *c,
+static void result_json(struct fctl_buf *o, const struct cli_host *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result)
 {
@@ -238,6 +229,8 @@ static void result_json(struct fctl_buf *o, const struct common *c,
 		fctl_buf_puts(o, ",\"desired_cache\":");
 		fctl_buf_json_str(o, c->desired_cache);
 	}
+	fctl_buf_puts(o, ",\"findings\":");
+	fctl_diags_findings_json(&res->findings, o);
 	fctl_buf_puts(o, ",\"plan\":");
 	if (res->plan)
 		fctl_plan_to_json(res->plan, o);
@@ -250,7 +243,7 @@ static void result_json(struct fctl_buf *o, const struct common *c,
  * before anything is changed; if it cannot be, the command is refused (exit 2, nothing
  * changed). If the record cannot be written after the change, the command says so
  * loudly and exits 2 although the host was changed (3 stays 3). */
-static void audit_apply(struct fctl_audit *audit, const char *cmd, struct common *c,
+static void audit_apply(struct fctl_audit *audit, const char *cmd, struct cli_host *c,
 			const struct fctl_profile *p, const struct fctl_apply_result *res,
 			const char *result, int *rc)
 {
@@ -333,7 +326,7 @@ static void test_swap_profile(const char *file)
 #endif
 }
 
-static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
+static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
@@ -345,6 +338,9 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
 		return EXIT_USAGE;
 	}
+	/* apply --plan FILE: this host, these bytes; the engine checks the rest under the lock */
+	if (c->plan && (rc = cli_saved_plan_check(c, p)) != EXIT_OK)
+		return rc;
 	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
 		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
 			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
@@ -361,8 +357,14 @@ static int do_apply(const char *cmd, struct common *c, struct fctl_profile *p)
 		c->eo.progress = progress;
 	r = fctl_engine_apply(p, &c->eo, &res);
 	test_stop_after_apply();
+	if (!c->json)
+		cli_findings_text(&res.findings);
 	if (r < 0 && res.refused) {
-		rc = env_error(cmd, r, res.error);
+		/* apply --plan: a saved plan that no longer holds is a check of the input that
+		 * failed (exit 1); anything else refused is the environment's (exit 2) */
+		if (r == -ESTALE)
+			cli_err("%s: %s", cmd, res.error);
+		rc = r == -ESTALE ? EXIT_INVALID : cli_env_error(cmd, r, res.error);
 		if (c->json) {
 			result_json(&out, c, p, &res, "refused");
 			cli_write(stdout, &out);
@@ -455,7 +457,7 @@ static bool same_bytes(const struct fctl_profile *p, const struct fctl_buf *b)
  * render; the engine still reads the live state, plans, repairs drift and the record is
  * audited as always. Any other apply loads the profile and, when it succeeded, stores
  * its state. Returns the exit code, or -1 when the caller is to load the profile. */
-static int apply_cached(struct common *c, const char *file)
+static int apply_cached(struct cli_host *c, const char *file)
 {
 	struct fctl_host_state *want = NULL;
 	struct fctl_profile *p = NULL;
@@ -499,22 +501,32 @@ int cmd_apply(int argc, char **argv)
 		return remote;
 
 	struct fctl_profile *p = NULL;
-	struct common c;
-	int rc = parse_common("apply", argc, argv, &c, NULL);
+	char saved[1024];
+	const char *file;
+	struct cli_host c;
+	int rc = cli_host_parse("apply", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
-	if (optind + 1 != argc) {
+	if (c.plan && optind == argc) {
+		/* apply --plan FILE: the profile the saved plan was made from */
+		rc = cli_saved_plan_profile(c.plan, saved, sizeof(saved));
+		if (rc != EXIT_OK)
+			return rc;
+		file = saved;
+	} else if (optind + 1 == argc) {
+		file = argv[optind];
+	} else {
 		cli_err("apply: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_need_regular("apply", argv[optind]);
+	rc = cli_need_regular("apply", file);
 	if (rc != EXIT_OK)
 		return rc;
-	rc = apply_cached(&c, argv[optind]);
+	rc = apply_cached(&c, file);
 	if (rc >= 0)
 		return rc;
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
+	rc = cli_load_profile(file, &p, true, c.json);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = do_apply("apply", &c, p);
@@ -532,9 +544,9 @@ int cmd_rollback(int argc, char **argv)
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
 	const char *to = NULL;
-	struct common c;
+	struct cli_host c;
 	uint64_t ver;
-	int rc = parse_common("rollback", argc, argv, &c, &to);
+	int rc = cli_host_parse("rollback", argc, argv, &c, &to);
 
 	if (rc >= 0)
 		return rc;
@@ -568,7 +580,7 @@ int cmd_rollback(int argc, char **argv)
 }
 
 /* teardown's text: what was (or would be) removed, and how it ended */
-static void teardown_text(struct fctl_buf *out, const struct common *c,
+static void teardown_text(struct fctl_buf *out, const struct cli_host *c,
 			  const struct fctl_apply_result *res, int r)
 {
 	if (res->recovered)
@@ -597,8 +609,8 @@ int cmd_teardown(int argc, char **argv)
 	struct fctl_audit *audit = NULL;
 	struct fctl_buf out = { 0 };
 	const char *result;
-	struct common c;
-	int r, rc = parse_common("teardown", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("teardown", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -628,7 +640,7 @@ int cmd_teardown(int argc, char **argv)
 		teardown_text(&out, &c, &res, r);
 	cli_write(stdout, &out);
 	if (r < 0 && res.refused) {
-		rc = env_error("teardown", r, res.error);
+		rc = cli_env_error("teardown", r, res.error);
 	} else if (r < 0) {
 		cli_err("teardown failed on %s: %s", res.host, res.error);
 		if (res.rolled_back && res.restored_exactly)
@@ -657,8 +669,8 @@ int cmd_recover(int argc, char **argv)
 		return remote;
 
 	struct fctl_apply_result res;
-	struct common c;
-	int r, rc = parse_common("recover", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("recover", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -710,133 +722,6 @@ int cmd_recover(int argc, char **argv)
 	return rc;
 }
 
-/* plan PROFILE (live): desired vs live, as the offline plan prints it */
-int cmd_plan_live(int argc, char **argv)
-{
-	struct fctl_profile *p = NULL;
-	struct fctl_plan *plan = NULL;
-	struct fctl_buf out = { 0 };
-	char err[768] = "";
-	struct common c;
-	int r, rc = parse_common("plan", argc, argv, &c, NULL);
-
-	if (rc >= 0)
-		return rc;
-	if (optind + 1 != argc) {
-		cli_err("plan: expected exactly one PROFILE");
-		return EXIT_USAGE;
-	}
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
-	if (rc != EXIT_OK)
-		return rc;
-	r = fctl_engine_plan(p, &c.eo, &plan, NULL, NULL, err, sizeof(err));
-	if (r < 0) {
-		rc = env_error("plan", r, err);
-		goto out;
-	}
-	if (c.json) {
-		fctl_plan_to_json(plan, &out);
-		fctl_buf_putc(&out, '\n');
-	} else {
-		fctl_buf_printf(&out, "plan: live state -> profile %s version %" PRIu64 "\n",
-				p->name, p->version);
-		fctl_plan_to_text(plan, &out, cli_color(stdout) && !c.markdown);
-	}
-	if (c.markdown) {
-		struct fctl_buf md = { 0 };
-
-		cli_plan_markdown(&out, &md);
-		fctl_buf_release(&out);
-		out = md;
-	}
-	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
-					 : cli_plan_exit(c.detailed, plan->n_ops,
-							 fctl_plan_count_disruptive(plan));
-out:
-	fctl_buf_release(&out);
-	fctl_plan_free(plan);
-	fctl_profile_free(p);
-	return rc;
-}
-
-/* diff --audit: one drift record. Negative errno when it could not be written (said). */
-static int record_drift(const struct common *c, const struct fctl_profile *p, const char *host,
-			int links)
-{
-	struct fctl_audit *audit = NULL;
-	char detail[64];
-	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
-				      .change_id = c->change_id, .p = p, .detail = detail };
-	int r;
-
-	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
-		 links == 1 ? "" : "s", links == 1 ? "s" : "");
-	r = cli_audit_open(c->audit_log, &audit);
-	if (r == 0)
-		r = cli_audit_record(audit, &ev);
-	if (cli_audit_close(audit) < 0 && r == 0)
-		r = -EIO;
-	if (r < 0)
-		cli_err("diff: --audit: the drift was not recorded");
-	return r;
-}
-
-/* diff PROFILE: drift between the profile and the live state */
-int cmd_diff_live(int argc, char **argv)
-{
-	struct fctl_host_state *live = NULL, *want = NULL;
-	struct fctl_profile *p = NULL;
-	struct fctl_plan *plan = NULL;
-	struct fctl_buf out = { 0 }, part = { 0 };
-	char err[768] = "";
-	bool audit_failed = false;
-	struct common c;
-	int r, rc = parse_common("diff", argc, argv, &c, NULL);
-
-	if (rc >= 0)
-		return rc;
-	rc = cli_load_profile(argv[optind], &p, true, c.json);
-	if (rc != EXIT_OK)
-		return rc;
-	r = fctl_engine_plan(p, &c.eo, &plan, &live, &want, err, sizeof(err));
-	if (r < 0) {
-		rc = env_error("diff", r, err);
-		goto out;
-	}
-	r = c.json ? fctl_state_diff_json(live, want, &part)
-		   : fctl_state_diff_text(live, want, &part, cli_color(stdout));
-	if (r < 0) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	/* a read command writes nothing unless asked: drift is recorded with --audit */
-	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, want->host, r) < 0)
-		audit_failed = true;
-	if (c.json) {
-		fctl_buf_puts(&out, "{\"host\":");
-		fctl_buf_json_str(&out, want->host);
-		fctl_buf_printf(&out, ",\"drift\":%s,\"links_differing\":%d,\"changes\":%s}\n",
-				r ? "true" : "false", r, part.data);
-	} else if (r) {
-		fctl_buf_printf(&out, "host %s: drift from %s version %" PRIu64
-				      " (- live, + profile)\n%s",
-				want->host, p->name, p->version, part.data);
-	} else {
-		fctl_buf_printf(&out, "host %s: no drift from %s version %" PRIu64 "\n", want->host,
-				p->name, p->version);
-	}
-	cli_write(stdout, &out);
-	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
-out:
-	fctl_buf_release(&out);
-	fctl_buf_release(&part);
-	fctl_plan_free(plan);
-	fctl_host_state_free(live);
-	fctl_host_state_free(want);
-	fctl_profile_free(p);
-	return rc;
-}
-
 int cmd_show(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("show", argc, argv); /* --fabric, --target */
@@ -847,8 +732,8 @@ int cmd_show(int argc, char **argv)
 	struct fctl_host_state *live = NULL;
 	struct fctl_buf out = { 0 };
 	char err[768] = "";
-	struct common c;
-	int r, rc = parse_common("show", argc, argv, &c, NULL);
+	struct cli_host c;
+	int r, rc = cli_host_parse("show", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
@@ -858,7 +743,7 @@ int cmd_show(int argc, char **argv)
 	}
 	r = fctl_engine_show(NULL, &c.eo, &live, err, sizeof(err));
 	if (r < 0)
-		return env_error("show", r, err);
+		return cli_env_error("show", r, err);
 	if (c.json) {
 		fctl_host_state_to_json(live, &out);
 		if (out.len && out.data[out.len - 1] == '}') {
@@ -891,15 +776,15 @@ int cmd_history(int argc, char **argv)
 
 	struct fctl_history_entry *v = NULL;
 	struct fctl_buf out = { 0 };
-	struct common c;
+	struct cli_host c;
 	size_t n = 0;
-	int r, rc = parse_common("history", argc, argv, &c, NULL);
+	int r, rc = cli_host_parse("history", argc, argv, &c, NULL);
 
 	if (rc >= 0)
 		return rc;
 	r = fctl_engine_history(&c.eo, &v, &n);
 	if (r < 0)
-		return env_error("history", r, NULL);
+		return cli_env_error("history", r, NULL);
 	if (c.json)
 		fctl_buf_puts(&out, "[");
 	else if (!n)

@@ -100,6 +100,18 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* audit proof | note | witness: cmd_audit_proof.c, its own table */
+static bool proof_sub(const char *sub)
+{
+	return sub && (!strcmp(sub, "proof") || !strcmp(sub, "note") || !strcmp(sub, "witness"));
+}
+
+const struct option *cli_opts_audit(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	return proof_sub(sub) ? cli_opts_audit_proof() : opts;
+}
+
 #define MAX_WITNESS_PUBS 32
 
 struct args {
@@ -554,7 +566,7 @@ int cmd_audit(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	sub = argv[1];
-	if (!strcmp(sub, "proof") || !strcmp(sub, "note") || !strcmp(sub, "witness"))
+	if (proof_sub(sub))
 		return cmd_audit_proof(sub, argc - 1, argv + 1);
 	rc = parse(sub, argc - 1, argv + 1, &a);
 	if (rc >= 0)

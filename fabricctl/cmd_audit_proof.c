@@ -42,6 +42,11 @@ static const struct option popts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+const struct option *cli_opts_audit_proof(void)
+{
+	return popts;
+}
+
 struct pargs {
 	bool json, incl, cons, has_size;
 	const char *log, *cps, *key, *name, *state, *log_pub, *checkpoint, *proof;

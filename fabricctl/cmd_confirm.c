@@ -386,24 +386,32 @@ struct confirm_args {
 	bool json, quiet, cancel;
 };
 
+static const struct option opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "netns", required_argument, NULL, 'n' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "state-dir", required_argument, NULL, 's' },
+	{ "audit-log", required_argument, NULL, 'a' },
+	{ "change", required_argument, NULL, 'c' },
+	{ "cancel", no_argument, NULL, 'C' },
+	/* hidden: the watchdog apply --confirm starts (its id, its two pipe ends) */
+	{ "watchdog", required_argument, NULL, CLI_HIDDEN | 'w' },
+	{ "ready-fd", required_argument, NULL, CLI_HIDDEN | 'r' },
+	{ "life-fd", required_argument, NULL, CLI_HIDDEN | 'l' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+const struct option *cli_opts_confirm(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return opts;
+}
+
 static int parse(int argc, char **argv, struct confirm_args *a)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "netns", required_argument, NULL, 'n' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "audit-log", required_argument, NULL, 'a' },
-		{ "change", required_argument, NULL, 'c' },
-		{ "cancel", no_argument, NULL, 'C' },
-		/* hidden: the watchdog apply --confirm starts (its id, its two pipe ends) */
-		{ "watchdog", required_argument, NULL, 'w' },
-		{ "ready-fd", required_argument, NULL, 'r' },
-		{ "life-fd", required_argument, NULL, 'l' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	uint64_t v;
 	int ch;
 
@@ -435,17 +443,18 @@ static int parse(int argc, char **argv, struct confirm_args *a)
 		case 'C':
 			a->cancel = true;
 			break;
-		case 'w':
+		case CLI_HIDDEN | 'w':
 			a->watchdog = optarg;
 			break;
-		case 'r':
-		case 'l':
+		case CLI_HIDDEN | 'r':
+		case CLI_HIDDEN | 'l':
 			if (fctl_parse_u64(optarg, &v) < 0 || v < 3 || v > 1023) {
-				cli_err("confirm: bad --%s '%s'", ch == 'r' ? "ready-fd" : "life-fd",
+				cli_err("confirm: bad --%s '%s'",
+					ch == (CLI_HIDDEN | 'r') ? "ready-fd" : "life-fd",
 					optarg);
 				return EXIT_USAGE;
 			}
-			*(ch == 'r' ? &a->ready_fd : &a->life_fd) = (int)v;
+			*(ch == (CLI_HIDDEN | 'r') ? &a->ready_fd : &a->life_fd) = (int)v;
 			break;
 		case 'q':
 			a->quiet = true;

@@ -54,6 +54,13 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+const struct option *cli_opts_evidence(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return opts;
+}
+
 int cmd_evidence(int argc, char **argv)
 {
 	const char *signs[16], *profiles[256], *out = NULL, *log = NULL, *html_path = NULL;

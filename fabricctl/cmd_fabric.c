@@ -94,10 +94,6 @@ static int parse_confirm(struct remote *rm, const char *arg)
 {
 	uint64_t s;
 
-	if (rm->type != FCTL_MSG_APPLY) {
-		cli_err("%s: unknown option '--confirm' (only apply takes it)", rm->cmd);
-		return -EINVAL;
-	}
 	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
 	rm->o.confirm_seconds = (uint32_t)s;
@@ -125,20 +121,63 @@ static int parse_limit(struct remote *rm, int ch, const char *arg)
 	return 0;
 }
 
+/* The remote form's options, one table a command: the parser and the completion read the
+ * same (cli_opts_remote). */
+#define R_BASE                                                                              \
+	{ "fabric", no_argument, NULL, 'F' }, { "target", required_argument, NULL, 'T' },     \
+	{ "inventory", required_argument, NULL, 'I' },                                        \
+	{ "profile", required_argument, NULL, 'P' }, { "cert", required_argument, NULL, 'C' }, \
+	{ "key", required_argument, NULL, 'K' }, { "ca", required_argument, NULL, 'A' },       \
+	{ "json", no_argument, NULL, 'j' }, { "parallel", required_argument, NULL, 'n' },      \
+	{ "timeout", required_argument, NULL, 'o' }, { "quiet", no_argument, NULL, 'q' },      \
+	{ "help", no_argument, NULL, 'h' }
+#define R_END { NULL, 0, NULL, 0 }
+
+static const struct option r_apply[] = {
+	R_BASE, { "dry-run", no_argument, NULL, 'd' }, { "partial", no_argument, NULL, 'p' },
+	{ "confirm", required_argument, NULL, 'c' }, R_END,
+};
+static const struct option r_sliced[] = { R_BASE, { "whole-profile", no_argument, NULL, 'W' },
+					  R_END };
+static const struct option r_rollback[] = { R_BASE, { "to", required_argument, NULL, 't' },
+					    R_END };
+static const struct option r_plain[] = { R_BASE, R_END };
+
+static const struct {
+	const char *cmd;
+	uint8_t type;
+	const struct option *opts;
+} remote_cmds[] = {
+	{ "apply", FCTL_MSG_APPLY, r_apply },	    { "plan", FCTL_MSG_PLAN, r_sliced },
+	{ "show", FCTL_MSG_SHOW, r_plain },	    { "diff", FCTL_MSG_DIFF, r_sliced },
+	{ "rollback", FCTL_MSG_ROLLBACK, r_rollback }, { "history", FCTL_MSG_HISTORY, r_plain },
+	{ "status", FCTL_MSG_STATUS, r_plain },	    { "recover", FCTL_MSG_RECOVER, r_plain },
+	{ "confirm", FCTL_MSG_CONFIRM, r_plain },
+};
+
+const struct option *cli_opts_remote(const char *cmd)
+{
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(remote_cmds); i++)
+		if (strcmp(remote_cmds[i].cmd, cmd) == 0)
+			return remote_cmds[i].opts;
+	return NULL;
+}
+
+bool cli_remote_form(const char *cmd, int argc, char **argv)
+{
+	bool remote = strcmp(cmd, "status") == 0;
+
+	if (!cli_opts_remote(cmd))
+		return false;
+	for (int i = 1; i < argc && !remote; i++)
+		remote = strcmp(argv[i], "--fabric") == 0 || strcmp(argv[i], "--target") == 0 ||
+			 strncmp(argv[i], "--target=", 9) == 0;
+	return remote;
+}
+
 static int parse(struct remote *rm, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "fabric", no_argument, NULL, 'F' },	   { "target", required_argument, NULL, 'T' },
-		{ "inventory", required_argument, NULL, 'I' }, { "profile", required_argument, NULL, 'P' },
-		{ "cert", required_argument, NULL, 'C' },	   { "key", required_argument, NULL, 'K' },
-		{ "ca", required_argument, NULL, 'A' },	   { "json", no_argument, NULL, 'j' },
-		{ "dry-run", no_argument, NULL, 'd' },	   { "to", required_argument, NULL, 't' },
-		{ "partial", no_argument, NULL, 'p' },	   { "parallel", required_argument, NULL, 'n' },
-		{ "timeout", required_argument, NULL, 'o' }, { "quiet", no_argument, NULL, 'q' },
-		{ "confirm", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
-		{ "whole-profile", no_argument, NULL, 'W' },
-		{ NULL, 0, NULL, 0 },
-	};
+	const struct option *opts = cli_opts_remote(rm->cmd);
 	int ch;
 
 	optind = 1;
@@ -523,27 +562,13 @@ out:
 
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv)
 {
-	static const struct {
-		const char *cmd;
-		uint8_t type;
-	} types[] = {
-		{ "apply", FCTL_MSG_APPLY },	   { "plan", FCTL_MSG_PLAN },
-		{ "show", FCTL_MSG_SHOW },	   { "diff", FCTL_MSG_DIFF },
-		{ "rollback", FCTL_MSG_ROLLBACK }, { "history", FCTL_MSG_HISTORY },
-		{ "status", FCTL_MSG_STATUS },	   { "recover", FCTL_MSG_RECOVER },
-		{ "confirm", FCTL_MSG_CONFIRM },
-	};
 	struct remote rm = { .cmd = cmd };
-	bool remote = strcmp(cmd, "status") == 0;
 
-	for (int i = 1; i < argc && !remote; i++)
-		remote = strcmp(argv[i], "--fabric") == 0 || strcmp(argv[i], "--target") == 0 ||
-			 strncmp(argv[i], "--target=", 9) == 0;
-	if (!remote)
+	if (!cli_remote_form(cmd, argc, argv))
 		return -1;
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(types); i++)
-		if (strcmp(types[i].cmd, cmd) == 0)
-			rm.type = types[i].type;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(remote_cmds); i++)
+		if (strcmp(remote_cmds[i].cmd, cmd) == 0)
+			rm.type = remote_cmds[i].type;
 	return remote_main(&rm, argc, argv);
 }
 

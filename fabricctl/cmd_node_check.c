@@ -266,21 +266,29 @@ static int parse_opt(int ch, struct nc_args *a)
 	}
 }
 
+static const struct option opts[] = {
+	{ "json", no_argument, NULL, 'j' },    { "quiet", no_argument, NULL, 'q' },
+	{ "slurm", no_argument, NULL, 's' },   { "node", required_argument, NULL, 'n' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "netns", required_argument, NULL, 'N' },
+	{ "state-dir", required_argument, NULL, 'S' },
+	{ "max-probe-age", required_argument, NULL, 'a' },
+	{ "allow-never-applied", no_argument, NULL, 'A' },
+	{ "audit-log", required_argument, NULL, 'L' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "unhealthy", required_argument, NULL, 'U' },
+	{ "help", no_argument, NULL, 'h' },    { NULL, 0, NULL, 0 },
+};
+
+const struct option *cli_opts_node_check(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return opts;
+}
+
 static int parse(int argc, char **argv, struct nc_args *a)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },    { "quiet", no_argument, NULL, 'q' },
-		{ "slurm", no_argument, NULL, 's' },   { "node", required_argument, NULL, 'n' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "netns", required_argument, NULL, 'N' },
-		{ "state-dir", required_argument, NULL, 'S' },
-		{ "max-probe-age", required_argument, NULL, 'a' },
-		{ "allow-never-applied", no_argument, NULL, 'A' },
-		{ "audit-log", required_argument, NULL, 'L' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "unhealthy", required_argument, NULL, 'U' },
-		{ "help", no_argument, NULL, 'h' },    { NULL, 0, NULL, 0 },
-	};
 	int ch, rc;
 
 	optind = 1;

@@ -217,6 +217,34 @@ int cli_plan_exit(bool detailed, size_t ops, size_t disruptive)
 	return disruptive ? EXIT_PLAN_DISRUPTIVE : EXIT_PLAN_CHANGES;
 }
 
+/* plan's and diff's options: those of the comparison of files and of the live form
+ * (cmd_live.c parses the live form's again with its own table, cli_opts_host) */
+static const struct option plan_opts[] = {
+	{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
+	{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
+	{ "netns", required_argument, NULL, 'n' }, { "state-dir", required_argument, NULL, 'S' },
+	{ "detailed-exitcode", no_argument, NULL, 'd' },
+	{ "markdown", no_argument, NULL, 'm' },	 { "out", required_argument, NULL, 'O' },
+	{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
+};
+static const struct option diff_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "netns", required_argument, NULL, 'n' },
+	{ "state-dir", required_argument, NULL, 'S' },
+	{ "audit", no_argument, NULL, 'a' },
+	{ "audit-log", required_argument, NULL, 'a' },
+	{ "change", required_argument, NULL, 'a' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+const struct option *cli_opts_files(const char *cmd, const char *sub)
+{
+	(void)sub;
+	return strcmp(cmd, "plan") == 0 ? plan_opts : diff_opts;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	int remote = cmd_fabric_dispatch("plan", argc, argv); /* --fabric, --target */
@@ -224,25 +252,17 @@ int cmd_plan(int argc, char **argv)
 	if (remote >= 0)
 		return remote;
 
-	static const struct option opts[] = {
-		{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
-		{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
-		{ "netns", required_argument, NULL, 'n' }, { "state-dir", required_argument, NULL, 'S' },
-		{ "detailed-exitcode", no_argument, NULL, 'd' },
-		{ "markdown", no_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
-	};
 	struct fctl_profile *nw = NULL, *old = NULL;
 	const char *from = NULL, *hosts[1024];
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	struct plan_totals totals = { 0 };
-	bool offline = false, json = false, markdown = false, detailed = false;
+	bool offline = false, json = false, markdown = false, detailed = false, out_file = false;
 	size_t nh;
 	int c, rc;
 
 	optind = 1;
-	while ((c = cli_getopt("plan", argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt("plan", argc, argv, "h", plan_opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			offline = true;
@@ -269,6 +289,9 @@ int cmd_plan(int argc, char **argv)
 		case 'n':
 		case 'S':
 			break; /* live plan options */
+		case 'O':
+			out_file = true;
+			break;
 		case 'h':
 			cli_usage_cmd("plan");
 			return EXIT_OK;
@@ -290,6 +313,11 @@ int cmd_plan(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		return cmd_plan_live(argc, argv);
+	}
+	if (out_file) {
+		cli_err("plan: --out saves a live plan (it binds this host's live state); "
+			"an offline plan is reviewed, not applied");
+		return EXIT_USAGE;
 	}
 	rc = cli_load_profile(argv[optind], &nw, true, json);
 	if (rc == EXIT_OK && from)
@@ -338,17 +366,6 @@ int cmd_diff(int argc, char **argv)
 	if (remote >= 0)
 		return remote;
 
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "netns", required_argument, NULL, 'n' },
-		{ "state-dir", required_argument, NULL, 'S' },
-		{ "audit", no_argument, NULL, 'a' },
-		{ "audit-log", required_argument, NULL, 'a' },
-		{ "change", required_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct fctl_profile *a = NULL, *b = NULL;
 	struct host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
@@ -358,7 +375,7 @@ int cmd_diff(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = cli_getopt("diff", argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt("diff", argc, argv, "h", diff_opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;

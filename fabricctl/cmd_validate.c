@@ -199,13 +199,21 @@ static void print_report(enum out_format fmt, bool quiet, const struct fctl_diag
 	}
 }
 
+static const struct option opts[] = {
+	{ "json", no_argument, NULL, 'j' },   { "junit", no_argument, NULL, 'J' },
+	{ "strict", no_argument, NULL, 's' }, { "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },   { NULL, 0, NULL, 0 },
+};
+
+const struct option *cli_opts_validate(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return opts;
+}
+
 int cmd_validate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },   { "junit", no_argument, NULL, 'J' },
-		{ "strict", no_argument, NULL, 's' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },   { NULL, 0, NULL, 0 },
-	};
 	enum out_format fmt = OUT_TEXT;
 	bool strict = false, quiet = false, io_error = false;
 	struct files skipped = { 0 };

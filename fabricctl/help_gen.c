@@ -3,7 +3,8 @@
  * The hidden forms of `fabricctl help` the build runs (scripts/gen-docs.sh): the
  * manual pages fabricctl(8) and fabricctl-COMMAND(8) in roff, and the bash
  * completion, all made from the command table of main.c, so that neither can say
- * something `fabricctl help COMMAND` does not.
+ * something `fabricctl help COMMAND` does not; and `fabricctl __complete`, which the
+ * completion runs: its options are the tables the parsers read (struct cmd's opts).
  *
  * How a command's help text becomes a page: the synopsis lines are SYNOPSIS; in
  * the help, a paragraph (lines at column 0, up to a blank line) is filled text, an
@@ -11,6 +12,7 @@
  * a paragraph that starts with "Exit:" becomes EXIT STATUS.
  */
 #include <ctype.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,45 +331,109 @@ static void scan_subcommands(struct words *w, const struct cli_doc *doc, const s
 	}
 }
 
-static void put_words(FILE *f, const struct words *w)
-{
-	for (size_t i = 0; i < w->count; i++)
-		fprintf(f, "%s%.*s", i ? " " : "", (int)w->n[i], w->p[i]);
-}
-
-static void bash_completion(FILE *f, const struct cli_doc *doc)
+/* The script asks the binary the user runs (`fabricctl __complete`, cli_complete), so it
+ * offers what that binary's parsers take and nothing else. */
+static void bash_completion(FILE *f)
 {
 	fputs("# bash completion for fabricctl(8): commands, their subcommands and options.\n"
-	      "# Made by `fabricctl help --bash-completion` from the command table; do not edit.\n"
+	      "# Made by `fabricctl help --bash-completion`; the words come from\n"
+	      "# `fabricctl __complete`, which reads the option tables the parsers use.\n"
 	      "_fabricctl()\n{\n"
-	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} subs='' opts=''\n"
-	      "\tCOMPREPLY=()\n"
-	      "\tif [ \"$COMP_CWORD\" -le 1 ]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"", f);
-	for (size_t i = 0; i < doc->n; i++)
-		fprintf(f, "%s ", doc->cmds[i].name);
-	fputs("--help --version\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n"
-	      "\tcase ${COMP_WORDS[1]} in\n", f);
-	for (size_t i = 0; i < doc->n; i++) {
-		struct words subs = { .count = 0 }, opts = { .count = 0 };
-
-		scan_subcommands(&subs, doc, &doc->cmds[i]);
-		scan_options(&opts, doc->cmds[i].synopsis);
-		scan_options(&opts, doc->cmds[i].help);
-		words_add(&opts, "--help", 6);
-		fprintf(f, "\t%s)\n\t\tsubs='", doc->cmds[i].name);
-		put_words(f, &subs);
-		fputs("'\n\t\topts='", f);
-		put_words(f, &opts);
-		fputs("'\n\t\t;;\n", f);
-	}
-	fputs("\t*) return 0 ;;\n\tesac\n"
-	      "\tif [[ $cur == -* ]]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-	      "\telif [ \"$COMP_CWORD\" -eq 2 ] && [ -n \"$subs\" ]; then\n"
-	      "\t\tCOMPREPLY=($(compgen -W \"$subs\" -- \"$cur\"))\n"
-	      "\tfi\n\treturn 0\n}\n"
+	      "\tlocal IFS=$'\\n'\n"
+	      "\tCOMPREPLY=($(command \"${COMP_WORDS[0]}\" __complete "
+	      "\"${COMP_WORDS[@]:1:COMP_CWORD}\" 2>/dev/null))\n"
+	      "\treturn 0\n}\n"
 	      "complete -o default -F _fabricctl fabricctl\n", f);
+}
+
+static void offer(const char *word, size_t n, const char *cur)
+{
+	if (n >= strlen(cur) && strncmp(word, cur, strlen(cur)) == 0)
+		printf("%.*s\n", (int)n, word);
+}
+
+static void offer_words(const struct words *w, const char *cur)
+{
+	for (size_t i = 0; i < w->count; i++)
+		offer(w->p[i], w->n[i], cur);
+}
+
+/* The long options of a parser's table, hidden ones left out. */
+static void offer_table(const struct option *lo, const char *cur)
+{
+	char name[64];
+
+	for (; lo->name; lo++) {
+		if (lo->val & CLI_HIDDEN)
+			continue;
+		snprintf(name, sizeof(name), "--%s", lo->name);
+		offer(name, strlen(name), cur);
+	}
+}
+
+/* Whether word is a long option of lo that takes an argument (the next word is its value). */
+static bool takes_value(const struct option *lo, const char *word)
+{
+	for (; lo && lo->name && word[0] == '-' && word[1] == '-'; lo++)
+		if (strcmp(lo->name, word + 2) == 0)
+			return lo->has_arg == required_argument;
+	return false;
+}
+
+/* argv: the words after "fabricctl", the last the one being completed. The table is the
+ * one the parser of that command (and subcommand) reads in the form the words ask for:
+ * the remote one once --target or --fabric is on the line (cmd_fabric_dispatch's rule). */
+int cli_complete(const struct cli_doc *doc, int argc, char **argv)
+{
+	const char *cur = argc ? argv[argc - 1] : "";
+	const struct option *lo = NULL;
+	const struct cmd *c = NULL;
+	struct words subs = { .count = 0 }, opts = { .count = 0 };
+	bool remote;
+
+	for (size_t i = 0; argc > 1 && i < doc->n; i++)
+		if (strcmp(doc->cmds[i].name, argv[0]) == 0)
+			c = &doc->cmds[i];
+	if (argc <= 1) {
+		for (size_t i = 0; i < doc->n; i++)
+			offer(doc->cmds[i].name, strlen(doc->cmds[i].name), cur);
+		offer("--help", 6, cur);
+		offer("--version", 9, cur);
+		return EXIT_OK;
+	}
+	if (!c)
+		return EXIT_OK;
+	scan_subcommands(&subs, doc, c);
+	if (argc == 2 && (cur[0] != '-' || subs.count)) {
+		/* a command of subcommands takes its options after one (and --help) */
+		offer_words(&subs, cur);
+		if (subs.count)
+			offer("--help", 6, cur);
+		return EXIT_OK;
+	}
+	remote = cli_remote_form(c->name, argc - 1, argv);
+	if (remote)
+		lo = cli_opts_remote(c->name);
+	else if (c->opts)
+		lo = c->opts(c->name, subs.count && argc > 2 ? argv[1] : NULL);
+	if (argc > 2 && takes_value(lo, argv[argc - 2]))
+		return EXIT_OK; /* the value: bash's own (file names) */
+	if (cur[0] != '-')
+		return EXIT_OK;
+	if (lo) {
+		offer_table(lo, cur);
+		if (!remote && cli_opts_remote(c->name)) {
+			offer("--target", 8, cur); /* they switch to the remote form's table */
+			offer("--fabric", 8, cur);
+		}
+	} else if (strcmp(c->name, "help") != 0) {
+		/* parsed by another program (lab.sh, keymgr, the probe): what its help names */
+		scan_options(&opts, c->synopsis);
+		scan_options(&opts, c->help);
+		words_add(&opts, "--help", 6);
+		offer_words(&opts, cur);
+	}
+	return EXIT_OK;
 }
 
 int cli_help_gen(const struct cli_doc *doc, int argc, char **argv)
@@ -378,7 +444,7 @@ int cli_help_gen(const struct cli_doc *doc, int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (strcmp(argv[1], "--bash-completion") == 0 && argc == 2) {
-		bash_completion(stdout, doc);
+		bash_completion(stdout);
 		return EXIT_OK;
 	}
 	if (strcmp(argv[1], "--man") != 0 || argc > 3)

@@ -12,6 +12,17 @@ const char *prog_name = "fabricctl";
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
+static const struct option version_opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+
+static const struct option *opts_version(const char *cmd, const char *sub)
+{
+	(void)cmd;
+	(void)sub;
+	return version_opts;
+}
+
 /* The options of the remote form (--target, --fabric) of the host commands. */
 #define REMOTE_HELP                                                                       \
 	"Remote, through the agents (docs/agent.md), instead of this host's kernel:\n"      \
@@ -47,9 +58,10 @@ static const struct cmd commands[] = {
 	  "  -q, --quiet   print nothing; use the exit code\n"
 	  "\n"
 	  "Exit: 0 all valid, 1 a profile is invalid, 2 usage or I/O error.\n",
-	  "check profiles against the schema and the kernel's rules" },
+	  "check profiles against the schema and the kernel's rules", cli_opts_validate },
 	{ "plan", cmd_plan,
-	  "plan [--json|--markdown] [--detailed-exitcode] [--netns NAME] [--host HOST] PROFILE\n"
+	  "plan [--json|--markdown] [--detailed-exitcode] [--out FILE] [--netns NAME] [--host HOST]\n"
+	  "            PROFILE\n"
 	  "       plan --offline [--json|--markdown] [--detailed-exitcode] [--host HOST]...\n"
 	  "            NEW [--from OLD]",
 	  "Compute the ordered operations that take a host to the state PROFILE\n"
@@ -61,7 +73,11 @@ static const struct cmd commands[] = {
 	  "the VLAN under it). Nothing is planned from an invalid profile.\n"
 	  "\n"
 	  "Live (default): from this host's kernel state, read over netlink; only links\n"
-	  "the profile or the last applied profile manage are considered.\n"
+	  "the profile or the last applied profile manage are considered. A link the plan\n"
+	  "creates on a device this host does not have (a VLAN on a missing port) is a\n"
+	  "warning, FILE:LINE:COL of the profile's link end with code parent-missing (in\n"
+	  "--json: findings); the plan is still printed and its exit is unchanged, and\n"
+	  "apply refuses it.\n"
 	  "Offline: between two profile files, without touching the kernel (for review\n"
 	  "in CI); every host of the profiles is planned.\n"
 	  "\n"
@@ -76,16 +92,21 @@ static const struct cmd commands[] = {
 	  "                   host, its operations in a diff block, disruptive called out)\n"
 	  "  --detailed-exitcode  exit 0 only when there is nothing to do: 4 changes, 5 a\n"
 	  "                   disruptive change (1 and 2 keep their meaning)\n"
+	  "  --out FILE       live: also save the plan to FILE (written atomically; keys by\n"
+	  "                   key id only) with what it binds: the profile's SHA-256, this\n"
+	  "                   host, and a digest of the live state it was computed against;\n"
+	  "                   'apply --plan FILE' applies exactly it\n"
 	  "\n"
 	  REMOTE_HELP
 	  "\n"
 	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error; with\n"
 	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
-	  "show the ordered netlink operations a profile needs" },
+	  "show the ordered netlink operations a profile needs", cli_opts_files },
 	{ "apply", cmd_apply,
 	  "apply [--json] [--dry-run [--detailed-exitcode]] [--confirm DURATION] [--netns NAME]\n"
 	  "             [--host HOST] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]\n"
-	  "             PROFILE",
+	  "             PROFILE\n"
+	  "       apply --plan FILE [OPTIONS] [PROFILE]",
 	  "Apply PROFILE to this host through netlink, all or nothing: live state is read,\n"
 	  "planned against the profile, every key is fetched, the prior state is written\n"
 	  "to a journal, then the plan runs. If any step fails (the kernel's extended-ACK\n"
@@ -111,6 +132,12 @@ static const struct cmd commands[] = {
 	  "                   and the watchdog runs there: confirm with 'confirm --target\n"
 	  "                   HOST'; an agent too old for it refuses the apply (exit 2).\n"
 	  "                   Not with --fabric or --dry-run.\n"
+	  "  --plan FILE      apply exactly the plan 'plan --out FILE' saved (as terraform's\n"
+	  "                   saved plans): refused, nothing changed, exit 1, when PROFILE's\n"
+	  "                   bytes are not those it was made from, it was made for another\n"
+	  "                   host or netns, the live state changed since (checked under the\n"
+	  "                   apply lock), the plan computed now differs, or FILE was edited.\n"
+	  "                   PROFILE defaults to the file the plan names\n"
 	  "  --host HOST      the profile host this machine is (default: hostname)\n"
 	  "  --netns NAME     act inside network namespace NAME\n"
 	  "  --state-dir DIR  journal and history (default /var/lib/fabricctl)\n"
@@ -124,10 +151,11 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "  --partial        with --fabric: keep the hosts that applied when others fail\n"
 	  "\n"
-	  "Exit: 0 applied or unchanged, 1 invalid profile (nothing written), 2 usage,\n"
-	  "I/O, key or environment error, or a confirmation is pending (nothing written),\n"
+	  "Exit: 0 applied or unchanged, 1 invalid profile or a stale or edited saved plan\n"
+	  "(nothing written), 2 usage, I/O, key or environment error (a link's parent\n"
+	  "device missing too), or a confirmation is pending (nothing written),\n"
 	  "3 failed and rolled back (with --confirm: also when the watchdog cannot start).\n",
-	  "apply a profile to this host, all or nothing" },
+	  "apply a profile to this host, all or nothing", cli_opts_host },
 	{ "confirm", cmd_confirm,
 	  "confirm [--json] [--cancel] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
 	  "             [--audit-log PATH] [--change ID] [-q]\n"
@@ -155,7 +183,7 @@ static const struct cmd commands[] = {
 	  "Exit: 0 confirmed (or cancelled), 1 nothing is pending or its deadline passed,\n"
 	  "2 usage, I/O or lock error (--target: also a role that may not confirm, no\n"
 	  "answer from the agent), 3 the rollback of --cancel failed.\n",
-	  "confirm a confirmed apply before its deadline" },
+	  "confirm a confirmed apply before its deadline", cli_opts_confirm },
 	{ "rollback", cmd_rollback,
 	  "rollback --to VERSION [--json] [--dry-run] [--netns NAME] [--host HOST]\n"
 	  "             [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
@@ -176,7 +204,7 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "\n"
 	  "Exit: as 'apply'; 2 when VERSION was never applied on this host.\n",
-	  "apply an earlier profile version again" },
+	  "apply an earlier profile version again", cli_opts_host },
 	{ "teardown", cmd_teardown,
 	  "teardown [--dry-run] [--json] [--netns NAME] [--host HOST] [--state-dir DIR]\n"
 	  "             [--audit-log PATH] [--change ID] [-q]",
@@ -202,7 +230,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 removed or nothing to remove, 2 usage, I/O or environment error\n"
 	  "(nothing changed), 3 failed and rolled back.\n",
-	  "remove every link fabricctl manages on this host" },
+	  "remove every link fabricctl manages on this host", cli_opts_host },
 	{ "recover", cmd_recover,
 	  "recover [--json] [--netns NAME] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]",
 	  "Finish an apply that a crash or kill interrupted: the host is returned to the\n"
@@ -222,7 +250,7 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "\n"
 	  "Exit: 0 recovered or nothing to do, 2 environment error, 3 recovery failed.\n",
-	  "finish an apply a crash interrupted" },
+	  "finish an apply a crash interrupted", cli_opts_host },
 	{ "show", cmd_show, "show [--json] [--netns NAME] [--host HOST] [--state-dir DIR]",
 	  "Print the live VLAN/MACsec state of this host. Text output is a profile (YAML)\n"
 	  "that validates and can be diffed or saved, like 'wg showconf'; peers are named\n"
@@ -235,7 +263,7 @@ static const struct cmd commands[] = {
 	  "  --state-dir DIR  where the last applied profile is (default /var/lib/fabricctl)\n"
 	  "\n"
 	  REMOTE_HELP,
-	  "print the live VLAN/MACsec state of this host as a profile" },
+	  "print the live VLAN/MACsec state of this host as a profile", cli_opts_host },
 	{ "diff", cmd_diff,
 	  "diff [--json] [--netns NAME] [--host HOST] [--audit] PROFILE\n"
 	  "       diff [--json] [--host HOST]... OLD NEW",
@@ -259,7 +287,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
 	  "I/O or netlink error.\n",
-	  "show drift of this host, or the changes between two profiles" },
+	  "show drift of this host, or the changes between two profiles", cli_opts_files },
 	{ "history", cmd_history, "history [--json] [--netns NAME] [--state-dir DIR]",
 	  "List the profile versions applied on this host, oldest first: sequence,\n"
 	  "version, profile name, time applied (UTC) and the SHA-256 of the stored copy\n"
@@ -270,7 +298,7 @@ static const struct cmd commands[] = {
 	  "  --state-dir DIR  the history (default /var/lib/fabricctl)\n"
 	  "\n"
 	  REMOTE_HELP,
-	  "list the profile versions applied on this host" },
+	  "list the profile versions applied on this host", cli_opts_host },
 	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup|keys|links [ARGS]",
 	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
 	  "wired host to host over 127.0.0.1, each running this machine's binaries: a\n"
@@ -294,7 +322,7 @@ static const struct cmd commands[] = {
 	  "  fabricctl lab up --profile profiles/gpu-pod-a.yaml\n"
 	  "  fabricctl lab exec gpu01 -- ip -br link\n"
 	  "  fabricctl lab down\n",
-	  "run a lab of qemu VMs with Debian's stock kernel" },
+	  "run a lab of qemu VMs with Debian's stock kernel", NULL },
 	{ "rotate", cmd_rotate,
 	  "rotate [LINK... | --all] [--compromised] [--dry-run] [--json] --cert F --key F --ca F\n"
 	  "              [--agent HOST=ADDR:PORT]... [--state-dir DIR] [--audit-log PATH]\n"
@@ -324,7 +352,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 rotated, 1 rolled back (old key still in use), 2 usage, 3 failed\n"
 	  "with the journal kept ('keys recover').\n",
-	  "rotate MACsec keys make-before-break through the agents" },
+	  "rotate MACsec keys make-before-break through the agents", NULL },
 	{ "keys", cmd_keys,
 	  "keys watch|recover|status [--count N] [--json] OPTIONS PROFILE",
 	  "Key manager: 'watch' rotates on the profile's cryptoperiod and PN threshold,\n"
@@ -340,7 +368,7 @@ static const struct cmd commands[] = {
 	  "  --timeout SEC            per agent request (default 10)\n"
 	  "  --cryptoperiod SEC, --overlap SEC  override the profile's key policy\n"
 	  "  --json                   one JSON object (rotate) or array (status) on stdout\n",
-	  "watch, recover and show key rotations (the key manager)" },
+	  "watch, recover and show key rotations (the key manager)", NULL },
 	{ "probe", cmd_probe,
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
 	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"
@@ -357,7 +385,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"
 	  "error (no RDMA device, peer unreachable, peer gone).\n",
-	  "run RDMA latency and bandwidth probes over a link" },
+	  "run RDMA latency and bandwidth probes over a link", NULL },
 	{ "audit", cmd_audit,
 	  "audit keygen|verify|show|append|checkpoint|rotate|proof|note|witness [OPTIONS]",
 	  "The tamper-evident audit log (docs/audit.md): one JSON record a line, each\n"
@@ -397,7 +425,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 verified (or done), 1 verification failed, 2 usage or I/O error (an\n"
 	  "input that cannot be read: the log, --pubkey, a kept checkpoint; show: no log).\n",
-	  "keep and verify the tamper-evident audit log" },
+	  "keep and verify the tamper-evident audit log", cli_opts_audit },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
 	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]",
@@ -435,7 +463,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error, or no\n"
 	  "record selected (nothing written).\n",
-	  "write a signed, deterministic evidence bundle for auditors" },
+	  "write a signed, deterministic evidence bundle for auditors", cli_opts_evidence },
 	{ "node-check", cmd_node_check,
 	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"
 	  "             [--timeout DUR] [--allow-never-applied [--audit-log PATH]]\n"
@@ -477,7 +505,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 healthy, 1 unhealthy, 2 the check could not run or finish (with --slurm the\n"
 	  "node was drained all the same), usage error, or scontrol failed.\n",
-	  "check this node's MACsec links for a job scheduler (Slurm)" },
+	  "check this node's MACsec links for a job scheduler (Slurm)", cli_opts_node_check },
 	{ "agent", cmd_agent,
 	  "agent [--config FILE] [--socket PATH] [--listen ADDR:PORT] [--cert F --key F --ca F]\n"
 	  "       [--policy FILE] [--crl FILE] [--metrics ADDR:PORT] [--group NAME]\n"
@@ -512,7 +540,7 @@ static const struct cmd commands[] = {
 	  "  --pull-file NAME    the profile's name in --pull-dir (default profile.yaml)\n"
 	  "  --max-connections N, --max-workers N, --max-frame BYTES, --max-buffered BYTES\n"
 	  "                      limits of the server; --timeout DUR per connection\n",
-	  "run this host's agent (remote requests, drift, metrics)" },
+	  "run this host's agent (remote requests, drift, metrics)", cli_opts_agent },
 	{ "status", cmd_status,
 	  "status [--json] [--target HOST|ADDR:PORT|unix:PATH | --fabric] [--inventory FILE]\n"
 	  "             [--cert F --key F --ca F] [--parallel N] [--timeout DUR] [-q]",
@@ -525,14 +553,14 @@ static const struct cmd commands[] = {
 	  REMOTE_HELP
 	  "\n"
 	  "Exit: 0 every agent answered, 2 an agent could not be reached or refused.\n",
-	  "ask agents how they are" },
+	  "ask agents how they are", NULL },
 	{ "version", cmd_version, "version [--json]",
 	  "Print the version ('fabricctl --version' and '-V' too).\n"
 	  "\n"
 	  "  --json           {\"name\":\"fabricctl\",\"version\":..., \"schema\":...}\n",
-	  "print the version" },
+	  "print the version", opts_version },
 	{ "help", cmd_help, "help [COMMAND]", "Show help for fabricctl or one command.\n",
-	  "show help for fabricctl or one command" },
+	  "show help for fabricctl or one command", NULL },
 };
 
 /* usage()'s lines, shared with the manual page (help_gen.c) */
@@ -541,6 +569,9 @@ static const char exit_codes[] =
 	"Exit codes: 0 success, 1 invalid input or failed check, 2 usage, I/O or\n"
 	"environment error, 3 an operation failed on a host and was rolled back,\n"
 	"6 applied with SAs withheld for nonce safety (docs/keys-and-pn.md).\n";
+
+/* what help_gen.c reads: the table and usage()'s lines */
+static const struct cli_doc doc = { commands, FCTL_ARRAY_SIZE(commands), tagline, exit_codes };
 
 static void usage(FILE *f)
 {
@@ -588,8 +619,6 @@ static void unknown_command(const char *name)
 
 static int cmd_help(int argc, char **argv)
 {
-	static const struct cli_doc doc = { commands, FCTL_ARRAY_SIZE(commands), tagline,
-					    exit_codes };
 	int r;
 
 	if (argc < 2) {
@@ -612,13 +641,15 @@ static int cmd_help(int argc, char **argv)
 
 static int cmd_version(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { NULL, 0, NULL, 0 } };
 	bool json = false;
 	int ch;
 
 	optind = 1;
-	while ((ch = cli_getopt("version", argc, argv, "", opts, NULL)) != -1) {
+	while ((ch = cli_getopt("version", argc, argv, "h", version_opts, NULL)) != -1) {
+		if (ch == 'h') {
+			cli_usage_cmd("version");
+			return EXIT_OK;
+		}
 		if (ch != 'j')
 			return EXIT_USAGE;
 		json = true;
@@ -647,6 +678,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
 		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(argv[1], "__complete") == 0) {
+		/* hidden: what the bash completion asks (help_gen.c, cli_complete) */
+		return cli_complete(&doc, argc - 2, argv + 2);
+	}
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(commands); i++) {
 		if (strcmp(commands[i].name, argv[1]) == 0) {
 			if (argc > 2 && (strcmp(argv[2], "--help") == 0 ||

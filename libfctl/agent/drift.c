@@ -28,7 +28,8 @@ int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report 
 	struct fctl_drift_report rep;
 	struct fctl_diags d = { 0 };
 	struct fctl_profile *p = NULL;
-	struct fctl_plan *plan = NULL;
+	struct fctl_live_plan lp = { 0 };
+	const struct fctl_plan *plan;
 	size_t off = 0;
 	int r;
 
@@ -46,7 +47,8 @@ int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report 
 	rep.applied = true;
 	rep.version = p->version;
 	snprintf(rep.profile, sizeof(rep.profile), "%s", p->name);
-	r = fctl_engine_plan(p, o, &plan, NULL, NULL, err, errlen);
+	r = fctl_engine_plan(p, o, &lp, err, errlen);
+	plan = lp.plan;
 	if (r == 0) {
 		rep.ops = plan->n_ops;
 		for (size_t i = 0; i < plan->n_ops && off < sizeof(rep.summary) - 1; i++) {
@@ -61,7 +63,7 @@ int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report 
 		for (size_t i = 0; i < plan->n_ops; i++)
 			add_ifname(rep.ifnames, sizeof(rep.ifnames), plan->ops[i].ifname);
 	}
-	fctl_plan_free(plan);
+	fctl_live_plan_release(&lp);
 	fctl_profile_free(p);
 	if (r == 0)
 		*out = rep;

@@ -23,6 +23,18 @@ void fctl_apply_result_release(struct fctl_apply_result *r)
 		return;
 	fctl_plan_free(r->plan);
 	r->plan = NULL;
+	fctl_diags_release(&r->findings);
+}
+
+void fctl_live_plan_release(struct fctl_live_plan *lp)
+{
+	if (!lp)
+		return;
+	fctl_plan_free(lp->plan);
+	fctl_host_state_free(lp->live);
+	fctl_host_state_free(lp->want);
+	fctl_diags_release(&lp->findings);
+	memset(lp, 0, sizeof(*lp));
 }
 
 static double now_s(void)
@@ -331,11 +343,11 @@ static int recover_locked(struct eng *e, const struct fctl_host_state *want,
 }
 
 int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts *o,
-		     struct fctl_plan **plan, struct fctl_host_state **live_out,
-		     struct fctl_host_state **want_out, char *err, size_t errlen)
+		     struct fctl_live_plan *out, char *err, size_t errlen)
 {
-	struct fctl_host_state *want = NULL, *prev_owned = NULL, *live = NULL;
+	struct fctl_host_state *prev_owned = NULL;
 	const struct fctl_host_state *prev = NULL;
+	struct fctl_live_plan lp = { 0 };
 	struct eng e;
 	int r;
 
@@ -348,29 +360,30 @@ int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts
 		r = -ENOENT;
 		goto out;
 	}
-	r = fctl_engi_render_host(&e, p, &want);
+	r = fctl_engi_render_host(&e, p, &lp.want);
 	if (r == 0) {
-		fctl_engi_last_applied(&e, p, want, &prev, &prev_owned);
-		r = fctl_engi_read_live(&e, want, prev, NULL, &live, err, errlen);
+		fctl_engi_last_applied(&e, p, lp.want, &prev, &prev_owned);
+		r = fctl_engi_read_live(&e, lp.want, prev, NULL, &lp.live, err, errlen);
 	}
 	if (r == 0) {
-		fctl_engi_restrict_live(live, want, prev, NULL);
-		r = fctl_plan_compute(live, want, plan);
+		fctl_engi_restrict_live(lp.live, lp.want, prev, NULL);
+		r = fctl_plan_compute(lp.live, lp.want, &lp.plan);
 	}
-	if (r == 0 && live_out) {
-		*live_out = live;
-		live = NULL;
-	}
-	if (r == 0 && want_out) {
-		*want_out = want;
-		want = NULL;
+	if (r == 0) {
+		r = fctl_engi_plan_context(&e, p, lp.live, lp.want, lp.plan, &lp.findings,
+					   &lp.seal);
+		if (r < 0)
+			snprintf(err, errlen, "cannot check the links' parents: %s", strerror(-r));
 	}
 out:
-	fctl_host_state_free(want);
 	fctl_host_state_free(prev_owned);
-	fctl_host_state_free(live);
 	fctl_engi_close(&e);
-	return r;
+	if (r < 0) {
+		fctl_live_plan_release(&lp);
+		return r;
+	}
+	*out = lp;
+	return 0;
 }
 
 int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts *o,
@@ -553,6 +566,43 @@ static int arm_record(struct eng *e, const struct fctl_profile *p, struct fctl_c
 	return 0;
 }
 
+/* What an apply checks of its plan before anything is written: the parents of the links it
+ * creates exist (else refused, res->findings says where the profile names them), and,
+ * with o->expect, that the live state and the plan are the sealed ones (else -ESTALE). */
+static int plan_checks(struct eng *e, const struct fctl_profile *p,
+		       const struct fctl_host_state *live, const struct fctl_host_state *want,
+		       struct fctl_apply_result *res)
+{
+	const struct fctl_plan_seal *x = e->o->expect;
+	struct fctl_plan_seal seal;
+	int r = fctl_engi_plan_context(e, p, live, want, res->plan, &res->findings, &seal);
+
+	if (r < 0) {
+		snprintf(res->error, sizeof(res->error), "cannot check the links' parents: %s",
+			 strerror(-r));
+		return r;
+	}
+	if (x && memcmp(x->live_sha256, seal.live_sha256, 32) != 0) {
+		snprintf(res->error, sizeof(res->error),
+			 "the saved plan is stale: the live state of host '%s' changed since it "
+			 "was made (its links or their parents); nothing was changed: plan again",
+			 e->host);
+		r = -ESTALE;
+	} else if (x && memcmp(x->plan_sha256, seal.plan_sha256, 32) != 0) {
+		snprintf(res->error, sizeof(res->error),
+			 "the saved plan is stale: the plan computed now for host '%s' differs "
+			 "from it (the last applied profile or a key rotation changed); nothing "
+			 "was changed: plan again", e->host);
+		r = -ESTALE;
+	} else if (!e->o->dry_run && res->findings.n) {
+		snprintf(res->error, sizeof(res->error),
+			 "refused: %s; nothing was changed", res->findings.v[0].msg);
+		r = -ENODEV;
+	}
+	res->refused = r < 0;
+	return r;
+}
+
 int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
 			   struct fctl_apply_result *res)
 {
@@ -596,6 +646,8 @@ int fctl_engi_apply_locked(struct eng *e, const struct fctl_profile *p,
 		goto out;
 	fctl_engi_restrict_live(live, want, prev, NULL);
 	r = fctl_plan_compute(live, want, &res->plan);
+	if (r == 0)
+		r = plan_checks(e, p, live, want, res);
 	if (r < 0)
 		goto out;
 	if (o->dry_run || res->plan->n_ops == 0)

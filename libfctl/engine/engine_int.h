@@ -90,6 +90,14 @@ int fctl_engi_read_live(struct eng *e, const struct fctl_host_state *want,
 /* Drops the live links not named in want, prev or extra: those the engine must not touch. */
 void fctl_engi_restrict_live(struct fctl_host_state *live, const struct fctl_host_state *want,
 			     const struct fctl_host_state *prev, const struct fctl_host_state *extra);
+/* What plan (live -> want, of profile p) was computed against: a parent-missing warning in
+ * findings for each link it creates on a parent device the host does not have (want does
+ * not hold it, the kernel has none of that name), and the seal (the live state's and the
+ * plan's digests, the parents' presence in the former). Negative errno. */
+int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
+			   const struct fctl_host_state *live, const struct fctl_host_state *want,
+			   const struct fctl_plan *plan, struct fctl_diags *findings,
+			   struct fctl_plan_seal *seal);
 
 /* --- engine_exec.c --- */
 

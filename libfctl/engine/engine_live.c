@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "engine_int.h"
 
 struct names {
@@ -161,4 +163,130 @@ void fctl_engi_restrict_live(struct fctl_host_state *live, const struct fctl_hos
 		}
 	}
 	live->n_links = w;
+}
+
+/* Where the profile puts a link on host's port: the link end that names it, else the
+ * port's own entry (0:0 when neither is found: a profile of the desired-state cache). */
+static struct fctl_pos port_pos(const struct fctl_profile *p, const char *host, const char *port)
+{
+	const struct fctl_host *h = p ? fctl_profile_find_host(p, host) : NULL;
+	struct fctl_pos none = { 0, 0 };
+
+	for (size_t i = 0; p && i < p->n_links; i++)
+		for (int k = 0; k < 2; k++) {
+			const struct fctl_link_end *end = &p->links[i].end[k];
+
+			if (end->host && end->port && strcmp(end->host, host) == 0 &&
+			    strcmp(end->port, port) == 0)
+				return end->pos;
+		}
+	for (size_t i = 0; h && i < h->n_ports; i++)
+		if (strcmp(h->ports[i].name, port) == 0)
+			return h->ports[i].pos;
+	return none;
+}
+
+/* The first link plan creates on parent, or NULL. */
+static const struct fctl_op *created_on(const struct fctl_plan *plan, const char *parent)
+{
+	for (size_t i = 0; i < plan->n_ops; i++)
+		if (plan->ops[i].kind == FCTL_OP_LINK_ADD &&
+		    strcmp(plan->ops[i].link.parent, parent) == 0)
+			return &plan->ops[i];
+	return NULL;
+}
+
+/* The parents of the links plan creates that want does not hold itself (ports, links of
+ * other tools), sorted, each once. */
+static int created_parents(const struct fctl_plan *plan, const struct fctl_host_state *want,
+			   struct names *nm)
+{
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		const char *parent = plan->ops[i].link.parent, **slot;
+
+		if (plan->ops[i].kind != FCTL_OP_LINK_ADD || !parent[0] ||
+		    fctl_host_state_find(want, parent))
+			continue;
+		slot = fctl_array_grow(&nm->v, &nm->n, &nm->cap, sizeof(*slot));
+		if (!slot)
+			return -ENOMEM;
+		*slot = parent;
+	}
+	names_finish(nm);
+	return 0;
+}
+
+static int cmp_link(const void *a, const void *b)
+{
+	const struct fctl_link *x = *(const struct fctl_link *const *)a;
+	const struct fctl_link *y = *(const struct fctl_link *const *)b;
+
+	if (x->kind != y->kind)
+		return x->kind == FCTL_LINK_VLAN ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The live state's canonical lines (links in canonical order, no packet numbers or
+ * ifindexes: what a plan depends on), host and netns first. */
+static int live_lines(const struct eng *e, const struct fctl_host_state *live, struct fctl_buf *b)
+{
+	const struct fctl_link **v = calloc(live->n_links + 1, sizeof(*v));
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < live->n_links; i++)
+		v[i] = &live->links[i];
+	qsort(v, live->n_links, sizeof(*v), cmp_link);
+	fctl_buf_printf(b, "fabricctl-live-state 1\nhost %s\nnetns %s\n", e->host,
+			e->o->netns ? e->o->netns : "-");
+	for (size_t i = 0; i < live->n_links && r == 0; i++)
+		r = fctl_link_to_lines(v[i], b);
+	free(v);
+	return r;
+}
+
+int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
+			   const struct fctl_host_state *live, const struct fctl_host_state *want,
+			   const struct fctl_plan *plan, struct fctl_diags *findings,
+			   struct fctl_plan_seal *seal)
+{
+	struct names nm = { 0 };
+	struct fctl_buf b = { 0 };
+	unsigned int n = 0;
+	int r = live_lines(e, live, &b);
+
+	if (r == 0)
+		r = created_parents(plan, want, &nm);
+	for (size_t i = 0; r == 0 && i < nm.n; i++) {
+		int ex = e->ops->link_exists ? e->ops->link_exists(e->nl, nm.v[i]) : 1;
+		const struct fctl_op *op = created_on(plan, nm.v[i]);
+		struct fctl_pos pos = port_pos(p, e->host, nm.v[i]);
+
+		if (ex < 0) {
+			r = ex;
+			break;
+		}
+		fctl_buf_printf(&b, "parent %s %s\n", nm.v[i], ex ? "present" : "absent");
+		if (!ex)
+			fctl_diag_add(findings, FCTL_SEV_WARNING, p && p->file ? p->file : "-",
+				      pos.line, pos.col, "parent-missing",
+				      "apply refuses such a plan; check the port's name against "
+				      "'ip -br link' on the host",
+				      "host '%s' has no device '%s': the plan creates %s '%s' on it, "
+				      "which the kernel refuses",
+				      e->host, nm.v[i],
+				      op->link.kind == FCTL_LINK_VLAN ? "VLAN" : "MACsec link",
+				      op->ifname);
+	}
+	if (r == 0 && b.oom)
+		r = -ENOMEM;
+	if (r == 0 && (EVP_Digest(b.data, b.len, seal->live_sha256, &n, EVP_sha256(), NULL) != 1 ||
+		       n != 32))
+		r = -ENOMEM;
+	if (r == 0)
+		r = fctl_plan_digest(plan, seal->plan_sha256);
+	free(nm.v);
+	fctl_buf_release(&b);
+	return r;
 }

@@ -36,10 +36,16 @@ static void nl_get_stats(const void *sess, struct fctl_nl_stats *out)
 	fctl_nl_get_stats(sess, out);
 }
 
+static int nl_link_exists(void *sess, const char *name)
+{
+	return fctl_nl_link_exists(sess, name);
+}
+
 const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.open = nl_open,
 	.close = nl_close,
 	.read_state = nl_read_state,
 	.exec = nl_exec,
 	.get_stats = nl_get_stats,
+	.link_exists = nl_link_exists,
 };

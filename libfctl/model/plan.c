@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fctl/plan.h"
 
 static const char *const op_names[] = {
@@ -733,4 +735,16 @@ int fctl_plan_to_json(const struct fctl_plan *p, struct fctl_buf *o)
 	fctl_buf_printf(o, "],\"summary\":{\"ops\":%zu,\"disruptive\":%zu}}", p->n_ops,
 			fctl_plan_count_disruptive(p));
 	return o->oom ? -ENOMEM : 0;
+}
+
+int fctl_plan_digest(const struct fctl_plan *p, uint8_t md[32])
+{
+	struct fctl_buf b = { 0 };
+	unsigned int n = 0;
+	int r = fctl_plan_to_json(p, &b);
+
+	if (r == 0 && (EVP_Digest(b.data, b.len, md, &n, EVP_sha256(), NULL) != 1 || n != 32))
+		r = -ENOMEM;
+	fctl_buf_release(&b);
+	return r;
 }

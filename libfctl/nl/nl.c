@@ -656,6 +656,20 @@ int fctl_nli_ifindex(struct fctl_nl *nl, const char *name, int *ifindex, bool *c
 	return 0;
 }
 
+int fctl_nl_link_exists(struct fctl_nl *nl, const char *ifname)
+{
+	struct fctl_nl_err err = { 0 };
+	bool cached;
+	int idx, r;
+
+	if (!ifname[0] || strlen(ifname) >= FCTL_IFNAMSIZ)
+		return 0; /* no link can have that name */
+	r = fctl_nli_ifindex(nl, ifname, &idx, &cached, &err);
+	if (r == -ENODEV || r == -ENOENT)
+		return 0;
+	return r < 0 ? r : 1;
+}
+
 /* --- exec dispatch --- */
 
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,

@@ -135,13 +135,21 @@ int fctl_diags_to_json(const struct fctl_diags *d, const char *const *files, siz
 		fctl_buf_json_str(o, files[f]);
 		fctl_buf_printf(o, ",\"valid\":%s}", errors_in(d, files[f]) ? "false" : "true");
 	}
-	fctl_buf_puts(o, "],\"findings\":[");
+	fctl_buf_puts(o, "],\"findings\":");
+	fctl_diags_findings_json(d, o);
+	fctl_buf_printf(o, ",\"dropped\":%zu}\n", d->dropped);
+	return o->oom ? -12 : 0;
+}
+
+int fctl_diags_findings_json(const struct fctl_diags *d, struct fctl_buf *o)
+{
+	fctl_buf_putc(o, '[');
 	for (size_t i = 0; i < d->n; i++) {
 		if (i)
 			fctl_buf_putc(o, ',');
 		json_diag(o, &d->v[i]);
 	}
-	fctl_buf_printf(o, "],\"dropped\":%zu}\n", d->dropped);
+	fctl_buf_putc(o, ']');
 	return o->oom ? -12 : 0;
 }
 

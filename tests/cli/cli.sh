@@ -289,7 +289,7 @@ run "apply --target --confirm 0: exit 2" 2 apply --target unix:"$TMP/none.sock" 
 run "apply --target --confirm 8d: exit 2" 2 apply --target unix:"$TMP/none.sock" --confirm 8d \
 	profiles/lab-pair.yaml && pass "apply --target --confirm 8d: exit 2"
 run "plan --target --confirm: exit 2" 2 plan --target unix:"$TMP/none.sock" --confirm 60s \
-	profiles/lab-pair.yaml && grep_out "plan --target --confirm says why" "only apply takes it" "$TMP/err"
+	profiles/lab-pair.yaml && grep_out "plan --target --confirm says why" "unknown option '--confirm'" "$TMP/err"
 run "confirm --target --cancel: exit 2" 2 confirm --target unix:"$TMP/none.sock" --cancel &&
 	pass "confirm --target --cancel: exit 2"
 run "confirm --help names --target" 0 confirm --help && grep_out "confirm --help names --target" "confirm --target HOST"

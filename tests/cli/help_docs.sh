@@ -28,10 +28,12 @@ for c in "" $cmds; do
 done
 "$F" help --man nosuch >/dev/null 2>&1
 [ $? -eq 2 ] && ok man-unknown-command-usage || no man-unknown-command-usage
+# the script runs the binary it completes for (COMP_WORDS[0]: here $F, not on PATH);
+# tests/cli/complete.sh checks its options against the parsers
 out=$(bash -c ". '$T/doc/fabricctl.bash' && complete -p fabricctl &&
-	COMP_WORDS=(fabricctl va) COMP_CWORD=1 && _fabricctl && echo \"\${COMPREPLY[*]}\" &&
-	COMP_WORDS=(fabricctl apply --dr) COMP_CWORD=2 && _fabricctl && echo \"\${COMPREPLY[*]}\" &&
-	COMP_WORDS=(fabricctl audit ver) COMP_CWORD=2 && _fabricctl && echo \"\${COMPREPLY[*]}\"" 2>&1)
+	COMP_WORDS=('$F' va) COMP_CWORD=1 && _fabricctl && echo \"\${COMPREPLY[*]}\" &&
+	COMP_WORDS=('$F' apply --dr) COMP_CWORD=2 && _fabricctl && echo \"\${COMPREPLY[*]}\" &&
+	COMP_WORDS=('$F' audit ver) COMP_CWORD=2 && _fabricctl && echo \"\${COMPREPLY[*]}\"" 2>&1)
 [ "$out" = "complete -o default -F _fabricctl fabricctl
 validate
 --dry-run

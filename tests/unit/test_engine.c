@@ -572,12 +572,21 @@ static void fake_get_stats(const void *sess, struct fctl_nl_stats *out)
 	out->round_trips = f->round_trips;
 }
 
+/* eth0 is the host's one port; the links the kernel holds exist too */
+static int fake_link_exists(void *sess, const char *name)
+{
+	const struct fake *f = sess;
+
+	return strcmp(name, "eth0") == 0 || fctl_host_state_find(f->hs, name) != NULL;
+}
+
 static const struct fctl_engine_ops fake_ops = {
 	.open = fake_open,
 	.close = fake_close,
 	.read_state = fake_read_state,
 	.exec = fake_exec,
 	.get_stats = fake_get_stats,
+	.link_exists = fake_link_exists,
 };
 
 /* --- profiles, keys, state directories --- */
@@ -735,12 +744,13 @@ static bool journal_exists(const struct run *r)
 /* The host is in p's state: a fresh plan against p is empty. */
 static void assert_converged(struct run *r, const struct fctl_profile *p)
 {
-	struct fctl_plan *plan = NULL;
+	struct fctl_live_plan lp;
 	char err[512];
 
-	assert_int_equal(fctl_engine_plan(p, &r->o, &plan, NULL, NULL, err, sizeof(err)), 0);
-	assert_int_equal(plan->n_ops, 0);
-	fctl_plan_free(plan);
+	assert_int_equal(fctl_engine_plan(p, &r->o, &lp, err, sizeof(err)), 0);
+	assert_int_equal(lp.plan->n_ops, 0);
+	assert_int_equal(lp.findings.n, 0);
+	fctl_live_plan_release(&lp);
 }
 
 static void assert_no_violation(const struct fake *f)
@@ -1934,11 +1944,138 @@ static void test_desired_cache(void **st)
 	fake_release(&r.f);
 }
 
+/* A VLAN on a port the host does not have: the live plan warns, naming the port and the
+ * profile's line of the link end that puts it there; apply refuses before any write; a
+ * dry run plans with the same warning. */
+static void test_parent_missing(void **st)
+{
+	char text[4096], *t;
+	struct fctl_apply_result res;
+	struct fctl_live_plan lp;
+	struct fctl_profile *p;
+	struct run r;
+	char err[512];
+
+	(void)st;
+	snprintf(text, sizeof(text), profile_head, 1, 0, "", "10.100.0.1/24");
+	while ((t = strstr(text, "eth0")))
+		t[3] = '9';
+	write_file("eth9.yaml", text, 0644);
+	p = load("eth9.yaml");
+	run_init(&r);
+	assert_int_equal(fctl_engine_plan(p, &r.o, &lp, err, sizeof(err)), 0);
+	assert_true(lp.plan->n_ops > 0);
+	assert_int_equal(lp.findings.n, 1);
+	assert_string_equal(lp.findings.v[0].code, "parent-missing");
+	assert_int_equal(lp.findings.v[0].severity, FCTL_SEV_WARNING);
+	assert_int_equal(lp.findings.v[0].line, 21); /* "    a: h1:eth9" */
+	assert_non_null(strstr(lp.findings.v[0].msg, "'eth9'"));
+	assert_non_null(strstr(lp.findings.v[0].msg, "eth9.100"));
+	fctl_live_plan_release(&lp);
+
+	r.o.dry_run = true;
+	assert_int_equal(apply(&r, p, &res), 0);
+	assert_int_equal(res.findings.n, 1);
+	fctl_apply_result_release(&res);
+	r.o.dry_run = false;
+	assert_int_equal(apply(&r, p, &res), -ENODEV);
+	assert_true(res.refused);
+	assert_int_equal(r.f.calls, 0);
+	assert_non_null(strstr(res.error, "no device 'eth9'"));
+	fctl_apply_result_release(&res);
+
+	/* the port on eth0: no finding */
+	assert_int_equal(fctl_engine_plan(v1, &r.o, &lp, err, sizeof(err)), 0);
+	assert_int_equal(lp.findings.n, 0);
+	fctl_live_plan_release(&lp);
+	fake_release(&r.f);
+	fctl_profile_free(p);
+}
+
+/* A saved plan: the file round-trips and refuses an edit of its operations; an apply
+ * sealed with a live plan goes through while the host is as planned, and is refused
+ * (-ESTALE, nothing written) once the live state changed or the plan would differ. */
+static void test_saved_plan(void **st)
+{
+	struct fctl_saved_plan sp = { .profile_version = 2 }, back;
+	struct fctl_apply_result res;
+	struct fctl_live_plan lp, lp1;
+	struct fctl_buf b = { 0 };
+	char err[1400], path[600], *t;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(fctl_engine_plan(v2, &r.o, &lp, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/saved.plan", tmp);
+	snprintf(sp.host, sizeof(sp.host), "h1");
+	snprintf(sp.profile_file, sizeof(sp.profile_file), "%s/v2.yaml", tmp);
+	snprintf(sp.profile_name, sizeof(sp.profile_name), "engine \"test\"");
+	memcpy(sp.profile_sha256, v2->sha256, 32);
+	sp.seal = lp.seal;
+	sp.ops = lp.plan->n_ops;
+	assert_int_equal(fctl_engine_plan_save(path, &sp, lp.plan, err, sizeof(err)), 0);
+	assert_int_equal(fctl_engine_plan_load(path, &back, err, sizeof(err)), 0);
+	assert_string_equal(back.host, "h1");
+	assert_string_equal(back.netns, "");
+	assert_string_equal(back.profile_file, sp.profile_file);
+	assert_string_equal(back.profile_name, "engine \"test\"");
+	assert_int_equal(back.profile_version, 2);
+	assert_int_equal(back.ops, sp.ops);
+	assert_memory_equal(back.profile_sha256, v2->sha256, 32);
+	assert_memory_equal(&back.seal, &lp.seal, sizeof(lp.seal));
+	/* no key bytes in the file: key ids only */
+	assert_int_equal(fctl_file_read(path, &b), 0);
+	assert_int_equal(fctl_buf_putc(&b, '\0'), 0);
+	assert_null(strstr(b.data, KEY_V0));
+	assert_null(strstr(b.data, KEY_V1));
+	assert_non_null((t = strstr(b.data, "\"create-link\"")));
+	memcpy(t + 1, "delete", 6);
+	write_file("saved.plan", b.data, 0644);
+	assert_int_equal(fctl_engine_plan_load(path, &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "edited"));
+	fctl_buf_release(&b);
+
+	/* the host changed since the plan (v1 applied): refused, nothing written */
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	r.f.calls = 0;
+	r.o.expect = &lp.seal;
+	assert_int_equal(apply(&r, v2, &res), -ESTALE);
+	assert_true(res.refused);
+	assert_int_equal(r.f.calls, 0);
+	assert_non_null(strstr(res.error, "live state"));
+	fctl_apply_result_release(&res);
+	/* a plan made now holds, and is applied */
+	r.o.expect = NULL;
+	assert_int_equal(fctl_engine_plan(v2, &r.o, &lp1, err, sizeof(err)), 0);
+	r.o.expect = &lp1.seal;
+	assert_int_equal(apply(&r, v2, &res), 0);
+	assert_true(r.f.calls > 0);
+	fctl_apply_result_release(&res);
+	r.o.expect = NULL;
+	assert_converged(&r, v2);
+	/* the same live state, another plan (v2's, nothing to do, sealing an apply of v1) */
+	fctl_live_plan_release(&lp1);
+	assert_int_equal(fctl_engine_plan(v2, &r.o, &lp1, err, sizeof(err)), 0);
+	r.f.calls = 0;
+	r.o.expect = &lp1.seal;
+	assert_int_equal(apply(&r, v1, &res), -ESTALE);
+	assert_non_null(strstr(res.error, "differs"));
+	assert_int_equal(r.f.calls, 0);
+	fctl_apply_result_release(&res);
+	fctl_live_plan_release(&lp);
+	fctl_live_plan_release(&lp1);
+	fake_release(&r.f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_then_reapply),
 		cmocka_unit_test(test_desired_cache),
+		cmocka_unit_test(test_parent_missing),
+		cmocka_unit_test(test_saved_plan),
 		cmocka_unit_test(test_fail_secure_order),
 		cmocka_unit_test(test_missing_key_refuses),
 		cmocka_unit_test(test_old_carrier_converges),

@@ -47,6 +47,8 @@ void fctl_diags_sort(struct fctl_diags *d);
 int fctl_diags_to_text(const struct fctl_diags *d, struct fctl_buf *out, bool color);
 int fctl_diags_to_json(const struct fctl_diags *d, const char *const *files, size_t n_files,
 		       struct fctl_buf *out);
+/* Only the findings, as the JSON array fctl_diags_to_json has under "findings". */
+int fctl_diags_findings_json(const struct fctl_diags *d, struct fctl_buf *out);
 /* JUnit XML (docs/cli.md): one testsuite per file, one testcase per finding with file=
  * and line= (no line for a whole-file finding): an error finding is a <failure>, an I/O
  * finding (code io) an <error>, a warning a <skipped> with its message and <system-out>;

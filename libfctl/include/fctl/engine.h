@@ -53,6 +53,18 @@ struct fctl_engine_ops {
 		    struct fctl_nl_err *err);
 	/* fctl_nl_get_stats: requests since open */
 	void (*get_stats)(const void *sess, struct fctl_nl_stats *out);
+	/* fctl_nl_link_exists: 1 when a link of that name exists, 0 when none does; NULL: not
+	 * asked (every parent is taken to exist) */
+	int (*link_exists)(void *sess, const char *name);
+};
+
+/* What a saved plan (plan --out, apply --plan; docs/cli.md "Saved plans") binds beside
+ * the profile's bytes and the host: the SHA-256 of the live state it was computed against
+ * (the managed links as read, and whether the parents of the links it creates exist) and
+ * the SHA-256 of its operations (fctl_plan_digest). */
+struct fctl_plan_seal {
+	uint8_t live_sha256[32];
+	uint8_t plan_sha256[32];
 };
 
 extern const struct fctl_engine_ops fctl_engine_nl_ops;
@@ -80,6 +92,10 @@ struct fctl_engine_opts {
 	 * Borrowed, and changed: the engine lays the rotation records over it as over a fresh
 	 * render (so it serves one apply only); the live state is read as always. */
 	struct fctl_host_state *desired;
+	/* apply only (apply --plan FILE): after the plan is computed under the lock and before
+	 * anything is written, an apply whose live state or plan is not the sealed one is
+	 * refused: -ESTALE, res->refused, res->error saying which changed. NULL: no seal. */
+	const struct fctl_plan_seal *expect;
 };
 
 struct fctl_apply_result {
@@ -106,14 +122,52 @@ struct fctl_apply_result {
 	 * cleartext, no reuse) until new keys come. The apply is otherwise done. */
 	size_t withheld;
 	char withheld_why[512]; /* the first one: op, link, reason and the way back */
+	/* warnings about the host the plan cannot fix (fctl_live_plan.findings); an apply
+	 * (not a dry run) with a parent-missing finding is refused before any write */
+	struct fctl_diags findings;
 };
 
 void fctl_apply_result_release(struct fctl_apply_result *r);
 
-/* Live plan (read-only). *live and *want may be NULL if not wanted. */
+/* A live plan (fctl_engine_plan) and what it was computed against. */
+struct fctl_live_plan {
+	struct fctl_plan *plan;
+	struct fctl_host_state *live; /* the managed links as read */
+	struct fctl_host_state *want; /* the profile's state for this host */
+	/* warnings the plan cannot fix: a link it creates on a parent device the host does not
+	 * have (code parent-missing, at the profile's line of that host's port) */
+	struct fctl_diags findings;
+	struct fctl_plan_seal seal; /* what a saved plan binds (fctl_engine_plan_save) */
+};
+void fctl_live_plan_release(struct fctl_live_plan *lp);
+
+/* Live plan (read-only): out is written on success (release it), err says why not. */
 int fctl_engine_plan(const struct fctl_profile *p, const struct fctl_engine_opts *o,
-		     struct fctl_plan **plan, struct fctl_host_state **live,
-		     struct fctl_host_state **want, char *err, size_t errlen);
+		     struct fctl_live_plan *out, char *err, size_t errlen);
+
+/* A saved plan file (plan --out FILE, apply --plan FILE): JSON, one key a line, with the
+ * profile it was made from (file, name, version, SHA-256 of its bytes), the host and
+ * network namespace, the seal and the plan's operations as plan --json prints them (keys
+ * by key id, never by value). */
+struct fctl_saved_plan {
+	char host[64];
+	char netns[64];           /* "" for the current namespace */
+	char profile_file[1024];
+	char profile_name[129];
+	uint64_t profile_version;
+	uint8_t profile_sha256[32];
+	struct fctl_plan_seal seal;
+	uint64_t ops, disruptive;
+};
+/* Writes path atomically (a temporary file renamed over it, mode 0644). Negative errno,
+ * err says why. */
+int fctl_engine_plan_save(const char *path, const struct fctl_saved_plan *sp,
+			  const struct fctl_plan *plan, char *err, size_t errlen);
+/* Reads one: -ENOENT (or another errno of the read) when it cannot be read, -EINVAL when
+ * it is not a saved plan of this format or its operations do not match its plan_sha256
+ * (edited); err says why. *out is written on success only. */
+int fctl_engine_plan_load(const char *path, struct fctl_saved_plan *out, char *err,
+			  size_t errlen);
 
 /* Returns 0 when the host is in the profile's state (res says what was done), or a
  * negative errno (res->error says why; res->rolled_back whether it was undone). */

@@ -71,6 +71,10 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
  */
 int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **out);
 
+/* Whether a link (of any kind: a port, a bond, a VLAN) of that name exists: 1, 0 when
+ * none does, or a negative errno when the kernel could not be asked. */
+int fctl_nl_link_exists(struct fctl_nl *nl, const char *ifname);
+
 /* Executes one plan operation. key/key_len: the SAK for TXSA_ADD and RXSA_ADD,
  * NULL/0 otherwise. err (may be NULL) is filled on failure. A LINK_ADD whose link
  * has an address generation mode sets it with a second request before anything

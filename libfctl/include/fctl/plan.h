@@ -86,6 +86,9 @@ size_t fctl_plan_count_disruptive(const struct fctl_plan *p);
 /* Render. The JSON form is one object: {"host":..., "ops":[...], "summary":{...}} */
 int fctl_plan_to_text(const struct fctl_plan *p, struct fctl_buf *out, bool color);
 int fctl_plan_to_json(const struct fctl_plan *p, struct fctl_buf *out);
+/* SHA-256 of the plan's JSON form (fctl_plan_to_json): its host and operations, key ids
+ * and not keys. 0 or -ENOMEM. */
+int fctl_plan_digest(const struct fctl_plan *p, uint8_t md[32]);
 
 /* State diff: what differs between two host states, per link, as canonical lines.
  * Returns the number of links that differ (>= 0) or a negative errno. */

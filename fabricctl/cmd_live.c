@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/* fabricctl plan PROFILE and diff PROFILE against the live state; saved plans (plan --out, apply --plan). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fctl/audit.h"
+#include "fctl/plan.h"
+#include "host.h"
+
+void cli_findings_text(const struct fctl_diags *d)
+{
+	struct fctl_buf b = { 0 };
+
+	if (!d->n)
+		return;
+	fctl_diags_to_text(d, &b, cli_color(stderr));
+	cli_write(stderr, &b);
+	fctl_buf_release(&b);
+}
+
+/* A saved plan's read error: EXIT_INVALID when the file was read and is not a saved plan
+ * (or was edited), EXIT_USAGE when it could not be read. */
+static int load_saved(const char *file, struct fctl_saved_plan *sp)
+{
+	char err[1400];
+	int r = fctl_engine_plan_load(file, sp, err, sizeof(err));
+
+	if (r == 0)
+		return EXIT_OK;
+	cli_err("apply: --plan: %s; nothing was changed", err);
+	return r == -EINVAL ? EXIT_INVALID : EXIT_USAGE;
+}
+
+int cli_saved_plan_profile(const char *file, char *out, size_t len)
+{
+	struct fctl_saved_plan sp;
+	int rc = load_saved(file, &sp);
+
+	if (rc == EXIT_OK)
+		snprintf(out, len, "%s", sp.profile_file);
+	return rc;
+}
+
+int cli_saved_plan_check(struct cli_host *c, const struct fctl_profile *p)
+{
+	struct fctl_saved_plan sp;
+	char host[64], now[65], then[65];
+	const char *netns = c->eo.netns ? c->eo.netns : "";
+	int rc = load_saved(c->plan, &sp);
+
+	if (rc != EXIT_OK)
+		return rc;
+	if (fctl_engine_host_name(&c->eo, host, sizeof(host)) < 0) {
+		cli_err("apply: cannot tell which host this is (--host NAME)");
+		return EXIT_USAGE;
+	}
+	if (strcmp(sp.host, host) != 0 || strcmp(sp.netns, netns) != 0) {
+		cli_err("apply: the saved plan %s was made for host '%s'%s%s%s, not for '%s'%s%s%s "
+			"(--host, --netns); nothing was changed", c->plan, sp.host,
+			*sp.netns ? " (netns '" : "", sp.netns, *sp.netns ? "')" : "", host,
+			*netns ? " (netns '" : "", netns, *netns ? "')" : "");
+		return EXIT_INVALID;
+	}
+	if (memcmp(sp.profile_sha256, p->sha256, 32) != 0) {
+		fctl_format_hex(p->sha256, 32, now);
+		fctl_format_hex(sp.profile_sha256, 32, then);
+		cli_err("apply: the profile changed since the plan was made: %s is %s version "
+			"%" PRIu64 " (SHA-256 %.16s...), the saved plan %s was made from %s version "
+			"%" PRIu64 " (SHA-256 %.16s...); nothing was changed: plan --out again",
+			p->file, p->name, p->version, now, c->plan, sp.profile_name,
+			sp.profile_version, then);
+		return EXIT_INVALID;
+	}
+	c->seal = sp.seal;
+	c->eo.expect = &c->seal;
+	return EXIT_OK;
+}
+
+/* plan --out FILE: the plan, the profile's bytes, this host and what the plan was computed
+ * against, for apply --plan FILE. EXIT_OK or EXIT_USAGE after saying why. */
+static int save_plan(const struct cli_host *c, const struct fctl_profile *p,
+		     const struct fctl_live_plan *lp)
+{
+	struct fctl_saved_plan sp = { .profile_version = p->version, .seal = lp->seal };
+	char abs[PATH_MAX], err[1400];
+
+	if (!realpath(p->file, abs)) {
+		cli_err("plan: --out: cannot resolve '%s': %s", p->file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	snprintf(sp.host, sizeof(sp.host), "%s", lp->plan->host);
+	snprintf(sp.netns, sizeof(sp.netns), "%s", c->eo.netns ? c->eo.netns : "");
+	snprintf(sp.profile_file, sizeof(sp.profile_file), "%s", abs);
+	snprintf(sp.profile_name, sizeof(sp.profile_name), "%s", p->name);
+	memcpy(sp.profile_sha256, p->sha256, 32);
+	sp.ops = lp->plan->n_ops;
+	sp.disruptive = fctl_plan_count_disruptive(lp->plan);
+	if (fctl_engine_plan_save(c->out, &sp, lp->plan, err, sizeof(err)) < 0) {
+		cli_err("plan: --out: %s", err);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* The live plan's output: JSON (the plan object with its findings) or text/Markdown. */
+static void plan_output(const struct cli_host *c, const struct fctl_profile *p,
+			const struct fctl_live_plan *lp, struct fctl_buf *out)
+{
+	if (c->json) {
+		fctl_plan_to_json(lp->plan, out);
+		if (out->len && out->data[out->len - 1] == '}') {
+			out->len--;
+			fctl_buf_puts(out, ",\"findings\":");
+			fctl_diags_findings_json(&lp->findings, out);
+			fctl_buf_putc(out, '}');
+		}
+		fctl_buf_putc(out, '\n');
+		return;
+	}
+	fctl_buf_printf(out, "plan: live state -> profile %s version %" PRIu64 "\n", p->name,
+			p->version);
+	fctl_plan_to_text(lp->plan, out, cli_color(stdout) && !c->markdown);
+	if (c->markdown) {
+		struct fctl_buf md = { 0 };
+
+		cli_plan_markdown(out, &md);
+		fctl_buf_release(out);
+		*out = md;
+	}
+}
+
+/* plan and diff PROFILE: the profile loaded and planned against the live state, the
+ * findings said on stderr (with --json they are in the document). EXIT_OK or the exit. */
+static int load_and_plan(const char *cmd, const struct cli_host *c, const char *file,
+			 struct fctl_profile **p, struct fctl_live_plan *lp)
+{
+	char err[768] = "";
+	int r, rc = cli_load_profile(file, p, true, c->json);
+
+	if (rc != EXIT_OK)
+		return rc;
+	r = fctl_engine_plan(*p, &c->eo, lp, err, sizeof(err));
+	if (r < 0)
+		return cli_env_error(cmd, r, err);
+	if (!c->json)
+		cli_findings_text(&lp->findings);
+	return EXIT_OK;
+}
+
+/* plan PROFILE (live): desired vs live, as the offline plan prints it */
+int cmd_plan_live(int argc, char **argv)
+{
+	struct fctl_live_plan lp = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf out = { 0 };
+	struct cli_host c;
+	int rc = cli_host_parse("plan", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	if (optind + 1 != argc) {
+		cli_err("plan: expected exactly one PROFILE");
+		return EXIT_USAGE;
+	}
+	/* a saved plan names its profile's file, which apply --plan reads again */
+	if (c.out && (rc = cli_need_regular("plan --out", argv[optind])) != EXIT_OK)
+		return rc;
+	/* parent-missing is a warning, not an error: the plan is what apply would try (and
+	 * refuses) */
+	rc = load_and_plan("plan", &c, argv[optind], &p, &lp);
+	if (rc != EXIT_OK)
+		goto out;
+	if (c.out && (rc = save_plan(&c, p, &lp)) != EXIT_OK)
+		goto out;
+	plan_output(&c, p, &lp, &out);
+	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
+					 : cli_plan_exit(c.detailed, lp.plan->n_ops,
+							 fctl_plan_count_disruptive(lp.plan));
+	if (c.out && !c.json)
+		fprintf(stderr, "%s: plan saved to %s: 'fabricctl apply --plan %s' applies exactly "
+			"this plan, or nothing if the profile or the host changed\n", prog_name,
+			c.out, c.out);
+out:
+	fctl_buf_release(&out);
+	fctl_live_plan_release(&lp);
+	fctl_profile_free(p);
+	return rc;
+}
+
+/* diff --audit: one drift record. Negative errno when it could not be written (said). */
+static int record_drift(const struct cli_host *c, const struct fctl_profile *p,
+			const char *host, int links)
+{
+	struct fctl_audit *audit = NULL;
+	char detail[64];
+	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
+				      .change_id = c->change_id, .p = p, .detail = detail };
+	int r;
+
+	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
+		 links == 1 ? "" : "s", links == 1 ? "s" : "");
+	r = cli_audit_open(c->audit_log, &audit);
+	if (r == 0)
+		r = cli_audit_record(audit, &ev);
+	if (cli_audit_close(audit) < 0 && r == 0)
+		r = -EIO;
+	if (r < 0)
+		cli_err("diff: --audit: the drift was not recorded");
+	return r;
+}
+
+/* diff's output: JSON (host, drift, changes, findings) or the text. */
+static void diff_output(bool json, const struct fctl_profile *p, const struct fctl_live_plan *lp,
+			int r, const struct fctl_buf *part, struct fctl_buf *out)
+{
+	const char *host = lp->want->host;
+
+	if (json) {
+		fctl_buf_puts(out, "{\"host\":");
+		fctl_buf_json_str(out, host);
+		fctl_buf_printf(out, ",\"drift\":%s,\"links_differing\":%d,\"changes\":%s",
+				r ? "true" : "false", r, part->data);
+		fctl_buf_puts(out, ",\"findings\":");
+		fctl_diags_findings_json(&lp->findings, out);
+		fctl_buf_puts(out, "}\n");
+	} else if (r) {
+		fctl_buf_printf(out, "host %s: drift from %s version %" PRIu64
+				     " (- live, + profile)\n%s",
+				host, p->name, p->version, part->data);
+	} else {
+		fctl_buf_printf(out, "host %s: no drift from %s version %" PRIu64 "\n", host,
+				p->name, p->version);
+	}
+}
+
+/* diff PROFILE: drift between the profile and the live state */
+int cmd_diff_live(int argc, char **argv)
+{
+	struct fctl_live_plan lp = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf out = { 0 }, part = { 0 };
+	bool audit_failed = false;
+	struct cli_host c;
+	int r, rc = cli_host_parse("diff", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	rc = load_and_plan("diff", &c, argv[optind], &p, &lp);
+	if (rc != EXIT_OK)
+		goto out;
+	r = c.json ? fctl_state_diff_json(lp.live, lp.want, &part)
+		   : fctl_state_diff_text(lp.live, lp.want, &part, cli_color(stdout));
+	if (r < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	/* a read command writes nothing unless asked: drift is recorded with --audit */
+	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, lp.want->host, r) < 0)
+		audit_failed = true;
+	diff_output(c.json, p, &lp, r, &part, &out);
+	cli_write(stdout, &out);
+	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
+out:
+	fctl_buf_release(&out);
+	fctl_buf_release(&part);
+	fctl_live_plan_release(&lp);
+	fctl_profile_free(p);
+	return rc;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* What the host commands share (cmd_apply.c, cmd_live.c): their options, parsed by one table a command. */
+#ifndef FABRICCTL_HOST_H
+#define FABRICCTL_HOST_H
+
+#include "cli.h"
+#include "fctl/engine.h"
+
+struct cli_host {
+	struct fctl_engine_opts eo;
+	bool json;
+	bool quiet;
+	const char *audit_log; /* --audit-log (else $FCTL_AUDIT_LOG, else the default) */
+	const char *change_id; /* --change (else $FCTL_CHANGE_ID) */
+	bool audit;            /* diff: --audit (or --audit-log) records drift */
+	bool markdown;         /* plan: --markdown */
+	bool detailed;         /* plan: --detailed-exitcode */
+	const char *out;       /* plan: --out FILE, the saved plan */
+	const char *plan;      /* apply: --plan FILE, a saved plan to apply exactly */
+	char confirm_id[64];   /* apply --confirm: the pending record's id */
+	const char *desired_cache; /* apply: "hit", "miss" or "ignored" (STATE_DIR/desired) */
+	struct fctl_plan_seal seal; /* apply --plan: what eo.expect points to */
+};
+
+/* Parses the options of host command cmd by its table (cli_opts_host). Returns -1 on
+ * success (continue, optind at the first argument), or an exit code. */
+int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, const char **to);
+/* Says an engine error (what: the command) and a hint for a permission error: EXIT_USAGE. */
+int cli_env_error(const char *what, int r, const char *msg);
+/* The findings of a live plan (parent-missing warnings) on stderr as validate prints them. */
+void cli_findings_text(const struct fctl_diags *d);
+
+/* apply --plan FILE (cmd_live.c): reads the saved plan, checks that it was made for this host
+ * and namespace (c->eo) from exactly p's bytes, and points c->eo.expect at its seal for the
+ * engine's check of the live state and the plan. EXIT_OK, else EXIT_USAGE (the file cannot
+ * be read) or EXIT_INVALID (it is not a saved plan, or it is stale), said on stderr. */
+int cli_saved_plan_check(struct cli_host *c, const struct fctl_profile *p);
+/* The PROFILE a saved plan names (apply --plan FILE without PROFILE) into out: EXIT_OK, or
+ * an exit code after saying why. */
+int cli_saved_plan_profile(const char *file, char *out, size_t len);
+
+#endif
