@@ -1968,7 +1968,7 @@ static void test_parent_missing(void **st)
 	assert_int_equal(lp.findings.n, 1);
 	assert_string_equal(lp.findings.v[0].code, "parent-missing");
 	assert_int_equal(lp.findings.v[0].severity, FCTL_SEV_WARNING);
-	assert_int_equal(lp.findings.v[0].line, 21); /* "    a: h1:eth9" */
+	assert_int_equal(lp.findings.v[0].line, 31); /* "    a: h1:eth9" (after pol and pol3) */
 	assert_non_null(strstr(lp.findings.v[0].msg, "'eth9'"));
 	assert_non_null(strstr(lp.findings.v[0].msg, "eth9.100"));
 	fctl_live_plan_release(&lp);
