@@ -473,7 +473,7 @@ nodes_hash() {
 # changes the bytes), no whitespace, the writer's string escapes and numbers. Prints
 # "LINE reason" for each line that is not.
 CANON_JQ='
-def order: ["seq","prev","time","actor","action","change","host","link","secy","profile",
+def order: ["seq","prev","time","actor","manual","action","change","host","link","secy","profile",
 	"result","ops","writes","error","detail","key_ids","kcv","key_state"];
 def hexd: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
 def s: if type != "string" then error("not a string")
@@ -487,6 +487,7 @@ def actor: if has("cert") then "{\"cert\":" + (.cert | s) + "}"
 def profile: "{\"name\":" + (.name | s) + ",\"version\":" + (.version | n)
 	+ (if has("sha256") then ",\"sha256\":" + (.sha256 | s) else "" end) + "}";
 def value($k): if $k == "actor" then actor elif $k == "profile" then profile
+	elif $k == "manual" then (if . == true then "true" else error("manual is true or absent") end)
 	elif $k == "seq" or $k == "ops" or $k == "writes" then n
 	elif $k == "key_ids" or $k == "kcv" then "[" + (map(s) | join(",")) + "]" else s end;
 def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | value($k))] | join(",")) + "}";

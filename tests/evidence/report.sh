@@ -24,6 +24,9 @@ for t in openssl jq sha256sum tar python3; do command -v $t >/dev/null || cannot
 CHROMIUM=${FCTL_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 [ -n "$CHROMIUM" ] || cannot "needs chromium (Debian's package 'chromium': scripts/deps.sh)"
 export NO_COLOR=1 LC_ALL=C
+# the log's applies, rotations and probes as the tool writes them (audit append stands in for
+# the programs in a build with -DFCTL_TEST_HOOKS=ON: docs/audit.md "Manual records")
+export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1
 unset FCTL_AUDIT_LOG
 T=$(mktemp -d /tmp/fctl-report.XXXXXX) || cannot "no temporary directory"
 trap 'rm -rf -- "$T"' EXIT

@@ -23,6 +23,9 @@ cannot() { echo "evidence_tamper: cannot run: $*" >&2; echo "evidence_tamper: $P
 for t in openssl jq sha256sum tar base64; do command -v $t >/dev/null || cannot "needs $t"; done
 "$PY" -c 'import securesystemslib.signer' 2>/dev/null || cannot "needs python3-securesystemslib for $PY (scripts/deps.sh)"
 export NO_COLOR=1 LC_ALL=C
+# the log's applies, rotations and probes as the tool writes them (audit append stands in for
+# the programs in a build with -DFCTL_TEST_HOOKS=ON: docs/audit.md "Manual records")
+export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1
 unset FCTL_AUDIT_LOG
 T=$(mktemp -d /tmp/fctl-sec-evidence.XXXXXX) || cannot "no temporary directory"
 trap 'rm -rf -- "$T"' EXIT
@@ -44,7 +47,7 @@ records() { # LOGDIR [FIRST-HOST]: the records of change CHG-1 and one of anothe
 			--detail "write_bw size=65536 link=h1-h2: bw_gbps=1 macsec=ok" &&
 		"${A[@]}" --action apply --result applied --host h2 --change CHG-2
 } >/dev/null 2>&1
-records "$T/host" || cannot "audit append"
+records "$T/host" || cannot "audit append (a build without -DFCTL_TEST_HOOKS=ON refuses the tool's actions)"
 cp "$T/host/audit.log.checkpoints" "$T/trusted.cp" # what an auditor kept of this log
 records "$T/other" || cannot "audit append (other log)"
 evidence() { # OUT LOGDIR SIGNKEY... -> OUT
