@@ -121,10 +121,12 @@ static void versions_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			state_chip(b, kv[j].ev[e]->key_state);
 			fctl_buf_printf(b, " <span class=\"legend\">#%" PRIu64 " ", kv[j].ev[e]->seq);
 			eh_esc(b, kv[j].ev[e]->time);
-			fctl_buf_puts(b, "</span>");
+			fctl_buf_puts(b, kv[j].ev[e]->manual ? " manual record</span>" : "</span>");
 		}
 		fctl_buf_puts(b, "</td><td>");
 		state_chip(b, kv[j].ev[kv[j].nev - 1]->key_state);
+		if (kv[j].ev[kv[j].nev - 1]->manual) /* a person's word, not the tool's */
+			fctl_buf_puts(b, " <span class=\"chip manual\">manual record</span>");
 		fctl_buf_puts(b, "</td></tr>\n");
 	}
 	fctl_buf_puts(b, "</table></div>");

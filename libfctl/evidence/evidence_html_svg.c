@@ -16,7 +16,7 @@
 #define LX0 220    /* latency plot area, left: room for the row labels */
 
 static const char *const lane_name[EH_KINDS] = {
-	"Applies", "Key rotation", "Key state", "Probes", "Other",
+	"Applies", "Key rotation", "Key state", "Probes", "Other, manual",
 };
 
 static const char *tone_fill(const char *tone)
@@ -27,6 +27,8 @@ static const char *tone_fill(const char *tone)
 		return "#cf222e";
 	if (!strcmp(tone, "warn"))
 		return "#bf8700";
+	if (!strcmp(tone, "manual"))
+		return "#8250df";
 	return "#57606a";
 }
 
@@ -222,10 +224,10 @@ static void change_bands(struct fctl_buf *b, const struct axis *a, const struct 
 	}
 }
 
-/* The worse of two tones: bad, warn, neutral, good (in that order). */
+/* The worse of two tones: bad, warn, neutral, manual, good (in that order). */
 static const char *worse(const char *a, const char *b)
 {
-	static const char *const rank[] = { "bad", "warn", "neutral", "good" };
+	static const char *const rank[] = { "bad", "warn", "neutral", "manual", "good" };
 
 	if (!a)
 		return b;

@@ -7,6 +7,8 @@
 # --html gives the same bytes, that record strings come out escaped, that the page is self-
 # contained (no script, no external reference), and renders it in headless Chromium with
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
+# A manual record (audit append) is marked, not green, not counted as the tool's, has no
+# statement.
 # Then a 301-record window: the compact page (time slices, a summary of the changes, every
 # record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
@@ -75,6 +77,8 @@ EVIL='evil<script>alert(1)</script> "quoted" & <img src=x onerror=alert(2)>'
 			--detail "write_lat size=4096 link=h1-h2: $(lat 35.000 120.000 180.000 260.000) $(ends h1 ms100 5120) $(ends h2 ms100 5077) macsec=ok" &&
 		"${A[@]}" --action key-state --result recorded --host h1 --link "$EVIL" --key-state compromised \
 			--detail "$EVIL version 9 marked compromised in the KMS" &&
+		env -u FCTL_TEST_AUDIT_APPEND_AS_TOOL "${A[@]}" --action kms-rotate --result applied --host h1 \
+			--link h1-h2 --key-state active --kcv 0a0b0c --detail "file:lab/h1-h2 version 4 rotated by hand" &&
 		"$F" audit append --log "$T/host/audit.log" --change CHG-8 --action apply --result applied --host h2
 } >"$T/append.err" 2>&1 || cannot "audit append: $(head -c 400 "$T/append.err")"
 
@@ -121,6 +125,23 @@ if "$F" evidence --log "$T/host/audit.log" --change CHG-7 --operator auditor --h
 	pass "evidence --html alone writes the report, saying nothing signs it"
 else
 	fail "evidence --html alone writes the report, saying nothing signs it" "$(head -c 300 "$T/out")"
+fi
+
+# --- manual records (audit append): marked, never green, counted as no rotation ----------------
+if grep -q 'kms-rotate <span class="chip manual"' "$H" && grep -q '<span class="chip manual">applied</span>' "$H" &&
+	grep -q '<b>3</b><span>key rotation records' "$H" && grep -q '<b>1</b><span>manual records' "$H" &&
+	! grep -q 'kms-rotate</td><td><span class="chip good"' "$H" && grep -q 'manual record</span>' "$H"; then
+	pass "a manual record is marked manual, its result not green, counted apart from the 3 rotation records"
+else
+	fail "a manual record is marked manual, its result not green, counted apart from the 3 rotation records"
+fi
+MLINE=$(grep '"manual":true' "$T/b/audit/slice.jsonl")
+MSHA=$(printf %s "$MLINE" | sha256sum | cut -d' ' -f1)
+if [ -n "$MLINE" ] && [ "$(jq -r '.payload | @base64d' "$T/b/attestations.intoto.jsonl" | grep -c "$MSHA")" = 0 ] &&
+	[ "$(jq -r '.payload | @base64d' "$T/b/attestations.intoto.jsonl" | grep -c '"key-rotation"')" = 3 ]; then
+	pass "no statement names the manual record (the 3 rotation records have theirs)"
+else
+	fail "no statement names the manual record (the 3 rotation records have theirs)"
 fi
 
 # --- escaping and self-containment, in the bytes -----------------------------------------------
