@@ -534,7 +534,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 3,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 4,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -664,14 +664,15 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 		goto out;
 	}
 	{
-		/* the origin is the first line of the note, the root (base64) the third */
+		/* the origin is the first line of the note, the root the third: base64 there, hex
+		 * in the manifest (the one encoding people compare: audit verify prints hex) */
 		const char *l3 = strchr(b.data, '\n');
+		uint8_t root[32];
 
 		snprintf(e->origin, sizeof(e->origin), "%.*s", (int)strcspn(b.data, "\n"), b.data);
-
 		l3 = l3 ? strchr(l3 + 1, '\n') : NULL;
-		if (l3)
-			snprintf(cproot, 65, "%.*s", (int)strcspn(l3 + 1, "\n"), l3 + 1);
+		if (l3 && fctl_audit_b64_decode(l3 + 1, strcspn(l3 + 1, "\n"), root, 32) == 32)
+			fctl_format_hex(root, 32, cproot);
 	}
 	if ((r = add_file(e, "audit/checkpoint.txt", &b)) < 0)
 		goto out;

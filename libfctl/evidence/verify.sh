@@ -345,7 +345,7 @@ else
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
 # every single value the later checks read from the manifest (the file list is read on its own)
-scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
+scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 4 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' \
@@ -354,9 +354,9 @@ scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 3 and (.si
 	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
 	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
 if [ "$MF_SHAPE" = true ]; then
-	ok "manifest: a fabricctl evidence manifest, format 3"
+	ok "manifest: a fabricctl evidence manifest, format 4"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 3)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 4)"
 fi
 need=${MF_NEED:-0}
 if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
@@ -754,8 +754,13 @@ check_audit_log() {
 	# the values check_window reads from the proofs too
 	scalars "$PROOFS" PF_ROOT='.root' PF_SPAN='"\(.first_seq) \(.last_seq) \(.tree_size)"' \
 		PF_RANGE='.range' PF_RANGE_IDX='.range | "\(.first_index) \(.last_index)"' PF_NODES='.range.nodes | length'
-	[ "$MF_CHECKPOINT" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] && [ "$PF_ROOT" = "$roothex" ] ||
+	# the manifest names the root in hex, as fabricctl prints it (the note holds it in base64)
+	if [[ $roothex =~ ^[0-9a-f]{64}$ ]] && [ "$MF_CHECKPOINT" = "$cpsize $roothex" ] &&
+		[ "$PF_ROOT" = "$roothex" ]; then
+		ok "audit: the checkpoint is the one the signed manifest names: $cpsize records, root $roothex"
+	else
 		bad "audit: the checkpoint is not the one the signed manifest names"
+	fi
 	origin=$(sed -n 1p "$TMP/cp.body")
 	mo=$MF_ORIGIN
 	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then

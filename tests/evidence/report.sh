@@ -8,7 +8,7 @@
 # contained (no script, no external reference), and renders it in headless Chromium with
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
 # A manual record (audit append) is marked, not green, not counted as the tool's, has no
-# statement.
+# statement; the checkpoint root is audit verify's hex in MANIFEST.json, the page and verify.sh.
 # Then a 301-record window: the compact page (time slices, a summary of the changes, every
 # record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
@@ -142,6 +142,19 @@ if [ -n "$MLINE" ] && [ "$(jq -r '.payload | @base64d' "$T/b/attestations.intoto
 	pass "no statement names the manual record (the 3 rotation records have theirs)"
 else
 	fail "no statement names the manual record (the 3 rotation records have theirs)"
+fi
+
+# --- the checkpoint root: hex wherever a person compares it -------------------------------------
+ROOTHEX=$("$F" audit verify --json --log "$T/host/audit.log" --pubkey "$T/host/audit.pub" 2>/dev/null | jq -r .root)
+ROOTB64=$(sed -n 3p "$T/b/audit/checkpoint.txt")
+if [[ $ROOTHEX =~ ^[0-9a-f]{64}$ ]] && [ "$(jq -r .audit.checkpoint_root "$T/b/MANIFEST.json")" = "$ROOTHEX" ] &&
+	[ "$(printf %s "$ROOTB64" | openssl base64 -d -A | od -An -v -tx1 | tr -d ' \n')" = "$ROOTHEX" ] &&
+	grep -q "root <code>$ROOTHEX</code>" "$H" && grep -q "root $ROOTHEX" "$T/verify.out" &&
+	! grep -qF -- "$ROOTB64" "$H" && ! grep -qF -- "$ROOTB64" "$T/b/MANIFEST.json"; then
+	pass "the checkpoint root is the hex of audit verify in MANIFEST.json, report.html and verify.sh's output"
+else
+	fail "the checkpoint root is the hex of audit verify in MANIFEST.json, report.html and verify.sh's output" \
+		"verify $ROOTHEX, manifest $(jq -r .audit.checkpoint_root "$T/b/MANIFEST.json")"
 fi
 
 # --- escaping and self-containment, in the bytes -----------------------------------------------

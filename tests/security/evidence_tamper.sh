@@ -273,7 +273,7 @@ tampered record-from-outside-inserted-resigned "audit/slice.jsonl:3 has seq 5, e
 # whole window), named in the re-signed manifest; the proofs are against size 5
 tampered window-claims-other-checkpoint-resigned "is not the proof of the window \(1..4\) against the checkpoint \(4 records\)" \
 	'note_of 4 "$T/host/audit.log.checkpoints" >audit/checkpoint.txt &&
-	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt) && [ "$sz" = 4 ] &&
+	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt | openssl base64 -d -A | od -An -v -tx1 | tr -d " \n") && [ "$sz" = 4 ] &&
 	 jq --indent 2 --arg r "$rt" ".audit.checkpoint_size = 4 | .audit.checkpoint_root = \$r" MANIFEST.json >m && mv m MANIFEST.json && resign'
 tampered proofs-root-of-another-tree-resigned "the checkpoint is not the one the signed manifest names" \
 	'jq -c ".root = .range.nodes[0]" audit/proofs.json >p && mv p audit/proofs.json && resign'

@@ -94,6 +94,8 @@ static void test_sections(void **state)
 		"--signer-pub SIGNER2.pub --audit-pub HOST-audit.pub", "note key id <code>00010203",
 		"h1/var/lib/fabricctl/audit/audit.log", "2 signers", "6 records",
 		"Loss: 0 packets in 1 of 2",
+		/* the root in hex, as audit verify prints it (the note holds it in base64) */
+		"root <code>aebd10a4550e0467e08ff9ad0d0e64051559e5b798ad8b21c2b1d90b123c3052</code>",
 	};
 	char *h = render(NULL);
 
