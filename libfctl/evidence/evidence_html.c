@@ -298,6 +298,37 @@ static void action_cell(struct fctl_buf *b, const struct ehrec *r)
 				 "append', not by fabricctl\">manual</span>");
 }
 
+/* What the record says: profile, detail, error, key ids, KCVs, sep between every two (a
+ * part is never run into the one before it), key ids and KCVs in code_open/code_close. */
+static void detail_parts(struct fctl_buf *b, const struct ehrec *r, const char *sep,
+			 const char *code_open, const char *code_close)
+{
+	bool any = false;
+
+	if (r->has_profile) {
+		fctl_buf_puts(b, "profile ");
+		eh_esc(b, r->pname);
+		fctl_buf_printf(b, " v%" PRIu64, r->pver);
+		any = true;
+	}
+	if (r->detail) {
+		fctl_buf_puts(b, any ? sep : "");
+		eh_esc(b, r->detail);
+		any = true;
+	}
+	if (r->error) {
+		fctl_buf_puts(b, any ? sep : "");
+		fctl_buf_puts(b, "<b>error:</b> ");
+		eh_esc(b, r->error);
+		any = true;
+	}
+	for (size_t k = 0; k < r->nk; k++, any = true)
+		fctl_buf_printf(b, "%skey id %s%s%s", any ? sep : "", code_open, r->keyids[k],
+				code_close);
+	for (size_t k = 0; k < r->nkcv; k++, any = true)
+		fctl_buf_printf(b, "%sKCV %s%s%s", any ? sep : "", code_open, r->kcvs[k], code_close);
+}
+
 static void record_row(struct fctl_buf *b, const struct ehrec *r)
 {
 	fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td class=\"t\">", r->seq);
@@ -311,23 +342,7 @@ static void record_row(struct fctl_buf *b, const struct ehrec *r)
 	td(b, r->link ? r->link : r->secy);
 	td(b, r->change);
 	fctl_buf_puts(b, "<td class=\"detail\">");
-	if (r->has_profile) {
-		fctl_buf_puts(b, "profile ");
-		eh_esc(b, r->pname);
-		fctl_buf_printf(b, " v%" PRIu64 "<br>", r->pver);
-	}
-	if (r->detail)
-		eh_esc(b, r->detail);
-	if (r->error) {
-		fctl_buf_puts(b, "<br><b>error:</b> ");
-		eh_esc(b, r->error);
-	}
-	for (size_t k = 0; k < r->nk; k++)
-		fctl_buf_printf(b, "%skey id <code>%s</code>", k || r->detail ? "<br>" : "",
-				r->keyids[k]);
-	for (size_t k = 0; k < r->nkcv; k++)
-		fctl_buf_printf(b, "%sKCV <code>%s</code>", k || r->nk || r->detail ? "<br>" : "",
-				r->kcvs[k]);
+	detail_parts(b, r, "<br>", "<code>", "</code>");
 	fctl_buf_puts(b, "</td></tr>\n");
 }
 
@@ -348,26 +363,7 @@ static void record_row_compact(struct fctl_buf *b, const struct ehrec *r)
 	fctl_buf_puts(b, "<td>");
 	eh_esc(b, r->change);
 	fctl_buf_puts(b, "<td>");
-	if (r->has_profile) {
-		fctl_buf_puts(b, "profile ");
-		eh_esc(b, r->pname);
-		fctl_buf_printf(b, " v%" PRIu64, r->pver);
-	}
-	if (r->detail) {
-		fctl_buf_puts(b, r->has_profile ? "; " : "");
-		eh_esc(b, r->detail);
-	}
-	if (r->error) {
-		fctl_buf_puts(b, r->has_profile || r->detail ? "; <b>error:</b> " : "<b>error:</b> ");
-		eh_esc(b, r->error);
-	}
-	for (size_t k = 0; k < r->nk; k++)
-		fctl_buf_printf(b, "%skey id %s", k || r->has_profile || r->detail || r->error ? "; " : "",
-				r->keyids[k]);
-	for (size_t k = 0; k < r->nkcv; k++)
-		fctl_buf_printf(b, "%sKCV %s",
-				k || r->nk || r->has_profile || r->detail || r->error ? "; " : "",
-				r->kcvs[k]);
+	detail_parts(b, r, "; ", "", "");
 	fctl_buf_putc(b, '\n');
 }
 
@@ -433,7 +429,8 @@ static void section_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n
 			 "the shaded part is the overlap window, from the confirmed switch to the "
 			 "commit, when the old and the new key were both accepted), key state changes "
 			 "and probe verdicts. Green: applied, committed or passed; red: failed or "
-			 "refused; amber: rolled back. Dashed bands are change windows. Purple marks "
+			 "refused; amber: rolled back. Dashed bands are change windows. Marks closer in "
+			 "time than their width are set side by side, in record order. Purple marks "
 			 "in the lane <i>Other, manual</i> are manual records, written by hand with "
 			 "<code>audit append</code>: not the tool's, never green, counted as no apply, "
 			 "rotation, key state or probe. Hover a mark for its record and time.");

@@ -9,6 +9,10 @@
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
 # A manual record (audit append) is marked, not green, not counted as the tool's, has no
 # statement; the checkpoint root is audit verify's hex in MANIFEST.json, the page and verify.sh.
+# The timeline as a picture (report_picture.py): the whole log's page measured by Chromium in
+# an instrumented copy, and its screenshot checked region by region: each change label drawn
+# whole and clear of the SVG's edge, each mark painted and background between neighbours (no
+# overlap), a key id after an error on a line of its own.
 # Then a 301-record window: the compact page (time slices, a summary of the changes, every
 # record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
@@ -77,6 +81,8 @@ EVIL='evil<script>alert(1)</script> "quoted" & <img src=x onerror=alert(2)>'
 			--detail "write_lat size=4096 link=h1-h2: $(lat 35.000 120.000 180.000 260.000) $(ends h1 ms100 5120) $(ends h2 ms100 5077) macsec=ok" &&
 		"${A[@]}" --action key-state --result recorded --host h1 --link "$EVIL" --key-state compromised \
 			--detail "$EVIL version 9 marked compromised in the KMS" &&
+		"${A[@]}" --action apply --result failed --host h2 --link h1-h2 --error "No such device" \
+			--key-id 8a09aa3011223344 &&
 		env -u FCTL_TEST_AUDIT_APPEND_AS_TOOL "${A[@]}" --action kms-rotate --result applied --host h1 \
 			--link h1-h2 --key-state active --kcv 0a0b0c --detail "file:lab/h1-h2 version 4 rotated by hand" &&
 		"$F" audit append --log "$T/host/audit.log" --change CHG-8 --action apply --result applied --host h2
@@ -211,6 +217,75 @@ EOF
 	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
 else
 	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(tail -c 300 "$T/chromium.err")"
+fi
+
+# --- the timeline as a picture: the screenshot's regions against the page's own positions -------
+# The whole log's report (no --change): change CHG-8's band, one record, ends the timeline on
+# the right, where its label was cut ("change CHC"); the rotation's steps, the key states and
+# the probes come in bursts milliseconds apart, whose marks overlapped; the failed apply has
+# an error and a key id and no detail ("No such device" ran into "key id").
+ALL=$T/all.html
+"$F" evidence --log "$T/host/audit.log" --operator auditor --html "$ALL" >"$T/out" 2>&1 ||
+	fail "evidence --html of the whole log" "$(head -c 300 "$T/out")"
+# what Chromium laid out, measured in a copy with a script (the page itself allows none)
+python3 - "$ALL" "$T/geom.html" <<'EOF'
+import re, sys
+h = open(sys.argv[1], encoding="utf-8").read()
+h = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", h, count=1)
+js = """<script>(function () {
+  var o = {}, svg = document.querySelector('svg[aria-label="change timeline"]');
+  var r = svg.getBoundingClientRect();
+  o.svg = {left: r.left + scrollX, top: r.top + scrollY, width: r.width, height: r.height,
+           vb: svg.viewBox.baseVal.width};
+  o.texts = [].map.call(svg.querySelectorAll("text"), function (t) {
+    var b = t.getBBox();
+    return {text: t.textContent, cls: t.getAttribute("class"), x: b.x, y: b.y,
+            width: b.width, height: b.height};
+  });
+  o.cells = [];
+  [].forEach.call(document.querySelectorAll("td.detail"), function (td) {
+    if (td.textContent.indexOf("No such device") < 0) return;
+    var c = {}, w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), n;
+    while ((n = w.nextNode())) {
+      var g = document.createRange();
+      g.selectNodeContents(n);
+      if (n.textContent.indexOf("No such device") >= 0) c.error = g.getBoundingClientRect().top;
+      if (n.textContent.indexOf("key id") >= 0) c.keyid = g.getBoundingClientRect().top;
+    }
+    o.cells.push(c);
+  });
+  var p = document.createElement("pre");
+  p.id = "fctl-geom";
+  p.style.display = "none";
+  p.textContent = JSON.stringify(o);
+  document.body.appendChild(p);
+})();</script>"""
+open(sys.argv[2], "w", encoding="utf-8").write(h.replace("</body>", js + "</body>", 1))
+EOF
+P=(--hide-scrollbars --force-device-scale-factor=1 --window-size=1280,2000)
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --dump-dom "file://$T/geom.html" \
+	>"$T/geom.dom" 2>"$T/chromium.err"
+python3 -c 'import html, re, sys
+m = re.search(r"<pre id=\"fctl-geom\"[^>]*>(.*?)</pre>", open(sys.argv[1], encoding="utf-8").read(), re.S)
+sys.exit(1) if not m else print(html.unescape(m.group(1)))' "$T/geom.dom" >"$T/geom.json" ||
+	fail "Chromium measured the timeline (an instrumented copy)" "$(tail -c 300 "$T/chromium.err")"
+rm -f "$T/all.png"
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --screenshot="$T/all.png" \
+	"file://$ALL" >/dev/null 2>"$T/chromium.err"
+[ -n "${FCTL_REPORT_PNG:-}" ] && cp "$T/all.png" "${OUT_PNG%.png}-timeline.png" && cp "$ALL" "${OUT_PNG%.png}-timeline.html"
+if [ -s "$T/all.png" ] && [ -s "$T/geom.json" ]; then
+	python3 "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
+	while read -r verdict rest; do
+		case $verdict in PASS) pass "picture: $rest" ;; FAIL) fail "picture: $rest" ;; esac
+	done <"$T/pic.out"
+	grep -qE '^(PASS|FAIL) ' "$T/pic.out" || fail "picture: report_picture.py ran" "$(tail -c 300 "$T/pic.out")"
+else
+	fail "picture: Chromium took the screenshot and the measurements" "$(tail -c 300 "$T/chromium.err")"
+fi
+if grep -q '<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>' "$ALL"; then
+	pass "an error and the key id after it are two lines of the cell"
+else
+	fail "an error and the key id after it are two lines of the cell"
 fi
 
 # --- a large window: the compact page (docs/audit.md "The report") -----------------------------

@@ -138,7 +138,8 @@ static void test_deterministic_and_copied(void **state)
 	free(b);
 }
 
-/* a manual record is marked, never green, counted as no rotation or key state */
+/* a manual record is marked, never green, counted as no rotation or key state; a cell's
+ * parts are separated (an error is never run into the key id after it) */
 static void test_manual_and_separators(void **state)
 {
 	static const char *const want[] = {
@@ -146,6 +147,7 @@ static void test_manual_and_separators(void **state)
 		"<b>0</b><span>key rotation records", "<b>0</b><span>key state records",
 		"<b>1</b><span>manual records", "class=\"lane\">Other, manual</text>",
 		"fill=\"#8250df\"", "manual record</span>",
+		"<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>",
 	};
 	char *h = render_slice(slice_manual, sizeof(slice_manual) - 1, NULL);
 
@@ -154,6 +156,7 @@ static void test_manual_and_separators(void **state)
 		if (!strstr(h, want[i]))
 			fail_msg("report lacks '%s'", want[i]);
 	assert_null(strstr(h, "chip good\">applied"));
+	assert_null(strstr(h, "No such devicekey id"));
 	free(h);
 }
 
