@@ -23,19 +23,25 @@ def check(ok, name, why=""):
     FAILS += 0 if ok else 1
 
 
-def png_rows(path, upto):
-    """The first upto rows of the PNG as lists of (r, g, b) tuples."""
+def png_chunks(path):
+    """Width, height, bit depth, colour type, interlace and the IDAT bytes of a PNG."""
     d = open(path, "rb").read()
     assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     w, h, depth, ctype, _, _, lace = struct.unpack(">IIBBBBB", d[16:29])
-    assert depth == 8 and ctype in (2, 6) and lace == 0, f"PNG type {ctype}/{depth}/{lace}"
-    bpp = 3 if ctype == 2 else 4
     i, idat = 8, b""
     while i < len(d):
         n, = struct.unpack(">I", d[i:i + 4])
         if d[i + 4:i + 8] == b"IDAT":
             idat += d[i + 8:i + 8 + n]
         i += 12 + n
+    return w, h, depth, ctype, lace, idat
+
+
+def png_rows(path, upto):
+    """The first upto rows of the PNG as lists of (r, g, b) tuples."""
+    w, h, depth, ctype, lace, idat = png_chunks(path)
+    assert depth == 8 and ctype in (2, 6) and lace == 0, f"PNG type {ctype}/{depth}/{lace}"
+    bpp = 3 if ctype == 2 else 4
     raw = zlib.decompressobj().decompress(idat, (w * bpp + 1) * min(h, upto))
     stride = w * bpp
     prev = bytearray(stride)
