@@ -19,7 +19,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
 
 "$FCTL" audit keygen --out "$TMP" >/dev/null
 t0=$(now)
-"$FCTL" audit append --log "$LOG" --action apply --result applied --host gpu01 --link eth0.100 \
+"$FCTL" audit append --log "$LOG" --action bench-step --result applied --host gpu01 --link eth0.100 \
 	--secy ms100 --change CHG-1234 --profile-name gpu-pod-a --profile-version 7 \
 	--profile-sha256 9ed46e9bdc989a335a08e6d244aefffb15f24d80bcf6501fe4c22e58aef35ac9 \
 	--key-id 0011223344556677 --kcv a1b2c3 --count "$N" --batch "$BATCH"

@@ -425,6 +425,8 @@ static int show_one(void *ctx, const char *line, size_t len)
 				fctl_buf_puts(&c->out, " -");
 			}
 			text_field(&c->out, line, len, "result", 0);
+			if (fctl_audit_field_raw(line, len, "manual", &pv, &pl) == 0)
+				fctl_buf_puts(&c->out, " (manual record: written by audit append)");
 			fctl_buf_putc(&c->out, '\n');
 			free(seq);
 			free(prof);
@@ -522,6 +524,13 @@ static int do_write(const char *sub, struct args *a)
 	char err[512];
 	int r;
 
+	/* a record written by hand says so, and cannot take an action of the tool's own */
+	a->e.manual = true;
+#ifdef FCTL_TEST_HOOKS
+	/* test builds: fixtures standing in for the tool's own records (docs/audit.md) */
+	if (getenv("FCTL_TEST_AUDIT_APPEND_AS_TOOL"))
+		a->e.manual = false;
+#endif
 	if (strcmp(sub, "append") == 0 && fctl_audit_entry_check(&a->e, err, sizeof(err)) < 0) {
 		cli_err("audit append: %s", err);
 		return EXIT_USAGE;

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Installs what fabricctl needs to build, test and run its lab, from Debian 12
-# packages only. Idempotent: installs only what is missing. Needs root.
+# packages, and the npm packages one test needs (tests/kubernetes/models/, versions pinned
+# by its package-lock.json, into a cache outside the tree). Idempotent: installs only what
+# is missing. Needs root.
 #   scripts/deps.sh            build + test + lab dependencies
 set -euo pipefail
 
@@ -38,6 +40,9 @@ PKGS=(
 	# kubectl is kubernetes-client (left out below when a kubectl is already installed:
 	# another package's /usr/bin/kubectl would make dpkg refuse it)
 	kubernetes-client yamllint
+	# and against the Kubernetes API's own schemas with npm's kubernetes-models (below):
+	# Debian's node and npm (left out when a node and npm are already installed)
+	nodejs npm
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -48,13 +53,38 @@ missing=()
 for p in "${PKGS[@]}"; do
 	[ "${p:0:1}" = "#" ] && continue
 	[ "$p" = kubernetes-client ] && command -v kubectl >/dev/null && continue
+	[ "$p" = nodejs ] && command -v node >/dev/null && continue
+	[ "$p" = npm ] && command -v npm >/dev/null && continue
 	# dpkg-query: installed and configured ("ii")
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
 		missing+=("$p")
 	fi
 done
+# The npm packages of the tests (tests/kubernetes/models/: kubernetes-models, the Kubernetes
+# API's OpenAPI schemas for tests/kubernetes/manifests.sh), at the versions its
+# package-lock.json pins, into a cache outside the tree ($FCTL_K8S_MODELS, default
+# /var/cache/fabricctl/k8s-models): installed again only when the lock changed.
+npm_models() {
+	local src dir
+	src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/kubernetes/models
+	dir=${FCTL_K8S_MODELS:-/var/cache/fabricctl/k8s-models}
+	if cmp -s "$src/package-lock.json" "$dir/package-lock.json" && [ -d "$dir/node_modules/kubernetes-models" ]; then
+		echo "deps.sh: npm packages of the tests present ($dir)"
+		return 0
+	fi
+	rm -rf "$dir" && mkdir -p "$dir" && cp "$src/package.json" "$src/package-lock.json" "$dir/" || return 1
+	# exactly the lock's versions; no install scripts run
+	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null) || {
+		echo "deps.sh: npm ci of tests/kubernetes/models failed" >&2
+		rm -rf "$dir"
+		return 1
+	}
+	echo "deps.sh: installed the npm packages of the tests into $dir"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "deps.sh: all ${#PKGS[@]} packages present"
+	npm_models || exit 1
 	exit 0
 fi
 echo "deps.sh: installing ${missing[*]}"
@@ -73,3 +103,4 @@ rc=$?
 [ $own_policy = 1 ] && rm -f "$POLICY"
 [ $rc -eq 0 ] || { echo "deps.sh: apt-get install failed (exit $rc)" >&2; exit 1; }
 echo "deps.sh: installed ${#missing[@]} packages"
+npm_models || exit 1

@@ -123,6 +123,8 @@ int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t e
 		snprintf(err, errlen, "a record needs an action and a result");
 		return -EINVAL;
 	}
+	if (e->manual && fctl_audit_manual_action_check(e->action, err, errlen) < 0)
+		return -EINVAL;
 	if (e->profile_sha256 && !is_hex_len(e->profile_sha256, 64)) {
 		snprintf(err, errlen, "profile sha256 must be 64 lowercase hex digits");
 		return -EINVAL;
@@ -197,7 +199,7 @@ static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
 			fctl_buf_puts(b, "null");
 		fctl_buf_printf(b, ",\"uid\":%u", (unsigned int)uid);
 	}
-	fctl_buf_puts(b, "},\"action\":");
+	fctl_buf_puts(b, e->manual ? "},\"manual\":true,\"action\":" : "},\"action\":");
 	fctl_audit_json_str(b, e->action);
 	opt_str(b, "change", e->change_id);
 	opt_str(b, "host", e->host);

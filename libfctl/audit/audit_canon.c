@@ -441,6 +441,12 @@ int fctl_audit_record_check(const char *line, size_t len, struct fctl_audit_reco
 		r = need_key(&c, "actor", false);
 	if (r == 0)
 		r = actor(&c);
+	if (r == 0 && opt_key(&c, "manual", false)) { /* only ever true: absent means the tool's */
+		if (at(&c, "true"))
+			c.i += 4, v.manual = true;
+		else
+			r = bad(&c, "\"manual\" is true or absent");
+	}
 	if (r == 0)
 		r = need_key(&c, "action", false);
 	if (r == 0)

@@ -33,6 +33,7 @@ struct rec {
 	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
 	size_t nkcv;
 	bool in_slice;
+	bool manual; /* "manual":true: written by hand (audit append) */
 };
 
 struct prof {
@@ -158,6 +159,7 @@ static int collect(void *ctx, const char *line, size_t len)
 	}
 	r->nk = fctl_evi_hex_list(line, len, "key_ids", &r->keyids[0][0], FCTL_AUDIT_KEYID_LEN);
 	r->nkcv = fctl_evi_hex_list(line, len, "kcv", &r->kcvs[0][0], FCTL_AUDIT_KCV_LEN);
+	r->manual = fctl_audit_field_raw(line, len, "manual", &pv, &pl) == 0;
 	r->in_slice = true;
 	if (e->since[0] && (!r->time || strcmp(r->time, e->since) < 0))
 		r->in_slice = false;
@@ -295,7 +297,7 @@ static void common_predicate(struct fctl_buf *b, const struct rec *r, bool first
 /* The in-toto v1 statement of record r into b: true, or false when r has none. */
 static bool statement(struct ev *e, const struct rec *r, struct fctl_buf *b)
 {
-	if (!r->in_slice || !r->action)
+	if (!r->in_slice || !r->action || r->manual) /* the signers attest the tool's records */
 		return false;
 	fctl_buf_puts(b, "{\"_type\":\"https://in-toto.io/Statement/v1\",\"subject\":[");
 	if (r->has_profile && r->psha &&
@@ -420,6 +422,8 @@ static void key_event(struct fctl_buf *b, const struct rec *r, const char *kcv, 
 	json_kv(b, "result", r->result, true);
 	json_kv(b, "host", r->host, true);
 	json_kv(b, "kcv", kcv, true);
+	if (r->manual) /* not the tool's: a person's record of what was done elsewhere */
+		fctl_buf_puts(b, ",\"manual\":true");
 	fctl_buf_putc(b, '}');
 }
 
@@ -530,7 +534,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 3,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 4,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -660,14 +664,15 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 		goto out;
 	}
 	{
-		/* the origin is the first line of the note, the root (base64) the third */
+		/* the origin is the first line of the note, the root the third: base64 there, hex
+		 * in the manifest (the one encoding people compare: audit verify prints hex) */
 		const char *l3 = strchr(b.data, '\n');
+		uint8_t root[32];
 
 		snprintf(e->origin, sizeof(e->origin), "%.*s", (int)strcspn(b.data, "\n"), b.data);
-
 		l3 = l3 ? strchr(l3 + 1, '\n') : NULL;
-		if (l3)
-			snprintf(cproot, 65, "%.*s", (int)strcspn(l3 + 1, "\n"), l3 + 1);
+		if (l3 && fctl_audit_b64_decode(l3 + 1, strcspn(l3 + 1, "\n"), root, 32) == 32)
+			fctl_format_hex(root, 32, cproot);
 	}
 	if ((r = add_file(e, "audit/checkpoint.txt", &b)) < 0)
 		goto out;

@@ -17,6 +17,8 @@ enum ehkind eh_kind(const struct ehrec *r)
 {
 	const char *a = r->action ? r->action : "";
 
+	if (r->manual)
+		return EH_OTHER;
 	if (!strcmp(a, "apply") || !strcmp(a, "rollback") || !strcmp(a, "recover") ||
 	    !strcmp(a, "drift"))
 		return EH_APPLY;
@@ -36,6 +38,8 @@ const char *eh_tone(const struct ehrec *r)
 	static const char *const warn[] = { "rolled-back", "recovering", "triggered" };
 	const char *s = r->result ? r->result : "";
 
+	if (r->manual)
+		return "manual";
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(good); i++)
 		if (!strcmp(s, good[i]))
 			return "good";
@@ -162,6 +166,7 @@ static int parse_one(struct ehrec *r, const char *line, size_t len)
 	fctl_audit_field(line, len, "error", &r->error);
 	fctl_audit_field(line, len, "detail", &r->detail);
 	fctl_audit_field(line, len, "key_state", &r->key_state);
+	r->manual = fctl_audit_field_raw(line, len, "manual", &pv, &pl) == 0;
 	if (fctl_audit_field_raw(line, len, "profile", &pv, &pl) == 0) {
 		r->has_profile = true;
 		fctl_audit_field(pv, pl, "name", &r->pname);
@@ -248,7 +253,8 @@ static const char css[] =
 	".chip{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;"
 	"font-weight:600;white-space:nowrap}.good{background:#dafbe1;color:#116329}"
 	".bad{background:#ffebe9;color:#a40e26}.warn{background:#fff8c5;color:#7d4e00}"
-	".neutral{background:#eaeef2;color:#424a53}.nr{color:#8c959f;font-style:italic}"
+	".neutral{background:#eaeef2;color:#424a53}.manual{background:#fff;color:#6639ba;"
+	"border:1px dashed #8250df}.nr{color:#8c959f;font-style:italic}"
 	".st-active{background:#dafbe1;color:#116329}.st-pre{background:#ddf4ff;color:#0a3069}"
 	".st-deactivated{background:#eaeef2;color:#424a53}.st-compromised{background:#cf222e;"
 	"color:#fff}.st-destroyed{background:#24292f;color:#fff}"
@@ -283,36 +289,60 @@ static void td(struct fctl_buf *b, const char *s)
 	fctl_buf_puts(b, "</td>");
 }
 
+/* The action cell: the action, and for a manual record a chip that says so. */
+static void action_cell(struct fctl_buf *b, const struct ehrec *r)
+{
+	eh_esc(b, r->action);
+	if (r->manual)
+		fctl_buf_puts(b, " <span class=\"chip manual\" title=\"written by hand with 'audit "
+				 "append', not by fabricctl\">manual</span>");
+}
+
+/* What the record says: profile, detail, error, key ids, KCVs, sep between every two (a
+ * part is never run into the one before it), key ids and KCVs in code_open/code_close. */
+static void detail_parts(struct fctl_buf *b, const struct ehrec *r, const char *sep,
+			 const char *code_open, const char *code_close)
+{
+	bool any = false;
+
+	if (r->has_profile) {
+		fctl_buf_puts(b, "profile ");
+		eh_esc(b, r->pname);
+		fctl_buf_printf(b, " v%" PRIu64, r->pver);
+		any = true;
+	}
+	if (r->detail) {
+		fctl_buf_puts(b, any ? sep : "");
+		eh_esc(b, r->detail);
+		any = true;
+	}
+	if (r->error) {
+		fctl_buf_puts(b, any ? sep : "");
+		fctl_buf_puts(b, "<b>error:</b> ");
+		eh_esc(b, r->error);
+		any = true;
+	}
+	for (size_t k = 0; k < r->nk; k++, any = true)
+		fctl_buf_printf(b, "%skey id %s%s%s", any ? sep : "", code_open, r->keyids[k],
+				code_close);
+	for (size_t k = 0; k < r->nkcv; k++, any = true)
+		fctl_buf_printf(b, "%sKCV %s%s%s", any ? sep : "", code_open, r->kcvs[k], code_close);
+}
+
 static void record_row(struct fctl_buf *b, const struct ehrec *r)
 {
 	fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td class=\"t\">", r->seq);
 	eh_esc(b, r->time);
-	fctl_buf_puts(b, "</td>");
-	td(b, r->action);
-	fctl_buf_puts(b, "<td>");
+	fctl_buf_puts(b, "</td><td>");
+	action_cell(b, r);
+	fctl_buf_puts(b, "</td><td>");
 	chip(b, eh_tone(r), r->result ? r->result : "-");
 	fctl_buf_puts(b, "</td>");
 	td(b, r->host);
 	td(b, r->link ? r->link : r->secy);
 	td(b, r->change);
 	fctl_buf_puts(b, "<td class=\"detail\">");
-	if (r->has_profile) {
-		fctl_buf_puts(b, "profile ");
-		eh_esc(b, r->pname);
-		fctl_buf_printf(b, " v%" PRIu64 "<br>", r->pver);
-	}
-	if (r->detail)
-		eh_esc(b, r->detail);
-	if (r->error) {
-		fctl_buf_puts(b, "<br><b>error:</b> ");
-		eh_esc(b, r->error);
-	}
-	for (size_t k = 0; k < r->nk; k++)
-		fctl_buf_printf(b, "%skey id <code>%s</code>", k || r->detail ? "<br>" : "",
-				r->keyids[k]);
-	for (size_t k = 0; k < r->nkcv; k++)
-		fctl_buf_printf(b, "%sKCV <code>%s</code>", k || r->nk || r->detail ? "<br>" : "",
-				r->kcvs[k]);
+	detail_parts(b, r, "<br>", "<code>", "</code>");
 	fctl_buf_puts(b, "</td></tr>\n");
 }
 
@@ -323,7 +353,7 @@ static void record_row_compact(struct fctl_buf *b, const struct ehrec *r)
 	fctl_buf_printf(b, "<tr><td>%" PRIu64 "<td>", r->seq);
 	eh_esc(b, r->time);
 	fctl_buf_puts(b, "<td>");
-	eh_esc(b, r->action);
+	action_cell(b, r);
 	fctl_buf_printf(b, "<td class=%s>", eh_tone(r));
 	eh_esc(b, r->result);
 	fctl_buf_puts(b, "<td>");
@@ -333,26 +363,7 @@ static void record_row_compact(struct fctl_buf *b, const struct ehrec *r)
 	fctl_buf_puts(b, "<td>");
 	eh_esc(b, r->change);
 	fctl_buf_puts(b, "<td>");
-	if (r->has_profile) {
-		fctl_buf_puts(b, "profile ");
-		eh_esc(b, r->pname);
-		fctl_buf_printf(b, " v%" PRIu64, r->pver);
-	}
-	if (r->detail) {
-		fctl_buf_puts(b, r->has_profile ? "; " : "");
-		eh_esc(b, r->detail);
-	}
-	if (r->error) {
-		fctl_buf_puts(b, r->has_profile || r->detail ? "; <b>error:</b> " : "<b>error:</b> ");
-		eh_esc(b, r->error);
-	}
-	for (size_t k = 0; k < r->nk; k++)
-		fctl_buf_printf(b, "%skey id %s", k || r->has_profile || r->detail || r->error ? "; " : "",
-				r->keyids[k]);
-	for (size_t k = 0; k < r->nkcv; k++)
-		fctl_buf_printf(b, "%sKCV %s",
-				k || r->nk || r->has_profile || r->detail || r->error ? "; " : "",
-				r->kcvs[k]);
+	detail_parts(b, r, "; ", "", "");
 	fctl_buf_putc(b, '\n');
 }
 
@@ -418,8 +429,11 @@ static void section_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n
 			 "the shaded part is the overlap window, from the confirmed switch to the "
 			 "commit, when the old and the new key were both accepted), key state changes "
 			 "and probe verdicts. Green: applied, committed or passed; red: failed or "
-			 "refused; amber: rolled back. Dashed bands are change windows. Hover a mark "
-			 "for its record.");
+			 "refused; amber: rolled back. Dashed bands are change windows. Marks closer in "
+			 "time than their width are set side by side, in record order. Purple marks "
+			 "in the lane <i>Other, manual</i> are manual records, written by hand with "
+			 "<code>audit append</code>: not the tool's, never green, counted as no apply, "
+			 "rotation, key state or probe. Hover a mark for its record and time.");
 	if (n > EH_COMPACT)
 		fctl_buf_printf(b, " This window holds %zu records, more than %d: each lane shows "
 				   "them in %d time slices, a bar a slice, its height their number, "
@@ -698,13 +712,14 @@ static void page_head(struct fctl_buf *b, const struct fctl_evidence_html_in *in
 {
 	const char *op = in->o->operator_name;
 	struct passwd *pw;
-	size_t kinds[EH_KINDS] = { 0 }, fails = 0;
+	size_t kinds[EH_KINDS] = { 0 }, fails = 0, manual = 0;
 
 	if (!op)
 		op = (pw = getpwuid(getuid())) ? pw->pw_name : "unknown";
 	for (size_t i = 0; i < n; i++) {
 		kinds[eh_kind(&r[i])]++;
 		fails += !strcmp(eh_tone(&r[i]), "bad");
+		manual += r[i].manual;
 	}
 	fctl_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 			 "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -741,9 +756,11 @@ static void page_head(struct fctl_buf *b, const struct fctl_evidence_html_in *in
 			   "<div class=\"card\"><b>%zu</b><span>key rotation records</span></div>"
 			   "<div class=\"card\"><b>%zu</b><span>key state records</span></div>"
 			   "<div class=\"card\"><b>%zu</b><span>probe verdicts</span></div>"
-			   "<div class=\"card\"><b>%zu</b><span>failed or refused</span></div></div>\n",
+			   "<div class=\"card\"><b>%zu</b><span>failed or refused</span></div>"
+			   "<div class=\"card\"><b>%zu</b><span>manual records (audit append)"
+			   "</span></div></div>\n",
 			n, kinds[EH_APPLY], kinds[EH_ROTATION], kinds[EH_KEYSTATE], kinds[EH_PROBE],
-			fails);
+			fails, manual);
 	fctl_buf_puts(b, "<div class=\"callout\"><b>This page is a reading aid, not the proof.</b> "
 			 "It is one file of the bundle, listed with its SHA-256 in the signed "
 			 "MANIFEST.json like every other: the manifest is the authority. Check the "

@@ -43,6 +43,7 @@ struct ehrec {
 	char *pname;
 	uint64_t pver;
 	bool has_profile;
+	bool manual; /* "manual":true: written by hand (audit append), not by the tool */
 	char keyids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
 	size_t nk;
 	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
@@ -57,8 +58,10 @@ struct ehrec {
 
 enum ehkind { EH_APPLY, EH_ROTATION, EH_KEYSTATE, EH_PROBE, EH_OTHER, EH_KINDS };
 
+/* The lane and count a record goes to; a manual record is EH_OTHER, whatever its action. */
 enum ehkind eh_kind(const struct ehrec *r);
-/* "good", "bad", "warn" or "neutral": the colour class of a record's result */
+/* "good", "bad", "warn" or "neutral": the colour class of a record's result; "manual" for a
+ * manual record (never green: the tool did not do it) */
 const char *eh_tone(const struct ehrec *r);
 /* s with & < > " ' escaped ("-" for NULL); control characters become '?' */
 void eh_esc(struct fctl_buf *b, const char *s);

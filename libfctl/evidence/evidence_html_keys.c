@@ -121,10 +121,12 @@ static void versions_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			state_chip(b, kv[j].ev[e]->key_state);
 			fctl_buf_printf(b, " <span class=\"legend\">#%" PRIu64 " ", kv[j].ev[e]->seq);
 			eh_esc(b, kv[j].ev[e]->time);
-			fctl_buf_puts(b, "</span>");
+			fctl_buf_puts(b, kv[j].ev[e]->manual ? " manual record</span>" : "</span>");
 		}
 		fctl_buf_puts(b, "</td><td>");
 		state_chip(b, kv[j].ev[kv[j].nev - 1]->key_state);
+		if (kv[j].ev[kv[j].nev - 1]->manual) /* a person's word, not the tool's */
+			fctl_buf_puts(b, " <span class=\"chip manual\">manual record</span>");
 		fctl_buf_puts(b, "</td></tr>\n");
 	}
 	fctl_buf_puts(b, "</table></div>");
@@ -240,7 +242,7 @@ void eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n)
 /* --- what fabricctl checked --- */
 
 struct note {
-	char origin[FCTL_AUDIT_ORIGIN_MAX], size[24], root[64];
+	char origin[FCTL_AUDIT_ORIGIN_MAX], size[24], root[65]; /* root: hex, as people compare it */
 	char signer[256], keyid[9];
 	size_t nsig;
 };
@@ -257,16 +259,16 @@ static void note_of(const struct fctl_evidence_html_in *in, struct note *nt)
 	for (size_t off = 0; f && off < f->len; line++) {
 		const char *s = f->data + off, *nl = memchr(s, '\n', f->len - off);
 		size_t len = nl ? (size_t)(nl - s) : f->len - off;
+		uint8_t raw[128];
 
 		if (line == 0)
 			snprintf(nt->origin, sizeof(nt->origin), "%.*s", (int)len, s);
 		else if (line == 1)
 			snprintf(nt->size, sizeof(nt->size), "%.*s", (int)len, s);
-		else if (line == 2)
-			snprintf(nt->root, sizeof(nt->root), "%.*s", (int)len, s);
+		else if (line == 2 && fctl_audit_b64_decode(s, len, raw, sizeof(raw)) == 32)
+			fctl_format_hex(raw, 32, nt->root); /* base64 in the note */
 		else if (len > 4 && !memcmp(s, "\xe2\x80\x94 ", 4)) { /* "— name base64" */
 			const char *sp = memchr(s + 4, ' ', len - 4);
-			uint8_t raw[128];
 			int dl = sp ? fctl_audit_b64_decode(sp + 1, len - (size_t)(sp + 1 - s), raw,
 							 sizeof(raw)) : -1;
 
@@ -308,8 +310,10 @@ void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *i
 	eh_esc(b, nt.size[0] ? nt.size : NULL);
 	fctl_buf_puts(b, ", root <code>");
 	eh_esc(b, nt.root[0] ? nt.root : NULL);
-	fctl_buf_puts(b, "</code>: the Merkle root of the first records recomputed and equal; no "
-			 "record past the latest signed checkpoint.</td></tr>");
+	fctl_buf_puts(b, "</code> (hex, as <code>fabricctl audit verify</code> prints it and the "
+			 "manifest's <code>checkpoint_root</code> holds it): the Merkle root of the first "
+			 "records recomputed and equal; no record past the latest signed checkpoint."
+			 "</td></tr>");
 	check_row(b, "checkpoint signature", nt.nsig ? "good" : "bad", nt.nsig ? "verified" : "none");
 	fctl_buf_puts(b, "Ed25519 by <code>");
 	eh_esc(b, nt.signer[0] ? nt.signer : NULL);

@@ -14,9 +14,12 @@
 #define X1 1160    /* plot area, right */
 #define LANE 54    /* timeline lane height */
 #define LX0 220    /* latency plot area, left: room for the row labels */
+#define MARK_GAP 20 /* timeline: the least distance between two marks of a lane (a mark is 17) */
+#define LBL_CHAR 8  /* timeline: an upper bound of a band label's character width (11px bold) */
+#define TICK_CHAR 7 /* an upper bound of a time label's character width (11px) */
 
 static const char *const lane_name[EH_KINDS] = {
-	"Applies", "Key rotation", "Key state", "Probes", "Other",
+	"Applies", "Key rotation", "Key state", "Probes", "Other, manual",
 };
 
 static const char *tone_fill(const char *tone)
@@ -27,6 +30,8 @@ static const char *tone_fill(const char *tone)
 		return "#cf222e";
 	if (!strcmp(tone, "warn"))
 		return "#bf8700";
+	if (!strcmp(tone, "manual"))
+		return "#8250df";
 	return "#57606a";
 }
 
@@ -99,9 +104,11 @@ static void time_ticks(struct fctl_buf *b, const struct axis *a, int ytop, int y
 		double x = tx(a, t);
 
 		fmt_tick(t, step, label, sizeof(label));
+		/* a label that would run past the SVG's edge (which clips it) ends at its line */
 		fctl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" class=\"grid\"/>"
-				   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"middle\">%s"
-				   "</text>\n", x, ytop, x, y, x, y + 16, label);
+				   "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"%s\">%s"
+				   "</text>\n", x, ytop, x, y, x, y + 16,
+				x + (double)strlen(label) * TICK_CHAR / 2 > W - 2 ? "end" : "middle", label);
 	}
 }
 
@@ -151,8 +158,8 @@ static bool same_link(const struct ehrec *a, const struct ehrec *b)
 
 /* Each rotation run of a link (first record to committed/rolled-back/failed) as a bar, its
  * overlap window (confirmed, the switch, to committed) shaded. */
-static void rotation_bars(struct fctl_buf *b, const struct axis *a, const struct ehrec *r,
-			  size_t n, double y)
+static void rotation_bars(struct fctl_buf *b, const double *xs, const struct ehrec *r, size_t n,
+			  double y)
 {
 	bool *done = calloc(n ? n : 1, sizeof(bool));
 
@@ -175,11 +182,11 @@ static void rotation_bars(struct fctl_buf *b, const struct axis *a, const struct
 			continue;
 		fctl_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"20\" rx=\"4\" "
 				   "class=\"rotbar\"><title>rotation #%" PRIu64 " to #%" PRIu64
-				   "</title></rect>\n", tx(a, first->t_us), y - 10,
-				tx(a, last->t_us) - tx(a, first->t_us), first->seq, last->seq);
+				   "</title></rect>\n", xs[first - r], y - 10,
+				xs[last - r] - xs[first - r], first->seq, last->seq);
 		if (confirmed && last->result && !strcmp(last->result, "committed") &&
 		    last != confirmed) {
-			double x = tx(a, confirmed->t_us), w = tx(a, last->t_us) - x;
+			double x = xs[confirmed - r], w = xs[last - r] - x;
 
 			fctl_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"20\" "
 					   "class=\"overlap\"><title>overlap window: old and new key "
@@ -193,13 +200,14 @@ static void rotation_bars(struct fctl_buf *b, const struct axis *a, const struct
 	free(done);
 }
 
-/* A faint band per change id, from its first record to its last, labelled. */
-static void change_bands(struct fctl_buf *b, const struct axis *a, const struct ehrec *r,
-			 size_t n, int h)
+/* A faint band per change id, from its first record's mark to its last one's, labelled. */
+static void change_bands(struct fctl_buf *b, const double *xs, const struct ehrec *r, size_t n,
+			 int h)
 {
 	for (size_t i = 0; i < n; i++) {
-		int64_t lo = r[i].t_us, hi = r[i].t_us;
-		bool seen = false;
+		double lo = xs[i], hi = xs[i];
+		bool seen = false, wide;
+		double x;
 
 		if (!r[i].change || !r[i].t_us)
 			continue;
@@ -210,22 +218,26 @@ static void change_bands(struct fctl_buf *b, const struct axis *a, const struct 
 		for (size_t j = i; j < n; j++) {
 			if (!r[j].change || strcmp(r[j].change, r[i].change) || !r[j].t_us)
 				continue;
-			lo = r[j].t_us < lo ? r[j].t_us : lo;
-			hi = r[j].t_us > hi ? r[j].t_us : hi;
+			lo = xs[j] < lo ? xs[j] : lo;
+			hi = xs[j] > hi ? xs[j] : hi;
 		}
+		/* the label starts at the band's left edge, or ends at its right edge when it would
+		 * run past the SVG's (which clips it: "change CHC") */
+		x = lo - 10;
+		wide = x + (double)(strlen("change ") + strlen(r[i].change)) * LBL_CHAR > W - 4;
 		fctl_buf_printf(b, "<rect x=\"%.1f\" y=\"22\" width=\"%.1f\" height=\"%d\" "
-				   "class=\"band\"/><text x=\"%.1f\" y=\"16\" class=\"bandlbl\">",
-				tx(a, lo) - 10, tx(a, hi) - tx(a, lo) + 20, h, tx(a, lo) - 10);
+				   "class=\"band\"/><text x=\"%.1f\" y=\"16\" class=\"bandlbl\"%s>",
+				x, hi - lo + 20, h, wide ? hi + 10 : x, wide ? " text-anchor=\"end\"" : "");
 		fctl_buf_puts(b, "change ");
 		eh_esc(b, r[i].change);
 		fctl_buf_puts(b, "</text>\n");
 	}
 }
 
-/* The worse of two tones: bad, warn, neutral, good (in that order). */
+/* The worse of two tones: bad, warn, neutral, manual, good (in that order). */
 static const char *worse(const char *a, const char *b)
 {
-	static const char *const rank[] = { "bad", "warn", "neutral", "good" };
+	static const char *const rank[] = { "bad", "warn", "neutral", "manual", "good" };
 
 	if (!a)
 		return b;
@@ -281,21 +293,66 @@ static void lane_bins(struct fctl_buf *b, const struct axis *a, const struct ehr
 	}
 }
 
+/* The x of each record's mark (records without a time: none): at its time, moved right, and
+ * back left at the plot's end, just enough that no two marks of a lane are closer than
+ * MARK_GAP (a lane of more marks than fit gets them evenly spaced). In record order. */
+static void mark_xs(const struct axis *a, const struct ehrec *r, size_t n, double *xs)
+{
+	for (int l = 0; l < EH_KINDS; l++) {
+		double gap = MARK_GAP, prev = 0, next;
+		size_t m = 0, last = n;
+
+		for (size_t i = 0; i < n; i++)
+			m += r[i].t_us && eh_kind(&r[i]) == (enum ehkind)l;
+		if (m > 1 && (double)(m - 1) * gap > X1 - X0)
+			gap = (double)(X1 - X0) / (double)(m - 1);
+		for (size_t i = 0, k = 0; i < n; i++) {
+			if (!r[i].t_us || eh_kind(&r[i]) != (enum ehkind)l)
+				continue;
+			xs[i] = tx(a, r[i].t_us);
+			if (k++ && xs[i] < prev + gap)
+				xs[i] = prev + gap;
+			prev = xs[i];
+			last = i;
+		}
+		if (last == n)
+			continue;
+		next = xs[last] > X1 ? X1 : xs[last];
+		for (size_t i = last + 1; i-- > 0;) {
+			if (!r[i].t_us || eh_kind(&r[i]) != (enum ehkind)l)
+				continue;
+			xs[i] = xs[i] > next ? next : xs[i];
+			next = xs[i] - gap;
+		}
+	}
+}
+
 void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 {
 	int count[EH_KINDS] = { 0 }, lanes = EH_KINDS - 1, h;
+	size_t k[EH_KINDS] = { 0 };
+	double *xs = calloc(n ? n : 1, sizeof(double));
 	struct axis a;
 
+	if (!xs) {
+		b->oom = true;
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		count[eh_kind(&r[i])]++;
 	if (count[EH_OTHER])
 		lanes = EH_KINDS;
 	h = lanes * LANE;
 	axis_of(&a, r, n);
+	if (n > EH_COMPACT) /* time slices, not marks: the records at their times */
+		for (size_t i = 0; i < n; i++)
+			xs[i] = r[i].t_us ? tx(&a, r[i].t_us) : 0;
+	else
+		mark_xs(&a, r, n, xs);
 	fctl_buf_printf(b, "<svg class=\"plot\" viewBox=\"0 0 %d %d\" role=\"img\" "
 			   "aria-label=\"change timeline\">\n",
 			W, h + 64);
-	change_bands(b, &a, r, n, h);
+	change_bands(b, xs, r, n, h);
 	for (int l = 0; l < lanes; l++) {
 		int y = 22 + l * LANE;
 
@@ -306,21 +363,24 @@ void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 				lane_name[l], y + 41, count[l], count[l] == 1 ? "" : "s");
 	}
 	time_ticks(b, &a, 22, 22 + h);
-	rotation_bars(b, &a, r, n, 22 + EH_ROTATION * LANE + LANE / 2.0);
+	rotation_bars(b, xs, r, n, 22 + EH_ROTATION * LANE + LANE / 2.0);
 	if (n > EH_COMPACT) {
 		for (int l = 0; l < lanes; l++)
 			lane_bins(b, &a, r, n, (enum ehkind)l, 22 + l * LANE);
 		fctl_buf_puts(b, "</svg>\n");
+		free(xs);
 		return;
 	}
-	for (size_t i = 0, k = 0; i < n; i++, k++) {
+	for (size_t i = 0; i < n; i++) {
 		enum ehkind kd = eh_kind(&r[i]);
 
 		if (!r[i].t_us || (kd == EH_OTHER && lanes < EH_KINDS))
 			continue;
-		marker(b, &r[i], tx(&a, r[i].t_us), 22 + kd * LANE + LANE / 2.0, (int)k);
+		/* seq labels alternate above and below within a lane */
+		marker(b, &r[i], xs[i], 22 + kd * LANE + LANE / 2.0, (int)k[kd]++);
 	}
 	fctl_buf_puts(b, "</svg>\n");
+	free(xs);
 }
 
 /* --- latency: a percentile ladder per probe record, log scale --- */

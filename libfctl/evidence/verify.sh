@@ -345,7 +345,7 @@ else
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
 # every single value the later checks read from the manifest (the file list is read on its own)
-scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 3 and (.signatures_required | type) == "number"
+scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 4 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' \
@@ -354,9 +354,9 @@ scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 3 and (.si
 	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
 	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
 if [ "$MF_SHAPE" = true ]; then
-	ok "manifest: a fabricctl evidence manifest, format 3"
+	ok "manifest: a fabricctl evidence manifest, format 4"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 3)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 4)"
 fi
 need=${MF_NEED:-0}
 if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
@@ -473,7 +473,7 @@ nodes_hash() {
 # changes the bytes), no whitespace, the writer's string escapes and numbers. Prints
 # "LINE reason" for each line that is not.
 CANON_JQ='
-def order: ["seq","prev","time","actor","action","change","host","link","secy","profile",
+def order: ["seq","prev","time","actor","manual","action","change","host","link","secy","profile",
 	"result","ops","writes","error","detail","key_ids","kcv","key_state"];
 def hexd: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
 def s: if type != "string" then error("not a string")
@@ -487,6 +487,7 @@ def actor: if has("cert") then "{\"cert\":" + (.cert | s) + "}"
 def profile: "{\"name\":" + (.name | s) + ",\"version\":" + (.version | n)
 	+ (if has("sha256") then ",\"sha256\":" + (.sha256 | s) else "" end) + "}";
 def value($k): if $k == "actor" then actor elif $k == "profile" then profile
+	elif $k == "manual" then (if . == true then "true" else error("manual is true or absent") end)
 	elif $k == "seq" or $k == "ops" or $k == "writes" then n
 	elif $k == "key_ids" or $k == "kcv" then "[" + (map(s) | join(",")) + "]" else s end;
 def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | value($k))] | join(",")) + "}";
@@ -753,8 +754,13 @@ check_audit_log() {
 	# the values check_window reads from the proofs too
 	scalars "$PROOFS" PF_ROOT='.root' PF_SPAN='"\(.first_seq) \(.last_seq) \(.tree_size)"' \
 		PF_RANGE='.range' PF_RANGE_IDX='.range | "\(.first_index) \(.last_index)"' PF_NODES='.range.nodes | length'
-	[ "$MF_CHECKPOINT" = "$cpsize $(sed -n 3p "$TMP/cp.body")" ] && [ "$PF_ROOT" = "$roothex" ] ||
+	# the manifest names the root in hex, as fabricctl prints it (the note holds it in base64)
+	if [[ $roothex =~ ^[0-9a-f]{64}$ ]] && [ "$MF_CHECKPOINT" = "$cpsize $roothex" ] &&
+		[ "$PF_ROOT" = "$roothex" ]; then
+		ok "audit: the checkpoint is the one the signed manifest names: $cpsize records, root $roothex"
+	else
 		bad "audit: the checkpoint is not the one the signed manifest names"
+	fi
 	origin=$(sed -n 1p "$TMP/cp.body")
 	mo=$MF_ORIGIN
 	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then

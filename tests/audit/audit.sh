@@ -43,6 +43,9 @@ newlog() {
 	LOG=$D/audit.log
 }
 append() { "$FCTL" audit append --log "$LOG" "$@" >/dev/null 2>"$TMP/err"; }
+# a record as the tool writes it (apply, key-*, probe): the test builds' stand-in for the
+# programs that write them (docs/audit.md "Manual records"); a release build refuses it
+tool_append() { FCTL_TEST_AUDIT_APPEND_AS_TOOL=1 append "$@"; }
 fill() { # n records act-1..act-n, checkpoint at close
 	for i in $(seq 1 "$1"); do append --action "act-$i" --result applied --host h1 || return 1; done
 }
@@ -86,7 +89,7 @@ if jq -e '.ok and .records == 10 and .checkpoint_size == 10 and .errors == 0' "$
 else
 	fail "verify --json"
 fi
-if append --action apply --result applied --kcv 00112233445566778899aabbccddeeff; then
+if append --action kms-note --result applied --kcv 00112233445566778899aabbccddeeff; then
 	fail "a key-sized value in --kcv is refused"
 else
 	pass "a key-sized value in --kcv is refused"
@@ -216,8 +219,8 @@ fi
 
 # --- show ---
 newlog show
-append --action apply --result applied --host h1 --change CHG-7
-append --action apply --result applied --host h2 --change CHG-8
+append --action change-approved --result applied --host h1 --change CHG-7
+append --action change-approved --result applied --host h2 --change CHG-8
 "$FCTL" audit show --json --log "$LOG" --change CHG-7 >"$TMP/out" 2>"$TMP/err"
 if jq -e 'length == 1 and .[0].change == "CHG-7" and .[0].seq == 1' "$TMP/out" >/dev/null; then
 	pass "show --json --change"
@@ -227,17 +230,73 @@ fi
 "$FCTL" audit show --json --log "$LOG" --since 2000-01-01 --until 2000-12-31 >"$TMP/out" 2>"$TMP/err"
 if jq -e 'length == 0' "$TMP/out" >/dev/null; then pass "show --since/--until"; else fail "show --since/--until"; fi
 
+# --- manual records (docs/audit.md "Manual records"): marked in the record, names checked ---
+newlog manual
+append --action kms-rotate --result applied --host h1 --key-state active --kcv a1b2c3 ||
+	fail "audit append --action kms-rotate" "$(cat "$TMP/err")"
+if head -1 "$LOG" | grep -q '"actor":{[^}]*},"manual":true,"action":"kms-rotate"'; then
+	pass "a manual record says \"manual\":true, right after the actor"
+else
+	fail "a manual record says \"manual\":true, right after the actor" "$(head -1 "$LOG")"
+fi
+for a in apply rollback probe drift key-rotation key-state key-rotate mka-state status teardown; do
+	if append --action "$a" --result applied --host h1; then
+		fail "audit append --action $a (the tool's own) is refused" "written"
+	elif grep -q "action '$a' is one fabricctl writes itself" "$TMP/err"; then
+		pass "audit append --action $a (the tool's own) is refused, named"
+	else
+		fail "audit append --action $a (the tool's own) is refused, named" "$(cat "$TMP/err")"
+	fi
+done
+for a in Apply "kms rotate" -x a_b; do
+	if append --action "$a" --result applied; then fail "audit append --action '$a' (not a name) is refused"
+	else pass "audit append --action '$a' (not a name) is refused"; fi
+done
+[ "$(wc -l <"$LOG")" = 1 ] && pass "no refused record reached the log" || fail "no refused record reached the log"
+tool_append --action apply --result applied --host h1 && append --action change-approved --result ok ||
+	fail "manual and tool records" "$(cat "$TMP/err")"
+"$FCTL" audit verify --json --log "$LOG" --pubkey "$D/audit.pub" >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ] && jq -e '.ok and .records == 3' "$TMP/out" >/dev/null; then
+	pass "a log of manual and tool records verifies"
+else
+	fail "a log of manual and tool records verifies"
+fi
+"$FCTL" audit show --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+if [ "$(grep -c '(manual record: written by audit append)$' "$TMP/out")" = 2 ] &&
+	grep -E '^2 ' "$TMP/out" | grep -vq manual; then
+	pass "audit show marks the manual records, and only them"
+else
+	fail "audit show marks the manual records, and only them"
+fi
+"$FCTL" audit show --json --log "$LOG" >"$TMP/out" 2>"$TMP/err"
+if jq -e '[.[] | .manual == true] == [true, false, true]' "$TMP/out" >/dev/null; then
+	pass "audit show --json: \"manual\":true on the manual records, absent on the tool's"
+else
+	fail "audit show --json: \"manual\":true on the manual records, absent on the tool's"
+fi
+cp "$LOG" "$TMP/manual.keep"
+sedlog '1s/,"manual":true//'
+verify_kind "the manual mark taken out of a record" modified-record
+cp "$TMP/manual.keep" "$LOG"
+sedlog '2s/"actor":\({[^}]*}\),/"actor":\1,"manual":true,/'
+verify_kind "a manual mark put on a tool's record" modified-record
+cp "$TMP/manual.keep" "$LOG"
+sedlog '3s/"manual":true/"manual":false/'
+verify_kind "\"manual\":false" non-canonical-record
+cp "$TMP/manual.keep" "$LOG"
+
 # --- evidence bundles ---
 newlog ev
 for k in alice bob mallory; do "$FCTL" audit keygen --out "$TMP/$k" >/dev/null; done
 printf 'name: lab-pair\nversion: 2\n' >"$TMP/prof.yaml"
 SHA=$(sha256sum "$TMP/prof.yaml" | cut -d' ' -f1)
-append --action apply --result applied --host h1 --change CHG-1 --profile-name lab-pair \
+tool_append --action apply --result applied --host h1 --change CHG-1 --profile-name lab-pair \
 	--profile-version 2 --profile-sha256 "$SHA" --key-id 0011223344556677 --kcv a1b2c3
-append --action key-rotate --result committed --host h1 --change CHG-1 --key-id 0011223344556677 \
+tool_append --action key-rotate --result committed --host h1 --change CHG-1 --key-id 0011223344556677 \
 	--kcv a1b2c3 --key-state active
-append --action probe --result pass --host h1 --change CHG-1 --detail "macsec ping h1 h2"
-append --action apply --result applied --host h2 --change CHG-2
+tool_append --action probe --result pass --host h1 --change CHG-1 --detail "macsec ping h1 h2"
+tool_append --action apply --result applied --host h2 --change CHG-2 ||
+	fail "evidence: the tool's records" "$(cat "$TMP/err") (a build without -DFCTL_TEST_HOOKS=ON?)"
 bundle() { "$FCTL" evidence --log "$LOG" --change CHG-1 --profile "$TMP/prof.yaml" --operator auditor \
 	--sign "$TMP/alice/audit.key" --sign "$TMP/bob/audit.key" --out "$1" >/dev/null 2>"$TMP/err"; }
 bundle "$TMP/b1.tar" && bundle "$TMP/b2.tar"

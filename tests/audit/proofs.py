@@ -86,7 +86,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fctl-proofs.")
     log = os.path.join(tmp, "audit.log")
     subprocess.run([fctl, "audit", "keygen", "--out", tmp], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([fctl, "audit", "append", "--log", log, "--action", "probe", "--result", "pass",
+    subprocess.run([fctl, "audit", "append", "--log", log, "--action", "step", "--result", "pass",
                     "--count", str(SIZE), "--batch", "64"], check=True)
     lines = open(log, "rb").read().split(b"\n")[:-1]
     check("log of %d records" % SIZE, len(lines) == SIZE)

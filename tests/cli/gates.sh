@@ -61,7 +61,7 @@ not_out() {
 # An audit log of two records of change CHG-1, checkpointed, and its key pair.
 "$FCTL" audit keygen --out "$TMP/keys" >/dev/null || fail "setup: audit keygen"
 LOG=$TMP/keys/audit.log
-for a in apply probe; do
+for a in change-approved hand-check; do
 	"$FCTL" audit append --log "$LOG" --action "$a" --result ok --host h1 --change CHG-1 \
 		>/dev/null 2>&1 || fail "setup: audit append"
 done
@@ -220,10 +220,10 @@ if [ -e "$SD" ]; then fail "apply --dry-run wrote nothing" "$SD exists"; else
 
 # ---- audit append: a bad key check value is named as given, a key-sized one never echoed ----
 check "audit append --kcv zz: says 'zz'" 2 "key check value 1 'zz' is not 6 lowercase hex digits" \
-	audit append --log "$TMP/kcv.log" --action apply --result applied --host h1 --kcv zz
+	audit append --log "$TMP/kcv.log" --action kms-note --result applied --host h1 --kcv zz
 KEYLIKE=00112233445566778899aabbccddeeff
 check "audit append --kcv KEY: not echoed" 2 "key check value 1 \(32 bytes, not shown" \
-	audit append --log "$TMP/kcv.log" --action apply --result applied --host h1 --kcv "$KEYLIKE"
+	audit append --log "$TMP/kcv.log" --action kms-note --result applied --host h1 --kcv "$KEYLIKE"
 if cat "$TMP/out" "$TMP/err" | grep -q "$KEYLIKE"; then fail "audit append --kcv KEY: the value is in no output"
 else pass "audit append --kcv KEY: the value is in no output"; fi
 

@@ -7,6 +7,12 @@
 # --html gives the same bytes, that record strings come out escaped, that the page is self-
 # contained (no script, no external reference), and renders it in headless Chromium with
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
+# A manual record (audit append) is marked, not green, not counted as the tool's, has no
+# statement; the checkpoint root is audit verify's hex in MANIFEST.json, the page and verify.sh.
+# The timeline as a picture (report_picture.py): the whole log's page measured by Chromium in
+# an instrumented copy, and its screenshot checked region by region: each change label drawn
+# whole and clear of the SVG's edge, each mark painted and background between neighbours (no
+# overlap), a key id after an error on a line of its own.
 # Then a 301-record window: the compact page (time slices, a summary of the changes, every
 # record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
@@ -24,6 +30,9 @@ for t in openssl jq sha256sum tar python3; do command -v $t >/dev/null || cannot
 CHROMIUM=${FCTL_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 [ -n "$CHROMIUM" ] || cannot "needs chromium (Debian's package 'chromium': scripts/deps.sh)"
 export NO_COLOR=1 LC_ALL=C
+# the log's applies, rotations and probes as the tool writes them (audit append stands in for
+# the programs in a build with -DFCTL_TEST_HOOKS=ON: docs/audit.md "Manual records")
+export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1
 unset FCTL_AUDIT_LOG
 T=$(mktemp -d /tmp/fctl-report.XXXXXX) || cannot "no temporary directory"
 trap 'rm -rf -- "$T"' EXIT
@@ -72,6 +81,10 @@ EVIL='evil<script>alert(1)</script> "quoted" & <img src=x onerror=alert(2)>'
 			--detail "write_lat size=4096 link=h1-h2: $(lat 35.000 120.000 180.000 260.000) $(ends h1 ms100 5120) $(ends h2 ms100 5077) macsec=ok" &&
 		"${A[@]}" --action key-state --result recorded --host h1 --link "$EVIL" --key-state compromised \
 			--detail "$EVIL version 9 marked compromised in the KMS" &&
+		"${A[@]}" --action apply --result failed --host h2 --link h1-h2 --error "No such device" \
+			--key-id 8a09aa3011223344 &&
+		env -u FCTL_TEST_AUDIT_APPEND_AS_TOOL "${A[@]}" --action kms-rotate --result applied --host h1 \
+			--link h1-h2 --key-state active --kcv 0a0b0c --detail "file:lab/h1-h2 version 4 rotated by hand" &&
 		"$F" audit append --log "$T/host/audit.log" --change CHG-8 --action apply --result applied --host h2
 } >"$T/append.err" 2>&1 || cannot "audit append: $(head -c 400 "$T/append.err")"
 
@@ -120,6 +133,36 @@ else
 	fail "evidence --html alone writes the report, saying nothing signs it" "$(head -c 300 "$T/out")"
 fi
 
+# --- manual records (audit append): marked, never green, counted as no rotation ----------------
+if grep -q 'kms-rotate <span class="chip manual"' "$H" && grep -q '<span class="chip manual">applied</span>' "$H" &&
+	grep -q '<b>3</b><span>key rotation records' "$H" && grep -q '<b>1</b><span>manual records' "$H" &&
+	! grep -q 'kms-rotate</td><td><span class="chip good"' "$H" && grep -q 'manual record</span>' "$H"; then
+	pass "a manual record is marked manual, its result not green, counted apart from the 3 rotation records"
+else
+	fail "a manual record is marked manual, its result not green, counted apart from the 3 rotation records"
+fi
+MLINE=$(grep '"manual":true' "$T/b/audit/slice.jsonl")
+MSHA=$(printf %s "$MLINE" | sha256sum | cut -d' ' -f1)
+if [ -n "$MLINE" ] && [ "$(jq -r '.payload | @base64d' "$T/b/attestations.intoto.jsonl" | grep -c "$MSHA")" = 0 ] &&
+	[ "$(jq -r '.payload | @base64d' "$T/b/attestations.intoto.jsonl" | grep -c '"key-rotation"')" = 3 ]; then
+	pass "no statement names the manual record (the 3 rotation records have theirs)"
+else
+	fail "no statement names the manual record (the 3 rotation records have theirs)"
+fi
+
+# --- the checkpoint root: hex wherever a person compares it -------------------------------------
+ROOTHEX=$("$F" audit verify --json --log "$T/host/audit.log" --pubkey "$T/host/audit.pub" 2>/dev/null | jq -r .root)
+ROOTB64=$(sed -n 3p "$T/b/audit/checkpoint.txt")
+if [[ $ROOTHEX =~ ^[0-9a-f]{64}$ ]] && [ "$(jq -r .audit.checkpoint_root "$T/b/MANIFEST.json")" = "$ROOTHEX" ] &&
+	[ "$(printf %s "$ROOTB64" | openssl base64 -d -A | od -An -v -tx1 | tr -d ' \n')" = "$ROOTHEX" ] &&
+	grep -q "root <code>$ROOTHEX</code>" "$H" && grep -q "root $ROOTHEX" "$T/verify.out" &&
+	! grep -qF -- "$ROOTB64" "$H" && ! grep -qF -- "$ROOTB64" "$T/b/MANIFEST.json"; then
+	pass "the checkpoint root is the hex of audit verify in MANIFEST.json, report.html and verify.sh's output"
+else
+	fail "the checkpoint root is the hex of audit verify in MANIFEST.json, report.html and verify.sh's output" \
+		"verify $ROOTHEX, manifest $(jq -r .audit.checkpoint_root "$T/b/MANIFEST.json")"
+fi
+
 # --- escaping and self-containment, in the bytes -----------------------------------------------
 if ! grep -q '<script' "$H" && ! grep -q '<img' "$H" && grep -q 'evil&lt;script&gt;alert(1)&lt;/script&gt; &quot;quoted&quot; &amp; &lt;img' "$H"; then
 	pass "record strings are escaped (no <script>, no <img>, quotes as &quot;)"
@@ -156,24 +199,87 @@ rm -f "$OUT_PNG"
 timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --hide-scrollbars \
 	--screenshot="$OUT_PNG" --window-size=1280,4000 "file://$H" >/dev/null 2>"$T/chromium.err"
 # the PNG's size from its IHDR; not blank: a one-colour page has a handful of byte values
-if python3 - "$OUT_PNG" <<'EOF'; then
-import struct, sys, zlib
-d = open(sys.argv[1], "rb").read()
-assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-w, h = struct.unpack(">II", d[16:24])
+if python3 - "$OUT_PNG" "$ROOT/tests/evidence" <<'EOF'; then
+import sys, zlib
+sys.path.insert(0, sys.argv[2])
+from report_picture import png_chunks
+w, h, _, _, _, idat = png_chunks(sys.argv[1])
 assert (w, h) == (1280, 4000), f"size {w}x{h}"
-i, idat = 8, b""
-while i < len(d):
-    n, = struct.unpack(">I", d[i:i + 4])
-    if d[i + 4:i + 8] == b"IDAT":
-        idat += d[i + 8:i + 8 + n]
-    i += 12 + n
 raw = zlib.decompress(idat)
 assert len(set(raw)) > 32, f"blank: {len(set(raw))} distinct byte values"
 EOF
 	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
 else
 	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(tail -c 300 "$T/chromium.err")"
+fi
+
+# --- the timeline as a picture: the screenshot's regions against the page's own positions -------
+# The whole log's report (no --change): change CHG-8's band, one record, ends the timeline on
+# the right, where its label was cut ("change CHC"); the rotation's steps, the key states and
+# the probes come in bursts milliseconds apart, whose marks overlapped; the failed apply has
+# an error and a key id and no detail ("No such device" ran into "key id").
+ALL=$T/all.html
+"$F" evidence --log "$T/host/audit.log" --operator auditor --html "$ALL" >"$T/out" 2>&1 ||
+	fail "evidence --html of the whole log" "$(head -c 300 "$T/out")"
+# what Chromium laid out, measured in a copy with a script (the page itself allows none)
+python3 - "$ALL" "$T/geom.html" <<'EOF'
+import re, sys
+h = open(sys.argv[1], encoding="utf-8").read()
+h = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", h, count=1)
+js = """<script>(function () {
+  var o = {}, svg = document.querySelector('svg[aria-label="change timeline"]');
+  var r = svg.getBoundingClientRect();
+  o.svg = {left: r.left + scrollX, top: r.top + scrollY, width: r.width, height: r.height,
+           vb: svg.viewBox.baseVal.width};
+  o.texts = [].map.call(svg.querySelectorAll("text"), function (t) {
+    var b = t.getBBox();
+    return {text: t.textContent, cls: t.getAttribute("class"), x: b.x, y: b.y,
+            width: b.width, height: b.height};
+  });
+  o.cells = [];
+  [].forEach.call(document.querySelectorAll("td.detail"), function (td) {
+    if (td.textContent.indexOf("No such device") < 0) return;
+    var c = {}, w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), n;
+    while ((n = w.nextNode())) {
+      var g = document.createRange();
+      g.selectNodeContents(n);
+      if (n.textContent.indexOf("No such device") >= 0) c.error = g.getBoundingClientRect().top;
+      if (n.textContent.indexOf("key id") >= 0) c.keyid = g.getBoundingClientRect().top;
+    }
+    o.cells.push(c);
+  });
+  var p = document.createElement("pre");
+  p.id = "fctl-geom";
+  p.style.display = "none";
+  p.textContent = JSON.stringify(o);
+  document.body.appendChild(p);
+})();</script>"""
+open(sys.argv[2], "w", encoding="utf-8").write(h.replace("</body>", js + "</body>", 1))
+EOF
+P=(--hide-scrollbars --force-device-scale-factor=1 --window-size=1280,2000)
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --dump-dom "file://$T/geom.html" \
+	>"$T/geom.dom" 2>"$T/chromium.err"
+python3 -c 'import html, re, sys
+m = re.search(r"<pre id=\"fctl-geom\"[^>]*>(.*?)</pre>", open(sys.argv[1], encoding="utf-8").read(), re.S)
+sys.exit(1) if not m else print(html.unescape(m.group(1)))' "$T/geom.dom" >"$T/geom.json" ||
+	fail "Chromium measured the timeline (an instrumented copy)" "$(tail -c 300 "$T/chromium.err")"
+rm -f "$T/all.png"
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --screenshot="$T/all.png" \
+	"file://$ALL" >/dev/null 2>"$T/chromium.err"
+[ -n "${FCTL_REPORT_PNG:-}" ] && cp "$T/all.png" "${OUT_PNG%.png}-timeline.png" && cp "$ALL" "${OUT_PNG%.png}-timeline.html"
+if [ -s "$T/all.png" ] && [ -s "$T/geom.json" ]; then
+	python3 "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
+	while read -r verdict rest; do
+		case $verdict in PASS) pass "picture: $rest" ;; FAIL) fail "picture: $rest" ;; esac
+	done <"$T/pic.out"
+	grep -qE '^(PASS|FAIL) ' "$T/pic.out" || fail "picture: report_picture.py ran" "$(tail -c 300 "$T/pic.out")"
+else
+	fail "picture: Chromium took the screenshot and the measurements" "$(tail -c 300 "$T/chromium.err")"
+fi
+if grep -q '<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>' "$ALL"; then
+	pass "an error and the key id after it are two lines of the cell"
+else
+	fail "an error and the key id after it are two lines of the cell"
 fi
 
 # --- a large window: the compact page (docs/audit.md "The report") -----------------------------

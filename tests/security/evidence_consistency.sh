@@ -37,6 +37,9 @@ count() {
 [ -x "$PY" ] || cannot "no $PY"
 for t in openssl jq sha256sum tar; do command -v $t >/dev/null || cannot "needs $t"; done
 export NO_COLOR=1 LC_ALL=C
+# the log's applies, rotations and probes as the tool writes them (audit append stands in for
+# the programs in a build with -DFCTL_TEST_HOOKS=ON: docs/audit.md "Manual records")
+export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1
 unset FCTL_AUDIT_LOG
 T=$(mktemp -d /tmp/fctl-sec-consistency.XXXXXX) || cannot "no temporary directory"
 trap 'rm -rf -- "$T"' EXIT

@@ -23,6 +23,9 @@ cannot() { echo "evidence_tamper: cannot run: $*" >&2; echo "evidence_tamper: $P
 for t in openssl jq sha256sum tar base64; do command -v $t >/dev/null || cannot "needs $t"; done
 "$PY" -c 'import securesystemslib.signer' 2>/dev/null || cannot "needs python3-securesystemslib for $PY (scripts/deps.sh)"
 export NO_COLOR=1 LC_ALL=C
+# the log's applies, rotations and probes as the tool writes them (audit append stands in for
+# the programs in a build with -DFCTL_TEST_HOOKS=ON: docs/audit.md "Manual records")
+export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1
 unset FCTL_AUDIT_LOG
 T=$(mktemp -d /tmp/fctl-sec-evidence.XXXXXX) || cannot "no temporary directory"
 trap 'rm -rf -- "$T"' EXIT
@@ -44,7 +47,7 @@ records() { # LOGDIR [FIRST-HOST]: the records of change CHG-1 and one of anothe
 			--detail "write_bw size=65536 link=h1-h2: bw_gbps=1 macsec=ok" &&
 		"${A[@]}" --action apply --result applied --host h2 --change CHG-2
 } >/dev/null 2>&1
-records "$T/host" || cannot "audit append"
+records "$T/host" || cannot "audit append (a build without -DFCTL_TEST_HOOKS=ON refuses the tool's actions)"
 cp "$T/host/audit.log.checkpoints" "$T/trusted.cp" # what an auditor kept of this log
 records "$T/other" || cannot "audit append (other log)"
 evidence() { # OUT LOGDIR SIGNKEY... -> OUT
@@ -270,7 +273,7 @@ tampered record-from-outside-inserted-resigned "audit/slice.jsonl:3 has seq 5, e
 # whole window), named in the re-signed manifest; the proofs are against size 5
 tampered window-claims-other-checkpoint-resigned "is not the proof of the window \(1..4\) against the checkpoint \(4 records\)" \
 	'note_of 4 "$T/host/audit.log.checkpoints" >audit/checkpoint.txt &&
-	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt) && [ "$sz" = 4 ] &&
+	 sz=$(sed -n 2p audit/checkpoint.txt) && rt=$(sed -n 3p audit/checkpoint.txt | openssl base64 -d -A | od -An -v -tx1 | tr -d " \n") && [ "$sz" = 4 ] &&
 	 jq --indent 2 --arg r "$rt" ".audit.checkpoint_size = 4 | .audit.checkpoint_root = \$r" MANIFEST.json >m && mv m MANIFEST.json && resign'
 tampered proofs-root-of-another-tree-resigned "the checkpoint is not the one the signed manifest names" \
 	'jq -c ".root = .range.nodes[0]" audit/proofs.json >p && mv p audit/proofs.json && resign'

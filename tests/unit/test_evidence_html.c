@@ -45,12 +45,21 @@ static char checkpoint[] =
 	"h1/var/lib/fabricctl/audit/audit.log\n6\nrr0QpFUOBGfgj/mtDQ5kBRVZ5beYrYshwrHZCxI8MFI=\n\n"
 	"\xe2\x80\x94 h1/var/lib/fabricctl/audit/audit.log AAECAwQFBgcICQoLDA0ODxAREhM=\n";
 
-static char *render(struct fctl_buf *copy)
+/* a manual record (audit append) naming a key state, and a failed apply whose error is
+ * followed by a key id and no detail */
+static char slice_manual[] =
+	HEAD(1, "2026-05-01T12:00:00.000000Z") "\"manual\":true,\"action\":\"kms-rotate\","
+	"\"host\":\"h1\",\"result\":\"applied\",\"detail\":\"file:k version 4 rotated by "
+	"hand\",\"kcv\":[\"d4e5f6\"],\"key_state\":\"active\"}\n"
+	HEAD(2, "2026-05-01T12:00:00.000100Z") "\"action\":\"apply\",\"host\":\"h1\","
+	"\"result\":\"failed\",\"error\":\"No such device\",\"key_ids\":[\"8a09aa3011223344\"]}\n";
+
+static char *render_slice(char *data, size_t len, struct fctl_buf *copy)
 {
 	static char cp_name[] = "audit/checkpoint.txt", slice_name[] = "audit/slice.jsonl";
 	struct fctl_evidence_file files[2] = {
 		{ cp_name, checkpoint, sizeof(checkpoint) - 1 },
-		{ slice_name, slice, sizeof(slice) - 1 },
+		{ slice_name, data, len },
 	};
 	static const char ids[2][65] = { "aa", "bb" };
 	struct fctl_evidence_opts o = { .change_id = "CHG-1", .operator_name = "auditor<b>",
@@ -63,6 +72,11 @@ static char *render(struct fctl_buf *copy)
 	assert_int_equal(fctl_evidence_html(&in, &b), 0);
 	assert_non_null(b.data);
 	return fctl_buf_steal(&b);
+}
+
+static char *render(struct fctl_buf *copy)
+{
+	return render_slice(slice, sizeof(slice) - 1, copy);
 }
 
 static void test_sections(void **state)
@@ -80,6 +94,8 @@ static void test_sections(void **state)
 		"--signer-pub SIGNER2.pub --audit-pub HOST-audit.pub", "note key id <code>00010203",
 		"h1/var/lib/fabricctl/audit/audit.log", "2 signers", "6 records",
 		"Loss: 0 packets in 1 of 2",
+		/* the root in hex, as audit verify prints it (the note holds it in base64) */
+		"root <code>aebd10a4550e0467e08ff9ad0d0e64051559e5b798ad8b21c2b1d90b123c3052</code>",
 	};
 	char *h = render(NULL);
 
@@ -122,6 +138,28 @@ static void test_deterministic_and_copied(void **state)
 	free(b);
 }
 
+/* a manual record is marked, never green, counted as no rotation or key state; a cell's
+ * parts are separated (an error is never run into the key id after it) */
+static void test_manual_and_separators(void **state)
+{
+	static const char *const want[] = {
+		"kms-rotate <span class=\"chip manual\"", "<span class=\"chip manual\">applied</span>",
+		"<b>0</b><span>key rotation records", "<b>0</b><span>key state records",
+		"<b>1</b><span>manual records", "class=\"lane\">Other, manual</text>",
+		"fill=\"#8250df\"", "manual record</span>",
+		"<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>",
+	};
+	char *h = render_slice(slice_manual, sizeof(slice_manual) - 1, NULL);
+
+	(void)state;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(want); i++)
+		if (!strstr(h, want[i]))
+			fail_msg("report lacks '%s'", want[i]);
+	assert_null(strstr(h, "chip good\">applied"));
+	assert_null(strstr(h, "No such devicekey id"));
+	free(h);
+}
+
 static void test_figures(void **state)
 {
 	const char *d = "send_lat size=2 link=l: latency_p99_us=9.5 x=null " END1 " macsec=ok";
@@ -151,6 +189,7 @@ int main(void)
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_deterministic_and_copied),
 		cmocka_unit_test(test_figures),
+		cmocka_unit_test(test_manual_and_separators),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

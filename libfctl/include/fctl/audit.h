@@ -69,6 +69,7 @@ struct fctl_audit_record {
 	uint64_t seq;
 	uint8_t prev[32];
 	int64_t time_us; /* microseconds since the epoch */
+	bool manual;     /* "manual":true: written by hand (audit append), not by the tool */
 };
 
 /* 0 when the line (without its newline) is a record in the canonical form, filling rec
@@ -77,6 +78,9 @@ int fctl_audit_record_check(const char *line, size_t len, struct fctl_audit_reco
 			    char *why, size_t whylen);
 
 struct fctl_audit_entry {
+	bool manual;              /* written by hand (audit append): the record says
+				   * "manual":true, and its action must be one the tool never
+				   * writes (fctl_audit_manual_action_check) */
 	const char *action;       /* required: apply, rollback, recover, drift, key-state, ... */
 	const char *result;       /* required: applied, unchanged, rolled-back, failed, ... */
 	const char *actor_cert;   /* a client certificate subject; NULL: a local user */
@@ -101,12 +105,20 @@ struct fctl_audit_entry {
 	const char *key_state;      /* key-state records: pending, active, retired, destroyed */
 };
 
+/* True when fabricctl's own programs write records of this action (apply, probe, the
+ * agent's requests, key-* and mka-* among them): a record written by hand may not take it. */
+bool fctl_audit_action_is_tool(const char *action);
+/* The action of a manual record: lowercase letters, digits and '-', starting with a letter,
+ * at most 48 characters, and not one of the tool's own (fctl_audit_action_is_tool).
+ * -EINVAL with the reason (the name quoted) in err otherwise. */
+int fctl_audit_manual_action_check(const char *action, char *err, size_t errlen);
+
 /* The head every record line starts with: {"seq":N,"prev":"64 hex", (and ends with '}').
  * -EINVAL for anything else. */
 int fctl_audit_parse_head(const char *line, size_t len, uint64_t *seq, uint8_t prev[32]);
 
-/* Checks the entry (required fields, hex fields of the exact length); -EINVAL with
- * a reason in err otherwise. */
+/* Checks the entry (required fields, hex fields of the exact length, a manual entry's
+ * action); -EINVAL with a reason in err otherwise. */
 int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t errlen);
 
 /* --- the writer --- */
