@@ -95,7 +95,7 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 
 	memset(e, 0, sizeof(*e));
 	e->o = o;
-	e->ops = o->ops ? o->ops : &fctl_engine_nl_ops;
+	e->kern.ops = o->ops ? o->ops : &fctl_engine_nl_ops;
 	e->lock_fd = -1;
 	fctl_state_dir_path(o->state_dir, o->netns, e->dir, sizeof(e->dir));
 	r = fctl_engine_host_name(o, e->host, sizeof(e->host));
@@ -120,7 +120,7 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 		e->lock_fd = r;
 	}
 	if (need_nl) {
-		r = e->ops->open(o->ops_ctx, o->netns, &e->nl);
+		r = e->kern.ops->open(o->ops_ctx, o->netns, &e->kern.sess);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot open netlink%s%s: %s",
 				 o->netns ? " in netns " : "", o->netns ? o->netns : "",
@@ -136,9 +136,9 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 
 void fctl_engi_close(struct eng *e)
 {
-	if (e->nl)
-		e->ops->close(e->nl);
-	e->nl = NULL;
+	if (e->kern.sess)
+		e->kern.ops->close(e->kern.sess);
+	e->kern.sess = NULL;
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
 	e->lock_fd = -1;
@@ -385,7 +385,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 		if (r == 0)
 			fctl_engi_restrict_live(*live, want, prev, NULL);
 	} else {
-		r = e.ops->read_state(e.nl, e.host, NULL, 0, live);
+		r = e.kern.ops->read_state(e.kern.sess, e.host, NULL, 0, live);
 		if (r < 0)
 			snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
 	}
@@ -508,8 +508,8 @@ static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int 
 {
 	struct fctl_nl_stats st;
 
-	if (e->nl) {
-		e->ops->get_stats(e->nl, &st);
+	if (e->kern.sess) {
+		e->kern.ops->get_stats(e->kern.sess, &st);
 		res->writes = st.writes;
 		res->round_trips = st.round_trips;
 	}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Executing a plan through the engine's kernel operations, op by op. */
+/* Executing a plan through the engine's kernel session (engine_kernel.c), op by op. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -36,11 +36,11 @@ static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_ke
 
 		off.kind = op->kind == FCTL_OP_TXSA_DEL ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
 		off.sa.active = false;
-		r = e->ops->exec(e->nl, &off, NULL, 0, nerr);
+		r = fctl_engine_kernel_exec(&e->kern, &off, NULL, nerr);
 		if (r < 0 && r != -ENOENT && r != -ENODEV)
 			return r;
 	}
-	return e->ops->exec(e->nl, op, key ? key->bytes : NULL, key ? key->len : 0, nerr);
+	return fctl_engine_kernel_exec(&e->kern, op, key, nerr);
 }
 
 static void op_words(const struct fctl_op *op, char *out, size_t len)

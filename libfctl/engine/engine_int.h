@@ -9,8 +9,15 @@
 #include <stdint.h>
 
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 
 struct fctl_key;
+
+/* A kernel session (fctl/engine_kernel.h): the table and what its open returned. */
+struct fctl_engine_kernel {
+	const struct fctl_engine_ops *ops;
+	void *sess; /* NULL: not open */
+};
 
 /* One engine run: the options, the state directory, the host, the lock, the kernel. */
 struct eng {
@@ -18,8 +25,7 @@ struct eng {
 	char dir[PATH_MAX];
 	char host[64];
 	int lock_fd;
-	const struct fctl_engine_ops *ops;
-	void *nl; /* the ops' session */
+	struct fctl_engine_kernel kern; /* every write goes through fctl_engine_kernel_exec */
 	/* the confirmation record the apply writes before its journal (NULL: none) */
 	const struct fctl_confirm_pending *arm;
 	bool expiring; /* the rollback of a confirmed apply: pending records do not refuse it */
@@ -87,7 +93,7 @@ void fctl_engi_restrict_live(struct fctl_host_state *live, const struct fctl_hos
 
 /* --- engine_exec.c --- */
 
-/* Runs plan through e->ops, keys[i] for op i (keys may be NULL); stops at the first
+/* Runs plan through e->kern, keys[i] for op i (keys may be NULL); stops at the first
  * failure. *done: ops finished; *failed: the failing op or -1. Returns 0 or the failing
  * op's negative errno, err naming the op and the kernel's message. hooks: the test hooks
  * apply (builds with FCTL_TEST_HOOKS only). */

@@ -127,7 +127,7 @@ int fctl_engi_read_live(struct eng *e, const struct fctl_host_state *want,
 		*out = fctl_host_state_new(e->host);
 		return *out ? 0 : -ENOMEM;
 	}
-	r = e->ops->read_state(e->nl, e->host, nm.n ? nm.v : NULL, nm.n, out);
+	r = e->kern.ops->read_state(e->kern.sess, e->host, nm.n ? nm.v : NULL, nm.n, out);
 	free(nm.v);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read live state: %s", strerror(-r));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The engine's real kernel: its operations table on fctl_nl. See struct fctl_engine_ops. */
+/* The engine's real kernel: its operations table on fctl_nl, the only caller of fctl_nl's
+ * writes (fctl_nl_exec, fctl_nl_neigh_copy). See struct fctl_engine_ops. */
 #include "fctl/engine.h"
 #include "fctl/nl.h"
 
@@ -36,10 +37,17 @@ static void nl_get_stats(const void *sess, struct fctl_nl_stats *out)
 	fctl_nl_get_stats(sess, out);
 }
 
+static int nl_neigh_copy(void *sess, const char *from, const char *to, const uint8_t (*macs)[6],
+			 size_t n_macs, struct fctl_nl_err *err)
+{
+	return fctl_nl_neigh_copy(sess, from, to, macs, n_macs, err);
+}
+
 const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.open = nl_open,
 	.close = nl_close,
 	.read_state = nl_read_state,
 	.exec = nl_exec,
 	.get_stats = nl_get_stats,
+	.neigh_copy = nl_neigh_copy,
 };

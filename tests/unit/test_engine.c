@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 #include "fctl/nl.h"
 
 /* --- the fake kernel --- */
@@ -1615,6 +1616,77 @@ static void test_desired_cache(void **st)
 	fake_release(&r.f);
 }
 
+/* The kernel session of the writes outside an apply (the agent's SA steps, MKA) reaches
+ * the same table as an apply, and its SA door, fctl_engine_sa_write, takes SA writes
+ * only. */
+static void test_kernel_session(void **st)
+{
+	static const enum fctl_op_kind sa_kinds[] = {
+		FCTL_OP_TXSA_ADD, FCTL_OP_TXSA_UPD, FCTL_OP_TXSA_DEL,
+		FCTL_OP_RXSA_ADD, FCTL_OP_RXSA_UPD, FCTL_OP_RXSA_DEL,
+	};
+	static const enum fctl_op_kind other_kinds[] = {
+		FCTL_OP_LINK_ADD, FCTL_OP_LINK_DEL, FCTL_OP_LINK_UP, FCTL_OP_LINK_DOWN,
+		FCTL_OP_RXSC_ADD, FCTL_OP_RXSC_UPD, FCTL_OP_RXSC_DEL, FCTL_OP_ADDR_ADD,
+		FCTL_OP_ADDR_DEL,
+	};
+	struct fctl_engine_kernel *k = NULL;
+	struct fctl_nl_err err = { 0 };
+	struct fctl_apply_result res;
+	struct fctl_op op = { 0 };
+	uint8_t enc = 0;
+	struct run r;
+	long calls;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	/* the fake sorts its links after every op: the SecY by name, not by pointer */
+	for (size_t i = 0; i < r.f.hs->n_links; i++)
+		if (r.f.hs->links[i].kind == FCTL_LINK_MACSEC) {
+			snprintf(op.ifname, sizeof(op.ifname), "%s", r.f.hs->links[i].name);
+			enc = r.f.hs->links[i].macsec.encoding_sa;
+		}
+	assert_true(op.ifname[0] != '\0');
+	for (size_t i = 0; i < sizeof(sa_kinds) / sizeof(sa_kinds[0]); i++) {
+		op.kind = sa_kinds[i];
+		assert_true(fctl_engine_op_is_sa_write(&op));
+	}
+	for (size_t i = 0; i < sizeof(other_kinds) / sizeof(other_kinds[0]); i++) {
+		op.kind = other_kinds[i];
+		assert_false(fctl_engine_op_is_sa_write(&op));
+	}
+	assert_int_equal(fctl_engine_kernel_open(&fake_ops, &r.f, NULL, &k), 0);
+	assert_null(fctl_engine_kernel_nl(k)); /* no fctl_nl under a test's table */
+	calls = r.f.calls;
+	/* no SA write: refused at the SA door, nothing sent; executed as a plan op */
+	op.kind = FCTL_OP_LINK_UP;
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not an SA write"));
+	assert_int_equal(r.f.calls, calls);
+	assert_int_equal(fctl_engine_kernel_exec(k, &op, NULL, &err), 0);
+	assert_int_equal(r.f.calls, calls + 1);
+	/* the encoding SA says which TX SA transmits: an SA write; another change is not */
+	op.kind = FCTL_OP_LINK_CHANGE;
+	op.link.kind = FCTL_LINK_MACSEC;
+	op.link.macsec.encoding_sa = enc;
+	op.changes = FCTL_CHG_MTU;
+	assert_false(fctl_engine_op_is_sa_write(&op));
+	op.changes = FCTL_CHG_ENCODING_SA;
+	assert_true(fctl_engine_op_is_sa_write(&op));
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), 0);
+	assert_int_equal(r.f.calls, calls + 2);
+	assert_int_equal(r.f.log[r.f.n_log - 1].kind, FCTL_OP_LINK_CHANGE);
+	/* a table without a neighbour copy says so */
+	assert_int_equal(fctl_engine_kernel_neigh_copy(k, "a", "b", NULL, 0, &err), -EOPNOTSUPP);
+	fctl_engine_kernel_close(k);
+	fctl_engine_kernel_close(NULL);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1633,6 +1705,7 @@ int main(void)
 		cmocka_unit_test(test_confirm_deadline_rolls_back),
 		cmocka_unit_test(test_confirm_first_apply_and_failure),
 		cmocka_unit_test(test_confirm_crash_every_point),
+		cmocka_unit_test(test_kernel_session),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
