@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 #include "fctl/mka_host.h"
 #include "fctl/mka_rotate.h"
 
@@ -44,13 +45,13 @@ static int mka_up_locked(const struct fctl_profile *p, const char *host, unsigne
 	if (!n_ports)
 		return EXIT_OK;
 	n = 0;
-	r = fctl_nl_open(netns, &o.nl);
+	r = fctl_engine_kernel_open(NULL, NULL, netns, &o.kern);
 	if (r < 0) {
 		cli_err("apply: mka: netlink: %s", strerror(-r));
 		return EXIT_USAGE;
 	}
 	r = fctl_mka_host_up(p, host, &o, &n, &rot, err, sizeof(err));
-	fctl_nl_close(o.nl);
+	fctl_engine_kernel_close(o.kern);
 	if (r < 0) {
 		/* fail-secure: the VLAN device carries no address, so nothing flows in clear */
 		cli_err("apply: mka on %s: %s", host, err[0] ? err : strerror(-r));

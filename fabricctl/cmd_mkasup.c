@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "fctl/agent.h"
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 #include "fctl/mka_host.h"
 #include "fctl/mka_rotate.h"
 #include "fctl/mka_super.h"
@@ -108,7 +109,7 @@ static int restart_locked(const struct fctl_agent_request *rq, const struct fctl
 	fctl_mka_stop(rq->mka_port, NULL, err, errlen);
 	fctl_mka_incoming_stop(rq->mka_port, err, errlen);
 	err[0] = '\0';
-	r = fctl_nl_open(rq->netns, &o->nl);
+	r = fctl_engine_kernel_open(NULL, NULL, rq->netns, &o->kern);
 	if (r < 0) {
 		snprintf(err, errlen, "netlink: %s", strerror(-r));
 		return r;
@@ -116,16 +117,16 @@ static int restart_locked(const struct fctl_agent_request *rq, const struct fctl
 	/* a wpa_supplicant killed with SIGKILL leaves its SecY behind: only the dead one's
 	 * (by its SCI port), so the new one can create its own; the VLAN device below
 	 * carries no address, nothing flows in clear meanwhile */
-	r = fctl_mka_drop_secy(o->nl, host, rq->mka_port, sci_port, err, errlen);
+	r = fctl_mka_drop_secy(o->kern, host, rq->mka_port, sci_port, err, errlen);
 	if (r == 0)
 		r = fctl_mka_host_up(p, host, o, n, NULL, err, errlen);
-	fctl_nl_close(o->nl);
-	o->nl = NULL;
+	fctl_engine_kernel_close(o->kern);
+	o->kern = NULL;
 	return r;
 }
 
 struct step {
-	struct fctl_nl *nl;
+	struct fctl_engine_kernel *kern;
 	const char *ifname;
 	char err[512];
 	int r;
@@ -139,7 +140,7 @@ static int step_port(const struct fctl_mka_port *port, void *arg)
 	if (strcmp(port->ifname, s->ifname) != 0)
 		return 0;
 	s->found = true;
-	s->r = fctl_mka_rotation_step(s->nl, port, s->err, sizeof(s->err));
+	s->r = fctl_mka_rotation_step(s->kern, port, s->err, sizeof(s->err));
 	return 0;
 }
 
@@ -153,7 +154,7 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 	r = load_applied(rq, host, &p);
 	if (r != EXIT_OK)
 		return r;
-	r = fctl_nl_open(rq->netns, &s.nl);
+	r = fctl_engine_kernel_open(NULL, NULL, rq->netns, &s.kern);
 	if (r < 0) {
 		cli_err("mka: netlink: %s", strerror(-r));
 		fctl_profile_free(p);
@@ -162,13 +163,13 @@ int cli_mka_step(const struct fctl_agent_request *rq)
 	lk = fctl_mka_lock();
 	if (lk < 0) {
 		cli_err("mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-lk));
-		fctl_nl_close(s.nl);
+		fctl_engine_kernel_close(s.kern);
 		fctl_profile_free(p);
 		return EXIT_USAGE;
 	}
 	fctl_mka_host_each(p, host, step_port, &s);
 	close(lk);
-	fctl_nl_close(s.nl);
+	fctl_engine_kernel_close(s.kern);
 	fctl_profile_free(p);
 	if (!s.found) /* the port left the profile: the next apply's prune stops it */
 		return EXIT_OK;

@@ -14,6 +14,7 @@
 #include "fctl/agent.h"
 #include "fctl/audit.h"
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 #include "fctl/nl.h"
 #include "fctl/proto.h"
 #include "fctl/rotation.h"
@@ -204,7 +205,9 @@ struct agent {
 	pid_t repair_child;
 	bool stop;
 	char host[256];
-	struct fctl_nl *sa_nl; /* netlink of the SA requests, kept open between them */
+	/* the SA requests' kernel session (reads on its netlink, writes through the engine),
+	 * kept open between them */
+	struct fctl_engine_kernel *sa_kern;
 	struct fctl_audit *audit;
 	struct refusals refusals;
 	int exe_fd;             /* the agent's own binary, re-executed by every worker */

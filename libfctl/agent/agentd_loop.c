@@ -318,7 +318,7 @@ static void teardown(struct agent *a)
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	fctl_nl_close(a->sa_nl);
+	fctl_engine_kernel_close(a->sa_kern);
 	fctl_agentd_refusals_release(a); /* the counts of the interval, before the log closes */
 	fctl_agentd_audit_close(a);
 	fctl_tls_ctx_free(a->ctx);

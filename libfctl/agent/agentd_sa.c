@@ -8,7 +8,8 @@
  * arrives in a KEY TLV and moves at once into a locked key slot (fctl_keys_alloc), the
  * frame's copy wiped; from there it goes into one netlink message, wiped with it, and
  * the slot is wiped when the request is answered. Records and logs name it by its key
- * check value.
+ * check value. Every SA change is written through the engine's kernel session
+ * (fctl_engine_sa_write, fctl/engine_kernel.h); the reads use the same session's netlink.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,7 +30,8 @@ struct sa_req {
 	struct conn *c;
 	const struct fctl_msg *m;
 	const char *tn;                 /* the request's type name */
-	struct fctl_nl *nl;
+	struct fctl_engine_kernel *kern; /* the agent's SA session: the writes */
+	struct fctl_nl *nl;             /* its netlink: the reads */
 	char rdir[PATH_MAX];            /* the rotation records */
 	struct fctl_rotation_cur cur;   /* the SecY's record (or what it would be) */
 	struct fctl_macsec sec;         /* the SecY as it is (no RX SCs) */
@@ -107,15 +109,38 @@ static int sa_audit(struct agent *a, const struct conn *c, const char *action, b
 	return -EIO;
 }
 
-static int sa_exec(struct fctl_nl *nl, struct fctl_op *op, const uint8_t *key, size_t key_len,
-		   char *err, size_t errlen)
+/* One SA write (key: the SAK's slot for an install, else NULL), err naming the op. */
+static int sa_exec(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		   const struct fctl_key *key, char *err, size_t errlen)
 {
 	struct fctl_nl_err e;
-	int r = fctl_nl_exec(nl, op, key, key_len, &e);
+	int r = fctl_engine_sa_write(k, op, key, &e);
 
+	/* withheld by the packet-number ledger (docs/keys-and-pn.md): the key was used on
+	 * this SCI before, up to a PN nobody recorded; the step fails, nothing was sent */
+	if (r == 1)
+		r = -EKEYREJECTED;
 	if (r < 0)
 		snprintf(err, errlen, "%s an %u on %s: %s", fctl_op_kind_name(op->kind), op->an,
 			 op->ifname, e.msg[0] ? e.msg : strerror(-r));
+	return r;
+}
+
+/* The SA requests' kernel session, opened by the first and kept for the next (a rotation
+ * of N links sends ~7N): its netlink's name -> ifindex map is refilled by the read each
+ * request starts with. 0 or a negative errno. */
+static int sa_kernel(struct agent *a)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	if (a->sa_kern)
+		return 0;
+	r = fctl_engine_kernel_open(NULL, NULL, a->cfg.netns, &a->sa_kern);
+	if (r == 0) { /* the host's packet-number ledger, the one its applies keep */
+		fctl_state_dir_path(a->cfg.state_dir, a->cfg.netns, dir, sizeof(dir));
+		fctl_engine_kernel_ledger(a->sa_kern, dir);
+	}
 	return r;
 }
 
@@ -369,7 +394,7 @@ static int sa_install(struct sa_req *q)
 			 strerror(-r));
 		return r;
 	}
-	r = sa_exec(q->nl, op, q->sak->bytes, q->sak->len, q->err, sizeof(q->err));
+	r = sa_exec(q->kern, op, q->sak, q->err, sizeof(q->err));
 	snprintf(q->detail, sizeof(q->detail), "tx sa staged inactive, pn %" PRIu64, m->pn);
 	if (m->type == FCTL_MSG_RXSA_INSTALL) {
 		char sci[24];
@@ -398,7 +423,7 @@ static int sa_activate(struct sa_req *q)
 	}
 	q->op.kind = FCTL_OP_TXSA_UPD;
 	q->op.sa.present = q->op.sa.active = true;
-	return sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+	return sa_exec(q->kern, &q->op, NULL, q->err, sizeof(q->err));
 }
 
 /* ENCODING_SA (a rollback), or TXSA_SWITCH after sa_activate: the SecY encodes with AN
@@ -417,7 +442,7 @@ static int sa_encoding(struct sa_req *q)
 	op->link.macsec.encoding_sa = (uint8_t)m->an;
 	op->link.macsec.cipher = q->sec.cipher;
 	op->changes = FCTL_CHG_ENCODING_SA;
-	r = sa_exec(q->nl, op, NULL, 0, q->err, sizeof(q->err));
+	r = sa_exec(q->kern, op, NULL, q->err, sizeof(q->err));
 	if (r == 0) {
 		/* for the metrics: when the key changed, and how often it went back */
 		if (q->cur.an != (uint8_t)m->an && m->type == FCTL_MSG_TXSA_SWITCH)
@@ -468,12 +493,12 @@ static int sa_retire(struct sa_req *q)
 	q->op.kind = rx ? FCTL_OP_RXSA_UPD : FCTL_OP_TXSA_UPD;
 	q->op.sa.present = true;
 	q->op.sa.active = false;
-	r = sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+	r = sa_exec(q->kern, &q->op, NULL, q->err, sizeof(q->err));
 	if (r == -ENODEV || r == -ENOENT || r == -ENXIO)
 		r = 0; /* gone already: retiring is idempotent */
 	else if (r == 0) {
 		q->op.kind = rx ? FCTL_OP_RXSA_DEL : FCTL_OP_TXSA_DEL;
-		r = sa_exec(q->nl, &q->op, NULL, 0, q->err, sizeof(q->err));
+		r = sa_exec(q->kern, &q->op, NULL, q->err, sizeof(q->err));
 	}
 	if (r == 0 && !rx && q->cur.busy_until) {
 		/* the TX SA goes last in a retirement: the lease ends */
@@ -566,14 +591,13 @@ static int sa_one(struct agent *a, struct conn *c, const struct fctl_msg *m, boo
 	}
 	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, q.rdir, sizeof(q.rdir));
 	has_cur = fctl_rotation_read(q.rdir, m->ifname, &q.cur) == 0;
-	/* one netlink handle for all SA requests (a rotation of N links sends ~7N): its
-	 * name -> ifindex map is refilled by the read each request starts with */
-	r = a->sa_nl ? 0 : fctl_nl_open(a->cfg.netns, &a->sa_nl);
+	r = sa_kernel(a);
 	if (r < 0) {
 		snprintf(q.err, sizeof(q.err), "cannot open netlink: %s", strerror(-r));
 		goto done;
 	}
-	q.nl = a->sa_nl;
+	q.kern = a->sa_kern;
+	q.nl = fctl_engine_kernel_nl(q.kern);
 	if (m->type == FCTL_MSG_SA_DUMP) {
 		r = sa_dump_request(&q, has_cur, o);
 		goto done;
@@ -602,9 +626,9 @@ done:
 		view_touched(v, m, r);
 	wipe_key(c, m);
 	fctl_key_free(q.sak);
-	if (r < 0 && q.nl) { /* a fresh socket for the next request, whatever went wrong */
-		fctl_nl_close(q.nl);
-		a->sa_nl = NULL;
+	if (r < 0 && q.kern) { /* a fresh socket for the next request, whatever went wrong */
+		fctl_engine_kernel_close(q.kern);
+		a->sa_kern = NULL;
 	}
 	if (r < 0)
 		snprintf(err, errlen, "%s", q.err[0] ? q.err : strerror(-r));
@@ -631,6 +655,7 @@ static struct sa_view *view_open(struct agent *a, const struct fctl_msg *m)
 	size_t n = fctl_proto_sa_ops_count(m), nd = 0;
 	struct sa_view *v = n > 1 ? calloc(1, sizeof(*v)) : NULL;
 	const char **names = v ? calloc(n, sizeof(*names)) : NULL;
+	struct fctl_nl *nl;
 	bool dumps = false;
 
 	if (!names || !(v->name = calloc(n, sizeof(*v->name))) ||
@@ -652,15 +677,16 @@ static struct sa_view *view_open(struct agent *a, const struct fctl_msg *m)
 		names[v->n] = v->name[v->n];
 		v->n++;
 	}
-	if (!a->sa_nl && fctl_nl_open(a->cfg.netns, &a->sa_nl) < 0)
+	if (sa_kernel(a) < 0)
 		goto fail;
-	if (fctl_nl_read_state(a->sa_nl, a->host, names, v->n, &v->hs) < 0) {
+	nl = fctl_engine_kernel_nl(a->sa_kern);
+	if (fctl_nl_read_state(nl, a->host, names, v->n, &v->hs) < 0) {
 		v->hs = NULL;
 		goto fail;
 	}
 	nd = v->n;
 	if (dumps && ((v->st = calloc(nd, sizeof(*v->st))) == NULL ||
-		      fctl_nl_read_macsec_stats_many(a->sa_nl, names, nd, v->st, v->has_st) < 0))
+		      fctl_nl_read_macsec_stats_many(nl, names, nd, v->st, v->has_st) < 0))
 		memset(v->has_st, 0, nd * sizeof(bool)); /* dumps read their own counters */
 	free(names);
 	return v;

@@ -107,9 +107,10 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 
 	memset(e, 0, sizeof(*e));
 	e->o = o;
-	e->ops = o->ops ? o->ops : &fctl_engine_nl_ops;
+	e->kern.ops = o->ops ? o->ops : &fctl_engine_nl_ops;
 	e->lock_fd = -1;
 	fctl_state_dir_path(o->state_dir, o->netns, e->dir, sizeof(e->dir));
+	fctl_engine_kernel_ledger(&e->kern, e->dir); /* the SA door's ledger: this host's */
 	r = fctl_engine_host_name(o, e->host, sizeof(e->host));
 	if (r < 0) {
 		snprintf(err, errlen, "cannot determine the host name: %s", strerror(-r));
@@ -132,7 +133,7 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 		e->lock_fd = r;
 	}
 	if (need_nl) {
-		r = e->ops->open(o->ops_ctx, o->netns, &e->nl);
+		r = e->kern.ops->open(o->ops_ctx, o->netns, &e->kern.sess);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot open netlink%s%s: %s",
 				 o->netns ? " in netns " : "", o->netns ? o->netns : "",
@@ -148,14 +149,10 @@ int fctl_engi_open(struct eng *e, const struct fctl_engine_opts *o, bool lock, b
 
 void fctl_engi_close(struct eng *e)
 {
-	fctl_engi_pn_free(e->pn);
-	e->pn = NULL;
-	free(e->withheld);
-	e->withheld = NULL;
-	e->n_withheld = e->cap_withheld = 0;
-	if (e->nl)
-		e->ops->close(e->nl);
-	e->nl = NULL;
+	fctl_engi_pn_release(&e->kern);
+	if (e->kern.sess)
+		e->kern.ops->close(e->kern.sess);
+	e->kern.sess = NULL;
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
 	e->lock_fd = -1;
@@ -291,7 +288,7 @@ static int restore(struct eng *e, const struct fctl_host_state *before,
 		r = fctl_plan_compute(after, before, &check);
 	}
 	if (r == 0) {
-		size_t left = check->n_ops - fctl_engi_pn_withheld_in(e, check);
+		size_t left = check->n_ops - fctl_engi_pn_withheld_in(&e->kern, check);
 
 		res->rolled_back = true;
 		res->restored_exactly = left == 0;
@@ -404,7 +401,7 @@ int fctl_engine_show(const struct fctl_profile *p, const struct fctl_engine_opts
 		if (r == 0)
 			fctl_engi_restrict_live(*live, want, prev, NULL);
 	} else {
-		r = e.ops->read_state(e.nl, e.host, NULL, 0, live);
+		r = e.kern.ops->read_state(e.kern.sess, e.host, NULL, 0, live);
 		if (r < 0)
 			snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
 	}
@@ -426,7 +423,7 @@ static int verify(struct eng *e, const struct fctl_host_state *want,
 		fctl_engi_restrict_live(after, want, prev, NULL);
 		r = fctl_plan_compute(after, want, &check);
 	}
-	if (r == 0 && check->n_ops > fctl_engi_pn_withheld_in(e, check)) {
+	if (r == 0 && check->n_ops > fctl_engi_pn_withheld_in(&e->kern, check)) {
 		snprintf(res->error, sizeof(res->error),
 			 "verification failed: the live state differs from the profile in %zu "
 			 "places after apply (first: %s %s)",
@@ -527,10 +524,10 @@ static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int 
 {
 	struct fctl_nl_stats st;
 
-	res->withheld = e->n_withheld;
-	snprintf(res->withheld_why, sizeof(res->withheld_why), "%s", e->withheld_why);
-	if (e->nl) {
-		e->ops->get_stats(e->nl, &st);
+	res->withheld = fctl_engine_kernel_withheld(&e->kern, res->withheld_why,
+						    sizeof(res->withheld_why));
+	if (e->kern.sess) {
+		e->kern.ops->get_stats(e->kern.sess, &st);
 		res->writes = st.writes;
 		res->round_trips = st.round_trips;
 	}

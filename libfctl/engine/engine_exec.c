@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Executing a plan through the engine's kernel operations, op by op. */
+/* Executing a plan through the engine's kernel session (engine_kernel.c), op by op. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -26,25 +26,6 @@ static int env_int(const char *name)
 }
 #endif
 
-/* An SA add in three steps (engine_pn.c): added inactive, so that no frame uses it; its
- * key recorded as live; then made active as the op says. */
-static int add_sa(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
-		  struct fctl_nl_err *nerr)
-{
-	struct fctl_op step = *op;
-	int r;
-
-	step.sa.active = false;
-	r = e->ops->exec(e->nl, &step, key->bytes, key->len, nerr);
-	if (r == 0)
-		r = fctl_engi_pn_live(e, op, key, nerr->msg, sizeof(nerr->msg));
-	if (r < 0 || !op->sa.active)
-		return r;
-	step.kind = op->kind == FCTL_OP_TXSA_ADD ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
-	step.sa.active = true;
-	return e->ops->exec(e->nl, &step, NULL, 0, nerr);
-}
-
 static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
 		   struct fctl_nl_err *nerr)
 {
@@ -55,13 +36,11 @@ static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_ke
 
 		off.kind = op->kind == FCTL_OP_TXSA_DEL ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
 		off.sa.active = false;
-		r = e->ops->exec(e->nl, &off, NULL, 0, nerr);
+		r = fctl_engine_kernel_exec(&e->kern, &off, NULL, nerr);
 		if (r < 0 && r != -ENOENT && r != -ENODEV)
 			return r;
 	}
-	if (key && (op->kind == FCTL_OP_TXSA_ADD || op->kind == FCTL_OP_RXSA_ADD))
-		return add_sa(e, op, key, nerr);
-	return e->ops->exec(e->nl, op, key ? key->bytes : NULL, key ? key->len : 0, nerr);
+	return fctl_engine_kernel_exec(&e->kern, op, key, nerr);
 }
 
 static void op_words(const struct fctl_op *op, char *out, size_t len)
@@ -95,36 +74,6 @@ static void op_words(const struct fctl_op *op, char *out, size_t len)
 	}
 }
 
-/* The packet-number ledger's part of op (engine_pn.c), *cur the op to send: 0 send it,
- * 1 withheld (noted in e), or a negative errno with err saying why. */
-static int guard_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
-		    struct fctl_op *cur, struct fctl_nl_err *nerr, char *err, size_t errlen)
-{
-	char why[512] = "";
-	struct fctl_op *w;
-	int r;
-
-	*cur = *op;
-	err[0] = '\0';
-	r = fctl_engi_pn_retire(e, op, nerr, err, errlen);
-	if (r < 0)
-		return r;
-	r = fctl_engi_pn_admit(e, cur, key, why, sizeof(why));
-	if (r < 0)
-		snprintf(err, errlen, "%s", why);
-	if (r != 1)
-		return r;
-	w = fctl_array_grow(&e->withheld, &e->n_withheld, &e->cap_withheld, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	*w = (struct fctl_op){ .kind = op->kind, .sci = op->sci, .an = op->an };
-	snprintf(w->ifname, sizeof(w->ifname), "%s", op->ifname);
-	if (!e->withheld_why[0])
-		snprintf(e->withheld_why, sizeof(e->withheld_why), "%s %s an %u withheld: %s",
-			 fctl_op_kind_name(op->kind), op->ifname, op->an, why);
-	return 1;
-}
-
 /* Runs plan; on failure stops at the failing op. Returns 0 or the failing errno. */
 int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_key **keys,
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
@@ -139,9 +88,7 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 	*failed = -1;
 	for (size_t i = 0; i < plan->n_ops; i++) {
 		const struct fctl_op *op = &plan->ops[i];
-		struct fctl_op cur;
 		struct fctl_nl_err nerr = { 0 };
-		char gerr[512];
 		char words[160];
 		int r;
 
@@ -156,18 +103,9 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 			return -EIO;
 		}
 #endif
-		r = guard_op(e, op, keys ? keys[i] : NULL, &cur, &nerr, gerr, sizeof(gerr));
-		if (r == 1) { /* withheld: the SecY protects with no SA of that key */
-			*done = i + 1;
-			continue;
-		}
-		if (r == 0)
-			r = exec_op(e, &cur, keys ? keys[i] : NULL, &nerr);
-		if (r < 0 && !nerr.msg[0] && gerr[0]) {
-			snprintf(err, errlen, "op %zu (%s): %s", i + 1, words, gerr);
-			*failed = (long)i;
-			return r;
-		}
+		/* 1: withheld by the packet-number ledger, the SecY protecting with no SA of
+		 * that key (docs/keys-and-pn.md); the session counts it */
+		r = exec_op(e, op, keys ? keys[i] : NULL, &nerr);
 		if (r < 0) {
 			snprintf(err, errlen, "op %zu (%s): %s", i + 1, words,
 				 nerr.msg[0] ? nerr.msg : strerror(-r));

@@ -9,9 +9,23 @@
 #include <stdint.h>
 
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
 
 struct fctl_key;
 struct fctl_engi_pn;
+
+/* A kernel session (fctl/engine_kernel.h): the table and what its open returned, and the
+ * packet-number ledger its SA door keeps (engine_pn.c, docs/keys-and-pn.md). */
+struct fctl_engine_kernel {
+	const struct fctl_engine_ops *ops;
+	void *sess; /* NULL: not open */
+	char ledger_dir[PATH_MAX]; /* the state directory of the ledger; "": none attached */
+	struct fctl_engi_pn *pn;   /* the ledger, loaded at the first SA op that needs it */
+	/* SA adds withheld in this session: kind, ifname, sci, an; the first one's reason */
+	struct fctl_op *withheld;
+	size_t n_withheld, cap_withheld;
+	char withheld_why[512];
+};
 
 /* One engine run: the options, the state directory, the host, the lock, the kernel. */
 struct eng {
@@ -19,16 +33,10 @@ struct eng {
 	char dir[PATH_MAX];
 	char host[64];
 	int lock_fd;
-	const struct fctl_engine_ops *ops;
-	void *nl; /* the ops' session */
+	struct fctl_engine_kernel kern; /* every write goes through fctl_engine_kernel_exec */
 	/* the confirmation record the apply writes before its journal (NULL: none) */
 	const struct fctl_confirm_pending *arm;
 	bool expiring; /* the rollback of a confirmed apply: pending records do not refuse it */
-	struct fctl_engi_pn *pn; /* the packet-number ledger, loaded at the first SA op */
-	/* SA adds the ledger withheld in this run (engine_pn.c): kind, ifname, sci, an */
-	struct fctl_op *withheld;
-	size_t n_withheld, cap_withheld;
-	char withheld_why[512]; /* the first one's reason */
 };
 
 /* --- engine.c --- */
@@ -101,7 +109,7 @@ int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
 
 /* --- engine_exec.c --- */
 
-/* Runs plan through e->ops, keys[i] for op i (keys may be NULL); stops at the first
+/* Runs plan through e->kern, keys[i] for op i (keys may be NULL); stops at the first
  * failure. *done: ops finished; *failed: the failing op or -1. Returns 0 or the failing
  * op's negative errno, err naming the op and the kernel's message. hooks: the test hooks
  * apply (builds with FCTL_TEST_HOOKS only). */
@@ -109,27 +117,32 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
 		       size_t errlen);
 
-/* --- engine_pn.c: the packet-number ledger (docs/keys-and-pn.md) --- */
+/* --- engine_pn.c: the packet-number ledger (docs/keys-and-pn.md), kept by the SA door of
+ * a kernel session (engine_kernel.c); no ledger attached: every SA add is refused --- */
 
 /* Before an SA add (op a copy the caller sends, key its SAK): 0 with op->sa.pn raised to
  * where the key may continue on op's SCI; 1 when the SA must be withheld (why says why
- * and what brings the link back); a negative errno when the ledger cannot be read (why
- * says so). Other ops: 0. The caller adds the SA inactive, then fctl_engi_pn_live, then
+ * and what brings the link back); a negative errno when there is no ledger or it cannot
+ * be read (why says so). The door then adds the SA inactive, fctl_engi_pn_live, and
  * activates it: an SA that no frame used is all a crash can leave unrecorded. */
-int fctl_engi_pn_admit(struct eng *e, struct fctl_op *op, const struct fctl_key *key, char *why,
-		       size_t whylen);
+int fctl_engi_pn_admit(struct fctl_engine_kernel *k, struct fctl_op *op,
+		       const struct fctl_key *key, char *why, size_t whylen);
 /* Records op's key durably as live on its SCI (its SA is in the kernel, not yet active). */
-int fctl_engi_pn_live(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
-		      char *err, size_t errlen);
+int fctl_engi_pn_live(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		      const struct fctl_key *key, char *err, size_t errlen);
 /* Before an op that removes SAs (an SA or RX SC delete, a link delete: the link's SAs and
- * those of the links above it): deactivates them, reads their PNs back and records them
- * durably as retired. 0 (also when nothing is removed), or a negative errno with err (or
- * nerr, the kernel's text) saying why. */
-int fctl_engi_pn_retire(struct eng *e, const struct fctl_op *op, struct fctl_nl_err *nerr,
-			char *err, size_t errlen);
-/* How many ops of plan add an SA this run withheld (a fresh dump lacks them, rightly). */
-size_t fctl_engi_pn_withheld_in(const struct eng *e, const struct fctl_plan *plan);
-void fctl_engi_pn_free(struct fctl_engi_pn *l);
+ * those of the links above it): deactivates them (through send, the door's, the one
+ * caller of the table's exec), reads their PNs back and records them
+ * durably as retired. 0 (also when nothing is removed, or no ledger is attached), or a
+ * negative errno with err (or nerr, the kernel's text) saying why. */
+typedef int (*fctl_engi_send_fn)(struct fctl_engine_kernel *k, const struct fctl_op *op,
+				 struct fctl_nl_err *err);
+int fctl_engi_pn_retire(struct fctl_engine_kernel *k, const struct fctl_op *op,
+			fctl_engi_send_fn send, struct fctl_nl_err *nerr, char *err, size_t errlen);
+/* How many ops of plan add an SA this session withheld (a fresh dump lacks them, rightly). */
+size_t fctl_engi_pn_withheld_in(const struct fctl_engine_kernel *k, const struct fctl_plan *plan);
+/* The ledger and the withheld list go (the session stays open). */
+void fctl_engi_pn_release(struct fctl_engine_kernel *k);
 
 /* --- engine_journal.c --- */
 

@@ -129,7 +129,7 @@ int fctl_engi_read_live(struct eng *e, const struct fctl_host_state *want,
 		*out = fctl_host_state_new(e->host);
 		return *out ? 0 : -ENOMEM;
 	}
-	r = e->ops->read_state(e->nl, e->host, nm.n ? nm.v : NULL, nm.n, out);
+	r = e->kern.ops->read_state(e->kern.sess, e->host, nm.n ? nm.v : NULL, nm.n, out);
 	free(nm.v);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read live state: %s", strerror(-r));
@@ -259,7 +259,8 @@ int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
 	if (r == 0)
 		r = created_parents(plan, want, &nm);
 	for (size_t i = 0; r == 0 && i < nm.n; i++) {
-		int ex = e->ops->link_exists ? e->ops->link_exists(e->nl, nm.v[i]) : 1;
+		const struct fctl_engine_ops *ops = e->kern.ops;
+		int ex = ops->link_exists ? ops->link_exists(e->kern.sess, nm.v[i]) : 1;
 		const struct fctl_op *op = created_on(plan, nm.v[i]);
 		struct fctl_pos pos = port_pos(p, e->host, nm.v[i]);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The engine's real kernel: its operations table on fctl_nl. See struct fctl_engine_ops. */
+/* The engine's real kernel: its operations table on fctl_nl, the only caller of fctl_nl's
+ * writes (fctl_nl_exec, fctl_nl_neigh_copy). See struct fctl_engine_ops. */
 #include "fctl/engine.h"
 #include "fctl/nl.h"
 
@@ -41,6 +42,12 @@ static int nl_link_exists(void *sess, const char *name)
 	return fctl_nl_link_exists(sess, name);
 }
 
+static int nl_neigh_copy(void *sess, const char *from, const char *to, const uint8_t (*macs)[6],
+			 size_t n_macs, struct fctl_nl_err *err)
+{
+	return fctl_nl_neigh_copy(sess, from, to, macs, n_macs, err);
+}
+
 const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.open = nl_open,
 	.close = nl_close,
@@ -48,4 +55,5 @@ const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.exec = nl_exec,
 	.get_stats = nl_get_stats,
 	.link_exists = nl_link_exists,
+	.neigh_copy = nl_neigh_copy,
 };

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -183,30 +185,56 @@ out:
 	return r;
 }
 
-/* The ledger of e's state directory, loaded once per engine run. */
-static int ledger(struct eng *e, struct fctl_engi_pn **out, char *err, size_t errlen)
+static void pn_free(struct fctl_engi_pn *l);
+
+/* Reads the file again when it is not the length this process last saw: the CLI's applies
+ * and the agent's SA requests keep one ledger per host. */
+static int refresh(struct fctl_engi_pn *l, char *err, size_t errlen)
 {
-	struct fctl_engi_pn *l = e->pn;
+	struct stat st;
+
+	if (stat(l->path, &st) < 0 || st.st_size == l->valid)
+		return 0;
+	l->n = 0;
+	l->valid = 0;
+	return load(l, err, errlen);
+}
+
+/* The ledger of k's state directory, loaded once per session; -EPERM with err when no
+ * ledger is attached (an SA add without one would be unaccounted for). */
+static int ledger(struct fctl_engine_kernel *k, struct fctl_engi_pn **out, char *err,
+		  size_t errlen)
+{
+	struct fctl_engi_pn *l = k->pn;
 	int r;
 
-	if (!l) {
+	if (l) { /* another process (an apply, the agent) may have appended since */
+		r = refresh(l, err, errlen);
+		if (r < 0)
+			return r;
+	} else {
+		if (!k->ledger_dir[0]) {
+			fctl_set_err(err, errlen, "no packet-number ledger: an SA is never added "
+				     "without one (docs/keys-and-pn.md)");
+			return -EPERM;
+		}
 		l = fctl_calloc(1, sizeof(*l));
 		if (!l)
 			return -ENOMEM;
 		l->fd = -1;
-		snprintf(l->path, sizeof(l->path), "%s/sa-ledger", e->dir);
+		snprintf(l->path, sizeof(l->path), "%s/sa-ledger", k->ledger_dir);
 		r = load(l, err, errlen);
 		if (r < 0) {
-			fctl_engi_pn_free(l);
+			pn_free(l);
 			return r;
 		}
-		e->pn = l;
+		k->pn = l;
 	}
 	*out = l;
 	return 0;
 }
 
-void fctl_engi_pn_free(struct fctl_engi_pn *l)
+static void pn_free(struct fctl_engi_pn *l)
 {
 	if (!l)
 		return;
@@ -222,6 +250,7 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 {
 	struct fctl_buf b = { 0 };
 	bool fresh = false;
+	struct stat st;
 	int r = 0;
 
 	if (l->fd < 0) {
@@ -229,10 +258,16 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 		l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (l->fd < 0)
 			r = -errno;
-		/* a line a crash cut short goes before anything is appended after it */
-		if (r == 0 && ftruncate(l->fd, l->valid) < 0)
-			r = -errno;
 	}
+	/* one writer at a time; what others appended is read first, and only a line a crash
+	 * cut short goes before anything is appended after it */
+	if (r == 0 && flock(l->fd, LOCK_EX) < 0)
+		r = -errno;
+	if (r == 0)
+		r = refresh(l, err, errlen);
+	if (r == 0 && fstat(l->fd, &st) == 0 && st.st_size > l->valid &&
+	    ftruncate(l->fd, l->valid) < 0)
+		r = -errno;
 	if (r == 0 && l->valid == 0)
 		r = fctl_buf_puts(&b, LEDGER_HEAD);
 	for (size_t i = 0; r == 0 && i < n; i++) {
@@ -253,6 +288,8 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 		r = -errno;
 	if (r == 0 && fresh)
 		r = fctl_fsync_parent(l->path);
+	if (l->fd >= 0)
+		flock(l->fd, LOCK_UN);
 	fctl_buf_release(&b);
 	for (size_t i = 0; r == 0 && i < n; i++)
 		if (!upsert(l, &ev[i]))
@@ -262,8 +299,8 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 	return r;
 }
 
-int fctl_engi_pn_admit(struct eng *e, struct fctl_op *op, const struct fctl_key *key, char *why,
-		       size_t whylen)
+int fctl_engi_pn_admit(struct fctl_engine_kernel *k, struct fctl_op *op,
+		       const struct fctl_key *key, char *why, size_t whylen)
 {
 	bool tx = op->kind == FCTL_OP_TXSA_ADD, xpn = op->sa.has_salt; /* a salt: XPN */
 	/* room to run: a key that resumes past 3/4 of its PN space is rotated instead */
@@ -276,7 +313,7 @@ int fctl_engi_pn_admit(struct eng *e, struct fctl_op *op, const struct fctl_key 
 
 	if (!key || (op->kind != FCTL_OP_TXSA_ADD && op->kind != FCTL_OP_RXSA_ADD))
 		return 0;
-	r = ledger(e, &l, why, whylen);
+	r = ledger(k, &l, why, whylen);
 	if (r == 0)
 		r = key_hash(key, ev.hash);
 	if (r < 0)
@@ -304,13 +341,13 @@ int fctl_engi_pn_admit(struct eng *e, struct fctl_op *op, const struct fctl_key 
 	return 0;
 }
 
-int fctl_engi_pn_live(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
-		      char *err, size_t errlen)
+int fctl_engi_pn_live(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		      const struct fctl_key *key, char *err, size_t errlen)
 {
 	struct pn_entry ev = { .tx = op->kind == FCTL_OP_TXSA_ADD, .has_hash = true, .sci = op->sci,
 			       .pn = op->sa.pn };
 	struct fctl_engi_pn *l;
-	int r = ledger(e, &l, err, errlen);
+	int r = ledger(k, &l, err, errlen);
 
 	if (r == 0)
 		r = key_hash(key, ev.hash);
@@ -342,7 +379,8 @@ static bool op_takes(const struct fctl_op *op, const struct fctl_link *l, bool t
 }
 
 /* Deactivates each active SA op takes (its PN stops); 1 when some were. */
-static int deactivate(struct eng *e, const struct fctl_op *op, const struct fctl_host_state *hs,
+static int deactivate(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		      const struct fctl_host_state *hs, fctl_engi_send_fn send,
 		      struct fctl_nl_err *nerr)
 {
 	int n = 0;
@@ -367,7 +405,7 @@ static int deactivate(struct eng *e, const struct fctl_op *op, const struct fctl
 				snprintf(off.ifname, sizeof(off.ifname), "%s", l->name);
 				off.sa = *sa;
 				off.sa.active = false;
-				r = e->ops->exec(e->nl, &off, NULL, 0, nerr);
+				r = send(k, &off, nerr);
 				if (r < 0 && r != -ENOENT && r != -ENODEV)
 					return r;
 				n = 1;
@@ -416,8 +454,8 @@ static int retire_events(const struct fctl_op *op, const struct fctl_host_state 
 	return 0;
 }
 
-int fctl_engi_pn_retire(struct eng *e, const struct fctl_op *op, struct fctl_nl_err *nerr,
-			char *err, size_t errlen)
+int fctl_engi_pn_retire(struct fctl_engine_kernel *k, const struct fctl_op *op,
+			fctl_engi_send_fn send, struct fctl_nl_err *nerr, char *err, size_t errlen)
 {
 	const char *names[1] = { op->ifname };
 	struct fctl_host_state *hs = NULL;
@@ -426,24 +464,24 @@ int fctl_engi_pn_retire(struct eng *e, const struct fctl_op *op, struct fctl_nl_
 	size_t n = 0;
 	int r;
 
-	if (!removes_sas(op))
-		return 0;
-	r = ledger(e, &l, err, errlen);
+	if (!removes_sas(op) || !k->ledger_dir[0])
+		return 0; /* without a ledger no SA is added either */
+	r = ledger(k, &l, err, errlen);
 	if (r == -EBADMSG) { /* unreadable: every add is refused; a removal may go on */
 		err[0] = '\0';
 		return 0;
 	}
 	if (r < 0)
 		return r;
-	r = e->ops->read_state(e->nl, e->host, names, 1, &hs);
+	r = k->ops->read_state(k->sess, "local", names, 1, &hs);
 	if (r == -ENODEV || r == -ENOENT)
 		return 0; /* gone already: nothing sends with it */
 	if (r == 0)
-		r = deactivate(e, op, hs, nerr);
+		r = deactivate(k, op, hs, send, nerr);
 	if (r == 1) { /* read again: the PNs where they stopped */
 		fctl_host_state_free(hs);
 		hs = NULL;
-		r = e->ops->read_state(e->nl, e->host, names, 1, &hs);
+		r = k->ops->read_state(k->sess, "local", names, 1, &hs);
 	}
 	if (r == 0)
 		r = retire_events(op, hs, l, &ev, &n);
@@ -457,15 +495,15 @@ int fctl_engi_pn_retire(struct eng *e, const struct fctl_op *op, struct fctl_nl_
 	return r;
 }
 
-size_t fctl_engi_pn_withheld_in(const struct eng *e, const struct fctl_plan *plan)
+size_t fctl_engi_pn_withheld_in(const struct fctl_engine_kernel *k, const struct fctl_plan *plan)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < plan->n_ops; i++) {
 		const struct fctl_op *op = &plan->ops[i];
 
-		for (size_t w = 0; w < e->n_withheld; w++) {
-			const struct fctl_op *x = &e->withheld[w];
+		for (size_t w = 0; w < k->n_withheld; w++) {
+			const struct fctl_op *x = &k->withheld[w];
 
 			if (x->kind == op->kind && x->an == op->an && strcmp(x->ifname, op->ifname) == 0 &&
 			    (op->kind == FCTL_OP_TXSA_ADD || x->sci == op->sci)) {
@@ -475,4 +513,14 @@ size_t fctl_engi_pn_withheld_in(const struct eng *e, const struct fctl_plan *pla
 		}
 	}
 	return n;
+}
+
+void fctl_engi_pn_release(struct fctl_engine_kernel *k)
+{
+	pn_free(k->pn);
+	k->pn = NULL;
+	free(k->withheld);
+	k->withheld = NULL;
+	k->n_withheld = k->cap_withheld = 0;
+	k->withheld_why[0] = '\0';
 }

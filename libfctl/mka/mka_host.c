@@ -83,7 +83,7 @@ int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if
 	return -ENODEV;
 }
 
-int fctl_mka_drop_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+int fctl_mka_drop_secy(struct fctl_engine_kernel *kern, const char *host, const char *vlan_if,
 		       uint16_t sci_port, char *err, size_t errlen)
 {
 	struct fctl_host_state *hs = NULL;
@@ -92,11 +92,12 @@ int fctl_mka_drop_secy(struct fctl_nl *nl, const char *host, const char *vlan_if
 	struct fctl_nl_err ne = { 0 };
 	int r;
 
-	if (fctl_mka_find_secy(nl, host, vlan_if, sci_port, &hs, &secy) < 0)
+	if (fctl_mka_find_secy(fctl_engine_kernel_nl(kern), host, vlan_if, sci_port, &hs,
+			       &secy) < 0)
 		return 0;
 	snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
 	fctl_host_state_free(hs);
-	r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
+	r = fctl_engine_kernel_exec(kern, &op, NULL, &ne);
 	if (r < 0)
 		snprintf(err, errlen, "%s: cannot delete the orphaned %s: %s", vlan_if, op.ifname,
 			 ne.msg[0] ? ne.msg : strerror(-r));
@@ -129,7 +130,8 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, uint
 	/* wpa_supplicant creates it once its KaY runs (a second or so), a new one after a
 	 * reconfiguration: wait for one that is not old_ifindex; bounded, not timed */
 	for (int i = 0; i < 400 && r == -ENODEV; i++) {
-		r = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, sci_port, &hs, &secy);
+		r = fctl_mka_find_secy(fctl_engine_kernel_nl(a->o->kern), port->host, port->ifname,
+				       sci_port, &hs, &secy);
 		if (r == 0 && secy->ifindex == old_ifindex) {
 			fctl_host_state_free(hs);
 			hs = NULL;
@@ -157,7 +159,7 @@ static int address_secy(const struct fctl_mka_port *port, struct up_arg *a, uint
 			continue;
 		snprintf(op.ifname, sizeof(op.ifname), "%s", secy->name);
 		op.addr = ae->cidr;
-		r = fctl_nl_exec(a->o->nl, &op, NULL, 0, &ne);
+		r = fctl_engine_kernel_exec(a->o->kern, &op, NULL, &ne);
 		if (r < 0)
 			snprintf(a->err, a->errlen, "%s: address %s: %s", secy->name, ae->cidr,
 				 ne.msg[0] ? ne.msg : strerror(-r));
@@ -222,7 +224,7 @@ static int rotation_under_way(const struct fctl_mka_port *port, struct up_arg *a
 		a->started++;
 		/* the current CA died: the incoming one takes over now (a step does it) */
 		if (fctl_mka_health(port->ifname, NULL) == FCTL_MKA_DEAD) {
-			int r = fctl_mka_rotation_step(a->o->nl, port, a->err, a->errlen);
+			int r = fctl_mka_rotation_step(a->o->kern, port, a->err, a->errlen);
 
 			return r < 0 ? r : 0;
 		}
@@ -299,7 +301,8 @@ static int up_one(const struct fctl_mka_port *port, void *arg)
 		return r;
 	}
 	mp.sci_port = cur_port;
-	old = fctl_mka_find_secy(a->o->nl, port->host, port->ifname, cur_port, &hs, &secy) == 0
+	old = fctl_mka_find_secy(fctl_engine_kernel_nl(a->o->kern), port->host, port->ifname,
+				 cur_port, &hs, &secy) == 0
 		      ? secy->ifindex
 		      : -1;
 	fctl_host_state_free(hs);

@@ -152,8 +152,8 @@ bool fctl_mka_rotation_moved(const char *ifname)
  * Added without duplicate address detection: the address is this host's already, on
  * the SecY beside it; a tentative IPv6 copy would leave the host without a usable one
  * for a second or two. */
-static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *to,
-		      const char *from, char *err, size_t errlen)
+static int move_addrs(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+		      const char *to, const char *from, char *err, size_t errlen)
 {
 	int r = 0;
 
@@ -172,7 +172,7 @@ static int move_addrs(struct fctl_nl *nl, const struct fctl_mka_port *port, cons
 				continue;
 			snprintf(op.ifname, sizeof(op.ifname), "%s", dev);
 			op.addr = ae->cidr;
-			r = fctl_nl_exec(nl, &op, NULL, 0, &ne);
+			r = fctl_engine_kernel_exec(kern, &op, NULL, &ne);
 			/* already there (a step repeated after a crash), already gone */
 			if ((pass == 0 && r == -EEXIST) || (pass == 1 && r == -EADDRNOTAVAIL))
 				r = 0;
@@ -220,9 +220,10 @@ static void sas_of(const struct fctl_macsec *m, struct ca_view *v)
 	}
 }
 
-static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *run_dir,
-		    uint16_t sci_port, struct ca_view *v)
+static void view_of(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+		    const char *run_dir, uint16_t sci_port, struct ca_view *v)
 {
+	struct fctl_nl *nl = fctl_engine_kernel_nl(kern);
 	struct fctl_host_state *hs = NULL;
 	const struct fctl_link *secy = NULL;
 	struct fctl_macsec_stats ms;
@@ -255,8 +256,8 @@ static void view_of(struct fctl_nl *nl, const struct fctl_mka_port *port, const 
  * with the directory); the paths it was started with ('IFNAME:N') are never used again
  * while it runs: the next rotation's incoming CA takes the other SCI port, and every
  * change under /run/fabricctl/mka holds its lock (fctl_mka_lock). */
-static int promote(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *idir,
-		   uint16_t cur_port, char *err, size_t errlen)
+static int promote(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+		   const char *idir, uint16_t cur_port, char *err, size_t errlen)
 {
 	char cur[PATH_MAX], path[PATH_MAX + 16];
 	int r;
@@ -265,7 +266,7 @@ static int promote(struct fctl_nl *nl, const struct fctl_mka_port *port, const c
 	if (r < 0)
 		return r;
 	/* one it left behind (killed) */
-	fctl_mka_drop_secy(nl, port->host, port->ifname, cur_port, err, errlen);
+	fctl_mka_drop_secy(kern, port->host, port->ifname, cur_port, err, errlen);
 	err[0] = '\0';
 	snprintf(path, sizeof(path), "%s/rotation", idir);
 	unlink(path);
@@ -279,9 +280,10 @@ static int promote(struct fctl_nl *nl, const struct fctl_mka_port *port, const c
 }
 
 /* Before the move: wait for the incoming CA. */
-static int step_waiting(struct fctl_nl *nl, const struct fctl_mka_port *port, const char *idir,
-			struct rot_state *st, const struct ca_view *in, const struct ca_view *cur,
-			uint16_t cur_port, uint64_t now_ms, char *err, size_t errlen)
+static int step_waiting(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+			const char *idir, struct rot_state *st, const struct ca_view *in,
+			const struct ca_view *cur, uint16_t cur_port, uint64_t now_ms, char *err,
+			size_t errlen)
 {
 	bool secured = in->alive && in->secured && in->live_peers > 0 && in->secy[0] && in->tx_sa &&
 		       in->rx_sa;
@@ -318,14 +320,14 @@ move:
 	if (cur->alive && cur->secy[0]) {
 		struct fctl_nl_err ne = { 0 };
 
-		fctl_nl_neigh_copy(nl, cur->secy, in->secy, (const uint8_t(*)[6])in->peer_mac,
-				   in->n_peer_mac, &ne);
+		fctl_engine_kernel_neigh_copy(kern, cur->secy, in->secy,
+					      (const uint8_t(*)[6])in->peer_mac, in->n_peer_mac, &ne);
 	}
-	r = move_addrs(nl, port, in->secy, cur->secy[0] ? cur->secy : NULL, err, errlen);
+	r = move_addrs(kern, port, in->secy, cur->secy[0] ? cur->secy : NULL, err, errlen);
 	if (r < 0)
 		return r;
 	if (!cur->alive) {
-		r = promote(nl, port, idir, cur_port, err, errlen);
+		r = promote(kern, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
 	st->moved_at = now_ms ? now_ms : 1;
@@ -359,8 +361,8 @@ static bool switch_due(const struct rot_state *st, const struct ca_view *in,
 	return idle && since >= FCTL_MKA_ROT_MAX_MS;
 }
 
-int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, char *err,
-			   size_t errlen)
+int fctl_mka_rotation_step(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+			   char *err, size_t errlen)
 {
 	struct timespec ts;
 	uint64_t now_ms;
@@ -384,14 +386,14 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 		return -EINVAL;
 	}
 	state_load(idir, &st);
-	view_of(nl, port, idir, in_port, &in);
-	view_of(nl, port, NULL, cur_port, &cur);
+	view_of(kern, port, idir, in_port, &in);
+	view_of(kern, port, NULL, cur_port, &cur);
 	if (!st.moved_at)
-		return step_waiting(nl, port, idir, &st, &in, &cur, cur_port, now_ms, err, errlen);
+		return step_waiting(kern, port, idir, &st, &in, &cur, cur_port, now_ms, err, errlen);
 	if (!in.alive) {
 		/* the CA that carries this end's traffic died: back to the old one, if it runs */
 		if (cur.alive && cur.secy[0])
-			move_addrs(nl, port, cur.secy, NULL, err, errlen);
+			move_addrs(kern, port, cur.secy, NULL, err, errlen);
 		r = fctl_mka_incoming_stop(port->ifname, err, errlen);
 		if (r == 0)
 			snprintf(err, errlen, "the new CA's wpa_supplicant on %s died after the move: "
@@ -400,13 +402,13 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 		return r < 0 ? r : -ESRCH;
 	}
 	if (!cur.alive) { /* the old CA is gone: nothing to wait for */
-		r = promote(nl, port, idir, cur_port, err, errlen);
+		r = promote(kern, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
 	if (!in.answers || !cur.answers) /* busy: nothing judged from a missing answer */
 		return FCTL_MKA_ROT_MOVED;
 	/* idempotent: addresses a reconfiguration of the new SecY dropped come back */
-	if (in.secy[0] && (r = move_addrs(nl, port, in.secy, cur.secy[0] ? cur.secy : NULL, err,
+	if (in.secy[0] && (r = move_addrs(kern, port, in.secy, cur.secy[0] ? cur.secy : NULL, err,
 					  errlen)) < 0)
 		return r;
 	/* a reading too soon after the last one (an apply's step beside the agent's) proves
@@ -414,7 +416,7 @@ int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port,
 	if (now_ms - st.rx_at < FCTL_MKA_ROT_WINDOW_MS)
 		return FCTL_MKA_ROT_MOVED;
 	if (switch_due(&st, &in, &cur, now_ms)) {
-		r = promote(nl, port, idir, cur_port, err, errlen);
+		r = promote(kern, port, idir, cur_port, err, errlen);
 		return r < 0 ? r : FCTL_MKA_ROT_DONE;
 	}
 	st.rx = cur.rx;

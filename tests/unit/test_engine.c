@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "fctl/engine.h"
+#include "fctl/engine_kernel.h"
+#include "fctl/keys.h"
 #include "fctl/nl.h"
 #include "fctl/util.h"
 
@@ -1131,6 +1133,15 @@ static const struct fctl_macsec *secy(const struct fake *f)
 	return &l->macsec;
 }
 
+/* A TX SA deleted by hand (ip macsec del), behind fabricctl */
+static void secy_txsa_drop(struct fake *f, unsigned an)
+{
+	struct fctl_link *l = (struct fctl_link *)fctl_host_state_find(f->hs, "ms100");
+
+	assert_non_null(l);
+	memset(&l->macsec.txsa[an], 0, sizeof(l->macsec.txsa[an]));
+}
+
 /* The power goes: the kernel's links are gone, the state directory stays. */
 static void fake_reboot(struct fake *f)
 {
@@ -2069,6 +2080,132 @@ static void test_saved_plan(void **st)
 	fake_release(&r.f);
 }
 
+/* The kernel session of the writes outside an apply (the agent's SA steps, MKA) reaches
+ * the same table as an apply, and its SA door, fctl_engine_sa_write, takes SA writes
+ * only. */
+static void test_kernel_session(void **st)
+{
+	static const enum fctl_op_kind sa_kinds[] = {
+		FCTL_OP_TXSA_ADD, FCTL_OP_TXSA_UPD, FCTL_OP_TXSA_DEL,
+		FCTL_OP_RXSA_ADD, FCTL_OP_RXSA_UPD, FCTL_OP_RXSA_DEL,
+	};
+	static const enum fctl_op_kind other_kinds[] = {
+		FCTL_OP_LINK_ADD, FCTL_OP_LINK_DEL, FCTL_OP_LINK_UP, FCTL_OP_LINK_DOWN,
+		FCTL_OP_RXSC_ADD, FCTL_OP_RXSC_UPD, FCTL_OP_RXSC_DEL, FCTL_OP_ADDR_ADD,
+		FCTL_OP_ADDR_DEL,
+	};
+	struct fctl_engine_kernel *k = NULL;
+	struct fctl_nl_err err = { 0 };
+	struct fctl_apply_result res;
+	struct fctl_op op = { 0 };
+	uint8_t enc = 0;
+	struct run r;
+	long calls;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	/* the fake sorts its links after every op: the SecY by name, not by pointer */
+	for (size_t i = 0; i < r.f.hs->n_links; i++)
+		if (r.f.hs->links[i].kind == FCTL_LINK_MACSEC) {
+			snprintf(op.ifname, sizeof(op.ifname), "%s", r.f.hs->links[i].name);
+			enc = r.f.hs->links[i].macsec.encoding_sa;
+		}
+	assert_true(op.ifname[0] != '\0');
+	for (size_t i = 0; i < sizeof(sa_kinds) / sizeof(sa_kinds[0]); i++) {
+		op.kind = sa_kinds[i];
+		assert_true(fctl_engine_op_is_sa_write(&op));
+	}
+	for (size_t i = 0; i < sizeof(other_kinds) / sizeof(other_kinds[0]); i++) {
+		op.kind = other_kinds[i];
+		assert_false(fctl_engine_op_is_sa_write(&op));
+	}
+	assert_int_equal(fctl_engine_kernel_open(&fake_ops, &r.f, NULL, &k), 0);
+	assert_null(fctl_engine_kernel_nl(k)); /* no fctl_nl under a test's table */
+	calls = r.f.calls;
+	/* no SA write: refused at the SA door, nothing sent; executed as a plan op */
+	op.kind = FCTL_OP_LINK_UP;
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not an SA write"));
+	assert_int_equal(r.f.calls, calls);
+	assert_int_equal(fctl_engine_kernel_exec(k, &op, NULL, &err), 0);
+	assert_int_equal(r.f.calls, calls + 1);
+	/* the encoding SA says which TX SA transmits: an SA write; another change is not */
+	op.kind = FCTL_OP_LINK_CHANGE;
+	op.link.kind = FCTL_LINK_MACSEC;
+	op.link.macsec.encoding_sa = enc;
+	op.changes = FCTL_CHG_MTU;
+	assert_false(fctl_engine_op_is_sa_write(&op));
+	op.changes = FCTL_CHG_ENCODING_SA;
+	assert_true(fctl_engine_op_is_sa_write(&op));
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), 0);
+	assert_int_equal(r.f.calls, calls + 2);
+	assert_int_equal(r.f.log[r.f.n_log - 1].kind, FCTL_OP_LINK_CHANGE);
+	/* a table without a neighbour copy says so */
+	assert_int_equal(fctl_engine_kernel_neigh_copy(k, "a", "b", NULL, 0, &err), -EOPNOTSUPP);
+	fctl_engine_kernel_close(k);
+	fctl_engine_kernel_close(NULL);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* The agent's door (a kernel session of its own, as its rotation steps use it): no ledger,
+ * no SA add; with the host's ledger, a key retired by a rotation step continues where it
+ * stopped when it comes back, and a key whose SA vanished is withheld (1). */
+static void test_pn_session(void **st)
+{
+	struct fctl_engine_kernel *k = NULL;
+	struct fctl_nl_err err = { 0 };
+	struct fctl_key *key = NULL;
+	struct fctl_keyref ref = { .backend = (char *)(uintptr_t) "file",
+				   .id = (char *)(uintptr_t) "keys/kr" }; /* a rotation's new key */
+	struct fctl_op op = { .kind = FCTL_OP_TXSA_ADD, .an = 1 };
+	const struct fctl_macsec *m;
+	char why[600];
+	struct run r;
+
+	(void)st;
+	write_file("keys/kr", "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", 0600);
+	pn_start(&r, 10);
+	fake_add_key(&r.f, "keys/kr", 0, "0f1e2d3c4b5a69788796a5b4c3d2e1f0");
+	m = secy(&r.f);
+	op.sci = m->sci;
+	snprintf(op.ifname, sizeof(op.ifname), "ms100");
+	op.sa.present = true;
+	op.sa.pn = 1;
+	fctl_keyid_from_ref(&ref, op.sa.keyid);
+	op.sa.has_keyid = true;
+	assert_int_equal(fctl_key_fetch(&ref, tmp, 16, &key, why, sizeof(why)), 0);
+	assert_int_equal(fctl_engine_kernel_open(&fake_ops, &r.f, NULL, &k), 0);
+	assert_int_equal(fctl_engine_sa_write(k, &op, key, &err), -EPERM);
+	fctl_engine_kernel_ledger(k, r.dir);
+	/* staged inactive (a rotation's TX stage), made active, some frames, retired */
+	assert_int_equal(fctl_engine_sa_write(k, &op, key, &err), 0);
+	op.kind = FCTL_OP_TXSA_UPD;
+	op.sa.active = true;
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), 0);
+	fake_tick(&r.f, 7);
+	op.sa.active = false;
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), 0);
+	op.kind = FCTL_OP_TXSA_DEL;
+	assert_int_equal(fctl_engine_sa_write(k, &op, NULL, &err), 0);
+	/* back: where it stopped */
+	op.kind = FCTL_OP_TXSA_ADD;
+	assert_int_equal(fctl_engine_sa_write(k, &op, key, &err), 0);
+	assert_true(secy(&r.f)->txsa[1].pn >= 8);
+	/* gone behind the ledger's back: withheld, nothing sent */
+	secy_txsa_drop(&r.f, 1);
+	assert_int_equal(fctl_engine_sa_write(k, &op, key, &err), 1);
+	assert_non_null(strstr(err.msg, "new key"));
+	assert_false(secy(&r.f)->txsa[1].present);
+	assert_int_equal(fctl_engine_kernel_withheld(k, why, sizeof(why)), 1);
+	fctl_engine_kernel_close(k);
+	fctl_key_free(key);
+	pn_finish(&r, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2094,6 +2231,8 @@ int main(void)
 		cmocka_unit_test(test_pn_rollback_every_op),
 		cmocka_unit_test(test_pn_crash_every_point),
 		cmocka_unit_test(test_pn_ledger_damage),
+		cmocka_unit_test(test_pn_session),
+		cmocka_unit_test(test_kernel_session),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -36,7 +36,9 @@ struct fctl_nl_stats;
 /*
  * The kernel under the engine: exactly the netlink calls it makes, as a table.
  * fctl_engine_nl_ops is the real one, built on fctl_nl (fctl/nl.h); a test puts
- * an in-memory kernel behind a table of its own. Each entry keeps the contract
+ * an in-memory kernel behind a table of its own. Every kernel write of fabricctl goes
+ * through a table like this, reached through the engine's kernel session
+ * (fctl/engine_kernel.h): an apply's and the others'. Each entry keeps the contract
  * of the fctl_nl function it stands for (int >= 0 or a negative errno, outputs
  * written only on success); sess is what open returned.
  */
@@ -56,6 +58,9 @@ struct fctl_engine_ops {
 	/* fctl_nl_link_exists: 1 when a link of that name exists, 0 when none does; NULL: not
 	 * asked (every parent is taken to exist) */
 	int (*link_exists)(void *sess, const char *name);
+	/* fctl_nl_neigh_copy (MKA's CAK rotation, fctl/engine_kernel.h); NULL: -EOPNOTSUPP */
+	int (*neigh_copy)(void *sess, const char *from, const char *to, const uint8_t (*macs)[6],
+			  size_t n_macs, struct fctl_nl_err *err);
 };
 
 /* What a saved plan (plan --out, apply --plan; docs/cli.md "Saved plans") binds beside

@@ -5,10 +5,14 @@
  * carries only MACsec frames) and a supervised wpa_supplicant from here, which creates
  * the SecY (macsecN) on it. The SecY and its SAs are MKA's: the engine never names
  * them, so plan, diff and drift leave them alone; the end's addresses go on that SecY.
+ * What MKA changes in the kernel (the end's addresses, a SecY left behind, neighbour
+ * entries) it writes through the engine's kernel session (fctl/engine_kernel.h), never
+ * through fctl_nl itself; it reads through that session's netlink.
  */
 #ifndef FCTL_MKA_HOST_H
 #define FCTL_MKA_HOST_H
 
+#include "fctl/engine_kernel.h"
 #include "fctl/keysrc.h"
 #include "fctl/mka.h"
 #include "fctl/nl.h"
@@ -24,7 +28,7 @@ struct fctl_mka_port {
 };
 
 struct fctl_mka_host_opts {
-	struct fctl_nl *nl;		     /* borrowed */
+	struct fctl_engine_kernel *kern;    /* borrowed: fctl_engine_nl_ops' (reads its netlink) */
 	const struct fctl_key_source *keys; /* where the CAK comes from (NULL: file keys only) */
 	const char *wpa_supplicant;	     /* NULL = the default */
 	const char *only_port;		     /* non-NULL: this VLAN device only (the agent's restart) */
@@ -59,9 +63,10 @@ int fctl_mka_find_secy(struct fctl_nl *nl, const char *host, const char *vlan_if
 		       uint16_t sci_port, struct fctl_host_state **state,
 		       const struct fctl_link **secy);
 /* Deletes the SecY on vlan_if's SCI port sci_port (0: the first) that a wpa_supplicant
- * left behind (one killed with SIGKILL does): 0, also when there is none, or a negative
- * errno with err saying why (the kernel's extended ACK when it gave one). */
-int fctl_mka_drop_secy(struct fctl_nl *nl, const char *host, const char *vlan_if,
+ * left behind (one killed with SIGKILL does), through kern (borrowed, fctl_engine_nl_ops'):
+ * 0, also when there is none, or a negative errno with err saying why (the kernel's
+ * extended ACK when it gave one). */
+int fctl_mka_drop_secy(struct fctl_engine_kernel *kern, const char *host, const char *vlan_if,
 		       uint16_t sci_port, char *err, size_t errlen);
 
 #endif

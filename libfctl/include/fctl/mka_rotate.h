@@ -75,9 +75,10 @@ int fctl_mka_incoming(const char *ifname, char *dir, size_t len, uint16_t *sci_p
 /* Stops the incoming CA of ifname (a rotation given up, or replaced): 0 also when none. */
 int fctl_mka_incoming_stop(const char *ifname, char *err, size_t errlen);
 
-/* One step of the rotation of port (see above), timed by CLOCK_BOOTTIME: the stage it is
- * in after the step, or a negative errno with err saying why. */
-int fctl_mka_rotation_step(struct fctl_nl *nl, const struct fctl_mka_port *port, char *err,
-			   size_t errlen);
+/* One step of the rotation of port (see above), timed by CLOCK_BOOTTIME, its reads and
+ * writes through kern (borrowed, fctl_engine_nl_ops'): the stage it is in after the step,
+ * or a negative errno with err saying why. */
+int fctl_mka_rotation_step(struct fctl_engine_kernel *kern, const struct fctl_mka_port *port,
+			   char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/* The engine's kernel session: every kernel write of fabricctl, and fctl_engine_sa_write,
+ * the one place every SA write passes through (fctl/engine_kernel.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fctl/keys.h"
+#include "fctl/nl.h"
+#include "fctl/util.h"
+
+#include "engine_int.h"
+
+int fctl_engine_kernel_open(const struct fctl_engine_ops *ops, void *ctx, const char *netns,
+			    struct fctl_engine_kernel **out)
+{
+	struct fctl_engine_kernel *k = calloc(1, sizeof(*k));
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	k->ops = ops ? ops : &fctl_engine_nl_ops;
+	r = k->ops->open(ctx, netns, &k->sess);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	*out = k;
+	return 0;
+}
+
+void fctl_engine_kernel_close(struct fctl_engine_kernel *k)
+{
+	if (!k)
+		return;
+	if (k->sess)
+		k->ops->close(k->sess);
+	fctl_engi_pn_release(k);
+	free(k);
+}
+
+void fctl_engine_kernel_ledger(struct fctl_engine_kernel *k, const char *state_dir)
+{
+	if (strcmp(k->ledger_dir, state_dir ? state_dir : "") == 0)
+		return;
+	fctl_engi_pn_release(k);
+	snprintf(k->ledger_dir, sizeof(k->ledger_dir), "%s", state_dir ? state_dir : "");
+}
+
+size_t fctl_engine_kernel_withheld(const struct fctl_engine_kernel *k, char *why, size_t len)
+{
+	if (why && len)
+		snprintf(why, len, "%s", k->withheld_why);
+	return k->n_withheld;
+}
+
+struct fctl_nl *fctl_engine_kernel_nl(const struct fctl_engine_kernel *k)
+{
+	return k && k->ops == &fctl_engine_nl_ops ? k->sess : NULL;
+}
+
+bool fctl_engine_op_is_sa_write(const struct fctl_op *op)
+{
+	switch (op->kind) {
+	case FCTL_OP_TXSA_ADD:
+	case FCTL_OP_TXSA_UPD:
+	case FCTL_OP_TXSA_DEL:
+	case FCTL_OP_RXSA_ADD:
+	case FCTL_OP_RXSA_UPD:
+	case FCTL_OP_RXSA_DEL:
+		return true;
+	case FCTL_OP_LINK_CHANGE:
+		return op->link.kind == FCTL_LINK_MACSEC && (op->changes & FCTL_CHG_ENCODING_SA);
+	default:
+		return false;
+	}
+}
+
+static int say(struct fctl_nl_err *err, int r, const char *msg)
+{
+	if (err) {
+		err->err = r;
+		err->extack[0] = '\0';
+		snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	}
+	return r;
+}
+
+/* An SA the ledger withheld: noted in the session, said in err; 1. */
+static int withhold(struct fctl_engine_kernel *k, const struct fctl_op *op, const char *why,
+		    struct fctl_nl_err *err)
+{
+	struct fctl_op *w = fctl_array_grow(&k->withheld, &k->n_withheld, &k->cap_withheld,
+					    sizeof(*w));
+
+	if (!w)
+		return say(err, -ENOMEM, "out of memory");
+	*w = (struct fctl_op){ .kind = op->kind, .sci = op->sci, .an = op->an };
+	snprintf(w->ifname, sizeof(w->ifname), "%s", op->ifname);
+	if (!k->withheld_why[0])
+		snprintf(k->withheld_why, sizeof(k->withheld_why), "%s %s an %u withheld: %s",
+			 fctl_op_kind_name(op->kind), op->ifname, op->an, why);
+	say(err, 0, why);
+	return 1;
+}
+
+/* An SA add in three steps (docs/keys-and-pn.md): added inactive, where the ledger says
+ * the key may continue, so that no frame uses it; the key recorded as live; then made
+ * active as the op says. */
+static int sa_add(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		  const struct fctl_key *key, struct fctl_nl_err *err)
+{
+	struct fctl_op step = *op;
+	char why[512] = "";
+	int r;
+
+	if (!key)
+		return say(err, -EINVAL, "an SA add without its key");
+	r = fctl_engi_pn_admit(k, &step, key, why, sizeof(why));
+	if (r == 1)
+		return withhold(k, op, why, err);
+	if (r < 0)
+		return say(err, r, why);
+	step.sa.active = false;
+	r = k->ops->exec(k->sess, &step, key->bytes, key->len, err);
+	if (r == 0)
+		r = fctl_engi_pn_live(k, &step, key, why, sizeof(why));
+	if (r < 0 && why[0])
+		return say(err, r, why);
+	if (r < 0 || !op->sa.active)
+		return r;
+	step.kind = op->kind == FCTL_OP_TXSA_ADD ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
+	step.sa.active = true;
+	return k->ops->exec(k->sess, &step, NULL, 0, err);
+}
+
+/* What the ledger sends (an SA's deactivation before its PN is read): the table's exec */
+static int send_op(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		   struct fctl_nl_err *err)
+{
+	return k->ops->exec(k->sess, op, NULL, 0, err);
+}
+
+/* Before an op that takes SAs away: their packet numbers, stopped and recorded. */
+static int sa_retire(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		     struct fctl_nl_err *err)
+{
+	struct fctl_nl_err nerr = { 0 };
+	char why[512] = "";
+	int r = fctl_engi_pn_retire(k, op, send_op, &nerr, why, sizeof(why));
+
+	if (r < 0)
+		return say(err, r, why[0] ? why : nerr.msg);
+	return 0;
+}
+
+/* The packet-number checks (engine_pn.c) live here, before the table's exec: nothing else
+ * reaches it for an SA write. */
+int fctl_engine_sa_write(struct fctl_engine_kernel *k, const struct fctl_op *op,
+			 const struct fctl_key *key, struct fctl_nl_err *err)
+{
+	char msg[160];
+	int r;
+
+	if (!fctl_engine_op_is_sa_write(op)) {
+		snprintf(msg, sizeof(msg), "%s %s: not an SA write", fctl_op_kind_name(op->kind),
+			 op->ifname);
+		return say(err, -EINVAL, msg);
+	}
+	if (op->kind == FCTL_OP_TXSA_ADD || op->kind == FCTL_OP_RXSA_ADD)
+		return sa_add(k, op, key, err);
+	if (op->kind == FCTL_OP_TXSA_DEL || op->kind == FCTL_OP_RXSA_DEL) {
+		r = sa_retire(k, op, err);
+		if (r < 0)
+			return r;
+	}
+	return k->ops->exec(k->sess, op, key ? key->bytes : NULL, key ? key->len : 0, err);
+}
+
+int fctl_engine_kernel_exec(struct fctl_engine_kernel *k, const struct fctl_op *op,
+			    const struct fctl_key *key, struct fctl_nl_err *err)
+{
+	int r;
+
+	if (fctl_engine_op_is_sa_write(op))
+		return fctl_engine_sa_write(k, op, key, err);
+	/* a link or an RX SC that goes takes its SAs with it */
+	if (op->kind == FCTL_OP_LINK_DEL || op->kind == FCTL_OP_RXSC_DEL) {
+		r = sa_retire(k, op, err);
+		if (r < 0)
+			return r;
+	}
+	return k->ops->exec(k->sess, op, key ? key->bytes : NULL, key ? key->len : 0, err);
+}
+
+int fctl_engine_kernel_neigh_copy(struct fctl_engine_kernel *k, const char *from,
+				  const char *to, const uint8_t (*macs)[6], size_t n_macs,
+				  struct fctl_nl_err *err)
+{
+	if (!k->ops->neigh_copy)
+		return -EOPNOTSUPP;
+	return k->ops->neigh_copy(k->sess, from, to, macs, n_macs, err);
+}
