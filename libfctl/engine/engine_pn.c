@@ -299,6 +299,23 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 	return r;
 }
 
+/* The SCI of SecY ifname, as the kernel has it. */
+static int secy_sci(struct fctl_engine_kernel *k, const char *ifname, uint64_t *sci)
+{
+	const char *names[1] = { ifname };
+	struct fctl_host_state *hs = NULL;
+	const struct fctl_link *l;
+	int r = k->ops->read_state(k->sess, "local", names, 1, &hs);
+
+	l = r == 0 ? fctl_host_state_find(hs, ifname) : NULL;
+	if (r == 0 && (!l || l->kind != FCTL_LINK_MACSEC))
+		r = -ENODEV;
+	if (r == 0)
+		*sci = l->macsec.sci;
+	fctl_host_state_free(hs);
+	return r;
+}
+
 int fctl_engi_pn_admit(struct fctl_engine_kernel *k, struct fctl_op *op,
 		       const struct fctl_key *key, char *why, size_t whylen)
 {
@@ -313,6 +330,14 @@ int fctl_engi_pn_admit(struct fctl_engine_kernel *k, struct fctl_op *op,
 
 	if (!key || (op->kind != FCTL_OP_TXSA_ADD && op->kind != FCTL_OP_RXSA_ADD))
 		return 0;
+	if (tx && !op->sci) { /* a TX SA op names no SCI (the agent's do not): the SecY's */
+		r = secy_sci(k, op->ifname, &op->sci);
+		if (r < 0) {
+			snprintf(why, whylen, "cannot read the SCI of %s: %s", op->ifname, strerror(-r));
+			return r;
+		}
+		ev.sci = op->sci;
+	}
 	r = ledger(k, &l, why, whylen);
 	if (r == 0)
 		r = key_hash(key, ev.hash);

@@ -2171,7 +2171,7 @@ static void test_pn_session(void **st)
 	pn_start(&r, 10);
 	fake_add_key(&r.f, "keys/kr", 0, "0f1e2d3c4b5a69788796a5b4c3d2e1f0");
 	m = secy(&r.f);
-	op.sci = m->sci;
+	assert_true(m->sci != 0); /* the agent's TX ops name no SCI (op.sci 0): the SecY's */
 	snprintf(op.ifname, sizeof(op.ifname), "ms100");
 	op.sa.present = true;
 	op.sa.pn = 1;
