@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fctl/getopt.h"
+
 #include "cli.h"
 
 bool cli_color(FILE *f)
@@ -143,113 +145,16 @@ void cli_helper_missing(const char *cmd, const char *name, const char *env, cons
 		cli_err("%s: %s not found (looked in %s, where it is installed)", cmd, name, inst);
 }
 
-/* The long option named by name[0..n), exactly; NULL when none is. */
-static const struct option *long_named(const struct option *lo, const char *name, size_t n)
-{
-	for (; lo->name; lo++)
-		if (strlen(lo->name) == n && strncmp(lo->name, name, n) == 0)
-			return lo;
-	return NULL;
-}
-
-/* "fabricctl CMD: unknown option '--word'", with the nearest of the command's own long
- * options (guess, else by edit distance) when one is close. */
-static void unknown_long(const char *cmd, const char *arg, const struct option *lo,
-			 const char *guess)
-{
-	const char *names[128];
-	char word[64];
-	size_t n = 0, len = strcspn(arg + 2, "=");
-
-	snprintf(word, sizeof(word), "%.*s", (int)len, arg + 2);
-	for (; lo->name && n < FCTL_ARRAY_SIZE(names); lo++)
-		names[n++] = lo->name;
-	if (!guess)
-		guess = fctl_did_you_mean(word, names, n);
-	if (guess)
-		fprintf(stderr, "%s %s: unknown option '--%s'; did you mean '--%s'?\n", prog_name,
-			cmd, word, guess);
-	else
-		fprintf(stderr, "%s %s: unknown option '--%s'; see '%s help %s'\n", prog_name, cmd,
-			word, prog_name, cmd);
-}
-
-/* A getopt_long error ('?' or ':') said in our words. e is the last element getopt took. */
-static void option_error(const char *cmd, int ch, const char *e, const struct option *lo)
-{
-	bool is_long = e && e[0] == '-' && e[1] == '-';
-	const struct option *o = is_long ? long_named(lo, e + 2, strcspn(e + 2, "=")) : NULL;
-
-	/* a short option's error after a long option: e is that long option, another val */
-	if (o && optopt && o->val != optopt) {
-		is_long = false;
-		o = NULL;
-	}
-	if (is_long && (!optopt || !o))
-		unknown_long(cmd, e, lo, NULL); /* unknown, or an abbreviation getopt took */
-	else if (o && ch == ':')
-		fprintf(stderr, "%s %s: option '--%s' needs an argument\n", prog_name, cmd, o->name);
-	else if (o)
-		fprintf(stderr, "%s %s: option '--%s' takes no argument\n", prog_name, cmd, o->name);
-	else if (ch == ':')
-		fprintf(stderr, "%s %s: option '-%c' needs an argument\n", prog_name, cmd, optopt);
-	else if (optopt > ' ' && optopt < 127)
-		fprintf(stderr, "%s %s: unknown option '-%c'; see '%s help %s'\n", prog_name, cmd,
-			optopt, prog_name, cmd);
-	else
-		fprintf(stderr, "%s %s: unknown option; see '%s help %s'\n", prog_name, cmd,
-			prog_name, cmd);
-}
-
-/* The element that named long option o, which getopt_long just returned. */
-static const char *long_element(char **argv, const struct option *o)
-{
-	if (o->has_arg != no_argument && optarg && optind >= 2 && optarg == argv[optind - 1])
-		return argv[optind - 2];
-	return argv[optind - 1];
-}
-
 int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 	       const struct option *lo, int *longindex)
 {
-	const struct option *json = long_named(lo, "json", 4);
-	char sopts[64];
-	const char *e;
-	int idx = -1, ch;
+	char help[96], err[320];
+	struct fctl_getopt g = { prog_name, cmd, help };
+	int ch;
 
-	if (json && json->flag)
-		json = NULL;
-	/* ':' first: a missing argument is told from an unknown option */
-	snprintf(sopts, sizeof(sopts), ":%s%s", shortopts, json ? "jo:" : "");
-	opterr = 0;
-	optopt = 0;
-	ch = getopt_long(argc, argv, sopts, lo, &idx);
-	if (longindex)
-		*longindex = idx;
-	if (ch == -1)
-		return -1;
-	if (ch == '?' || ch == ':') {
-		option_error(cmd, ch, optind > 0 ? argv[optind - 1] : NULL, lo);
-		return '?';
-	}
-	if (idx >= 0) {
-		/* getopt_long takes any unambiguous prefix; fabricctl takes exact names only */
-		e = long_element(argv, &lo[idx]);
-		if (strncmp(e, "--", 2) != 0 || !long_named(lo, e + 2, strcspn(e + 2, "="))) {
-			unknown_long(cmd, e, lo, lo[idx].name);
-			return '?';
-		}
-		return ch;
-	}
-	if (json && (ch == 'j' || ch == 'o')) {
-		if (ch == 'o' && strcmp(optarg, "json") != 0) {
-			fprintf(stderr, "%s %s: -o takes 'json' (the output format), not '%s'\n",
-				prog_name, cmd, optarg);
-			return '?';
-		}
-		if (longindex)
-			*longindex = (int)(json - lo);
-		return json->val;
-	}
+	snprintf(help, sizeof(help), "%s help %s", prog_name, cmd);
+	ch = fctl_getopt(&g, argc, argv, shortopts, lo, longindex, err, sizeof(err));
+	if (ch == '?')
+		fprintf(stderr, "%s\n", err);
 	return ch;
 }

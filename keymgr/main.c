@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "fctl/audit.h"
+#include "fctl/getopt.h"
 #include "fctl/keysrc.h"
 #include "fctl/kms.h"
 #include "fctl/rotation.h"
@@ -697,7 +698,9 @@ static int parse_parallel(const char *s)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The options after the command (docs/cli.md: exact long names, -j/-o json, a mistake in
+ * our words): -1 to go on, else the exit code. */
+static int parse_options(struct km *k, const char *cmd, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "cert", required_argument, NULL, 'c' },
@@ -719,11 +722,53 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char gcmd[32], ghelp[64], gerr[320];
+	struct fctl_getopt g = { km_prog, gcmd, ghelp };
+	int c;
+
+	snprintf(gcmd, sizeof(gcmd), "%s%s",
+		 km_via_fabricctl && strcmp(cmd, "rotate") ? "keys " : "", cmd);
+	snprintf(ghelp, sizeof(ghelp), km_via_fabricctl ? "fabricctl help %s" : "%s --help",
+		 km_via_fabricctl ? (strcmp(cmd, "rotate") ? "keys" : "rotate") : km_prog);
+	while ((c = fctl_getopt(&g, argc, argv, "h", lo, NULL, gerr, sizeof(gerr))) != -1) {
+		switch (c) {
+		case 'c': opt_cert = optarg; break;
+		case 'k': opt_key = optarg; break;
+		case 'a': opt_ca = optarg; break;
+		case 'g':
+			if (k->n_agents == KM_MAX_AGENTS || !strchr(optarg, '=')) {
+				kerr("--agent expects HOST=ADDR:PORT\n");
+				return 2;
+			}
+			k->agents[k->n_agents++] = optarg;
+			break;
+		case 's': opt_state_dir = optarg; break;
+		case 'l': opt_audit = optarg; break;
+		case 't': opt_timeout = (unsigned)atoi(optarg); break;
+		case 'p': if (parse_parallel(optarg) < 0) return 2; break;
+		case 'P': opt_cryptoperiod = atof(optarg); break;
+		case 'O': opt_overlap = atof(optarg); break;
+		case 'n': opt_count = (unsigned)atoi(optarg); break;
+		case 'A': opt_all = true; break;
+		case 'D': opt_dry_run = true; break;
+		case 'X': opt_compromised = true; break;
+		case 'j': opt_json = true; break;
+		case 'M': opt_textfile = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case '?': fprintf(stderr, "%s\n", gerr); return 2;
+		default: usage(stderr); return 2;
+		}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
 	struct km k = { 0 };
 	struct fctl_diags d = { 0 };
 	const char *cmd = NULL, *profile;
 	int cmd_at = 0;
-	int c, rc = 0, r;
+	int rc = 0, r;
 
 	if (argc > 0 && argv[0] && strcmp(argv[0], "fabricctl") == 0)
 		km_prog = "fabricctl", km_via_fabricctl = true;
@@ -754,34 +799,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c': opt_cert = optarg; break;
-		case 'k': opt_key = optarg; break;
-		case 'a': opt_ca = optarg; break;
-		case 'g':
-			if (k.n_agents == KM_MAX_AGENTS || !strchr(optarg, '=')) {
-				kerr("--agent expects HOST=ADDR:PORT\n");
-				return 2;
-			}
-			k.agents[k.n_agents++] = optarg;
-			break;
-		case 's': opt_state_dir = optarg; break;
-		case 'l': opt_audit = optarg; break;
-		case 't': opt_timeout = (unsigned)atoi(optarg); break;
-		case 'p': if (parse_parallel(optarg) < 0) return 2; break;
-		case 'P': opt_cryptoperiod = atof(optarg); break;
-		case 'O': opt_overlap = atof(optarg); break;
-		case 'n': opt_count = (unsigned)atoi(optarg); break;
-		case 'A': opt_all = true; break;
-		case 'D': opt_dry_run = true; break;
-		case 'X': opt_compromised = true; break;
-		case 'j': opt_json = true; break;
-		case 'M': opt_textfile = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
+	rc = parse_options(&k, cmd, argc, argv);
+	if (rc >= 0)
+		return rc;
+	rc = 0;
 	if (strcmp(cmd, "rotate") && strcmp(cmd, "watch") && strcmp(cmd, "recover") &&
 	    strcmp(cmd, "status")) {
 		kerr("unknown command '%s'\n", cmd);

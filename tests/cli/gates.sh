@@ -170,6 +170,9 @@ validate --json=x: takes no argument|^fabricctl validate: option '--json' takes 
 audit verify --log: needs an argument|^fabricctl audit verify: option '--log' needs an argument$|audit verify --pubkey "$PUB" --log
 validate -Z: unknown short option|^fabricctl validate: unknown option '-Z'|validate -Z "$P"
 validate -o yaml: -o takes json|-o takes 'json'|validate -o yaml "$P"
+rotate --dry (fabricctl-keymgr: an abbreviation) is refused|^fabricctl rotate: unknown option '--dry'; did you mean '--dry-run'\?$|rotate --dry --all "$P"
+keys status --stat (an abbreviation) is refused|^fabricctl keys status: unknown option '--stat'; did you mean '--state-dir'\?$|keys status --stat "$SD" "$P"
+rotate --jsn: did you mean, no raw getopt text|^fabricctl rotate: unknown option '--jsn'; did you mean '--json'\?$|rotate --jsn --dry-run --all "$P"
 EOF
 check "validate --jsn" 2 - validate --jsn "$P"
 if grep -Eq "unrecognized option|invalid option|requires an argument" "$TMP/err"; then
@@ -186,6 +189,7 @@ while IFS='|' read -r jcmd want args; do
 	done
 done <<EOF
 validate|0|"$P"
+rotate|0|--dry-run --all "$P"
 plan|0|--offline "$P"
 diff|0|"$P" "$P"
 show|0|--state-dir "$SD"
