@@ -7,8 +7,10 @@
 #  2. fabric apply of v2, fabric rollback --to 1
 #  3. one host failing during a fabric apply: the hosts already changed are rolled
 #     back to the version they had
-#  4. a link deleted with `ip` behind the agent's back is reported as drift within
-#     DRIFT_LIMIT seconds (link event + debounce)
+#  4. a link changed with `ip` behind the agent's back is reported as drift within
+#     DRIFT_LIMIT seconds (link event + debounce), and the apply repairs it (a SecY
+#     deleted by hand would take its SAs' packet numbers with it: the apply then
+#     withholds the key, as tests/lab/nonce.sh checks)
 #  5. refused: no certificate, expired, foreign CA, no role; a viewer applying
 #  6. malformed and oversized frames are refused and the agent keeps serving
 #  7. the agent's apply worker killed mid-apply and the agent killed with -9; the
@@ -161,7 +163,7 @@ start_agent h3
 wait_agent h3 || fail "3-h3-agent-restart-clean"
 
 # --- 4. drift behind the agent's back ------------------------------------------------
-on h2 ip link del ms101
+on h2 ip link set ms101 mtu 1300
 t0=$(date +%s)
 seen=""
 for _ in $(seq "$DRIFT_LIMIT"); do
