@@ -74,7 +74,7 @@ chmod 644 "$WORK"/pki/*.key # guests read them as root over 9p; a test tree
 	umask 077
 	openssl rand -hex 16 >"$WORK/keys/rot.key"
 	for v in $(seq 1 12); do openssl rand -hex 16 >"$WORK/keys/rot.key.v$v"; done
-	for n in stale new third; do openssl rand -hex 16 >"$WORK/keys/hand-$n.key"; done
+	for n in stale new third fourth; do openssl rand -hex 16 >"$WORK/keys/hand-$n.key"; done
 )
 chmod 644 "$WORK"/keys/hand-*.key # read by sa_batch in the guests
 cp "$ROOT/tests/lab/profiles/lab-pair-rotation.yaml" "$WORK/rot.yaml"
@@ -462,10 +462,12 @@ check "d2-h2-retire-naming-another-key-refused-new-sa-stays" $? "$(sab_out h2 d2
 on h1 ping -c 2 -W 3 10.100.0.2 >/dev/null
 check "d2-traffic-after-the-refused-retire" $?
 # a3: the oracle can fail: h1 switches to a spare AN holding a third key under the new
-# KEYID, h2's RX SA there holds the new key: same KEYIDs, different keys
+# KEYID, h2's RX SA there holds a fourth key under that KEYID: same KEYIDs, different keys
+# (not the new key itself: it is live on A4 for that SCI, and the packet-number ledger
+# never puts a live key into a second SA, docs/keys-and-pn.md)
 A5=$(( (A4 + 1) % 4 ))
 printf 'tx-stage %s %s %s\nswitch %s 98 %s\n' "$A5" "$KEYS/hand-third.key" "$KID_NEW" "$A5" "$KID_NEW" >"$WORK/sab-a3-h1"
-printf 'rx-install %s %s %s %s\n' "$A5" "$SCI1" "$KEYS/hand-new.key" "$KID_NEW" >"$WORK/sab-a3-h2"
+printf 'rx-install %s %s %s %s\n' "$A5" "$SCI1" "$KEYS/hand-fourth.key" "$KID_NEW" >"$WORK/sab-a3-h2"
 sab a3
 check "a3-h1-third-key-h2-new-key-same-keyid" "$([ "$(sab_rc h1 a3) $(sab_rc h2 a3)" = "0 0" ]; echo $?)" "$(sab_out h1 a3) $(sab_out h2 a3)"
 on h1 ping -c 2 -W 2 10.100.0.2 >/dev/null 2>&1
