@@ -451,9 +451,31 @@ static void parse_policy(struct ctx *c, const struct ynode *k, const struct ynod
 	}
 }
 
+/* "400G", "2.5G", "100M": a line rate with its unit, in Mb/s; -EINVAL otherwise */
+static int parse_speed(const char *s, uint64_t *mbps)
+{
+	uint64_t whole = 0, frac = 0, scale = 1;
+	const char *q = s;
+
+	for (; *q >= '0' && *q <= '9' && whole < 10000000; q++)
+		whole = whole * 10 + (uint64_t)(*q - '0');
+	if (q == s)
+		return -EINVAL;
+	if (*q == '.')
+		for (q++; *q >= '0' && *q <= '9' && scale < 1000; q++, scale *= 10)
+			frac = frac * 10 + (uint64_t)(*q - '0');
+	if ((*q == 'G' || *q == 'g') && !q[1])
+		*mbps = whole * 1000 + frac * 1000 / scale;
+	else if ((*q == 'M' || *q == 'm') && !q[1] && scale == 1)
+		*mbps = whole;
+	else
+		return -EINVAL;
+	return *mbps ? 0 : -EINVAL;
+}
+
 static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h)
 {
-	static const char *const keys[] = { "name", "mac", "mtu" };
+	static const char *const keys[] = { "name", "mac", "mtu", "speed" };
 	struct fctl_port *pt;
 	const struct ynode *v;
 	uint64_t u;
@@ -480,6 +502,13 @@ static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h
 		pt->pos_mtu = pos_of(v);
 		if (get_u64(c, v, "mtu", 68, 65535, &u) == 0)
 			pt->mtu = (uint32_t)u;
+	}
+	if ((v = get(n, "speed")) && scalar(c, v, "speed")) {
+		pt->pos_speed = pos_of(v);
+		if (parse_speed(v->str, &pt->speed_mbps) < 0)
+			ERR(c, v, "bad-value", NULL,
+			    "'speed' is \"%.32s\"; expected a line rate with its unit, like 100G, "
+			    "400G or 2.5G", v->str);
 	}
 }
 

@@ -595,6 +595,44 @@ static void unknown_policy(struct vctx *vc, const char *name, struct fctl_pos po
 	free(names);
 }
 
+/* Packet-number room of a 32-bit-PN cipher on a fast port (docs/keys-and-pn.md): at
+ * 40 Gb/s and above, 802.1AEbw's reason for XPN, the PNs up to the rekey threshold last
+ * minutes or seconds at line rate, and the quarter left after it must cover keymgr's
+ * poll and a whole rotation. A warning: the traffic may never come near line rate. */
+#define PN_FAST_MBPS 40000u
+#define WIRE_BYTES_MIN 84u   /* a 64-byte frame, its preamble and gap */
+#define WIRE_BYTES_1500 1538u /* a 1,500-byte payload's frame, preamble and gap */
+
+static void fmt_secs(char *out, size_t n, double s)
+{
+	if (s < 120)
+		snprintf(out, n, "%.1f s", s);
+	else
+		snprintf(out, n, "%.0f min", s / 60);
+}
+
+static void check_pn_room(struct vctx *vc, const struct fctl_vlan *v,
+			  const struct fctl_macsec_policy *pol, const struct fctl_link_end *end,
+			  const struct fctl_port *pt)
+{
+	double thr = pol->has_pn_rekey_threshold ? (double)pol->pn_rekey_threshold
+						 : (double)0xC0000000u;
+	double bps = (double)pt->speed_mbps * 1e6;
+	char t_min[24], t_1500[24], rest[24];
+
+	if (pol->has_mka || fctl_cipher_is_xpn(pol->cipher) || pt->speed_mbps < PN_FAST_MBPS)
+		return;
+	fmt_secs(t_min, sizeof(t_min), thr / (bps / (WIRE_BYTES_MIN * 8)));
+	fmt_secs(t_1500, sizeof(t_1500), thr / (bps / (WIRE_BYTES_1500 * 8)));
+	fmt_secs(rest, sizeof(rest), ((double)UINT32_MAX + 1 - thr) / (bps / (WIRE_BYTES_MIN * 8)));
+	WARN(vc, v->pos, "pn-exhaustion", "use gcm-aes-xpn-128 or gcm-aes-xpn-256 (64-bit PNs)",
+	     "vlan %u uses %s (32-bit packet numbers) on %s:%s at %" PRIu64 " Mb/s: at line "
+	     "rate its rekey threshold comes in %s with 64-byte frames (%s with 1,500-byte), "
+	     "and the PNs left after it last %s",
+	     v->id, fctl_cipher_name(pol->cipher), end->host, end->port, pt->speed_mbps, t_min,
+	     t_1500, rest);
+}
+
 static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct fctl_vlan *v,
 		       struct sci_seen **scis, size_t *n_sci, size_t *cap_sci,
 		       struct ifn_seen **ifns, size_t *n_ifn, size_t *cap_ifn)
@@ -631,6 +669,8 @@ static void check_vlan(struct vctx *vc, const struct fctl_plink *l, const struct
 
 		if (!pt)
 			continue;
+		if (pol)
+			check_pn_room(vc, v, pol, end, pt);
 		if (v->has_mtu && v->mtu + overhead > pt->mtu)
 			AT(vc, v->pos_mtu, "mtu", NULL,
 			   "vlan %u mtu %" PRIu32 " plus MACsec overhead %" PRIu32 " = %" PRIu32

@@ -436,6 +436,17 @@ static void test_node_limit(void **state)
 	"        mtu: 1468\n        macsec: p1\n"                                                 \
 	"        addresses: { h1: 10.0.0.1/24, h2: 10.0.0.2/24 }\n"
 #define BASE HDR POLICY HOSTS "links:\n" LINK1
+/* BASE with h1:eth0 at line rate SPEED (line 14, column 67) and policy p1 of CIPHER */
+#define FAST(cipher, speed)                                                                         \
+	HDR "macsec:\n  p1:\n    cipher: " cipher "\n    replay_protect: true\n"                  \
+	"    replay_window: 0\n    key: { backend: file, id: nonexistent/k.key }\n"                  \
+	"hosts:\n  - name: h1\n    ports:\n"                                                    \
+	"      - { name: eth0, mac: \"52:54:00:00:01:00\", mtu: 1500, speed: " speed " }\n"       \
+	"      - { name: eth1, mac: \"52:54:00:00:01:01\", mtu: 1500 }\n"                        \
+	"  - name: h2\n    ports:\n"                                                            \
+	"      - { name: eth0, mac: \"52:54:00:00:02:00\", mtu: 1500 }\n"                        \
+	"      - { name: eth1, mac: \"52:54:00:00:02:01\", mtu: 1500 }\n"                        \
+	"links:\n" LINK1
 
 /* A policy case: lines 5-6 are "macsec:" and "  p:", the body starts at line 7. */
 #define POL(body) HDR "macsec:\n  p:\n" body OPTOUT_KEY "hosts: []\n"
@@ -473,6 +484,11 @@ static const struct pcase policy_cases[] = {
 	{ "pn threshold above 32 bits is fine for xpn",
 	  POL("    cipher: gcm-aes-xpn-128\n    pn_rekey_threshold: 0xC000000000000000\n"), 0, 0,
 	  { { NULL, 0, 0, NULL } } },
+	{ "speed 2.5G parses", FAST("gcm-aes-128", "2.5G"), 0, 0, { { NULL, 0, 0, NULL } } },
+	{ "speed without a unit", FAST("gcm-aes-128", "400"), 0, 1,
+	  { { "bad-value", 14, 67, NULL } } },
+	{ "speed 0G", FAST("gcm-aes-128", "0G"), 0, 1, { { "bad-value", 14, 67, NULL } } },
+	{ "speed 1.5M", FAST("gcm-aes-128", "1.5M"), 0, 1, { { "bad-value", 14, 67, NULL } } },
 	{ "duplicate policy names are duplicate keys",
 	  HDR "macsec:\n  p: {must_secure: false, key: {backend: file, id: x}}\n"
 	      "  p: {must_secure: false, key: {backend: file, id: y}}\n"
@@ -482,6 +498,53 @@ static const struct pcase policy_cases[] = {
 static void test_policy_rules(void **state)
 {
 	check_cases(policy_cases, FCTL_ARRAY_SIZE(policy_cases));
+}
+
+/* The pn-exhaustion warnings of FAST(cipher, speed) joined as text, or "" for none */
+static void pn_warnings(const char *yaml, struct fctl_buf *out)
+{
+	struct fctl_diags d = { 0 };
+
+	assert_int_equal(run("fast.yaml", yaml, strlen(yaml), &d), 0);
+	assert_int_equal(d.n_errors, 0);
+	for (size_t i = 0; i < d.n; i++)
+		if (d.v[i].severity == FCTL_SEV_WARNING && !strcmp(d.v[i].code, "pn-exhaustion"))
+			fctl_buf_printf(out, "%u:%u %s [%s]\n", d.v[i].line, d.v[i].col, d.v[i].msg,
+					d.v[i].hint ? d.v[i].hint : "");
+	fctl_diags_release(&d);
+}
+
+/* 32-bit PNs on a port of 40G or more warn, with the time to the rekey threshold at line
+ * rate: 3/4 of 2^32 at 400 Gb/s of 64-byte frames (595 Mpps) is 5.4 s */
+static void test_pn_exhaustion_warning(void **state)
+{
+	static const struct {
+		const char *yaml, *want; /* want: a substring, NULL for no warning */
+	} cases[] = {
+		{ FAST("gcm-aes-128", "400G"), "25:13 vlan 100 uses gcm-aes-128 (32-bit packet "
+					       "numbers) on h1:eth0 at 400000 Mb/s" },
+		{ FAST("gcm-aes-128", "400G"), "comes in 5.4 s with 64-byte frames (99.1 s with "
+					       "1,500-byte), and the PNs left after it last 1.8 s" },
+		{ FAST("gcm-aes-256", "40G"), "[use gcm-aes-xpn-128 or gcm-aes-xpn-256" },
+		{ FAST("gcm-aes-xpn-128", "400G"), NULL },
+		{ FAST("gcm-aes-128", "25G"), NULL },
+		{ FAST("gcm-aes-128", "2.5G"), NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < FCTL_ARRAY_SIZE(cases); i++) {
+		struct fctl_buf b = { 0 };
+
+		pn_warnings(cases[i].yaml, &b);
+		if (cases[i].want) {
+			assert_non_null(b.data);
+			if (!strstr(b.data, cases[i].want))
+				fail_msg("case %zu: '%s' not in:\n%s", i, cases[i].want, b.data);
+		} else if (b.data && b.len) {
+			fail_msg("case %zu: no warning expected, got:\n%s", i, b.data);
+		}
+		fctl_buf_release(&b);
+	}
 }
 
 /* ---- must_secure: weak settings are errors unless the policy opts out ---- */
@@ -1099,6 +1162,7 @@ int main(void)
 		cmocka_unit_test(test_huge_file),
 		cmocka_unit_test(test_node_limit),
 		cmocka_unit_test(test_policy_rules),
+		cmocka_unit_test(test_pn_exhaustion_warning),
 		cmocka_unit_test(test_link_rules),
 		cmocka_unit_test(test_must_secure),
 		cmocka_unit_test(test_key_ids),

@@ -85,6 +85,8 @@ struct fctl_port {
 	bool has_mac;
 	uint32_t mtu;
 	struct fctl_pos pos_mtu;
+	uint64_t speed_mbps; /* the port's line rate ('speed: 400G'), 0 when not given */
+	struct fctl_pos pos_speed;
 };
 
 struct fctl_host {
