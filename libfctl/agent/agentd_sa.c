@@ -490,15 +490,14 @@ static int sa_retire(struct sa_req *q)
 			 "(keyid differs): not retired", q->tn, rx ? "RX" : "TX", m->an);
 		return -ESTALE;
 	}
-	q->op.kind = rx ? FCTL_OP_RXSA_UPD : FCTL_OP_TXSA_UPD;
+	/* the SA door deactivates it first and records where its PN stopped */
+	q->op.kind = rx ? FCTL_OP_RXSA_DEL : FCTL_OP_TXSA_DEL;
+	q->op.sa = *sa;
 	q->op.sa.present = true;
-	q->op.sa.active = false;
 	r = sa_exec(q->kern, &q->op, NULL, q->err, sizeof(q->err));
-	if (r == -ENODEV || r == -ENOENT || r == -ENXIO)
+	if (r == -ENODEV || r == -ENOENT || r == -ENXIO) {
 		r = 0; /* gone already: retiring is idempotent */
-	else if (r == 0) {
-		q->op.kind = rx ? FCTL_OP_RXSA_DEL : FCTL_OP_TXSA_DEL;
-		r = sa_exec(q->kern, &q->op, NULL, q->err, sizeof(q->err));
+		q->err[0] = '\0';
 	}
 	if (r == 0 && !rx && q->cur.busy_until) {
 		/* the TX SA goes last in a retirement: the lease ends */

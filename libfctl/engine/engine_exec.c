@@ -29,17 +29,7 @@ static int env_int(const char *name)
 static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
 		   struct fctl_nl_err *nerr)
 {
-	/* the kernel refuses to delete an active SA: deactivate it first */
-	if ((op->kind == FCTL_OP_TXSA_DEL || op->kind == FCTL_OP_RXSA_DEL) && op->sa.active) {
-		struct fctl_op off = *op;
-		int r;
-
-		off.kind = op->kind == FCTL_OP_TXSA_DEL ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
-		off.sa.active = false;
-		r = fctl_engine_kernel_exec(&e->kern, &off, NULL, nerr);
-		if (r < 0 && r != -ENOENT && r != -ENODEV)
-			return r;
-	}
+	/* an SA delete's deactivation is the kernel session's (fctl_engine_sa_write) */
 	return fctl_engine_kernel_exec(&e->kern, op, key, nerr);
 }
 

@@ -142,6 +142,22 @@ static int send_op(struct fctl_engine_kernel *k, const struct fctl_op *op,
 	return k->ops->exec(k->sess, op, NULL, 0, err);
 }
 
+/* Before an SA delete in a session without a ledger: the SA made inactive, as the op
+ * says it is (gone already is no error: the delete reports it). */
+static int sa_off(struct fctl_engine_kernel *k, const struct fctl_op *op,
+		  struct fctl_nl_err *err)
+{
+	struct fctl_op off = *op;
+	int r;
+
+	if (!op->sa.active)
+		return 0;
+	off.kind = op->kind == FCTL_OP_TXSA_DEL ? FCTL_OP_TXSA_UPD : FCTL_OP_RXSA_UPD;
+	off.sa.active = false;
+	r = k->ops->exec(k->sess, &off, NULL, 0, err);
+	return r == -ENOENT || r == -ENODEV ? 0 : r;
+}
+
 /* Before an op that takes SAs away: their packet numbers, stopped and recorded. */
 static int sa_retire(struct fctl_engine_kernel *k, const struct fctl_op *op,
 		     struct fctl_nl_err *err)
@@ -171,7 +187,9 @@ int fctl_engine_sa_write(struct fctl_engine_kernel *k, const struct fctl_op *op,
 	if (op->kind == FCTL_OP_TXSA_ADD || op->kind == FCTL_OP_RXSA_ADD)
 		return sa_add(k, op, key, err);
 	if (op->kind == FCTL_OP_TXSA_DEL || op->kind == FCTL_OP_RXSA_DEL) {
-		r = sa_retire(k, op, err);
+		/* the kernel refuses to delete an active SA: the ledger's retirement
+		 * deactivates what it reads active; a session without one goes by the op */
+		r = k->ledger_dir[0] ? sa_retire(k, op, err) : sa_off(k, op, err);
 		if (r < 0)
 			return r;
 	}
