@@ -197,32 +197,9 @@ int ctl_recv_line(int fd, char *buf, size_t len, int timeout_ms)
 	}
 }
 
-bool ctl_field(const char *line, const char *key, char *out, size_t len)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = line; *p;) {
-		const char *w = p, *e = strchr(p, ' ');
-
-		if (!e)
-			e = p + strlen(p);
-		if ((size_t)(e - w) > kl && strncmp(w, key, kl) == 0 && w[kl] == '=') {
-			size_t vl = (size_t)(e - w) - kl - 1;
-
-			if (vl >= len)
-				return false;
-			memcpy(out, w + kl + 1, vl);
-			out[vl] = '\0';
-			return true;
-		}
-		p = *e ? e + 1 : e;
-	}
-	return false;
-}
-
 bool ctl_field_u64(const char *line, const char *key, uint64_t *out)
 {
 	char v[32];
 
-	return ctl_field(line, key, v, sizeof(v)) && fctl_parse_u64(v, out) == 0;
+	return fctl_kv_word(line, key, v, sizeof(v)) && fctl_parse_u64(v, out) == 0;
 }

@@ -153,7 +153,6 @@ int ctl_send_buf(int fd, const struct fctl_buf *b);
  * -EMSGSIZE (too long). */
 int ctl_recv_line(int fd, char *buf, size_t len, int timeout_ms);
 /* The value of key=VALUE in a line of space-separated words, copied into out. */
-bool ctl_field(const char *line, const char *key, char *out, size_t len);
 bool ctl_field_u64(const char *line, const char *key, uint64_t *out);
 
 #endif

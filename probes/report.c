@@ -464,7 +464,7 @@ static void get_word(const char *line, const char *key, char *out, size_t len)
 	char raw[512];
 	size_t o = 0;
 
-	if (!ctl_field(line, key, raw, sizeof(raw)))
+	if (!fctl_kv_word(line, key, raw, sizeof(raw)))
 		return;
 	for (size_t i = 0; raw[i] && o + 1 < len; i++) {
 		unsigned v;

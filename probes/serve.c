@@ -155,7 +155,7 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 			ret = ret == -ECONNRESET ? 0 : ret;
 			break;
 		}
-		if (strncmp(line, "TEST ", 5) != 0 || !ctl_field(line, "test", test, sizeof(test)) ||
+		if (strncmp(line, "TEST ", 5) != 0 || !fctl_kv_word(line, "test", test, sizeof(test)) ||
 		    fctl_rdma_test_from_name(test, &p.test) < 0 || !ctl_field_u64(line, "size", &size) ||
 		    size == 0 || size > o.max_size) {
 			ctl_send(fd, "ERR bad request '%s'", line);

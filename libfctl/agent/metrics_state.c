@@ -165,25 +165,6 @@ void fctl_mx_rotation(const struct fctl_metrics_src *src, const struct fctl_mx_l
 
 /* --- the last probe report ------------------------------------------------------------ */
 
-/* The value of " key=" in a line of words (docs/probes.md, "The last report"). */
-static bool word(const char *line, const char *key, char *out, size_t len)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = line; (p = strstr(p, key)); p++) {
-		if ((p == line || p[-1] == ' ') && p[k] == '=') {
-			size_t n = strcspn(p + k + 1, " \n");
-
-			if (n >= len)
-				return false;
-			memcpy(out, p + k + 1, n);
-			out[n] = '\0';
-			return true;
-		}
-	}
-	return false;
-}
-
 static void probe_result(const char *base, const char *line, struct fctl_buf *o,
 			 const char *family)
 {
@@ -194,8 +175,8 @@ static void probe_result(const char *base, const char *line, struct fctl_buf *o,
 		    { "latency_p999_seconds", "99.9" } };
 	char set[768], test[32] = "", size[24] = "", v[64];
 
-	if (!word(line, "test", test, sizeof(test)) ||
-	    !word(line, "size_bytes", size, sizeof(size)))
+	if (!fctl_kv_word(line, "test", test, sizeof(test)) ||
+	    !fctl_kv_word(line, "size_bytes", size, sizeof(size)))
 		return;
 	snprintf(set, sizeof(set), "%s", base);
 	fctl_mx_label(set, sizeof(set), "test", test);
@@ -204,7 +185,7 @@ static void probe_result(const char *base, const char *line, struct fctl_buf *o,
 		for (size_t i = 0; i < FCTL_ARRAY_SIZE(lat); i++) {
 			char s2[800];
 
-			if (!word(line, lat[i].key, v, sizeof(v)))
+			if (!fctl_kv_word(line, lat[i].key, v, sizeof(v)))
 				continue;
 			snprintf(s2, sizeof(s2), "%s", set);
 			fctl_mx_label(s2, sizeof(s2), "percentile", lat[i].pct);
@@ -212,7 +193,7 @@ static void probe_result(const char *base, const char *line, struct fctl_buf *o,
 		}
 		return;
 	}
-	if (word(line, family + strlen("fabricctl_probe_"), v, sizeof(v)))
+	if (fctl_kv_word(line, family + strlen("fabricctl_probe_"), v, sizeof(v)))
 		fctl_mx_sample(o, family, set, strtod(v, NULL));
 }
 
@@ -240,19 +221,19 @@ void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o)
 	fctl_mx_label(base, sizeof(base), "host", src->host);
 	/* "-" is the probe's word for none */
 	fctl_mx_label(base, sizeof(base), "link",
-		      word(line, "link", v, sizeof(v)) && strcmp(v, "-") ? v : "");
+		      fctl_kv_word(line, "link", v, sizeof(v)) && strcmp(v, "-") ? v : "");
 	fctl_mx_label(base, sizeof(base), "peer",
-		      word(line, "peer", v, sizeof(v)) && strcmp(v, "-") ? v : "");
+		      fctl_kv_word(line, "peer", v, sizeof(v)) && strcmp(v, "-") ? v : "");
 	fctl_mx_head(o, "fabricctl_probe_last_run_timestamp_seconds", "gauge",
 		     "Unix time the last probe run ended.");
-	if (word(line, "time", v, sizeof(v)))
+	if (fctl_kv_word(line, "time", v, sizeof(v)))
 		fctl_mx_sample(o, "fabricctl_probe_last_run_timestamp_seconds", base,
 			       strtod(v, NULL));
 	fctl_mx_head(o, "fabricctl_probe_pass", "gauge",
 		     "1 when the last probe run passed (exit 0), 0 when it failed its SLO or "
 		     "could not run.");
 	fctl_mx_sample_u64(o, "fabricctl_probe_pass", base,
-			   word(line, "exit", v, sizeof(v)) && strcmp(v, "0") == 0);
+			   fctl_kv_word(line, "exit", v, sizeof(v)) && strcmp(v, "0") == 0);
 	for (size_t k = 0; k < FCTL_ARRAY_SIZE(per_test); k++) {
 		fctl_mx_head(o, per_test[k][0], "gauge", per_test[k][1]);
 		for (const char *p = strstr(f.data, "\nresult "); p;

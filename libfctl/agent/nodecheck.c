@@ -75,24 +75,6 @@ static int check_drift(struct fctl_nodecheck_report *r, const struct fctl_drift_
 	return add(r, "drift", NULL, true, "no drift");
 }
 
-/* The value of key= in a line of key=value words (docs/probes.md). */
-static bool word(const char *line, const char *key, char *out, size_t len)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = line; (p = strstr(p, key)); p++)
-		if ((p == line || p[-1] == ' ') && p[k] == '=') {
-			size_t n = strcspn(p + k + 1, " \n");
-
-			if (n >= len)
-				return false;
-			memcpy(out, p + k + 1, n);
-			out[n] = '\0';
-			return true;
-		}
-	return false;
-}
-
 static int check_probe(const struct fctl_nodecheck_opts *o, struct fctl_nodecheck_report *r)
 {
 	char path[4200], t[64] = "", ex[16] = "", link[192] = "-", peer[192] = "-";
@@ -111,9 +93,10 @@ static int check_probe(const struct fctl_nodecheck_opts *o, struct fctl_nodechec
 	}
 	fctl_buf_putc(&f, '\0');
 	e = strncmp(f.data, "fabricctl-probe-last ", 21) != 0 ||
-	    !word(f.data, "time", t, sizeof(t)) || !word(f.data, "exit", ex, sizeof(ex));
-	word(f.data, "link", link, sizeof(link));
-	word(f.data, "peer", peer, sizeof(peer));
+	    !fctl_kv_word(f.data, "time", t, sizeof(t)) ||
+	    !fctl_kv_word(f.data, "exit", ex, sizeof(ex));
+	fctl_kv_word(f.data, "link", link, sizeof(link));
+	fctl_kv_word(f.data, "peer", peer, sizeof(peer));
 	fctl_buf_release(&f);
 	if (e)
 		return add(r, "probe", NULL, false, "%s: not a probe record", path);

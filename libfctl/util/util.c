@@ -330,6 +330,26 @@ int fctl_format_mac(const uint8_t mac[6], char out[18])
 	return 0;
 }
 
+bool fctl_kv_word(const char *line, const char *key, char *out, size_t len)
+{
+	size_t k = strlen(key);
+
+	if (!k)
+		return false;
+	for (const char *p = line; (p = strstr(p, key)); p++) {
+		if ((p == line || p[-1] == ' ') && p[k] == '=') {
+			size_t n = strcspn(p + k + 1, " \n");
+
+			if (n >= len)
+				return false;
+			memcpy(out, p + k + 1, n);
+			out[n] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
 int fctl_parse_hex(const char *s, uint8_t *out, size_t len)
 {
 	size_t n = s ? strlen(s) : 0;

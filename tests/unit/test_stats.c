@@ -522,19 +522,29 @@ static void test_wire_round_trip(void **state)
 	fctl_buf_release(&b);
 }
 
-static void test_ctl_field(void **state)
+/* the one key=value reader (probes' control lines, the last-probe record, node-check) */
+static void test_kv_word(void **state)
 {
 	char v[16];
 	uint64_t x;
 
-	assert_true(ctl_field("TEST test=send_lat size=2", "test", v, sizeof(v)));
+	(void)state;
+	assert_true(fctl_kv_word("TEST test=send_lat size=2", "test", v, sizeof(v)));
 	assert_string_equal(v, "send_lat");
-	assert_false(ctl_field("TEST test=send_lat size=2", "siz", v, sizeof(v)));
-	assert_false(ctl_field("TEST xtest=a", "test", v, sizeof(v)));
+	assert_false(fctl_kv_word("TEST test=send_lat size=2", "siz", v, sizeof(v)));
+	assert_false(fctl_kv_word("TEST xtest=a", "test", v, sizeof(v)));
+	assert_true(fctl_kv_word("TEST xtest=a test=b", "test", v, sizeof(v)));
+	assert_string_equal(v, "b");
 	assert_true(ctl_field_u64("TEST size=4096 iters=7", "iters", &x));
 	assert_int_equal(x, 7);
 	assert_false(ctl_field_u64("TEST size=-1", "size", &x));
-	assert_false(ctl_field("k=0123456789abcdefXYZ", "k", v, sizeof(v)));
+	assert_false(fctl_kv_word("k=0123456789abcdefXYZ", "k", v, sizeof(v)));
+	/* a record's line: the value ends at the newline */
+	assert_true(fctl_kv_word("fabricctl-probe-last time=17 exit=0\n", "exit", v, sizeof(v)));
+	assert_string_equal(v, "0");
+	assert_true(fctl_kv_word("a= b=1", "a", v, sizeof(v)));
+	assert_string_equal(v, "");
+	assert_false(fctl_kv_word("a=1", "", v, sizeof(v)));
 }
 
 int main(void)
@@ -552,7 +562,7 @@ int main(void)
 		cmocka_unit_test(test_json_validator_itself),
 		cmocka_unit_test(test_report_json_junit_text),
 		cmocka_unit_test(test_wire_round_trip),
-		cmocka_unit_test(test_ctl_field),
+		cmocka_unit_test(test_kv_word),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,6 +74,10 @@ int fctl_format_mac(const uint8_t mac[6], char out[18]);
 int fctl_hexval(int c);
 /* hex string (even length, no separators) -> bytes; len must match exactly */
 int fctl_parse_hex(const char *s, uint8_t *out, size_t len);
+/* The value of key in a line of space-separated key=value words (a word starts the line
+ * or follows a space; its value ends at a space, a newline or the end): copied to
+ * out[len], true; false when absent or when the value does not fit in out. */
+bool fctl_kv_word(const char *line, const char *key, char *out, size_t len);
 /* bytes -> lower-case hex, NUL-terminated: out holds 2 * len + 1 */
 void fctl_format_hex(const uint8_t *p, size_t len, char *out);
 
