@@ -4,8 +4,10 @@
 the same configuration for host h1 as `ip -batch` files.
 
 One link h1:eth0 <-> h2:eth0 carries VLANs 1..N (802.1Q). Each VLAN is protected
-by one MACsec policy (GCM-AES-128, port 1): on h1 that is a SecY with a TX SA
-(AN 0) and one RX SC (h2's SCI) with an RX SA (AN 0), and one IPv4 address.
+by a MACsec policy of its own (GCM-AES-128, one key, the SCI port = the VLAN id: one
+key with one SCI on two VLANs would repeat AES-GCM nonces, which `validate` refuses
+as nonce-reuse): on h1 that is a SecY with a TX SA (AN 0) and one RX SC (h2's SCI)
+with an RX SA (AN 0), and one IPv4 address.
 Interface names are the defaults, eth0.<vid> and ms<vid> (they fit IFNAMSIZ
 for any VID), and are also written as explicit `ifname` overrides so the
 benchmark does not depend on the default naming rule.
@@ -28,7 +30,6 @@ import sys
 
 PEER_MAC = {"h1": "52:54:00:fa:02:00", "h2": "52:54:00:fa:01:00"}
 OWN_MAC = {"h1": "52:54:00:fa:01:00", "h2": "52:54:00:fa:02:00"}
-MACSEC_PORT = 1
 WINDOW = 0
 MTU = 1468  # IP MTU on the MACsec device: the VLAN's 1500 minus SecTAG+SCI (16) and ICV (16)
 VLAN_MTU = 1500  # fabricctl creates the VLAN device with its parent port's MTU
@@ -61,16 +62,14 @@ def profile(n: int) -> str:
         f"  description: apply benchmark, {n} protected VLANs",
         "",
         "macsec:",
-        "  bench-gcm128:",
-        "    cipher: gcm-aes-128",
-        "    icv_len: 16",
-        "    encrypt: true",
-        "    replay_protect: true",
-        f"    replay_window: {WINDOW}",
-        "    validate: strict",
-        "    send_sci: true",
-        f"    port: {MACSEC_PORT}",
-        f"    key: {{ backend: file, id: {KEY_ID} }}",
+    ]
+    for vid in range(1, n + 1):
+        out.append(
+            f"  bench-{vid}: {{ cipher: gcm-aes-128, icv_len: 16, encrypt: true, "
+            f"replay_protect: true, replay_window: {WINDOW}, validate: strict, "
+            f"send_sci: true, port: {vid}, key: {{ backend: file, id: {KEY_ID} }} }}"
+        )
+    out += [
         "",
         "hosts:",
         "  - name: h1",
@@ -84,12 +83,11 @@ def profile(n: int) -> str:
         "  - name: h1-h2",
         "    a: h1:eth0",
         "    b: h2:eth0",
-        "    macsec: bench-gcm128",
         "    vlans:",
     ]
     for vid in range(1, n + 1):
         out.append(
-            f"      - {{ id: {vid}, mtu: {MTU}, "
+            f"      - {{ id: {vid}, mtu: {MTU}, macsec: bench-{vid}, "
             f"ifname: {{ vlan: eth0.{vid}, macsec: ms{vid} }}, "
             f"addresses: {{ h1: {addr(vid, 'h1')}, h2: {addr(vid, 'h2')} }} }}"
         )
@@ -110,11 +108,11 @@ def batch_add(n: int, host: str, key_hex: str, order: str) -> str:
             # a carrier under a SecY generates no IPv6 address (docs/apply.md, step 4):
             # fabricctl sets this right after the create, as here
             f"link set dev {v} addrgenmode none",
-            f"link add link {v} name {m} mtu {MTU} type macsec port {MACSEC_PORT} "
+            f"link add link {v} name {m} mtu {MTU} type macsec port {vid} "
             f"cipher gcm-aes-128 icvlen 16 encrypt on send_sci on end_station off scb off "
             f"protect on replay on window {WINDOW} validate strict encodingsa 0",
-            f"macsec add {m} rx port {MACSEC_PORT} address {peer} on",
-            f"macsec add {m} rx port {MACSEC_PORT} address {peer} sa 0 pn 1 on key {kid} {key_hex}",
+            f"macsec add {m} rx port {vid} address {peer} on",
+            f"macsec add {m} rx port {vid} address {peer} sa 0 pn 1 on key {kid} {key_hex}",
             f"macsec add {m} tx sa 0 pn 1 on key {kid} {key_hex}",
             f"link set dev {v} up",
             f"link set dev {m} up",
