@@ -41,8 +41,8 @@ static bool is_type(struct ctx *c, const struct ynode *n, enum ynode_type t, con
 {
 	if (n->type == t)
 		return true;
-	ERR(c, n, "wrong-type", NULL, "'%s' is %s; expected %s", what, ynode_type_name(n->type),
-	    ynode_type_name(t));
+	ERR(c, n, "wrong-type", NULL, "'%s' is %s; expected %s", what, fctl_ynode_type_name(n->type),
+	    fctl_ynode_type_name(t));
 	return false;
 }
 
@@ -64,7 +64,7 @@ static void check_keys(struct ctx *c, const struct ynode *m, const char *const *
 
 		if (k->type != YNODE_SCALAR) {
 			ERR(c, k, "wrong-type", NULL, "a key in %s is %s; expected a plain name",
-			    where, ynode_type_name(k->type));
+			    where, fctl_ynode_type_name(k->type));
 			continue;
 		}
 		for (size_t j = 0; j < n && !ok; j++)
@@ -754,12 +754,12 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	unsigned int mdlen;
 	int r;
 
-	r = yaml_tree_parse(name, data, len, d, &root);
+	r = fctl_ynode_parse(name, data, len, d, &root);
 	if (r < 0)
 		return r;
 	if (!root || is_null(root)) {
 		/* no document, or one that is only "---": the same mistake */
-		ynode_free(root);
+		fctl_ynode_free(root);
 		fctl_diag_add(d, FCTL_SEV_ERROR, name, 1, 1, "empty", NULL,
 			      "the file is empty; expected a profile mapping starting with 'schema: %d'",
 			      FCTL_SCHEMA_VERSION);
@@ -767,7 +767,7 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		ynode_free(root);
+		fctl_ynode_free(root);
 		return -ENOMEM;
 	}
 	p->file = strdup(name);
@@ -775,7 +775,7 @@ int fctl_profile_parse(const char *name, const unsigned char *data, size_t len,
 	p->dir = slash ? strndup(name, (size_t)(slash - name)) : strdup(".");
 	EVP_Digest(data, len, p->sha256, &mdlen, EVP_sha256(), NULL);
 	build(&c, root, p);
-	ynode_free(root);
+	fctl_ynode_free(root);
 	*out = p;
 #ifdef FCTL_TEST_HOOKS
 	/* FCTL_TEST_HOLD_PROFILE_MS=N: stay N ms with the parsed profile in memory, so that an

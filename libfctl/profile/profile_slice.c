@@ -242,22 +242,22 @@ int fctl_profile_slicer_new(const unsigned char *data, size_t len, const struct 
 	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != sizeof(md) ||
 	    memcmp(md, p->sha256, sizeof(md)) != 0)
 		return -EINVAL;
-	r = yaml_tree_parse(p->file ? p->file : "profile", data, len, &d, &root);
+	r = fctl_ynode_parse(p->file ? p->file : "profile", data, len, &d, &root);
 	fctl_diags_release(&d);
 	if (r < 0 || !root || root->type != YNODE_MAP) {
-		ynode_free(root);
+		fctl_ynode_free(root);
 		return r == -ENOMEM ? r : -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		ynode_free(root);
+		fctl_ynode_free(root);
 		return -ENOMEM;
 	}
 	*s = (struct fctl_profile_slicer){ .data = data, .len = len, .p = p };
 	r = index_hosts(s);
 	if (r == 0)
 		r = cut_sections(s, root);
-	ynode_free(root);
+	fctl_ynode_free(root);
 	if (r < 0) {
 		fctl_profile_slicer_free(s);
 		return r;

@@ -8,7 +8,7 @@
 
 #include "yaml_tree_int.h"
 
-const char *ynode_type_name(enum ynode_type t)
+const char *fctl_ynode_type_name(enum ynode_type t)
 {
 	switch (t) {
 	case YNODE_SCALAR:
@@ -21,7 +21,7 @@ const char *ynode_type_name(enum ynode_type t)
 	return "?";
 }
 
-void ynode_free(struct ynode *n)
+void fctl_ynode_free(struct ynode *n)
 {
 	/* iterative post-order free: a deep tree must not exhaust the stack */
 	struct ynode **stack = NULL;
@@ -256,8 +256,8 @@ static int event_node(const char *file, const yaml_event_t *ev, size_t depth, si
 	return 0;
 }
 
-int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
-		    struct fctl_diags *d, struct ynode **out)
+int fctl_ynode_parse(const char *file, const unsigned char *data, size_t len,
+		     struct fctl_diags *d, struct ynode **out)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
@@ -318,7 +318,7 @@ int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
 			if (e == 0 && depth == 0) {
 				root = n;
 			} else if (e == 0 && add_kid(stack[depth - 1], n) < 0) {
-				ynode_free(n);
+				fctl_ynode_free(n);
 				e = -ENOMEM;
 			}
 			if (e < 0) {
@@ -345,7 +345,7 @@ int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
 	}
 	yaml_parser_delete(&parser);
 	if (r < 0) {
-		ynode_free(root);
+		fctl_ynode_free(root);
 		return r;
 	}
 	*out = root;

@@ -36,15 +36,15 @@ struct ynode {
 
 /* Parses one YAML document. On a syntax or limit error, adds a finding and returns
  * -EINVAL; *out is then NULL. An empty document gives 0 and *out == NULL. */
-int yaml_tree_parse(const char *file, const unsigned char *data, size_t len,
-		    struct fctl_diags *d, struct ynode **out);
-void ynode_free(struct ynode *n);
+int fctl_ynode_parse(const char *file, const unsigned char *data, size_t len,
+		     struct fctl_diags *d, struct ynode **out);
+void fctl_ynode_free(struct ynode *n);
 
 static inline size_t ymap_len(const struct ynode *m)
 {
 	return m->n / 2;
 }
 
-const char *ynode_type_name(enum ynode_type t);
+const char *fctl_ynode_type_name(enum ynode_type t);
 
 #endif
