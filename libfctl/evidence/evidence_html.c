@@ -13,7 +13,7 @@
 
 /* --- reading the records --- */
 
-enum ehkind eh_kind(const struct ehrec *r)
+enum ehkind fctl_eh_kind(const struct ehrec *r)
 {
 	const char *a = r->action ? r->action : "";
 
@@ -31,7 +31,7 @@ enum ehkind eh_kind(const struct ehrec *r)
 	return EH_OTHER;
 }
 
-const char *eh_tone(const struct ehrec *r)
+const char *fctl_eh_tone(const struct ehrec *r)
 {
 	static const char *const good[] = { "applied", "unchanged", "pass", "passed", "ok",
 					    "committed", "confirmed", "recorded", "started" };
@@ -51,7 +51,7 @@ const char *eh_tone(const struct ehrec *r)
 	return "neutral";
 }
 
-void eh_esc(struct fctl_buf *b, const char *s)
+void fctl_eh_esc(struct fctl_buf *b, const char *s)
 {
 	fctl_buf_xml_str(b, s ? s : "-");
 }
@@ -75,7 +75,7 @@ static const char *token(const char *detail, const char *key, size_t *len)
 	return NULL;
 }
 
-bool eh_fig(const char *detail, const char *key, double *v)
+bool fctl_eh_fig(const char *detail, const char *key, double *v)
 {
 	size_t len;
 	const char *t = token(detail, key, &len);
@@ -89,7 +89,7 @@ bool eh_fig(const char *detail, const char *key, double *v)
 	return end != num && !*end && *v == *v;
 }
 
-bool eh_word(const char *detail, const char *key, char *out, size_t len)
+bool fctl_eh_word(const char *detail, const char *key, char *out, size_t len)
 {
 	size_t tl;
 	const char *t = token(detail, key, &tl);
@@ -100,7 +100,7 @@ bool eh_word(const char *detail, const char *key, char *out, size_t len)
 	return true;
 }
 
-size_t eh_ends(const char *detail, char (*who)[64], size_t max)
+size_t fctl_eh_ends(const char *detail, char (*who)[64], size_t max)
 {
 	const char *p = detail ? strstr(detail, ": ") : NULL;
 	size_t n = 0;
@@ -118,7 +118,7 @@ size_t eh_ends(const char *detail, char (*who)[64], size_t max)
 	return n;
 }
 
-void eh_test_name(const struct ehrec *r, char *out, size_t len)
+void fctl_eh_test_name(const struct ehrec *r, char *out, size_t len)
 {
 	const char *d = r->detail ? r->detail : "", *c = strstr(d, ": ");
 	size_t n = c ? (size_t)(c - d) : strlen(d);
@@ -278,21 +278,21 @@ static const char css[] =
 static void chip(struct fctl_buf *b, const char *cls, const char *text)
 {
 	fctl_buf_printf(b, "<span class=\"chip %s\">", cls);
-	eh_esc(b, text);
+	fctl_eh_esc(b, text);
 	fctl_buf_puts(b, "</span>");
 }
 
 static void td(struct fctl_buf *b, const char *s)
 {
 	fctl_buf_puts(b, "<td>");
-	eh_esc(b, s);
+	fctl_eh_esc(b, s);
 	fctl_buf_puts(b, "</td>");
 }
 
 /* The action cell: the action, and for a manual record a chip that says so. */
 static void action_cell(struct fctl_buf *b, const struct ehrec *r)
 {
-	eh_esc(b, r->action);
+	fctl_eh_esc(b, r->action);
 	if (r->manual)
 		fctl_buf_puts(b, " <span class=\"chip manual\" title=\"written by hand with 'audit "
 				 "append', not by fabricctl\">manual</span>");
@@ -307,19 +307,19 @@ static void detail_parts(struct fctl_buf *b, const struct ehrec *r, const char *
 
 	if (r->has_profile) {
 		fctl_buf_puts(b, "profile ");
-		eh_esc(b, r->pname);
+		fctl_eh_esc(b, r->pname);
 		fctl_buf_printf(b, " v%" PRIu64, r->pver);
 		any = true;
 	}
 	if (r->detail) {
 		fctl_buf_puts(b, any ? sep : "");
-		eh_esc(b, r->detail);
+		fctl_eh_esc(b, r->detail);
 		any = true;
 	}
 	if (r->error) {
 		fctl_buf_puts(b, any ? sep : "");
 		fctl_buf_puts(b, "<b>error:</b> ");
-		eh_esc(b, r->error);
+		fctl_eh_esc(b, r->error);
 		any = true;
 	}
 	for (size_t k = 0; k < r->nk; k++, any = true)
@@ -332,11 +332,11 @@ static void detail_parts(struct fctl_buf *b, const struct ehrec *r, const char *
 static void record_row(struct fctl_buf *b, const struct ehrec *r)
 {
 	fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td class=\"t\">", r->seq);
-	eh_esc(b, r->time);
+	fctl_eh_esc(b, r->time);
 	fctl_buf_puts(b, "</td><td>");
 	action_cell(b, r);
 	fctl_buf_puts(b, "</td><td>");
-	chip(b, eh_tone(r), r->result ? r->result : "-");
+	chip(b, fctl_eh_tone(r), r->result ? r->result : "-");
 	fctl_buf_puts(b, "</td>");
 	td(b, r->host);
 	td(b, r->link ? r->link : r->secy);
@@ -351,17 +351,17 @@ static void record_row(struct fctl_buf *b, const struct ehrec *r)
 static void record_row_compact(struct fctl_buf *b, const struct ehrec *r)
 {
 	fctl_buf_printf(b, "<tr><td>%" PRIu64 "<td>", r->seq);
-	eh_esc(b, r->time);
+	fctl_eh_esc(b, r->time);
 	fctl_buf_puts(b, "<td>");
 	action_cell(b, r);
-	fctl_buf_printf(b, "<td class=%s>", eh_tone(r));
-	eh_esc(b, r->result);
+	fctl_buf_printf(b, "<td class=%s>", fctl_eh_tone(r));
+	fctl_eh_esc(b, r->result);
 	fctl_buf_puts(b, "<td>");
-	eh_esc(b, r->host);
+	fctl_eh_esc(b, r->host);
 	fctl_buf_puts(b, "<td>");
-	eh_esc(b, r->link ? r->link : r->secy);
+	fctl_eh_esc(b, r->link ? r->link : r->secy);
 	fctl_buf_puts(b, "<td>");
-	eh_esc(b, r->change);
+	fctl_eh_esc(b, r->change);
 	fctl_buf_puts(b, "<td>");
 	detail_parts(b, r, "; ", "", "");
 	fctl_buf_putc(b, '\n');
@@ -386,7 +386,7 @@ static void changes_summary(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		const struct ehrec *g = &r[i], *last = g;
 		size_t count = 0;
 
-		if (done[i] || (eh_kind(g) != EH_APPLY && eh_kind(g) != EH_ROTATION))
+		if (done[i] || (fctl_eh_kind(g) != EH_APPLY && fctl_eh_kind(g) != EH_ROTATION))
 			continue;
 		for (size_t j = i; j < n; j++) {
 			if (done[j] || !same(r[j].change, g->change) || !same(r[j].action, g->action) ||
@@ -400,14 +400,14 @@ static void changes_summary(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		td(b, g->change);
 		td(b, g->action);
 		fctl_buf_puts(b, "<td>");
-		chip(b, eh_tone(g), g->result ? g->result : "-");
+		chip(b, fctl_eh_tone(g), g->result ? g->result : "-");
 		fctl_buf_puts(b, "</td>");
 		td(b, g->host);
 		fctl_buf_printf(b, "<td class=\"num\">%zu</td><td class=\"t\">%" PRIu64 " to %"
 				   PRIu64 "</td><td class=\"t\">", count, g->seq, last->seq);
-		eh_esc(b, g->time);
+		fctl_eh_esc(b, g->time);
 		fctl_buf_puts(b, " to ");
-		eh_esc(b, last->time);
+		fctl_eh_esc(b, last->time);
 		fctl_buf_puts(b, "</td></tr>\n");
 	}
 	fctl_buf_puts(b, "</table></div>");
@@ -445,7 +445,7 @@ static void section_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n
 		fctl_buf_puts(b, "<p class=\"nr\">The slice holds no records.</p></section>\n");
 		return;
 	}
-	eh_svg_timeline(b, r, n);
+	fctl_eh_svg_timeline(b, r, n);
 	fctl_buf_puts(b, "<h3>Changes made</h3>");
 	if (n > EH_COMPACT) {
 		changes_summary(b, r, n);
@@ -454,7 +454,7 @@ static void section_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n
 	}
 	records_head(b);
 	for (size_t i = 0; i < n; i++)
-		if (eh_kind(&r[i]) == EH_APPLY || eh_kind(&r[i]) == EH_ROTATION)
+		if (fctl_eh_kind(&r[i]) == EH_APPLY || fctl_eh_kind(&r[i]) == EH_ROTATION)
 			record_row(b, &r[i]);
 	fctl_buf_puts(b, "</table></div></section>\n");
 }
@@ -467,7 +467,7 @@ static void counter_cell(struct fctl_buf *b, const char *detail, const char *who
 	double v;
 
 	snprintf(k, sizeof(k), "%s.%s", who, key);
-	if (!eh_fig(detail, k, &v)) {
+	if (!fctl_eh_fig(detail, k, &v)) {
 		fctl_buf_puts(b, "<td class=\"nr\">not recorded</td>");
 		*recorded = false;
 		return;
@@ -491,16 +491,16 @@ static size_t counter_rows(struct fctl_buf *b, const struct ehrec *p, uint64_t a
 					       "in_pkts_no_sci_delta", "in_pkts_unknown_sci_delta",
 					       "in_pkts_late_delta" };
 	char who[4][64], w[64], test[128];
-	size_t ne = eh_ends(p->detail, who, 4);
+	size_t ne = fctl_eh_ends(p->detail, who, 4);
 
-	eh_test_name(p, test, sizeof(test));
+	fctl_eh_test_name(p, test, sizeof(test));
 	if (!ne) {
 		fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td>", p->seq);
-		eh_esc(b, test);
+		fctl_eh_esc(b, test);
 		fctl_buf_puts(b, "</td><td colspan=\"11\" class=\"nr\">MACsec counters not recorded");
-		if (eh_word(p->detail, "macsec", w, sizeof(w))) {
+		if (fctl_eh_word(p->detail, "macsec", w, sizeof(w))) {
 			fctl_buf_puts(b, " (the record says only macsec=");
-			eh_esc(b, w);
+			fctl_eh_esc(b, w);
 			fctl_buf_puts(b, ")");
 		}
 		fctl_buf_puts(b, "</td></tr>\n");
@@ -511,17 +511,17 @@ static size_t counter_rows(struct fctl_buf *b, const struct ehrec *p, uint64_t a
 		char k[160];
 
 		fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td>", p->seq);
-		eh_esc(b, test);
+		fctl_eh_esc(b, test);
 		if (after)
 			fctl_buf_printf(b, "<br><span class=\"legend\">after #%" PRIu64 "</span>", after);
 		fctl_buf_puts(b, "</td><td>");
-		eh_esc(b, who[e]);
+		fctl_eh_esc(b, who[e]);
 		snprintf(k, sizeof(k), "%s.macsec", who[e]);
 		fctl_buf_puts(b, " <code>");
-		eh_esc(b, eh_word(p->detail, k, w, sizeof(w)) ? w : "?");
+		fctl_eh_esc(b, fctl_eh_word(p->detail, k, w, sizeof(w)) ? w : "?");
 		fctl_buf_puts(b, "</code></td>");
 		snprintf(k, sizeof(k), "%s.encrypt", who[e]);
-		if (!eh_word(p->detail, k, w, sizeof(w))) {
+		if (!fctl_eh_word(p->detail, k, w, sizeof(w))) {
 			fctl_buf_puts(b, "<td class=\"nr\">not recorded</td>");
 			*recorded = false;
 		} else {
@@ -535,7 +535,7 @@ static size_t counter_rows(struct fctl_buf *b, const struct ehrec *p, uint64_t a
 		for (size_t j = 0; j < FCTL_ARRAY_SIZE(refused); j++)
 			counter_cell(b, p->detail, who[e], refused[j], false, ok, recorded);
 		fctl_buf_puts(b, "<td class=\"nr\">not recorded</td><td>"); /* InPktsUnchecked */
-		chip(b, eh_tone(p), p->result);
+		chip(b, fctl_eh_tone(p), p->result);
 		fctl_buf_puts(b, "</td></tr>\n");
 	}
 	return ne;
@@ -557,16 +557,16 @@ static void counters_window(struct fctl_buf *b, const struct ehrec *r, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if ((chg && (!r[i].change || strcmp(r[i].change, chg))) || (!chg && r[i].change))
 			continue;
-		if (eh_kind(&r[i]) == EH_APPLY || eh_kind(&r[i]) == EH_ROTATION) {
+		if (fctl_eh_kind(&r[i]) == EH_APPLY || fctl_eh_kind(&r[i]) == EH_ROTATION) {
 			after = r[i].seq;
 			nchg++;
-		} else if (eh_kind(&r[i]) == EH_PROBE) {
+		} else if (fctl_eh_kind(&r[i]) == EH_PROBE) {
 			probes[np++] = &r[i];
 			ends += counter_rows(&rows, &r[i], after, &ok, &recorded);
 		}
 	}
 	fctl_buf_puts(b, "<h3>");
-	eh_esc(b, chg ? chg : "records without a change id");
+	fctl_eh_esc(b, chg ? chg : "records without a change id");
 	fctl_buf_printf(b, "</h3><p class=\"legend\">%zu change record%s (applies, rotation steps), "
 			   "%zu probe record%s.</p>", nchg, nchg == 1 ? "" : "s", np,
 			np == 1 ? "" : "s");
@@ -586,7 +586,7 @@ static void counters_window(struct fctl_buf *b, const struct ehrec *r, size_t n,
 				   "refused (InPktsNotValid, Invalid, NoSCI, UnknownSCI, Late flat)%s.</div>",
 				recorded ? "good" : "warn", ends, ends == 1 ? "" : "s",
 				recorded ? "" : "; some probe records lack counters");
-	eh_svg_counters(b, probes, np);
+	fctl_eh_svg_counters(b, probes, np);
 	if (np) {
 		fctl_buf_puts(b, "<div class=\"tw\"><table class=\"dense\"><tr><th>seq</th><th>probe"
 				 "</th><th>end, device</th>"
@@ -630,7 +630,7 @@ static void fig_cell(struct fctl_buf *b, const char *detail, const char *key, in
 {
 	double v;
 
-	if (eh_fig(detail, key, &v)) {
+	if (fctl_eh_fig(detail, key, &v)) {
 		fctl_buf_puts(b, "<td class=\"num\">");
 		fctl_buf_printf(b, "%.*f", prec, v);
 		fctl_buf_puts(b, "</td>");
@@ -649,7 +649,7 @@ static void section_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			 "p99.9 and the maximum, microseconds, log scale). The records hold percentiles, "
 			 "not histogram buckets: the buckets are in the probe's own JSON report "
 			 "(<code>probe run --json</code>), not in the audit log.</p>\n");
-	eh_svg_latency(b, r, n);
+	fctl_eh_svg_latency(b, r, n);
 	fctl_buf_puts(b, "<div class=\"tw\"><table class=\"dense\"><tr><th>seq</th><th>probe</th>"
 			 "<th>host, link</th><th>iterations</th>"
 			 "<th>typical µs</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th>"
@@ -658,16 +658,16 @@ static void section_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char test[128];
 
-		if (eh_kind(&r[i]) != EH_PROBE)
+		if (fctl_eh_kind(&r[i]) != EH_PROBE)
 			continue;
 		np++;
-		eh_test_name(&r[i], test, sizeof(test));
+		fctl_eh_test_name(&r[i], test, sizeof(test));
 		fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td>", r[i].seq);
 		td(b, test);
 		fctl_buf_puts(b, "<td>");
-		eh_esc(b, r[i].host);
+		fctl_eh_esc(b, r[i].host);
 		fctl_buf_puts(b, "<br>");
-		eh_esc(b, r[i].link);
+		fctl_eh_esc(b, r[i].link);
 		fctl_buf_puts(b, "</td>");
 		fig_cell(b, r[i].detail, "iterations", 0);
 		fig_cell(b, r[i].detail, "t_typical_us", 3);
@@ -675,22 +675,23 @@ static void section_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		fig_cell(b, r[i].detail, "latency_p99_us", 3);
 		fig_cell(b, r[i].detail, "latency_p999_us", 3);
 		fig_cell(b, r[i].detail, "latency_max_us", 3);
-		if (eh_fig(r[i].detail, "bandwidth_gbps", &v) || !eh_fig(r[i].detail, "bw_gbps", &v))
+		if (fctl_eh_fig(r[i].detail, "bandwidth_gbps", &v) ||
+		    !fctl_eh_fig(r[i].detail, "bw_gbps", &v))
 			fig_cell(b, r[i].detail, "bandwidth_gbps", 3);
 		else
 			fig_cell(b, r[i].detail, "bw_gbps", 3);
 		fig_cell(b, r[i].detail, "loss_packets", 0);
 		fig_cell(b, r[i].detail, "retransmissions", 0);
 		fig_cell(b, r[i].detail, "error_events", 0);
-		if (eh_fig(r[i].detail, "loss_packets", &v))
+		if (fctl_eh_fig(r[i].detail, "loss_packets", &v))
 			loss += v, nloss++;
-		if (eh_fig(r[i].detail, "retransmissions", &v))
+		if (fctl_eh_fig(r[i].detail, "retransmissions", &v))
 			rt += v, nrt++;
 		fctl_buf_puts(b, "<td>");
-		chip(b, eh_tone(&r[i]), r[i].result);
+		chip(b, fctl_eh_tone(&r[i]), r[i].result);
 		if (r[i].error) {
 			fctl_buf_puts(b, " <span class=\"detail\">");
-			eh_esc(b, r[i].error);
+			fctl_eh_esc(b, r[i].error);
 			fctl_buf_puts(b, "</span>");
 		}
 		fctl_buf_puts(b, "</td></tr>\n");
@@ -717,8 +718,8 @@ static void page_head(struct fctl_buf *b, const struct fctl_evidence_html_in *in
 	if (!op)
 		op = (pw = getpwuid(getuid())) ? pw->pw_name : "unknown";
 	for (size_t i = 0; i < n; i++) {
-		kinds[eh_kind(&r[i])]++;
-		fails += !strcmp(eh_tone(&r[i]), "bad");
+		kinds[fctl_eh_kind(&r[i])]++;
+		fails += !strcmp(fctl_eh_tone(&r[i]), "bad");
 		manual += r[i].manual;
 	}
 	fctl_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -728,25 +729,25 @@ static void page_head(struct fctl_buf *b, const struct fctl_evidence_html_in *in
 			 "<title>Evidence report");
 	if (in->o->change_id) {
 		fctl_buf_puts(b, " — ");
-		eh_esc(b, in->o->change_id);
+		fctl_eh_esc(b, in->o->change_id);
 	}
 	fctl_buf_printf(b, "</title><style>%s</style></head><body>\n<header><div class=\"in\">"
 			   "<h1>Evidence report", css);
 	if (in->o->change_id) {
 		fctl_buf_puts(b, ": change ");
-		eh_esc(b, in->o->change_id);
+		fctl_eh_esc(b, in->o->change_id);
 	}
 	fctl_buf_puts(b, "</h1><div class=\"sub\">");
 	if (n) {
-		eh_esc(b, r[0].time);
+		fctl_eh_esc(b, r[0].time);
 		fctl_buf_puts(b, " to ");
-		eh_esc(b, r[n - 1].time);
+		fctl_eh_esc(b, r[n - 1].time);
 		fctl_buf_puts(b, " (UTC) · ");
 	}
 	fctl_buf_puts(b, "assembled by ");
-	eh_esc(b, op);
+	fctl_eh_esc(b, op);
 	fctl_buf_puts(b, " with fabricctl ");
-	eh_esc(b, in->o->tool_version ? in->o->tool_version : "unknown");
+	fctl_eh_esc(b, in->o->tool_version ? in->o->tool_version : "unknown");
 	fctl_buf_puts(b, "</div><nav><a href=\"#timeline\">Timeline</a><a href=\"#macsec\">MACsec "
 			 "counters</a><a href=\"#latency\">Probe latency</a><a href=\"#keys\">Key "
 			 "lifecycle</a><a href=\"#verification\">Verification</a><a href=\"#records\">"
@@ -781,8 +782,8 @@ int fctl_evidence_html(const struct fctl_evidence_html_in *in, struct fctl_buf *
 		section_timeline(&b, r, n);
 		section_counters(&b, r, n);
 		section_latency(&b, r, n);
-		eh_section_keys(&b, r, n);
-		eh_section_verify(&b, in, r, n);
+		fctl_eh_section_keys(&b, r, n);
+		fctl_eh_section_verify(&b, in, r, n);
 		fctl_buf_puts(&b, "<section id=\"records\"><h2>All records of the slice</h2>");
 		records_head(&b);
 		for (size_t i = 0; i < n; i++) {

@@ -59,32 +59,32 @@ struct ehrec {
 enum ehkind { EH_APPLY, EH_ROTATION, EH_KEYSTATE, EH_PROBE, EH_OTHER, EH_KINDS };
 
 /* The lane and count a record goes to; a manual record is EH_OTHER, whatever its action. */
-enum ehkind eh_kind(const struct ehrec *r);
+enum ehkind fctl_eh_kind(const struct ehrec *r);
 /* "good", "bad", "warn" or "neutral": the colour class of a record's result; "manual" for a
  * manual record (never green: the tool did not do it) */
-const char *eh_tone(const struct ehrec *r);
+const char *fctl_eh_tone(const struct ehrec *r);
 /* s with & < > " ' escaped ("-" for NULL); control characters become '?' */
-void eh_esc(struct fctl_buf *b, const char *s);
+void fctl_eh_esc(struct fctl_buf *b, const char *s);
 /* A figure "key=NUMBER" of a probe record's detail (after its ": "): true and *v, or false
  * when the detail lacks it (or says null). */
-bool eh_fig(const char *detail, const char *key, double *v);
+bool fctl_eh_fig(const char *detail, const char *key, double *v);
 /* A word "key=VALUE" of the detail into out (NUL-terminated); false when absent. */
-bool eh_word(const char *detail, const char *key, char *out, size_t len);
+bool fctl_eh_word(const char *detail, const char *key, char *out, size_t len);
 /* The names of the ends a probe record has MACsec figures for ("WHO.macsec=..."), at most
  * max, each at most 63 characters. Returns how many. */
-size_t eh_ends(const char *detail, char (*who)[64], size_t max);
+size_t fctl_eh_ends(const char *detail, char (*who)[64], size_t max);
 /* The test name of a probe record: its detail before ": " into out. */
-void eh_test_name(const struct ehrec *r, char *out, size_t len);
+void fctl_eh_test_name(const struct ehrec *r, char *out, size_t len);
 
 /* The key lifecycle and verification sections (evidence_html_keys.c). */
-void eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n);
-void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *in,
+void fctl_eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void fctl_eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *in,
 		       const struct ehrec *r, size_t n);
 
 /* The plots, inline SVG appended to b. */
-void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n);
-void eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n);
-void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n);
+void fctl_eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void fctl_eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n);
+void fctl_eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n);
 
 /* The strings of the JSON array field key of a record line ("key_ids", "kcv") into
  * out, an array of FCTL_AUDIT_MAX_KEYS rows of width + 1 chars (cut to width,

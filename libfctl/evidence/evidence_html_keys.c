@@ -38,7 +38,7 @@ static const char *state_class(const char *s)
 static void state_chip(struct fctl_buf *b, const char *s)
 {
 	fctl_buf_printf(b, "<span class=\"chip %s\">", state_class(s));
-	eh_esc(b, s);
+	fctl_eh_esc(b, s);
 	fctl_buf_puts(b, "</span>");
 }
 
@@ -106,7 +106,7 @@ static void versions_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			 "order</th><th>state at the end of the slice</th></tr>\n");
 	for (size_t j = 0; j < nkv; j++) {
 		fctl_buf_puts(b, "<tr><td class=\"mono\">");
-		eh_esc(b, kv[j].name);
+		fctl_eh_esc(b, kv[j].name);
 		fctl_buf_puts(b, "</td>");
 		if (kv[j].has_version)
 			fctl_buf_printf(b, "<td class=\"num\">%" PRIu64 "</td>", kv[j].version);
@@ -120,7 +120,7 @@ static void versions_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			fctl_buf_puts(b, e ? " → " : "");
 			state_chip(b, kv[j].ev[e]->key_state);
 			fctl_buf_printf(b, " <span class=\"legend\">#%" PRIu64 " ", kv[j].ev[e]->seq);
-			eh_esc(b, kv[j].ev[e]->time);
+			fctl_eh_esc(b, kv[j].ev[e]->time);
 			fctl_buf_puts(b, kv[j].ev[e]->manual ? " manual record</span>" : "</span>");
 		}
 		fctl_buf_puts(b, "</td><td>");
@@ -152,7 +152,7 @@ static void overlap_cell(struct fctl_buf *b, const struct ehrec *r, size_t n, si
 	for (size_t j = i; r[i].result && !strcmp(r[i].result, "committed") && j-- > 0;) {
 		const char *x = r[j].link ? r[j].link : r[j].host, *y = r[i].link ? r[i].link : r[i].host;
 
-		if (eh_kind(&r[j]) != EH_ROTATION || (x && y && strcmp(x, y)))
+		if (fctl_eh_kind(&r[j]) != EH_ROTATION || (x && y && strcmp(x, y)))
 			continue;
 		if (r[j].result && !strcmp(r[j].result, "confirmed"))
 			c = &r[j];
@@ -190,15 +190,15 @@ static void rotations_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t a, c;
 
-		if (eh_kind(&r[i]) != EH_ROTATION)
+		if (fctl_eh_kind(&r[i]) != EH_ROTATION)
 			continue;
 		nrot++;
 		fctl_buf_printf(b, "<tr><td class=\"num\">%" PRIu64 "</td><td class=\"t\">", r[i].seq);
-		eh_esc(b, r[i].time);
+		fctl_eh_esc(b, r[i].time);
 		fctl_buf_puts(b, "</td><td>");
-		eh_esc(b, r[i].link ? r[i].link : r[i].host);
-		fctl_buf_printf(b, "</td><td><span class=\"chip %s\">", eh_tone(&r[i]));
-		eh_esc(b, r[i].result);
+		fctl_eh_esc(b, r[i].link ? r[i].link : r[i].host);
+		fctl_buf_printf(b, "</td><td><span class=\"chip %s\">", fctl_eh_tone(&r[i]));
+		fctl_eh_esc(b, r[i].result);
 		fctl_buf_puts(b, "</span></td>");
 		if (arrow(r[i].detail, "version ", &a, &c))
 			fctl_buf_printf(b, "<td>%" PRIu64 " → %" PRIu64 "</td>", a, c);
@@ -214,10 +214,10 @@ static void rotations_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			fctl_buf_puts(b, "<td class=\"nr\">-</td>");
 		overlap_cell(b, r, n, i);
 		fctl_buf_puts(b, "<td class=\"detail\">");
-		eh_esc(b, r[i].detail);
+		fctl_eh_esc(b, r[i].detail);
 		if (r[i].error) {
 			fctl_buf_puts(b, "<br><b>error:</b> ");
-			eh_esc(b, r[i].error);
+			fctl_eh_esc(b, r[i].error);
 		}
 		fctl_buf_puts(b, "</td></tr>\n");
 	}
@@ -226,7 +226,7 @@ static void rotations_table(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		fctl_buf_puts(b, "<p class=\"nr\">No key rotation recorded in the slice.</p>");
 }
 
-void eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n)
+void fctl_eh_section_keys(struct fctl_buf *b, const struct ehrec *r, size_t n)
 {
 	fctl_buf_puts(b, "<section id=\"keys\"><h2>Key lifecycle</h2><p class=\"legend\">Key "
 			 "versions and their states (pre-active, active, deactivated, compromised) "
@@ -288,7 +288,7 @@ static void check_row(struct fctl_buf *b, const char *what, const char *tone, co
 			tone, word);
 }
 
-void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *in,
+void fctl_eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *in,
 		       const struct ehrec *r, size_t n)
 {
 	struct note nt;
@@ -307,21 +307,21 @@ void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *i
 			 "one.</td></tr>");
 	check_row(b, "checkpoint", "good", "verified");
 	fctl_buf_puts(b, "size ");
-	eh_esc(b, nt.size[0] ? nt.size : NULL);
+	fctl_eh_esc(b, nt.size[0] ? nt.size : NULL);
 	fctl_buf_puts(b, ", root <code>");
-	eh_esc(b, nt.root[0] ? nt.root : NULL);
+	fctl_eh_esc(b, nt.root[0] ? nt.root : NULL);
 	fctl_buf_puts(b, "</code> (hex, as <code>fabricctl audit verify</code> prints it and the "
 			 "manifest's <code>checkpoint_root</code> holds it): the Merkle root of the first "
 			 "records recomputed and equal; no record past the latest signed checkpoint."
 			 "</td></tr>");
 	check_row(b, "checkpoint signature", nt.nsig ? "good" : "bad", nt.nsig ? "verified" : "none");
 	fctl_buf_puts(b, "Ed25519 by <code>");
-	eh_esc(b, nt.signer[0] ? nt.signer : NULL);
+	fctl_eh_esc(b, nt.signer[0] ? nt.signer : NULL);
 	fctl_buf_printf(b, "</code> (note key id <code>%s</code>), checked with ",
 			nt.keyid[0] ? nt.keyid : "-");
 	if (in->o->pubkey_path) {
 		fctl_buf_puts(b, "<code>");
-		eh_esc(b, in->o->pubkey_path);
+		fctl_eh_esc(b, in->o->pubkey_path);
 		fctl_buf_puts(b, "</code>");
 	} else {
 		fctl_buf_puts(b, "the audit.pub beside the log");
@@ -329,7 +329,7 @@ void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *i
 	fctl_buf_puts(b, " (the bundle's audit/audit.pub).</td></tr>");
 	check_row(b, "origin", "good", "one log");
 	fctl_buf_puts(b, "<code>");
-	eh_esc(b, nt.origin[0] ? nt.origin : NULL);
+	fctl_eh_esc(b, nt.origin[0] ? nt.origin : NULL);
 	fctl_buf_puts(b, "</code>: every checkpoint names this log.</td></tr>");
 	if (in->n_signers) {
 		check_row(b, "signers", "good", "signed");
@@ -350,15 +350,15 @@ void eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_in *i
 		fctl_buf_printf(b, ", seq %" PRIu64 " to %" PRIu64, r[0].seq, r[n - 1].seq);
 	if (in->o->change_id) {
 		fctl_buf_puts(b, ", change ");
-		eh_esc(b, in->o->change_id);
+		fctl_eh_esc(b, in->o->change_id);
 	}
 	if (in->since && in->since[0]) {
 		fctl_buf_puts(b, ", since ");
-		eh_esc(b, in->since);
+		fctl_eh_esc(b, in->since);
 	}
 	if (in->until && in->until[0]) {
 		fctl_buf_puts(b, ", until ");
-		eh_esc(b, in->until);
+		fctl_eh_esc(b, in->until);
 	}
 	fctl_buf_puts(b, "</td></tr></table>\n<div class=\"callout\"><b>The real check is yours.</b> "
 			 "These checks ran where the bundle was built, with the key found there. Run "

@@ -114,30 +114,31 @@ static void time_ticks(struct fctl_buf *b, const struct axis *a, int ytop, int y
 
 static void marker(struct fctl_buf *b, const struct ehrec *r, double x, double y, int k)
 {
-	const char *fill = tone_fill(eh_tone(r));
+	const char *fill = tone_fill(fctl_eh_tone(r));
 
 	fctl_buf_puts(b, "<g>");
-	if (eh_kind(r) == EH_ROTATION) /* a diamond */
+	if (fctl_eh_kind(r) == EH_ROTATION) /* a diamond */
 		fctl_buf_printf(b, "<path d=\"M%.1f %.1fl8 8l-8 8l-8 -8z\" fill=\"%s\" "
 				   "stroke=\"#fff\" stroke-width=\"1.5\">", x, y - 8, fill);
-	else if (eh_kind(r) == EH_KEYSTATE)
+	else if (fctl_eh_kind(r) == EH_KEYSTATE)
 		fctl_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" rx=\"2\" "
 				   "fill=\"%s\" stroke=\"#fff\" stroke-width=\"1.5\">", x - 7, y - 7, fill);
 	else
 		fctl_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"%s\" "
 				   "stroke=\"#fff\" stroke-width=\"1.5\">", x, y, fill);
 	fctl_buf_printf(b, "<title>#%" PRIu64 " ", r->seq);
-	eh_esc(b, r->time);
+	fctl_eh_esc(b, r->time);
 	fctl_buf_putc(b, ' ');
-	eh_esc(b, r->action);
+	fctl_eh_esc(b, r->action);
 	fctl_buf_putc(b, ' ');
-	eh_esc(b, r->result);
+	fctl_eh_esc(b, r->result);
 	if (r->host || r->link) {
 		fctl_buf_puts(b, " on ");
-		eh_esc(b, r->host ? r->host : r->link);
+		fctl_eh_esc(b, r->host ? r->host : r->link);
 	}
-	fctl_buf_puts(b, eh_kind(r) == EH_ROTATION ? "</title></path>"
-			 : eh_kind(r) == EH_KEYSTATE ? "</title></rect>" : "</title></circle>");
+	fctl_buf_puts(b, fctl_eh_kind(r) == EH_ROTATION ? "</title></path>"
+			 : fctl_eh_kind(r) == EH_KEYSTATE ? "</title></rect>"
+							    : "</title></circle>");
 	/* seq labels alternate above and below, so neighbours do not overwrite each other */
 	fctl_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"lbl\" text-anchor=\"middle\">#%"
 			   PRIu64 "</text></g>\n", x, k % 2 ? y + 22 : y - 13, r->seq);
@@ -166,10 +167,11 @@ static void rotation_bars(struct fctl_buf *b, const double *xs, const struct ehr
 	for (size_t i = 0; done && i < n; i++) {
 		const struct ehrec *first = &r[i], *confirmed = NULL, *last = first;
 
-		if (done[i] || eh_kind(first) != EH_ROTATION || !first->t_us)
+		if (done[i] || fctl_eh_kind(first) != EH_ROTATION || !first->t_us)
 			continue;
 		for (size_t j = i; j < n; j++) {
-			if (eh_kind(&r[j]) != EH_ROTATION || !same_link(&r[j], first) || !r[j].t_us)
+			if (fctl_eh_kind(&r[j]) != EH_ROTATION || !same_link(&r[j], first) ||
+			    !r[j].t_us)
 				continue;
 			done[j] = true;
 			last = &r[j];
@@ -229,7 +231,7 @@ static void change_bands(struct fctl_buf *b, const double *xs, const struct ehre
 				   "class=\"band\"/><text x=\"%.1f\" y=\"16\" class=\"bandlbl\"%s>",
 				x, hi - lo + 20, h, wide ? hi + 10 : x, wide ? " text-anchor=\"end\"" : "");
 		fctl_buf_puts(b, "change ");
-		eh_esc(b, r[i].change);
+		fctl_eh_esc(b, r[i].change);
 		fctl_buf_puts(b, "</text>\n");
 	}
 }
@@ -267,15 +269,15 @@ static void lane_bins(struct fctl_buf *b, const struct axis *a, const struct ehr
 		struct bin *c;
 		long k;
 
-		if (!r[i].t_us || eh_kind(&r[i]) != kd)
+		if (!r[i].t_us || fctl_eh_kind(&r[i]) != kd)
 			continue;
 		k = (long)((tx(a, r[i].t_us) - X0) / bw);
 		c = &bins[k < 0 ? 0 : k >= EH_BINS ? EH_BINS - 1 : k];
 		if (!c->count++)
 			c->first = r[i].seq;
 		c->last = r[i].seq;
-		c->bad += !strcmp(eh_tone(&r[i]), "bad");
-		c->tone = worse(c->tone, eh_tone(&r[i]));
+		c->bad += !strcmp(fctl_eh_tone(&r[i]), "bad");
+		c->tone = worse(c->tone, fctl_eh_tone(&r[i]));
 		most = c->count > most ? c->count : most;
 	}
 	for (int k = 0; k < EH_BINS; k++) {
@@ -303,11 +305,11 @@ static void mark_xs(const struct axis *a, const struct ehrec *r, size_t n, doubl
 		size_t m = 0, last = n;
 
 		for (size_t i = 0; i < n; i++)
-			m += r[i].t_us && eh_kind(&r[i]) == (enum ehkind)l;
+			m += r[i].t_us && fctl_eh_kind(&r[i]) == (enum ehkind)l;
 		if (m > 1 && (double)(m - 1) * gap > X1 - X0)
 			gap = (double)(X1 - X0) / (double)(m - 1);
 		for (size_t i = 0, k = 0; i < n; i++) {
-			if (!r[i].t_us || eh_kind(&r[i]) != (enum ehkind)l)
+			if (!r[i].t_us || fctl_eh_kind(&r[i]) != (enum ehkind)l)
 				continue;
 			xs[i] = tx(a, r[i].t_us);
 			if (k++ && xs[i] < prev + gap)
@@ -319,7 +321,7 @@ static void mark_xs(const struct axis *a, const struct ehrec *r, size_t n, doubl
 			continue;
 		next = xs[last] > X1 ? X1 : xs[last];
 		for (size_t i = last + 1; i-- > 0;) {
-			if (!r[i].t_us || eh_kind(&r[i]) != (enum ehkind)l)
+			if (!r[i].t_us || fctl_eh_kind(&r[i]) != (enum ehkind)l)
 				continue;
 			xs[i] = xs[i] > next ? next : xs[i];
 			next = xs[i] - gap;
@@ -327,7 +329,7 @@ static void mark_xs(const struct axis *a, const struct ehrec *r, size_t n, doubl
 	}
 }
 
-void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
+void fctl_eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 {
 	int count[EH_KINDS] = { 0 }, lanes = EH_KINDS - 1, h;
 	size_t k[EH_KINDS] = { 0 };
@@ -339,7 +341,7 @@ void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		count[eh_kind(&r[i])]++;
+		count[fctl_eh_kind(&r[i])]++;
 	if (count[EH_OTHER])
 		lanes = EH_KINDS;
 	h = lanes * LANE;
@@ -372,7 +374,7 @@ void eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		enum ehkind kd = eh_kind(&r[i]);
+		enum ehkind kd = fctl_eh_kind(&r[i]);
 
 		if (!r[i].t_us || (kd == EH_OTHER && lanes < EH_KINDS))
 			continue;
@@ -407,17 +409,17 @@ static void latency_row(struct fctl_buf *b, const struct ehrec *r, double y, dou
 	char test[128];
 
 	for (size_t k = 0; k < FCTL_ARRAY_SIZE(pct); k++) {
-		have[k] = eh_fig(r->detail, pct[k].key, &v[k]) && v[k] > 0;
+		have[k] = fctl_eh_fig(r->detail, pct[k].key, &v[k]) && v[k] > 0;
 		if (!have[k])
 			continue;
 		xmin = any ? fmin(xmin, lx(v[k], lo, hi)) : lx(v[k], lo, hi);
 		xmax = any ? fmax(xmax, lx(v[k], lo, hi)) : lx(v[k], lo, hi);
 		any = true;
 	}
-	eh_test_name(r, test, sizeof(test));
+	fctl_eh_test_name(r, test, sizeof(test));
 	fctl_buf_printf(b, "<text x=\"%d\" y=\"%.1f\" class=\"rowlbl\" text-anchor=\"end\">#%" PRIu64
 			   " ", LX0 - 14, y + 4, r->seq);
-	eh_esc(b, test);
+	fctl_eh_esc(b, test);
 	fctl_buf_puts(b, "</text>");
 	fctl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"ladder\"/>",
 			xmin, y, xmax, y);
@@ -433,17 +435,17 @@ static void latency_row(struct fctl_buf *b, const struct ehrec *r, double y, dou
 	fctl_buf_putc(b, '\n');
 }
 
-void eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
+void fctl_eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 {
 	double lo = 1e300, hi = -1e300, v;
 	size_t rows = 0;
 	int h;
 
 	for (size_t i = 0; i < n; i++) {
-		bool row = false;
+		bool row = false, probe = fctl_eh_kind(&r[i]) == EH_PROBE;
 
-		for (size_t k = 0; eh_kind(&r[i]) == EH_PROBE && k < FCTL_ARRAY_SIZE(pct); k++) {
-			if (!eh_fig(r[i].detail, pct[k].key, &v) || v <= 0)
+		for (size_t k = 0; probe && k < FCTL_ARRAY_SIZE(pct); k++) {
+			if (!fctl_eh_fig(r[i].detail, pct[k].key, &v) || v <= 0)
 				continue;
 			lo = fmin(lo, log10(v));
 			hi = fmax(hi, log10(v));
@@ -479,8 +481,8 @@ void eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 	for (size_t i = 0, row = 0; i < n; i++) {
 		bool any = false;
 
-		for (size_t k = 0; eh_kind(&r[i]) == EH_PROBE && k < FCTL_ARRAY_SIZE(pct); k++)
-			any |= eh_fig(r[i].detail, pct[k].key, &v) && v > 0;
+		for (size_t k = 0; fctl_eh_kind(&r[i]) == EH_PROBE && k < FCTL_ARRAY_SIZE(pct); k++)
+			any |= fctl_eh_fig(r[i].detail, pct[k].key, &v) && v > 0;
 		if (any)
 			latency_row(b, &r[i], 52 + 44.0 * (double)row++, lo, hi);
 	}
@@ -499,7 +501,7 @@ static bool end_fig(const char *detail, const char *who, const char *key, double
 	char k[160];
 
 	snprintf(k, sizeof(k), "%s.%s", who, key);
-	return eh_fig(detail, k, v);
+	return fctl_eh_fig(detail, k, v);
 }
 
 static double cy(double v, double top)
@@ -507,14 +509,14 @@ static double cy(double v, double top)
 	return 200 - (v > 0 ? log10(v + 1) / top * 160 : 0);
 }
 
-void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n)
+void fctl_eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n)
 {
 	char who[4][64];
 	double top = 1, v;
 	size_t bars = 0, k = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		size_t ne = eh_ends(p[i]->detail, who, 4);
+		size_t ne = fctl_eh_ends(p[i]->detail, who, 4);
 
 		for (size_t e = 0; e < ne; e++, bars++)
 			if (end_fig(p[i]->detail, who[e], "out_pkts_encrypted_delta", &v) && v > 0)
@@ -533,7 +535,7 @@ void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n)
 			   "NoSCI + UnknownSCI + Late)</text>\n", W, X0, X1, X0, X0 + 18, X0 + 300,
 			X0 + 318);
 	for (size_t i = 0; i < n; i++) {
-		size_t ne = eh_ends(p[i]->detail, who, 4);
+		size_t ne = fctl_eh_ends(p[i]->detail, who, 4);
 
 		for (size_t e = 0; e < ne; e++, k++) {
 			double gw = (double)(X1 - X0) / (double)bars, x = X0 + gw * (double)k + gw / 2;
@@ -553,7 +555,7 @@ void eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n)
 					200 - cy(bad, top) + 1.5, x + bw / 2 + 2, cy(bad, top) - 6, bad);
 			fctl_buf_printf(b, "<text x=\"%.1f\" y=\"220\" class=\"lbl\" text-anchor=\"middle\">"
 					   "#%" PRIu64 " ", x, p[i]->seq);
-			eh_esc(b, who[e]);
+			fctl_eh_esc(b, who[e]);
 			fctl_buf_puts(b, "</text>\n");
 		}
 	}

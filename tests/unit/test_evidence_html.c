@@ -167,19 +167,19 @@ static void test_figures(void **state)
 	double v;
 
 	(void)state;
-	assert_true(eh_fig(d, "latency_p99_us", &v));
+	assert_true(fctl_eh_fig(d, "latency_p99_us", &v));
 	assert_true(v > 9.49 && v < 9.51);
-	assert_false(eh_fig(d, "x", &v));         /* null is no figure */
-	assert_false(eh_fig(d, "size", &v));      /* the test name is not a figure */
-	assert_false(eh_fig(d, "latency_p99", &v)); /* whole keys only */
-	assert_true(eh_fig(d, "h1.out_pkts_encrypted_delta", &v));
+	assert_false(fctl_eh_fig(d, "x", &v));         /* null is no figure */
+	assert_false(fctl_eh_fig(d, "size", &v));      /* the test name is not a figure */
+	assert_false(fctl_eh_fig(d, "latency_p99", &v)); /* whole keys only */
+	assert_true(fctl_eh_fig(d, "h1.out_pkts_encrypted_delta", &v));
 	assert_true(v == 2004);
-	assert_true(eh_word(d, "macsec", w, sizeof(w)));
+	assert_true(fctl_eh_word(d, "macsec", w, sizeof(w)));
 	assert_string_equal(w, "ok");
-	assert_int_equal(eh_ends(d, who, 4), 1);
+	assert_int_equal(fctl_eh_ends(d, who, 4), 1);
 	assert_string_equal(who[0], "h1");
-	assert_int_equal(eh_ends("t: macsec=ok", who, 4), 0);
-	assert_false(eh_fig(NULL, "x", &v));
+	assert_int_equal(fctl_eh_ends("t: macsec=ok", who, 4), 0);
+	assert_false(fctl_eh_fig(NULL, "x", &v));
 }
 
 int main(void)
