@@ -990,10 +990,14 @@ cmd_reboot() {
 			die "reboot: $h listens for its link to $ph (127.0.0.1:$tcp), and $ph's qemu would not connect again: reboot $ph instead"
 	done <"$LAB_DIR/nics.tsv"
 	with_lock
-	local hd pid image initrd mem
+	local hd pid image initrd mem kver
 	hd=$LAB_DIR/$h
-	image=$(state_get image) && initrd=$(state_get initrd) && mem=$(state_get mem) ||
+	image=$(state_get image) && initrd=$(state_get initrd) && mem=$(state_get mem) && kver=$(state_get kver) ||
 		die "reboot: $LAB_DIR/lab.state is incomplete"
+	# The cache keeps one initramfs per kernel: a lab booted since with other scripts (another
+	# checkout's lab.sh) may have pruned this one, which the running guests no longer need
+	[[ -s $initrd ]] || initrd=$(build_initramfs "$kver")
+	[[ -s $image ]] || image=$(boot_image "$kver")
 	pid=$(qemu_pid "$h") || die "reboot: $h is not running"
 	kill -KILL "$pid" 2>/dev/null || :
 	for _ in $(seq 100); do
