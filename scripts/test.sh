@@ -331,8 +331,10 @@ q_apply() { lab_suite lab-apply 1200 apply tests/lab/apply.sh; }
 # ..data symlink swap: applied, an invalid one refused, a failing one rolled back (one VM)
 q_pull() { lab_suite lab-pull 1200 pull tests/lab/pull.sh; }
 # nonce safety (docs/keys-and-pn.md): a key back by rollback continues where it stopped,
-# its old frames replayed are refused, links gone behind fabricctl withhold the key, the
-# wire read frame by frame shows no (SCI, PN) twice under one key
+# its old frames replayed are refused, links gone behind fabricctl withhold the key, and
+# so do a TX SA deleted by hand and a guest's power cycle (lab.sh reboot); recover after
+# kill -9 at three ops and a keymgr rotation rolled back with an agent restarted continue
+# each key; the wire read frame by frame shows no (SCI, PN) twice under one key
 q_nonce() { lab_suite lab-nonce 900 nonce tests/lab/nonce.sh; }
 q_probe() { lab_suite lab-probe 900 probe tests/lab/probe.sh; }
 # confirmed apply: confirm in time; a change that cuts the path to the host rolled back by
