@@ -122,6 +122,24 @@ agree() {
 	done
 	one_way "$m1" "$m2a" && one_way "$m2" "$m1" && pass "$1" || fail "$1" "the ends' SAs do not match (above)"
 }
+# withheld NAME HOST N ARGS...: `fabricctl apply --json ARGS` on HOST exits 6, N SAs withheld
+withheld() {
+	local name=$1 h=$2 want=$3 out rc
+	shift 3
+	out=$(on "$h" "$F" apply --json "$@")
+	rc=$?
+	[ $rc = 6 ] && [ "$(jq -r '"\(.result) \(.sas_withheld)"' <<<"$out")" = "withheld $want" ] &&
+		pass "$name" || fail "$name" "exit $rc $(jq -c '{result,sas_withheld,withheld}' <<<"$out")"
+}
+# bare NAME HOST [rx]: HOST's SecY protects and has no TX SA (with rx: and no RX SA either)
+bare() {
+	local m sas='.[0].sa_list[]?, .[0].tx_sc.sa_list[]?'
+	[ "${3:-}" = rx ] && sas="$sas, .[0].rx_sc[]?.sa_list[]?"
+	m=$(ms "$2")
+	[ "$(jq -r '.[0].protect' <<<"$m")" = true ] && [ "$(jq "[$sas] | length" <<<"$m")" = 0 ] &&
+		pass "$1" || fail "$1" "$(jq -c '.[0] | {protect, sa_list, rx_sc}' <<<"$m" | head -c 400)"
+}
+
 # no_repeats NAME [--in] [--an N] CAPTURE...: no (SCI, PN) twice across h1's captures
 no_repeats() {
 	local name=$1 out rc
@@ -197,13 +215,8 @@ check "c-ping-after-one-sided-reapply" sniff capA3 ping_ok
 # --- d. the kernel's links gone behind fabricctl (a reboot) ---------------------------
 stamp "d"
 on h1 ip link del eth0.100
-out=$(on h1 "$F" apply --json "$WORK/v1.yaml")
-rc=$?
-[ $rc = 6 ] && [ "$(jq -r '"\(.result) \(.sas_withheld)"' <<<"$out")" = "withheld 2" ] &&
-	pass "d-withheld-after-reboot" || fail "d-withheld-after-reboot" "exit $rc $(jq -c '{result,sas_withheld,withheld}' <<<"$out")"
-m=$(ms h1)
-[ "$(jq -r '.[0].protect' <<<"$m")" = true ] && [ "$(jq '[.[0].sa_list[]?, .[0].tx_sc.sa_list[]?] | length' <<<"$m")" = 0 ] &&
-	pass "d-secy-protects-with-no-tx-sa" || fail "d-secy-protects-with-no-tx-sa" "$(jq -c . <<<"$m" | head -c 400)"
+withheld "d-withheld-after-reboot" h1 2 "$WORK/v1.yaml"
+bare "d-secy-protects-with-no-tx-sa" h1
 sniff capD on h1 ping -c 4 -i 0.3 -W 1 10.100.0.2 >/dev/null
 [ $? != 0 ] && pass "d-no-traffic-while-withheld" || fail "d-no-traffic-while-withheld" "ping got through"
 [ "$(frames_out capD)" = 0 ] && [ "$(clear_out capD)" = 0 ] && pass "d-nothing-on-the-wire" ||
@@ -271,13 +284,8 @@ stamp "g"
 # nor clear; the documented recovery, a new key version on both ends (E, v5), brings the
 # link back
 on h1 sh -c 'ip macsec set ms100 tx sa 0 off && ip macsec del ms100 tx sa 0'
-out=$(on h1 "$F" apply --json "$WORK/v3.yaml")
-rc=$?
-[ $rc = 6 ] && [ "$(jq -r '"\(.result) \(.sas_withheld)"' <<<"$out")" = "withheld 1" ] &&
-	pass "g-repair-withholds-the-tx-sa" || fail "g-repair-withholds-the-tx-sa" "exit $rc $(jq -c '{result,sas_withheld,withheld}' <<<"$out")"
-m=$(ms h1)
-[ "$(jq -r '.[0].protect' <<<"$m")" = true ] && [ "$(jq '[.[0].sa_list[]?, .[0].tx_sc.sa_list[]?] | length' <<<"$m")" = 0 ] &&
-	pass "g-secy-protects-with-no-tx-sa" || fail "g-secy-protects-with-no-tx-sa" "$(jq -c '.[0].sa_list' <<<"$m")"
+withheld "g-repair-withholds-the-tx-sa" h1 1 "$WORK/v3.yaml"
+bare "g-secy-protects-with-no-tx-sa" h1
 sniff capG on h1 ping -c 3 -i 0.3 -W 1 10.100.0.2 >/dev/null
 [ $? != 0 ] && [ "$(frames_out capG)" = 0 ] && [ "$(clear_out capG)" = 0 ] && pass "g-nothing-on-the-wire" ||
 	fail "g-nothing-on-the-wire" "MACsec $(frames_out capG), clear $(clear_out capG) frames sent"
@@ -427,14 +435,9 @@ on h2 ip link show ms100 >/dev/null 2>&1 && fail "i-h2-booted-without-its-links"
 # read on h1's wire from before h2's first apply after the boot: whatever h2 sends
 # under key F from then on is in capI2
 i_after() {
-	local out rc m r0 r1 ok0 ok1 n
-	out=$(on h2 "$F" apply --json --state-dir "$S2" "$WORK/v6.yaml")
-	rc=$?
-	[ $rc = 6 ] && [ "$(jq -r '"\(.result) \(.sas_withheld)"' <<<"$out")" = "withheld 2" ] &&
-		pass "i-withheld-after-power-cycle" || fail "i-withheld-after-power-cycle" "exit $rc $(jq -c '{result,sas_withheld,withheld}' <<<"$out")"
-	m=$(ms h2)
-	[ "$(jq -r '.[0].protect' <<<"$m")" = true ] && [ "$(jq '[.[0].sa_list[]?, .[0].tx_sc.sa_list[]?, .[0].rx_sc[]?.sa_list[]?] | length' <<<"$m")" = 0 ] &&
-		pass "i-secy-protects-with-no-sa" || fail "i-secy-protects-with-no-sa" "$(jq -c '.[0] | {sa_list, rx_sc}' <<<"$m" | head -c 400)"
+	local r0 r1 ok0 ok1 n
+	withheld "i-withheld-after-power-cycle" h2 2 --state-dir "$S2" "$WORK/v6.yaml"
+	bare "i-secy-protects-with-no-sa" h2 rx
 	r0=$(refused)
 	ok0=$(rx_ok)
 	n=$(on h1 python3 "$SNIFF" replay eth0.100 /run/capI1.raw)
