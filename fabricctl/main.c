@@ -299,7 +299,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  REMOTE_HELP,
 	  "list the profile versions applied on this host", cli_opts_host },
-	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|status|down|setup|keys|links [ARGS]",
+	{ "lab", cmd_lab, "lab up|exec|exec-bg|wait|kill|reboot|status|down|setup|keys|links [ARGS]",
 	  "Run a lab of qemu VMs with Debian's stock kernel (MACsec, VLAN, soft-RoCE),\n"
 	  "wired host to host over 127.0.0.1, each running this machine's binaries: a\n"
 	  "place to test profile changes in CI before they reach real hosts. A wrapper\n"

@@ -14,6 +14,7 @@
 #   lab.sh exec-bg [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh wait [--dir DIR] [--timeout SEC] HOST JOB
 #   lab.sh kill [--dir DIR] HOST JOB
+#   lab.sh reboot [--dir DIR] [--boot-timeout SEC] HOST
 #   lab.sh status [--dir DIR] [--json]
 #   lab.sh down [--dir DIR]
 
@@ -953,6 +954,84 @@ cmd_up() {
 	cmd_status
 }
 
+# --- reboot -----------------------------------------------------------------
+
+# A power cycle of one guest: its qemu is killed (no shutdown inside: what a power cut
+# does), then started again with the same kernel, initramfs, memory, NICs and MACs. The
+# guest boots from nothing again: its tmpfs directories (/var/lib/fabricctl, /run, /tmp)
+# are empty, its links and MACsec devices gone. Its share DIR/hN keeps every file a test
+# put there (a state directory with --state-dir, for example), except the job queue,
+# which starts empty (jobs still running are lost). Only a host that connects to all its
+# peers can be rebooted: qemu's listening end of a link takes a peer that connects
+# again, but a connecting end does not connect again after its listener went away, so
+# rebooting a lower-numbered end would leave its links dead (reboot the other end).
+cmd_reboot() {
+	local h= boot_timeout=180
+	while (($#)); do
+		case "$1" in
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		--boot-timeout) need_val "--boot-timeout needs seconds" "${2-}" && boot_timeout=$2 && shift 2 ;;
+		-*) usage_die "reboot: unknown option '$1'" ;;
+		*)
+			[[ -z $h ]] || usage_die "reboot: extra argument '$1'"
+			h=$1
+			shift
+			;;
+		esac
+	done
+	[[ -n $h ]] || usage_die "usage: $PROG reboot [--dir DIR] [--boot-timeout SEC] HOST"
+	need_range "$boot_timeout" 1 3600 "--boot-timeout must be 1..3600 (s)"
+	need_root
+	require_host "$h"
+	h=$HOST_ID
+	local _h _port _mac ph _pp role tcp _if _mtu
+	while read -r _h _port _mac ph _pp role tcp _if _mtu; do
+		[[ $_h == "$h" && $role == listen ]] &&
+			die "reboot: $h listens for its link to $ph (127.0.0.1:$tcp), and $ph's qemu would not connect again: reboot $ph instead"
+	done <"$LAB_DIR/nics.tsv"
+	with_lock
+	local hd pid image initrd mem kver
+	hd=$LAB_DIR/$h
+	image=$(state_get image) && initrd=$(state_get initrd) && mem=$(state_get mem) && kver=$(state_get kver) ||
+		die "reboot: $LAB_DIR/lab.state is incomplete"
+	# The cache keeps one initramfs per kernel: a lab booted since with other scripts (another
+	# checkout's lab.sh) may have pruned this one, which the running guests no longer need
+	[[ -s $initrd ]] || initrd=$(build_initramfs "$kver")
+	[[ -s $image ]] || image=$(boot_image "$kver")
+	pid=$(qemu_pid "$h") || die "reboot: $h is not running"
+	kill -KILL "$pid" 2>/dev/null || :
+	for _ in $(seq 100); do
+		[[ -d /proc/$pid ]] || break
+		sleep 0.1
+	done
+	[[ -d /proc/$pid ]] && die "reboot: $h's qemu (pid $pid) did not stop"
+	rm -f -- "$hd/ready" "$hd/boot_seconds" "$hd/qemu.pid"
+	rm -rf -- "$hd/queue" "$hd/jobs"
+	mkdir -p "$hd/queue" "$hd/jobs"
+	# the boot before is kept beside the new one (lab_guest_trouble reads console.log)
+	[[ -f $hd/console.log ]] && mv -f -- "$hd/console.log" "$hd/console.before-reboot.log"
+	start_qemu "$h" "$image" "$initrd" "$mem" || { console_tail "$h"; die "reboot: qemu for $h failed to start"; }
+	while read -r _h _port _mac ph _pp role tcp _if _mtu; do
+		[[ $_h == "$h" && $role == connect ]] || continue
+		for _ in $(seq 30); do
+			[[ -n $(ss -Htn state established "( dport = :$tcp )" 2>/dev/null) ]] && break
+			sleep 0.1
+		done
+		[[ -n $(ss -Htn state established "( dport = :$tcp )" 2>/dev/null) ]] ||
+			die "reboot: $h's link to $ph (127.0.0.1:$tcp) did not connect again"
+	done <"$LAB_DIR/nics.tsv"
+	local t0
+	t0=$(date +%s)
+	until [[ -f $hd/ready ]]; do
+		qemu_pid "$h" >/dev/null || { console_tail "$h"; die "reboot: $h stopped while booting"; }
+		(($(date +%s) - t0 < boot_timeout)) || { console_tail "$h"; die "reboot: $h not ready after ${boot_timeout}s"; }
+		sleep 0.2
+	done
+	awk -v s="$(<"$hd/started")" -v r="$(stat -c %.3Y "$hd/ready")" \
+		'BEGIN { printf "%.1f\n", r - s }' >"$hd/boot_seconds"
+	say "$h rebooted: ready after $(<"$hd/boot_seconds") s"
+}
+
 # --- status -----------------------------------------------------------------
 
 cmd_status() {
@@ -1335,6 +1414,7 @@ main() {
 		[[ -d $LAB_DIR ]] || return 0
 		cmd_down
 		;;
+	reboot) cmd_reboot "$@" ;;
 	status) cmd_status "$@" ;;
 	exec) cmd_exec "$@" ;;
 	exec-bg) cmd_exec_bg "$@" ;;

@@ -187,7 +187,7 @@ for c in $cmds; do
 	run "$c --help: exit 0" 0 "$c" --help && [ -s "$TMP/out" ] && pass "$c --help: exit 0, on stdout"
 	run "help $c: exit 0" 0 help "$c" && pass "help $c: exit 0"
 done
-for sc in "lab down" "lab status" "lab exec" "lab exec-bg" "lab wait" "lab kill" \
+for sc in "lab down" "lab status" "lab exec" "lab exec-bg" "lab wait" "lab kill" "lab reboot" \
 	"lab keys" "lab links" "probe run" "probe serve" "keys watch" "keys recover" "keys status"; do
 	# shellcheck disable=SC2086 # two words
 	run "$sc --help: exit 0" 0 $sc --help && [ -s "$TMP/out" ] && pass "$sc --help: exit 0, on stdout"

@@ -9,10 +9,15 @@
 #       MACsec frames as hex, one per line (for replay). READY is created once it listens.
 #   pn_sniff.py replay IFNAME RAW
 #       sends each frame of RAW (hex lines) on IFNAME again, as an attacker on the wire
-#       would; prints how many.
-#   pn_sniff.py repeats FILE...
+#       would; prints how many. Frames to a multicast address other than broadcast are
+#       left out: the peer's NIC drops a group it has not joined (IPv6's MLD and router
+#       solicitations) before MACsec sees it, so they would be counted as replayed and
+#       never as refused.
+#   pn_sniff.py repeats [--in] [--an N] FILE...
 #       the (SCI, PN) pairs of outgoing MACsec frames that occur more than once across
 #       the captures FILE... (all made under one key): prints them, exits 1 if any.
+#       --in counts the incoming frames instead (the peer's, seen on this wire);
+#       --an N only the frames of association number N (one key of a rotation).
 import os
 import socket
 import sys
@@ -62,25 +67,42 @@ def replay(ifname, rawfile):
     n = 0
     for line in open(rawfile):
         line = line.strip()
-        if line:
-            s.send(bytes.fromhex(line))
-            n += 1
-            time.sleep(0.01)
+        if not line:
+            continue
+        frame = bytes.fromhex(line)
+        if frame[0] & 1 and frame[:6] != b"\xff" * 6:
+            continue
+        s.send(frame)
+        n += 1
+        time.sleep(0.01)
     print(n)
 
 
-def repeats(files):
+def repeats(args):
+    way, an = "out", None
+    while args and args[0].startswith("--"):
+        if args[0] == "--in":
+            way, args = "in", args[1:]
+        elif args[0] == "--an" and len(args) > 1:
+            an, args = args[1], args[2:]
+        else:
+            sys.stderr.write("repeats: unknown option %s\n" % args[0])
+            return 2
+    if not args:
+        sys.stderr.write("repeats: no capture named\n")
+        return 2
     seen, dup = set(), []
-    for f in files:
+    for f in args:
         for line in open(f):
             p = line.split()
-            if len(p) == 4 and p[0] == "out":
+            if len(p) == 4 and p[0] == way and (an is None or p[3] == an):
                 if (p[1], p[2]) in seen:
                     dup.append("%s %s" % (p[1], p[2]))
                 seen.add((p[1], p[2]))
     for d in dup:
         print("repeated: SCI %s PN %s" % tuple(d.split()))
-    print("%d frames, %d repeated" % (len(seen) + len(dup), len(dup)))
+    print("%d %s frames%s, %d repeated" % (len(seen) + len(dup), way,
+                                          "" if an is None else " of AN " + an, len(dup)))
     return 1 if dup else 0
 
 
