@@ -75,30 +75,8 @@ mkdir "$T/good" && tar -xf "$T/good.tar" -C "$T/good" || cannot "tar -xf"
 V=$T/verify.sh # the auditor's copy: the genuine bundle's
 cp "$T/good/verify.sh" "$V"
 PIN=(--signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" --audit-pub "$T/host/audit.pub")
-VPATH=/usr/bin:/bin:$PATH
-verify_in() { (cd "$1" && shift && PATH=$VPATH bash "$V" "$@") >"$T/out" 2>&1; }
-expect_ok() {
-	local name=$1 dir=$2
-	shift 2
-	if verify_in "$dir" "$@" && grep -q "verify.sh: [0-9]* passed, 0 failed" "$T/out"; then
-		pass "$name"
-	else
-		fail "$name" "$(grep -E '^FAIL|verify.sh' "$T/out" | head -4 | tr '\n' ' ')"
-	fi
-}
-expect_fail() { # NAME REASON-REGEX DIR ARGS...
-	local name=$1 why=$2 dir=$3 rc
-	shift 3
-	verify_in "$dir" "$@"
-	rc=$?
-	if [ $rc = 0 ]; then
-		fail "$name" "ACCEPTED (verify.sh exit 0)"
-	elif ! grep -Eq -- "$why" "$T/out"; then
-		fail "$name" "rejected (exit $rc) but not because '$why': $(grep -E '^FAIL|verify.sh' "$T/out" | head -3 | tr '\n' ' ')"
-	else
-		pass "$name"
-	fi
-}
+# verify_in, expect_ok, expect_fail, sign_env, kid, resign (re-signing by alice and bob)
+. "$ROOT/tests/security/lib/bundle.bash"
 
 # --- the genuine bundle ---------------------------------------------------------------------
 expect_ok genuine-verifies "$T/good" "${PIN[@]}"
@@ -116,27 +94,6 @@ jq -e '.pn.anchor_seq == 8 and .pn.bytes == '"$(wc -c <"$T/sa-ledger")"' and .fo
 	pass manifest-names-the-anchor || fail manifest-names-the-anchor "$(jq -c .pn "$T/good/MANIFEST.json" 2>/dev/null)"
 
 # --- forged copies, re-signed by both pinned signers: only the PN checks can catch them ------
-kid() { openssl pkey -pubin -in "$1" -outform DER | sha256sum | cut -d' ' -f1; }
-sign_env() { # KEY TYPE PAYLOAD-FILE KEYID: a DSSE envelope signed by KEY
-	local t=$2
-	{ printf 'DSSEv1 %d %s %d ' ${#t} "$t" "$(wc -c <"$3")"; cat "$3"; } >"$T/pae"
-	openssl pkeyutl -sign -inkey "$1" -rawin -in "$T/pae" -out "$T/sig" || return 1
-	jq -cn --arg t "$t" --arg p "$(base64 -w0 <"$3")" --arg k "$4" --arg s "$(base64 -w0 <"$T/sig")" \
-		'{payloadType: $t, payload: $p, signatures: [{keyid: $k, sig: $s}]}'
-}
-resign() { # SHA256SUMS, the manifest's file list, and both signatures made again
-	local f
-	for f in $(awk '{print $2}' SHA256SUMS); do sha256sum "$f"; done >SHA256SUMS.new && mv SHA256SUMS.new SHA256SUMS
-	for f in $(jq -r '.files[].name' MANIFEST.json); do
-		printf '%s\t%s\t%s\n' "$f" "$(wc -c <"$f")" "$(sha256sum "$f" | cut -d' ' -f1)"
-	done >"$T/list.tsv"
-	jq --indent 2 --rawfile l "$T/list.tsv" '($l | split("\n") | map(select(length > 0) | split("\t") |
-		{key: .[0], value: {size: (.[1] | tonumber), sha256: .[2]}}) | from_entries) as $m |
-		.files |= map(. + $m[.name])' MANIFEST.json >"$T/m.new" && mv "$T/m.new" MANIFEST.json
-	sign_env "$T/alice/audit.key" application/vnd.fabricctl.evidence-manifest+json MANIFEST.json "$(kid "$T/alice/audit.pub")" >"$T/e1" &&
-		sign_env "$T/bob/audit.key" application/vnd.fabricctl.evidence-manifest+json MANIFEST.json "$(kid "$T/bob/audit.pub")" >"$T/e2" &&
-		jq -c --slurpfile b "$T/e2" '.signatures += $b[0].signatures' "$T/e1" >MANIFEST.dsse.json
-}
 # the ledger's new length and digest into the manifest (so that only the anchors disagree)
 manifest_pn() { jq --indent 2 --argjson b "$(wc -c <pn/sa-ledger)" --arg h "$(sha256sum pn/sa-ledger | cut -d' ' -f1)" \
 	'.pn.bytes = $b | .pn.sha256 = $h' MANIFEST.json >"$T/m.new" && mv "$T/m.new" MANIFEST.json; }
