@@ -23,17 +23,12 @@ export FCTL_TEST_AUDIT_APPEND_AS_TOOL=1 # a build with -DFCTL_TEST_HOOKS=ON (doc
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
 A=("$FCTL" audit append --log "$LOG" --host gpu01)
-apply() { # CHANGE COUNT
-	"${A[@]}" --action apply --result applied --link eth0.100 --secy ms100 --change "$1" \
-		--profile-name gpu-pod-a --profile-version 7 \
-		--profile-sha256 9ed46e9bdc989a335a08e6d244aefffb15f24d80bcf6501fe4c22e58aef35ac9 \
-		--key-id 0011223344556677 --kcv a1b2c3 --count "$2" --batch 4096 >/dev/null
-}
+. "$(dirname "${BASH_SOURCE[0]}")/evidence_records.bash" # append CHANGE COUNT
 "$FCTL" audit keygen --out "$TMP" >/dev/null
 "$FCTL" audit keygen --out "$TMP/signer" >/dev/null
 half=$(((N - W) / 2))
 t0=$(now)
-apply CHG-A "$half"
+append CHG-A "$half"
 printf 'fabricctl-sa-ledger 1\n' >"$LED"
 for ((v = 1; v <= W / 2; v++)); do # version v's key replaces v-1's on every link
 	printf -v new '%032x' $v
@@ -46,11 +41,11 @@ for ((v = 1; v <= W / 2; v++)); do # version v's key replaces v-1's on every lin
 		printf 'live tx %s %s %s 1\nlive rx %s %s %s 1\n' "$new" "$kid" "$sci" "$new" "$kid" "$peer" >>"$LED"
 	done
 	old=$new okid=$kid
-	apply CHG-W 1
+	append CHG-W 1
 	"${A[@]}" --action sa-ledger --result anchored --change CHG-W \
 		--detail "bytes=$(stat -c %s "$LED") sha256=$(sha256sum "$LED" | cut -d' ' -f1)" >/dev/null
 done
-apply CHG-B "$((N - W - half))"
+append CHG-B "$((N - W - half))"
 t1=$(now)
 gen=$(secs "$t0" "$t1")
 LOPT=()
