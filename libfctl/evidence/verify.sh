@@ -1043,14 +1043,15 @@ check_pn() {
 	[ $pbad = 0 ] || return
 	# the digest of each anchored prefix: one python3 pass, else one openssl process each
 	if ! printf '%s\n' "${!PFX[@]}" | batch prefixes pn/sa-ledger >"$TMP/pn.pfx" 2>/dev/null; then
-		: >"$TMP/pn.pfx"
+		n=$(size pn/sa-ledger)
 		for b in "${!PFX[@]}"; do
-			if [ "$b" -le "$(size pn/sa-ledger)" ]; then
-				echo "$b $(head -c "$b" pn/sa-ledger | sha)" >>"$TMP/pn.pfx"
+			if [ "$b" -le "$n" ]; then
+				h=$(head -c "$b" pn/sa-ledger | sha256sum)
+				echo "$b ${h%% *}"
 			else
-				echo "$b -" >>"$TMP/pn.pfx"
+				echo "$b -"
 			fi
-		done
+		done >"$TMP/pn.pfx"
 	fi
 	while read -r b h; do PFX[$b]=$h; done <"$TMP/pn.pfx"
 	for a in "${an[@]}"; do
