@@ -18,13 +18,7 @@ trap 'rm -rf "$TMP"' EXIT
 LOG=$TMP/audit.log
 now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
-append() { # CHANGE COUNT
-	# apply records, as the tool writes them: a build with -DFCTL_TEST_HOOKS=ON (docs/audit.md)
-	FCTL_TEST_AUDIT_APPEND_AS_TOOL=1 "$FCTL" audit append --log "$LOG" --action "${FCTL_BENCH_ACTION:-apply}" --result applied --host gpu01 --link eth0.100 \
-		--secy ms100 --change "$1" --profile-name gpu-pod-a --profile-version 7 \
-		--profile-sha256 9ed46e9bdc989a335a08e6d244aefffb15f24d80bcf6501fe4c22e58aef35ac9 \
-		--key-id 0011223344556677 --kcv a1b2c3 --count "$2" --batch 4096 >/dev/null
-}
+. "$(dirname "${BASH_SOURCE[0]}")/evidence_records.bash" # append CHANGE COUNT
 
 "$FCTL" audit keygen --out "$TMP" >/dev/null
 "$FCTL" audit keygen --out "$TMP/signer" >/dev/null

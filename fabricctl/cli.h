@@ -160,6 +160,7 @@ int cli_audit_open(const char *log_opt, struct fctl_audit **out);
 void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid);
 /* What a state-changing command records. */
 struct fctl_plan;
+struct fctl_sa_ledger_anchor;
 struct cli_audit_event {
 	const char *action, *result, *host, *change_id, *error, *detail;
 	const struct fctl_profile *p;  /* name, version, SHA-256 */
@@ -168,8 +169,11 @@ struct cli_audit_event {
 	size_t n_kcvs;
 	bool has_counts;
 	uint64_t ops, writes;
+	/* the packet-number ledger as the change left it: an sa-ledger record follows */
+	const struct fctl_sa_ledger_anchor *ledger;
 };
-/* Appends and syncs one record; on failure says so loudly on stderr. Negative errno. */
+/* Appends and syncs one record (and its sa-ledger record, in the same sync); on failure
+ * says so loudly on stderr. Negative errno. */
 int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev);
 /* Closes (writing the closing checkpoint); reports a failure. Accepts NULL. */
 int cli_audit_close(struct fctl_audit *a);

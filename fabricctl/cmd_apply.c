@@ -280,6 +280,7 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct cli_ho
 	ev.has_counts = true;
 	ev.ops = res->ops_done;
 	ev.writes = res->writes;
+	ev.ledger = res->has_ledger ? &res->ledger : NULL;
 	if (cli_audit_record(audit, &ev) < 0) {
 		if (*rc == EXIT_OK && strcmp(result, "unchanged") != 0)
 			cli_err("%s: the host WAS changed, but no audit record says so", cmd);
@@ -685,6 +686,9 @@ int cmd_recover(int argc, char **argv)
 					      .change_id = c.change_id, .error = res.error,
 					      .result = r == 1 ? "recovered" : "failed" };
 
+		if (!res.confirm_rolled_back && res.has_ledger) /* else the last record's */
+			ev.ledger = &res.ledger;
+
 		cli_audit_record(audit, &ev);
 	}
 	if (audit && res.confirm_rolled_back) {
@@ -695,6 +699,7 @@ int cmd_recover(int argc, char **argv)
 			.writes = res.writes,
 			.detail = "an apply --confirm not confirmed by its deadline went back to the "
 				  "version before",
+			.ledger = res.has_ledger ? &res.ledger : NULL,
 		};
 
 		cli_audit_record(audit, &ev);

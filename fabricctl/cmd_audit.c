@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "fctl/audit.h"
+#include "fctl/sa_ledger.h"
 #include "fctl/plan.h"
 
 /* The policy's notice (a key pair made, or none to sign with) on stderr. */
@@ -677,6 +678,15 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 	e.kcvs = kcvp;
 	e.n_kcvs = ev->n_kcvs < FCTL_AUDIT_MAX_KEYS ? ev->n_kcvs : FCTL_AUDIT_MAX_KEYS;
 	r = fctl_audit_append(a, &e);
+	if (r == 0 && ev->ledger) { /* what the ledger held after it (docs/audit.md) */
+		char detail[FCTL_SA_LEDGER_ANCHOR_MAX];
+		struct fctl_audit_entry l = { .action = FCTL_SA_LEDGER_ACTION, .result = "anchored",
+					      .change_id = e.change_id, .host = e.host,
+					      .detail = detail };
+
+		fctl_sa_ledger_anchor_format(ev->ledger, detail);
+		r = fctl_audit_append(a, &l);
+	}
 	if (r == 0)
 		r = fctl_audit_sync(a);
 	if (r < 0)

@@ -122,6 +122,7 @@ static int audit_event(const char *log, const char *change_id, const char *actio
 		.kcvs = res ? res->kcvs : NULL, .n_kcvs = res ? res->n_kcvs : 0,
 		.has_counts = res && res->plan, .ops = res ? res->ops_done : 0,
 		.writes = res ? res->writes : 0,
+		.ledger = res && res->has_ledger ? &res->ledger : NULL,
 	};
 	int r = cli_audit_open(log, &audit);
 

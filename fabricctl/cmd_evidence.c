@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]
- * [--html FILE] [--whole-log] [--consistency-from SIZE]...: the bundle, and/or the
+ * [--html FILE] [--whole-log] [--consistency-from SIZE]... [--ledger FILE]: the bundle, and/or the
  * auditor's report (report.html) on its own */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "cli.h"
 #include "fctl/audit.h"
 #include "fctl/evidence.h"
+#include "fctl/state.h"
 
 enum {
 	O_OUT = 0x100,
@@ -31,6 +33,7 @@ enum {
 	O_WHOLE_LOG,
 	O_CONSISTENCY,
 	O_ALLOW_EMPTY,
+	O_LEDGER,
 };
 
 static const struct option opts[] = {
@@ -50,6 +53,7 @@ static const struct option opts[] = {
 	{ "whole-log", no_argument, NULL, O_WHOLE_LOG },
 	{ "consistency-from", required_argument, NULL, O_CONSISTENCY },
 	{ "allow-empty", no_argument, NULL, O_ALLOW_EMPTY },
+	{ "ledger", required_argument, NULL, O_LEDGER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -59,6 +63,16 @@ const struct option *cli_opts_evidence(const char *cmd, const char *sub)
 	(void)cmd;
 	(void)sub;
 	return opts;
+}
+
+/* This host's packet-number ledger, as its SA door keeps it (docs/keys-and-pn.md). */
+static const char *default_ledger(void)
+{
+	static char path[PATH_MAX + 16];
+
+	fctl_state_dir_path(NULL, NULL, path, PATH_MAX);
+	strcat(path, "/sa-ledger");
+	return path;
 }
 
 int cmd_evidence(int argc, char **argv)
@@ -90,6 +104,7 @@ int cmd_evidence(int argc, char **argv)
 		case O_HTML: html_path = optarg; break;
 		case O_WHOLE_LOG: o.whole_log = true; break;
 		case O_ALLOW_EMPTY: o.allow_empty = true; break;
+		case O_LEDGER: o.ledger_path = optarg; break;
 		case O_CONSISTENCY:
 			if (o.n_consistency_from >= FCTL_ARRAY_SIZE(from) ||
 			    fctl_parse_u64(optarg, &from[o.n_consistency_from]) < 0 ||
@@ -130,6 +145,7 @@ int cmd_evidence(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	o.log_path = fctl_audit_log_path(log, true);
+	o.ledger_path = o.ledger_path ? o.ledger_path : default_ledger();
 	o.html = html_path ? &html : NULL;
 	/* --html alone without --sign: the report only, nothing signed */
 	if (!out && !o.n_sign_keys)

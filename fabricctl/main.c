@@ -430,7 +430,8 @@ static const struct cmd commands[] = {
 	  "keep and verify the tamper-evident audit log", cli_opts_audit },
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
-	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]",
+	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]\n"
+	  "         [--ledger FILE]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
@@ -442,7 +443,9 @@ static const struct cmd commands[] = {
 	  "the records name, VERIFY.md and verify.sh, and report.html: the auditor's\n"
 	  "report (timeline, MACsec counters, probe latency, key lifecycle, what was\n"
 	  "verified), one self-contained page. The same inputs give the same bytes.\n"
-	  "The audit log must verify first.\n"
+	  "When the window holds sa-ledger records, the packet-number ledger they anchor\n"
+	  "(pn/sa-ledger) and the PN ranges each key used per SCI (pn/ranges.json).\n"
+	  "The audit log must verify first, and the ledger must match its records.\n"
 	  "\n"
 	  "  --out FILE.tar    the bundle to write\n"
 	  "  --sign KEY        Ed25519 private key (PEM, 'audit keygen' makes one); repeatable\n"
@@ -462,9 +465,13 @@ static const struct cmd commands[] = {
 	  "                    repeatable\n"
 	  "  --allow-empty     write the bundle even when no record is selected (without it,\n"
 	  "                    a --since, --until or --change that matches nothing is refused)\n"
+	  "  --ledger FILE     the host's packet-number ledger (default\n"
+	  "                    /var/lib/fabricctl/sa-ledger; a log copied off its host needs\n"
+	  "                    the ledger copied with it)\n"
 	  "\n"
-	  "Exit: 0 written, 1 the audit log does not verify, 2 usage or I/O error, or no\n"
-	  "record selected (nothing written).\n",
+	  "Exit: 0 written, 1 the audit log does not verify or the ledger does not match\n"
+	  "its records, 2 usage or I/O error (a ledger that cannot be read), or no record\n"
+	  "selected (nothing written).\n",
 	  "write a signed, deterministic evidence bundle for auditors", cli_opts_evidence },
 	{ "node-check", cmd_node_check,
 	  "node-check [--json] [-q] [--max-probe-age DUR] [--slurm [--node NAME]]\n"

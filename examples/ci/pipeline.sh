@@ -185,10 +185,10 @@ probe_link() { # link, a-host, a-macsec, a-addr, b-host, b-macsec, b-addr
 	return $rc
 }
 
-collect() { # name share: the host's audit log (not its private checkpoint key)
+collect() { # name share: the host's audit log (not its private checkpoint key) and ledger
 	local d=$OUT/audit/$1 f
 	mkdir -p "$d" || return 1
-	for f in "$2"/audit.log "$2"/audit.log.[0-9]* "$2"/audit.log.checkpoints "$2"/audit.pub; do
+	for f in "$2"/audit.log "$2"/audit.log.[0-9]* "$2"/audit.log.checkpoints "$2"/audit.pub "$2"/sa-ledger; do
 		[ -f "$f" ] && cp -- "$f" "$d/"
 	done
 	[ -s "$d/audit.log" ] || { echo "no audit log in $2"; return 1; }
@@ -209,6 +209,10 @@ if [ $LAB = 1 ]; then
 			n=${x%% *} s=${x#* }
 			step "apply-$n" lab_exec "$n" "FCTL_AUDIT_LOG=$s/audit.log" "FCTL_CHANGE_ID=$CHANGE" -- \
 				"$FCTL" apply --change "$CHANGE" "$NEW"
+			# the guest's packet-number ledger beside its log: the log's sa-ledger records
+			# anchor it and the evidence bundle shows its PN ranges (docs/audit.md)
+			lab_exec "$n" -- sh -c '[ ! -e /var/lib/fabricctl/sa-ledger ] || cp /var/lib/fabricctl/sa-ledger "$0"' \
+				"$s/sa-ledger" >/dev/null 2>&1
 		done
 		if grep -Eq '^slo:' "$NEW"; then
 			LINKS=$("$FCTL" lab links "$NEW" 2>"$OUT/links.err")
@@ -245,8 +249,8 @@ else
 		n=${x%% *}
 		if [ -s "$OUT/audit/$n/audit.log" ]; then
 			step "evidence-$n" "$FCTL" evidence --log "$OUT/audit/$n/audit.log" \
-				--pubkey "$OUT/audit/$n/audit.pub" --change "$CHANGE" --profile "$NEW" \
-				"${SIGN[@]}" --out "$OUT/evidence-$CHANGE-$n.tar"
+				--pubkey "$OUT/audit/$n/audit.pub" --ledger "$OUT/audit/$n/sa-ledger" \
+				--change "$CHANGE" --profile "$NEW" "${SIGN[@]}" --out "$OUT/evidence-$CHANGE-$n.tar"
 		else
 			failed "evidence-$n" "no audit log was collected from $n"
 		fi

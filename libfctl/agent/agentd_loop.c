@@ -139,6 +139,12 @@ static void recover_at_start(struct agent *a)
 	else if (r < 0)
 		fctl_agentd_log("recover at start failed: %s",
 				res.error[0] ? res.error : strerror(-r));
+	if (res.has_ledger) { /* the packet-number ledger as the recovery left it (docs/audit.md) */
+		char d[FCTL_SA_LEDGER_ANCHOR_MAX];
+
+		fctl_sa_ledger_anchor_format(&res.ledger, d);
+		fctl_agentd_audit_event(a, FCTL_SA_LEDGER_ACTION, "anchored", NULL, d);
+	}
 	fctl_apply_result_release(&res);
 }
 

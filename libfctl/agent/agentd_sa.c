@@ -21,6 +21,7 @@
 #include "agentd_int.h"
 #include "fctl/key_backend.h"
 #include "fctl/rotation.h"
+#include "fctl/sa_ledger.h"
 
 #define ROTATION_LEASE_S 600 /* a rotation that dies leaves SAs of two keys this long at most */
 
@@ -61,6 +62,33 @@ struct sa_view {
 	struct fctl_macsec_stats *st;
 };
 
+/* After an SA request's record (not synced yet): an sa-ledger record with the ledger as
+ * the requests left it, when their door consulted it (docs/audit.md "Packet-number
+ * evidence"). 0, or -EIO when it could not be written. */
+static int sa_ledger_audit(struct agent *a, const struct conn *c)
+{
+	struct fctl_sa_ledger_anchor an;
+	char detail[FCTL_SA_LEDGER_ANCHOR_MAX];
+	struct fctl_audit_entry e = {
+		.action = FCTL_SA_LEDGER_ACTION,
+		.result = "anchored",
+		.actor_cert = c->kind == C_TLS ? c->who : NULL,
+		.has_actor_uid = c->has_uid,
+		.actor_uid = c->uid,
+		.host = a->host,
+		.detail = detail,
+	};
+
+	if (!a->audit || fctl_engine_kernel_ledger_anchor(a->sa_kern, &an) != 1)
+		return 0;
+	fctl_sa_ledger_anchor_format(&an, detail);
+	if (fctl_audit_append(a->audit, &e) < 0) {
+		fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
+		return -EIO;
+	}
+	return 0;
+}
+
 /* 0, or -EIO when the record could not be written (the caller fails the request:
  * an SA change nobody can account for is not reported as done). */
 static int sa_audit(struct agent *a, const struct conn *c, const char *action, bool ok,
@@ -100,7 +128,8 @@ static int sa_audit(struct agent *a, const struct conn *c, const char *action, b
 			e.kcvs = kcvs;
 			e.n_kcvs = 1;
 		}
-		if (fctl_audit_append(a->audit, &e) < 0 || (sync && fctl_audit_sync(a->audit) < 0)) {
+		if (fctl_audit_append(a->audit, &e) < 0 ||
+		    (sync && (sa_ledger_audit(a, c) < 0 || fctl_audit_sync(a->audit) < 0))) {
 			fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
 			return -EIO;
 		}
@@ -753,7 +782,7 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 					 fctl_proto_type_name(op.type), op.ifname, err);
 		}
 	}
-	if (changes && a->audit && fctl_audit_sync(a->audit) < 0) {
+	if (changes && a->audit && (sa_ledger_audit(a, c) < 0 || fctl_audit_sync(a->audit) < 0)) {
 		fctl_agentd_log("audit: %s", fctl_audit_error(a->audit));
 		snprintf(first, sizeof(first), "the SA changes were made but their audit records "
 			 "could not be written: treat them as failed");

@@ -11,7 +11,8 @@
 /*
  * Every action fabricctl's programs write (docs/audit.md "Manual records"): the CLI's
  * (apply, rollback, recover, drift, confirm, confirm-rollback, teardown, node-check), the
- * writer's own log-repair, the probe's verdicts, the agent's (its connections, front-end,
+ * packet-number ledger's anchor (sa-ledger, after a change's record), the writer's own
+ * log-repair, the probe's verdicts, the agent's (its connections, front-end,
  * pull mode, drift repair, and each request by its protocol type name: fctl_proto_type_name),
  * and two families: key-* (keymgr: key-rotation, key-state) and mka-* (the agent's MKA
  * supervision). tests/unit/test_audit.c checks that every protocol type name is here.
@@ -19,7 +20,7 @@
 static const char *const tool_actions[] = {
 	"apply", "rollback", "recover", "drift", "drift-repair", "confirm", "confirm-rollback",
 	"teardown", "node-check", "log-repair", "probe", "connect", "frontend", "pull",
-	"request",
+	"request", "sa-ledger",
 	/* the agent's requests, by protocol type name */
 	"hello", "status", "plan", "show", "diff", "history", "sa-dump", "rxsa-install",
 	"txsa-stage", "txsa-switch", "encoding-sa", "sa-retire", "sa-batch", "response",

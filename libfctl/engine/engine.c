@@ -519,11 +519,20 @@ out:
 	return r;
 }
 
+/* The ledger's anchor for the change's audit record, when its SA door consulted the
+ * ledger (docs/audit.md "Packet-number evidence"); a ledger that cannot be read then
+ * leaves it out (the next change's record anchors it). */
+static void ledger_anchor(struct eng *e, struct fctl_apply_result *res)
+{
+	res->has_ledger = fctl_engine_kernel_ledger_anchor(&e->kern, &res->ledger) == 1;
+}
+
 /* What every change ends with: counters, time, and refused when nothing was written. */
 static void finish(struct eng *e, struct fctl_apply_result *res, double t0, int r)
 {
 	struct fctl_nl_stats st;
 
+	ledger_anchor(e, res);
 	res->withheld = fctl_engine_kernel_withheld(&e->kern, res->withheld_why,
 						    sizeof(res->withheld_why));
 	if (e->kern.sess) {
@@ -770,6 +779,7 @@ int fctl_engine_recover(const struct fctl_engine_opts *o, struct fctl_apply_resu
 			res->confirm_rolled_back = true;
 		r = x < 0 ? x : r || x;
 	}
+	ledger_anchor(&e, res);
 	fctl_engi_close(&e);
 	return r;
 }

@@ -21,6 +21,7 @@ struct fctl_engine_kernel {
 	void *sess; /* NULL: not open */
 	char ledger_dir[PATH_MAX]; /* the state directory of the ledger; "": none attached */
 	struct fctl_engi_pn *pn;   /* the ledger, loaded at the first SA op that needs it */
+	bool pn_touched;           /* the door consulted it since the last anchor */
 	/* SA adds withheld in this session: kind, ifname, sci, an; the first one's reason */
 	struct fctl_op *withheld;
 	size_t n_withheld, cap_withheld;

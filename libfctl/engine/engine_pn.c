@@ -31,12 +31,15 @@
 
 #include "fctl/keys.h"
 #include "fctl/nl.h"
+#include "fctl/sa_ledger.h"
 #include "fctl/util.h"
 
 #include "engine_int.h"
 
-#define LEDGER_HEAD "fabricctl-sa-ledger 1\n"
-#define HASH_LEN 16
+#define LEDGER_HEAD FCTL_SA_LEDGER_HEAD
+#define HASH_LEN FCTL_SA_LEDGER_HASH_LEN
+
+_Static_assert(FCTL_KEYID_LEN == FCTL_SA_LEDGER_KEYID_LEN, "the ledger's KEYID is the model's");
 
 struct pn_entry {
 	bool tx;
@@ -121,25 +124,19 @@ static struct pn_entry *upsert(struct fctl_engi_pn *l, const struct pn_entry *ev
 	return x;
 }
 
-/* "live|retired tx|rx HASH|- KEYID SCI PN": 0, or -EINVAL */
+/* "live|retired tx|rx HASH|- KEYID SCI PN": 0, or -EINVAL (fctl/sa_ledger.h) */
 static int parse_line(char *s, struct pn_entry *ev)
 {
-	char *f[6], *save = NULL;
-	size_t n = 0;
+	struct fctl_sa_ledger_event x;
+	int r = fctl_sa_ledger_parse(s, &x);
 
-	for (char *t = strtok_r(s, " ", &save); t && n < 6; t = strtok_r(NULL, " ", &save))
-		f[n++] = t;
 	memset(ev, 0, sizeof(*ev));
-	if (n != 6 || (strcmp(f[0], "live") && strcmp(f[0], "retired")) ||
-	    (strcmp(f[1], "tx") && strcmp(f[1], "rx")))
-		return -EINVAL;
-	ev->retired = f[0][0] == 'r';
-	ev->tx = f[1][0] == 't';
-	ev->has_hash = strcmp(f[2], "-") != 0;
-	if ((ev->has_hash && fctl_parse_hex(f[2], ev->hash, HASH_LEN) < 0) ||
-	    fctl_parse_hex(f[3], ev->keyid, FCTL_KEYID_LEN) < 0 || fctl_parse_u64(f[4], &ev->sci) < 0 ||
-	    fctl_parse_u64(f[5], &ev->pn) < 0)
-		return -EINVAL;
+	if (r < 0)
+		return r;
+	*ev = (struct pn_entry){ .tx = x.tx, .has_hash = x.has_hash, .retired = x.retired,
+				 .sci = x.sci, .pn = x.pn };
+	memcpy(ev->hash, x.hash, HASH_LEN);
+	memcpy(ev->keyid, x.keyid, FCTL_KEYID_LEN);
 	return 0;
 }
 
@@ -230,6 +227,7 @@ static int ledger(struct fctl_engine_kernel *k, struct fctl_engi_pn **out, char 
 		}
 		k->pn = l;
 	}
+	k->pn_touched = true;
 	*out = l;
 	return 0;
 }
@@ -271,14 +269,13 @@ static int record(struct fctl_engi_pn *l, const struct pn_entry *ev, size_t n, c
 	if (r == 0 && l->valid == 0)
 		r = fctl_buf_puts(&b, LEDGER_HEAD);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		char hash[2 * HASH_LEN + 1] = "-", keyid[2 * FCTL_KEYID_LEN + 1];
+		struct fctl_sa_ledger_event x = { .tx = ev[i].tx, .has_hash = ev[i].has_hash,
+						  .retired = ev[i].retired, .sci = ev[i].sci,
+						  .pn = ev[i].pn };
 
-		if (ev[i].has_hash)
-			fctl_format_hex(ev[i].hash, HASH_LEN, hash);
-		fctl_format_hex(ev[i].keyid, FCTL_KEYID_LEN, keyid);
-		r = fctl_buf_printf(&b, "%s %s %s %s 0x%016" PRIx64 " %" PRIu64 "\n",
-				    ev[i].retired ? "retired" : "live", ev[i].tx ? "tx" : "rx", hash,
-				    keyid, ev[i].sci, ev[i].pn);
+		memcpy(x.hash, ev[i].hash, HASH_LEN);
+		memcpy(x.keyid, ev[i].keyid, FCTL_KEYID_LEN);
+		r = fctl_sa_ledger_format(&b, &x);
 	}
 	if (r == 0)
 		r = fctl_write_all(l->fd, b.data, b.len);
@@ -518,6 +515,39 @@ int fctl_engi_pn_retire(struct fctl_engine_kernel *k, const struct fctl_op *op,
 	free(ev);
 	fctl_host_state_free(hs);
 	return r;
+}
+
+int fctl_engine_kernel_ledger_anchor(struct fctl_engine_kernel *k,
+				     struct fctl_sa_ledger_anchor *out)
+{
+	struct fctl_buf b = { 0 };
+	unsigned int hl = 32;
+	char path[PATH_MAX + 16];
+	int fd, r = 0;
+
+	if (!k || !k->pn_touched || !k->ledger_dir[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/sa-ledger", k->ledger_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* under the writers' lock: no line half-appended by another process is read */
+	if (flock(fd, LOCK_SH) < 0)
+		r = -errno;
+	if (r == 0)
+		r = fctl_file_read(path, &b);
+	close(fd);
+	if (r == 0) {
+		out->size = fctl_sa_ledger_whole(b.data ? b.data : "", b.len);
+		if (EVP_Digest(b.data ? b.data : "", (size_t)out->size, out->sha256, &hl, EVP_sha256(),
+			       NULL) != 1)
+			r = -EIO;
+	}
+	fctl_buf_release(&b);
+	if (r < 0)
+		return r;
+	k->pn_touched = false;
+	return out->size ? 1 : 0;
 }
 
 size_t fctl_engi_pn_withheld_in(const struct fctl_engine_kernel *k, const struct fctl_plan *plan)

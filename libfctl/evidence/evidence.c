@@ -20,48 +20,7 @@
 
 #define HISTORY_DIR "/var/lib/fabricctl/history"
 
-struct rec {
-	char *line;
-	size_t len;
-	uint64_t seq;
-	char *time, *action, *host, *change, *result, *key_state, *detail;
-	char *pname, *psha;
-	uint64_t pver;
-	bool has_profile;
-	char keyids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
-	size_t nk;
-	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
-	size_t nkcv;
-	bool in_slice;
-	bool manual; /* "manual":true: written by hand (audit append) */
-};
-
-struct prof {
-	char *name, *sha;
-	uint64_t version;
-	char *file; /* name in the bundle, NULL when not found */
-	struct fctl_buf data;
-};
-
-struct ev {
-	const struct fctl_evidence_opts *o;
-	char since[32], until[32];
-	struct rec *r;
-	size_t nr, capr;
-	struct fctl_evidence_file *f;
-	size_t nf, capf;
-	struct prof *p;
-	size_t np, capp;
-	char signer_ids[16][65]; /* SHA-256 of each --sign key's DER public key, hex */
-	size_t nstmt;            /* in-toto statements in attestations.intoto.jsonl */
-	char origin[FCTL_AUDIT_ORIGIN_MAX]; /* the checkpoint's first line */
-	size_t wfirst, wlast, nwin; /* the window: e->r[wfirst..wlast], nwin records (0: none) */
-	char *err;
-	size_t errlen;
-};
-
-static int fail(struct ev *e, int r, const char *fmt, ...) FCTL_PRINTF(3, 4);
-static int fail(struct ev *e, int r, const char *fmt, ...)
+int fctl_evi_fail(struct ev *e, int r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -81,19 +40,18 @@ static void sha256_hex(const void *p, size_t n, char out[65])
 	fctl_format_hex(h, 32, out);
 }
 
-/* takes ownership of data */
-static int add_file(struct ev *e, const char *name, struct fctl_buf *data)
+int fctl_evi_add_file(struct ev *e, const char *name, struct fctl_buf *data)
 {
 	struct fctl_evidence_file *f;
 
 	if (data->oom)
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	f = fctl_array_grow(&e->f, &e->nf, &e->capf, sizeof(*e->f));
 	if (!f || !(f->name = fctl_strdup(name)))
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	f->len = data->len;
 	f->data = data->len ? fctl_buf_steal(data) : fctl_strdup("");
-	return f->data ? 0 : fail(e, -ENOMEM, "out of memory");
+	return f->data ? 0 : fctl_evi_fail(e, -ENOMEM, "out of memory");
 }
 
 static int add_text(struct ev *e, const char *name, const char *text)
@@ -101,7 +59,7 @@ static int add_text(struct ev *e, const char *name, const char *text)
 	struct fctl_buf b = { 0 };
 
 	fctl_buf_puts(&b, text);
-	return add_file(e, name, &b);
+	return fctl_evi_add_file(e, name, &b);
 }
 
 /* ["aa","bb"] of hex strings into out[n][width + 1] */
@@ -390,7 +348,7 @@ static int statements(struct ev *e)
 		if (!statement(e, &e->r[i], &b))
 			continue;
 		if (b.oom) {
-			r = fail(e, -ENOMEM, "out of memory");
+			r = fctl_evi_fail(e, -ENOMEM, "out of memory");
 			goto out;
 		}
 		/* the payload is the statement without its newline */
@@ -401,7 +359,7 @@ static int statements(struct ev *e)
 		fctl_buf_putc(&att, '\n');
 		e->nstmt++;
 	}
-	r = add_file(e, FCTL_EVIDENCE_ATTESTATIONS, &att);
+	r = fctl_evi_add_file(e, FCTL_EVIDENCE_ATTESTATIONS, &att);
 out:
 	fctl_buf_release(&att);
 	fctl_buf_release(&b);
@@ -446,7 +404,7 @@ static int key_metadata(struct ev *e)
 			slot = fctl_array_grow(&ids, &nids, &capids, sizeof(*ids));
 			if (!slot) {
 				free(ids);
-				return fail(e, -ENOMEM, "out of memory");
+				return fctl_evi_fail(e, -ENOMEM, "out of memory");
 			}
 			*slot = e->r[i].keyids[k];
 		}
@@ -488,7 +446,7 @@ static int key_metadata(struct ev *e)
 	}
 	fctl_buf_puts(&b, "]}\n");
 	free(ids);
-	r = add_file(e, "keys/kms-metadata.json", &b);
+	r = fctl_evi_add_file(e, "keys/kms-metadata.json", &b);
 	fctl_buf_release(&b);
 	return r;
 }
@@ -527,14 +485,14 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 
 			if (!slot) {
 				free(hosts);
-				return fail(e, -ENOMEM, "out of memory");
+				return fctl_evi_fail(e, -ENOMEM, "out of memory");
 			}
 			*slot = r->host;
 		}
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 4,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 5,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -561,6 +519,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	fctl_buf_json_str(m, e->origin);
 	fctl_buf_printf(m, ", \"proofs\": \"audit/proofs.json\", \"whole_log\": %s},\n",
 			e->o->whole_log ? "true" : "false");
+	fctl_evi_manifest_pn(e, m);
 	fctl_buf_puts(m, "  \"profiles\": [");
 	for (size_t j = 0; j < e->np; j++) {
 		fctl_buf_puts(m, j ? ",\n    {\"name\": " : "\n    {\"name\": ");
@@ -587,7 +546,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 		fctl_buf_printf(m, ", \"size\": %zu, \"sha256\": \"%s\"}", e->f[j].len, hex);
 	}
 	fctl_buf_puts(m, "\n  ]\n}\n");
-	return m->oom ? fail(e, -ENOMEM, "out of memory") : 0;
+	return m->oom ? fctl_evi_fail(e, -ENOMEM, "out of memory") : 0;
 }
 
 static int cmp_file(const void *a, const void *b)
@@ -608,10 +567,10 @@ static int paths_and_window(struct ev *e, char **cps, char **pub)
 	const struct fctl_evidence_opts *o = e->o;
 
 	if (!o->n_sign_keys || o->n_sign_keys > 16)
-		return fail(e, -EINVAL, "give one to sixteen --sign keys");
+		return fctl_evi_fail(e, -EINVAL, "give one to sixteen --sign keys");
 	if (asprintf(cps, "%s.checkpoints", o->log_path) < 0) {
 		*cps = NULL;
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	}
 	if (o->pubkey_path) {
 		*pub = fctl_strdup(o->pubkey_path);
@@ -623,10 +582,10 @@ static int paths_and_window(struct ev *e, char **cps, char **pub)
 			*pub = NULL;
 	}
 	if (!*pub)
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	if ((o->since && fctl_audit_parse_time(o->since, e->since) < 0) ||
 	    (o->until && fctl_audit_parse_time(o->until, e->until) < 0))
-		return fail(e, -EINVAL, "times are 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
+		return fctl_evi_fail(e, -EINVAL, "times are 2024-05-01, 2024-05-01T12:00:00Z or @EPOCH");
 	if (o->until && !strchr(o->until, 'T') && o->until[0] != '@')
 		memcpy(e->until + 11, "23:59:59.999999Z", 17);
 	return 0;
@@ -648,19 +607,19 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 		size_t k = fctl_audit_report_first_error(&rep);
 
 		/* a log or key that cannot be read is an I/O error, not a log that fails */
-		r = fail(e, r < 0 ? r : k < rep.n && rep.f[k].kind == FCTL_AUDIT_IO ? -EIO : -EBADMSG,
+		r = fctl_evi_fail(e, r < 0 ? r : k < rep.n && rep.f[k].kind == FCTL_AUDIT_IO ? -EIO : -EBADMSG,
 			 "the audit log does not verify: %s",
 			 r < 0 ? strerror(-r) : k < rep.n ? rep.f[k].msg : "see 'fabricctl audit verify'");
 		goto out;
 	}
 	r = fctl_audit_read(o->log_path, collect, e);
 	if (r < 0) {
-		r = fail(e, r, "cannot read the audit log: %s", strerror(-r));
+		r = fctl_evi_fail(e, r, "cannot read the audit log: %s", strerror(-r));
 		goto out;
 	}
 	r = fctl_audit_latest_checkpoint(o->checkpoint_path ? o->checkpoint_path : cps, &b, cpsize);
 	if (r < 0) {
-		r = fail(e, r, "no signed checkpoint to include");
+		r = fctl_evi_fail(e, r, "no signed checkpoint to include");
 		goto out;
 	}
 	{
@@ -674,14 +633,14 @@ static int add_audit_anchor(struct ev *e, const char *cps, const char *pub, uint
 		if (l3 && fctl_audit_b64_decode(l3 + 1, strcspn(l3 + 1, "\n"), root, 32) == 32)
 			fctl_format_hex(root, 32, cproot);
 	}
-	if ((r = add_file(e, "audit/checkpoint.txt", &b)) < 0)
+	if ((r = fctl_evi_add_file(e, "audit/checkpoint.txt", &b)) < 0)
 		goto out;
 	fctl_buf_release(&b);
 	if ((r = fctl_file_read(pub, &b)) < 0) {
-		r = fail(e, r, "cannot read '%s': %s", pub, strerror(-r));
+		r = fctl_evi_fail(e, r, "cannot read '%s': %s", pub, strerror(-r));
 		goto out;
 	}
-	r = add_file(e, "audit/audit.pub", &b);
+	r = fctl_evi_add_file(e, "audit/audit.pub", &b);
 out:
 	fctl_audit_report_release(&rep);
 	fctl_buf_release(&b);
@@ -698,17 +657,17 @@ static int add_proofs(struct ev *e, uint64_t cpsize)
 	int r;
 
 	if (cpsize == 0 || cpsize > e->nr)
-		return fail(e, -EINVAL, "the checkpoint covers %" PRIu64 " records, the log has %zu",
+		return fctl_evi_fail(e, -EINVAL, "the checkpoint covers %" PRIu64 " records, the log has %zu",
 			    cpsize, e->nr);
 	if (!(leaves = malloc(e->nr * sizeof(*leaves))))
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < e->nr; i++)
 		fctl_audit_leaf_hash(e->r[i].line, e->r[i].len, leaves[i]);
 	r = fctl_evidence_proofs((const uint8_t(*)[32])leaves, cpsize,
 				 e->nwin ? e->r[e->wfirst].seq : 0, e->nwin ? e->r[e->wlast].seq : 0,
 				 o->consistency_from, o->n_consistency_from, &b, e->err, e->errlen);
 	if (r == 0)
-		r = add_file(e, "audit/proofs.json", &b);
+		r = fctl_evi_add_file(e, "audit/proofs.json", &b);
 	fctl_buf_release(&b);
 	free(leaves);
 	return r;
@@ -727,7 +686,7 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 			fctl_buf_append(&b, e->r[i].line, e->r[i].len);
 			fctl_buf_putc(&b, '\n');
 		}
-		if ((r = add_file(e, "audit/log.jsonl", &b)) < 0)
+		if ((r = fctl_evi_add_file(e, "audit/log.jsonl", &b)) < 0)
 			goto out;
 		fctl_buf_release(&b);
 	}
@@ -740,7 +699,7 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 	}
 	e->nwin = e->nwin ? e->wlast - e->wfirst + 1 : 0;
 	if (!e->nwin && !e->o->allow_empty) {
-		r = fail(e, -ENODATA, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
+		r = fctl_evi_fail(e, -ENODATA, "no record of the log is selected%s", FCTL_EVIDENCE_EMPTY_HINT);
 		goto out;
 	}
 	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
@@ -755,7 +714,7 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 
 			if (!p || !(p->sha = fctl_strdup(rc->psha)) ||
 			    !(p->name = fctl_strdup(rc->pname ? rc->pname : "unnamed"))) {
-				r = fail(e, -ENOMEM, "out of memory");
+				r = fctl_evi_fail(e, -ENOMEM, "out of memory");
 				goto out;
 			}
 			p->version = rc->pver;
@@ -763,41 +722,11 @@ static int add_log_and_slice(struct ev *e, uint64_t cpsize)
 				goto out;
 		}
 	}
-	if ((r = add_file(e, "audit/slice.jsonl", &b)) < 0)
+	if ((r = fctl_evi_add_file(e, "audit/slice.jsonl", &b)) < 0)
 		goto out;
 	r = add_proofs(e, cpsize);
 out:
 	fctl_buf_release(&b);
-	return r;
-}
-
-/* The profiles found, a second one of the same file name under its digest's prefix. */
-/* mka/ports.json, when the window has records of the agent's MKA supervision. */
-static int add_mka(struct ev *e)
-{
-	struct fctl_evi_mka_in *in = calloc(e->nr ? e->nr : 1, sizeof(*in));
-	struct fctl_buf b = { 0 };
-	size_t n = 0;
-	int r = 0;
-
-	if (!in)
-		return fail(e, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < e->nr; i++) {
-		const struct rec *rc = &e->r[i];
-
-		if (!rc->in_slice || !rc->action || strncmp(rc->action, "mka-", 4) != 0)
-			continue;
-		in[n++] = (struct fctl_evi_mka_in){ .seq = rc->seq, .time = rc->time,
-						    .action = rc->action, .host = rc->host,
-						    .result = rc->result, .detail = rc->detail,
-						    .kcv = rc->nkcv ? rc->kcvs[0] : NULL };
-	}
-	if (n && fctl_evi_mka_json(in, n, &b) < 0)
-		r = fail(e, -ENOMEM, "out of memory");
-	else if (n)
-		r = add_file(e, "mka/ports.json", &b);
-	fctl_buf_release(&b);
-	free(in);
 	return r;
 }
 
@@ -814,11 +743,11 @@ static int add_profiles(struct ev *e)
 			char *f = NULL;
 
 			if (asprintf(&f, "profiles/%.16s-%s", e->p[i].sha, e->p[i].file + 9) < 0)
-				return fail(e, -ENOMEM, "out of memory");
+				return fctl_evi_fail(e, -ENOMEM, "out of memory");
 			free(e->p[i].file);
 			e->p[i].file = f;
 		}
-		if (e->p[i].file && (r = add_file(e, e->p[i].file, &e->p[i].data)) < 0)
+		if (e->p[i].file && (r = fctl_evi_add_file(e, e->p[i].file, &e->p[i].data)) < 0)
 			return r;
 	}
 	return 0;
@@ -844,7 +773,7 @@ static int add_signer_keys(struct ev *e)
 		sha256_hex(der, sizeof(der), e->signer_ids[k]);
 		for (size_t j = 0; j < k; j++) {
 			if (!strcmp(e->signer_ids[j], e->signer_ids[k])) {
-				r = fail(e, -EINVAL, "--sign '%s' is the same key as '%s'",
+				r = fctl_evi_fail(e, -EINVAL, "--sign '%s' is the same key as '%s'",
 					 o->sign_keys[k], o->sign_keys[j]);
 				goto out;
 			}
@@ -853,7 +782,7 @@ static int add_signer_keys(struct ev *e)
 		fctl_audit_b64_encode(der, sizeof(der), &b);
 		fctl_buf_puts(&b, "\n-----END PUBLIC KEY-----\n");
 		snprintf(name, sizeof(name), "keys/signers/signer-%zu.pub", k + 1);
-		if ((r = add_file(e, name, &b)) < 0)
+		if ((r = fctl_evi_add_file(e, name, &b)) < 0)
 			goto out;
 		fctl_buf_release(&b);
 	}
@@ -876,7 +805,7 @@ static int add_sums(struct ev *e)
 		sha256_hex(e->f[j].data, e->f[j].len, hex);
 		fctl_buf_printf(&sums, "%s  %s\n", hex, e->f[j].name);
 	}
-	r = add_file(e, "SHA256SUMS", &sums);
+	r = fctl_evi_add_file(e, "SHA256SUMS", &sums);
 	fctl_buf_release(&sums);
 	return r;
 }
@@ -898,9 +827,9 @@ static int add_signed_manifest(struct ev *e, uint64_t cpsize, const char *cproot
 	if (r < 0)
 		goto out;
 	fctl_buf_putc(&env, '\n');
-	if ((r = add_file(e, "MANIFEST.json", &m)) < 0)
+	if ((r = fctl_evi_add_file(e, "MANIFEST.json", &m)) < 0)
 		goto out;
-	r = add_file(e, "MANIFEST.dsse.json", &env);
+	r = fctl_evi_add_file(e, "MANIFEST.dsse.json", &env);
 out:
 	fctl_buf_release(&m);
 	fctl_buf_release(&env);
@@ -917,7 +846,7 @@ static int add_report(struct ev *e)
 	int r;
 
 	if (!f)
-		return fail(e, -ENOMEM, "out of memory");
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
 	memcpy(f, e->f, e->nf * sizeof(*f));
 	for (size_t i = e->wfirst; e->nwin && i <= e->wlast; i++) {
 		if (!e->r[i].in_slice)
@@ -941,9 +870,9 @@ static int add_report(struct ev *e)
 	fctl_buf_release(&sel);
 	if (r < 0) {
 		fctl_buf_release(&html);
-		return fail(e, r, "out of memory");
+		return fctl_evi_fail(e, r, "out of memory");
 	}
-	return add_file(e, FCTL_EVIDENCE_REPORT, &html);
+	return fctl_evi_add_file(e, FCTL_EVIDENCE_REPORT, &html);
 }
 
 int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out, char *err,
@@ -959,7 +888,8 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 	    (r = add_log_and_slice(&e, cpsize)) < 0 || (r = add_profiles(&e)) < 0)
 		goto out;
 	if ((r = add_signer_keys(&e)) < 0 || (r = statements(&e)) < 0 ||
-	    (r = key_metadata(&e)) < 0 || (r = add_mka(&e)) < 0)
+	    (r = key_metadata(&e)) < 0 || (r = fctl_evi_add_mka(&e)) < 0 ||
+	    (r = fctl_evi_add_pn(&e)) < 0)
 		goto out;
 	if ((r = add_text(&e, "VERIFY.md", fctl_evidence_verify_md)) < 0 ||
 	    (r = add_text(&e, "verify.sh", fctl_evidence_verify_sh)) < 0)
@@ -970,7 +900,7 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 		goto out;
 	r = fctl_evidence_tar(e.f, e.nf, out);
 	if (r < 0)
-		fail(&e, r, "cannot write the tar: %s", strerror(-r));
+		fctl_evi_fail(&e, r, "cannot write the tar: %s", strerror(-r));
 out:
 	for (size_t i = 0; i < e.nr; i++)
 		rec_release(&e.r[i]);

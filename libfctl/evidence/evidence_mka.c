@@ -164,3 +164,31 @@ int fctl_evi_mka_json(const struct fctl_evi_mka_in *in, size_t n, struct fctl_bu
 	free(pt);
 	return out->oom ? -ENOMEM : 0;
 }
+
+int fctl_evi_add_mka(struct ev *e)
+{
+	struct fctl_evi_mka_in *in = calloc(e->nr ? e->nr : 1, sizeof(*in));
+	struct fctl_buf b = { 0 };
+	size_t n = 0;
+	int r = 0;
+
+	if (!in)
+		return fctl_evi_fail(e, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->nr; i++) {
+		const struct rec *rc = &e->r[i];
+
+		if (!rc->in_slice || !rc->action || strncmp(rc->action, "mka-", 4) != 0)
+			continue;
+		in[n++] = (struct fctl_evi_mka_in){ .seq = rc->seq, .time = rc->time,
+						    .action = rc->action, .host = rc->host,
+						    .result = rc->result, .detail = rc->detail,
+						    .kcv = rc->nkcv ? rc->kcvs[0] : NULL };
+	}
+	if (n && fctl_evi_mka_json(in, n, &b) < 0)
+		r = fctl_evi_fail(e, -ENOMEM, "out of memory");
+	else if (n)
+		r = fctl_evi_add_file(e, "mka/ports.json", &b);
+	fctl_buf_release(&b);
+	free(in);
+	return r;
+}

@@ -197,8 +197,15 @@ def ed25519(pubfile, sighex, listfile, paefile, goodfile):
 		j = int(f, 10)
 		if ok(pae[j], bytes.fromhex(hx[128 * j:128 * j + 128])):
 			print(f)
+def prefixes(path):
+	# "SIZE SHA-256 of the first SIZE bytes" (or "-" past the end) per size on stdin
+	data = open(path, "rb").read()
+	for n in sorted(set(int(x) for x in sys.stdin.read().split())):
+		print(n, hashlib.sha256(data[:n]).hexdigest() if n <= len(data) else "-")
 if sys.argv[1] == "leaves":
 	leaves(sys.argv[2])
+elif sys.argv[1] == "prefixes":
+	prefixes(sys.argv[2])
 elif sys.argv[1] == "ed25519":
 	ed25519(*sys.argv[2:7])
 elif sys.argv[1] == "range":
@@ -345,7 +352,7 @@ else
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
 # every single value the later checks read from the manifest (the file list is read on its own)
-scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 4 and (.signatures_required | type) == "number"
+scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 5 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' \
@@ -354,9 +361,9 @@ scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 4 and (.si
 	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
 	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
 if [ "$MF_SHAPE" = true ]; then
-	ok "manifest: a fabricctl evidence manifest, format 4"
+	ok "manifest: a fabricctl evidence manifest, format 5"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 4)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 5)"
 fi
 need=${MF_NEED:-0}
 if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
@@ -950,6 +957,140 @@ if jq -e '[.. | strings | select(test("^[0-9a-f]{32,}$"))] | length == 0' keys/k
 else
 	bad "keys/kms-metadata.json holds a value that could be key material"
 fi
+
+# --- 6. packet numbers: no key at a PN twice, as the ledger the audit log anchors says ----------
+# The window's sa-ledger records (the tool's; a manual record never takes that action) each name
+# a length and SHA-256 of the host's packet-number ledger; pn/sa-ledger must be the longest of
+# them and every one a prefix of it (the ledger was only appended to). pn/ranges.json must be
+# what jq derives from its lines (PN_JQ: the rules of docs/audit.md), and no two ranges of one
+# key, SCI and direction may overlap (PN_OVERLAP_JQ). PNs are decimal strings (XPN's exceed
+# what a JSON number holds exactly) compared by length, then text.
+PN_DEFS='def lt($a; $b): ($a | length) < ($b | length) or (($a | length) == ($b | length) and $a < $b);
+def gk: "\(.dir) \(.sci) \(.keyid) \(.key)";'
+PN_JQ=$PN_DEFS'
+def ev: [capture("^(?<ev>live|retired) (?<dir>tx|rx) (?<key>[0-9a-f]{32}|-) (?<keyid>[0-9a-f]{32}) (?<sci>0x[0-9a-f]{16}) (?<pn>0|[1-9][0-9]{0,19})$")]
+	| .[0] | if . != null and lt("18446744073709551615"; .pn) then null else . end;
+def mkrange($e; $first; $next; $fl; $tl): {key: $e.key, keyid: $e.keyid, sci: $e.sci, dir: $e.dir,
+	first: $first, next: $next, from_line: $fl, to_line: $tl};
+split("\n") as $l |
+if $l[0] != "fabricctl-sa-ledger 1" or $l[-1] != "" or ($l | length) < 2 then
+	{error: "pn/sa-ledger does not start with its head or does not end with a whole line"}
+else reduce range(1; ($l | length) - 1) as $i ({ranges: [], g: {}, error: null};
+	($i + 1) as $n | ($l[$i] | ev) as $e |
+	if .error != null then .
+	elif $e == null then .error = "line \($n) of pn/sa-ledger is not a ledger event"
+	else ($e | gk) as $k | (.g[$k] // []) as $idx | . as $s |
+		($idx | last) as $li |
+		(reduce ($idx[] | $s.ranges[.].next | select(. != null)) as $x ("0"; if lt(.; $x) then $x else . end)) as $reached |
+		if $e.ev == "retired" and $li != null and .ranges[$li].next == null then
+			.ranges[$li].next = $e.pn | .ranges[$li].to_line = $n
+		elif $e.ev == "retired" and ($idx | length) > 0 and (lt($reached; $e.pn) | not) then .
+		else .g[$k] = $idx + [.ranges | length] |
+			.ranges += [if $e.ev == "retired" then mkrange($e; null; $e.pn; null; $n)
+				else mkrange($e; $e.pn; null; $n; null) end] end
+	end) | {error, ranges} end'
+PN_OVERLAP_JQ=$PN_DEFS'
+def show: "[\(.first // "unknown"), \(.next // "unknown"))";
+def over($x; $y): (if lt($x.first // "0"; $y.first // "0") then $y.first // "0" else $x.first // "0" end) as $lo |
+	if $x.next == null and $y.next == null then true
+	elif $x.next == null then lt($lo; $y.next) elif $y.next == null then lt($lo; $x.next)
+	else lt($lo; if lt($x.next; $y.next) then $x.next else $y.next end) end;
+(group_by([.dir, .sci, .keyid])[] | . as $g | range(0; length) as $i | range($i + 1; length) as $j |
+	$g[$i] as $x | $g[$j] as $y | select($x.key == $y.key or $x.key == "-" or $y.key == "-") |
+	select(over($x; $y)) |
+	"key \(if $x.key == "-" then $y.key else $x.key end) (KEYID \($x.keyid)) SCI \($x.sci) \($x.dir): PN ranges \($x | show) (ledger lines \($x.from_line // "-")-\($x.to_line // "-")) and \($y | show) (lines \($y.from_line // "-")-\($y.to_line // "-")) overlap: a nonce used twice"),
+(.[] | select(.first != null and .next != null and lt(.next; .first)) |
+	"key \(.key) (KEYID \(.keyid)) SCI \(.sci) \(.dir): PN range \(show) ends before it starts")'
+# pn_overlaps FILE LABEL: the overlap findings of the ranges in FILE (a JSON array); 0 when none
+pn_overlaps() {
+	local l rc=0
+	if ! jq -r "$PN_OVERLAP_JQ" "$1" >"$TMP/pn.over" 2>/dev/null; then
+		bad "pn: $2 are not ranges of the documented form"
+		return 1
+	fi
+	while IFS= read -r l; do bad "pn: $l ($2)"; rc=1; done <"$TMP/pn.over"
+	return $rc
+}
+check_pn() {
+	local an=() a seq b h top=-1 topseq= topb=-1 n pbad=0 line
+	declare -A PFX=()
+	scalars "$M" MF_PN='.pn' MF_PN_SEQ='.pn.anchor_seq' MF_PN_BYTES='.pn.bytes' MF_PN_SHA='.pn.sha256' \
+		MF_PN_FILES='.pn | "\(.ledger) \(.ranges)"'
+	[ -f "$SLICE" ] || return
+	mapfile -t an < <(jq -r 'select(.action == "sa-ledger" and (has("manual") | not)) | "\(.seq) \(.detail)"' "$SLICE" 2>/dev/null)
+	if [ "$MF_PN" = null ]; then
+		if [ ${#an[@]} -gt 0 ]; then
+			bad "pn: the window's audit record ${an[0]%% *} anchors the packet-number ledger, yet the bundle carries none"
+		else
+			ok "pn: the window holds no sa-ledger record: this bundle shows no packet-number ranges"
+		fi
+		return
+	fi
+	if [ "$MF_PN_FILES" != "pn/sa-ledger pn/ranges.json" ] || [ ! -f pn/sa-ledger ] || [ ! -f pn/ranges.json ]; then
+		bad "pn: the signed manifest's pn names other files than pn/sa-ledger and pn/ranges.json, or they are missing"
+		return
+	fi
+	[ ${#an[@]} -gt 0 ] || { bad "pn: the bundle carries a ledger no record of its window anchors"; return; }
+	for a in "${an[@]}"; do
+		if [[ ! $a =~ ^([1-9][0-9]*)\ bytes=(0|[1-9][0-9]{0,18})\ sha256=([0-9a-f]{64})$ ]]; then
+			bad "pn: audit record ${a%% *} (sa-ledger) is not an anchor of the ledger: '${a#* }'"
+			pbad=1
+			continue
+		fi
+		PFX[${BASH_REMATCH[2]}]=
+		[ "${BASH_REMATCH[2]}" -gt "$topb" ] && topb=${BASH_REMATCH[2]} topseq=${BASH_REMATCH[1]}
+	done
+	[ $pbad = 0 ] || return
+	# the digest of each anchored prefix: one python3 pass, else one openssl process each
+	if ! printf '%s\n' "${!PFX[@]}" | batch prefixes pn/sa-ledger >"$TMP/pn.pfx" 2>/dev/null; then
+		n=$(size pn/sa-ledger)
+		for b in "${!PFX[@]}"; do
+			if [ "$b" -le "$n" ]; then
+				h=$(head -c "$b" pn/sa-ledger | sha256sum)
+				echo "$b ${h%% *}"
+			else
+				echo "$b -"
+			fi
+		done >"$TMP/pn.pfx"
+	fi
+	while read -r b h; do PFX[$b]=$h; done <"$TMP/pn.pfx"
+	for a in "${an[@]}"; do
+		[[ $a =~ ^([0-9]+)\ bytes=([0-9]+)\ sha256=([0-9a-f]{64})$ ]]
+		if [ "${PFX[${BASH_REMATCH[2]}]:-}" != "${BASH_REMATCH[3]}" ]; then
+			bad "pn: pn/sa-ledger is not the ledger audit record ${BASH_REMATCH[1]} anchors (its first ${BASH_REMATCH[2]} bytes, sha256 ${BASH_REMATCH[3]}): changed after it was recorded"
+			pbad=1
+		fi
+	done
+	if [ "$(size pn/sa-ledger)" != "$topb" ] || [ "$MF_PN_SEQ" != "$topseq" ] || [ "$MF_PN_BYTES" != "$topb" ] ||
+		[ "$MF_PN_SHA" != "$(sha <pn/sa-ledger)" ]; then
+		bad "pn: pn/sa-ledger is not the ledger the window's longest anchor (record $topseq, $topb bytes) names, or the manifest says otherwise"
+		pbad=1
+	fi
+	[ $pbad = 0 ] && ok "pn: pn/sa-ledger ($topb bytes) is the packet-number ledger the window's ${#an[@]} sa-ledger records anchor (the longest: record $topseq)"
+	# the ranges: derived again from the ledger's lines, compared, and checked for overlaps
+	jq -R -s "$PN_JQ" pn/sa-ledger >"$TMP/pn.derived" 2>/dev/null || echo '{"error":"jq cannot read pn/sa-ledger"}' >"$TMP/pn.derived"
+	if [ "$(jq -r '.error // empty' "$TMP/pn.derived")" != "" ]; then
+		bad "pn: $(jq -r .error "$TMP/pn.derived")"
+		return
+	fi
+	jq '.ranges' "$TMP/pn.derived" >"$TMP/pn.mine"
+	jq '.ranges' pn/ranges.json >"$TMP/pn.theirs" 2>/dev/null || echo null >"$TMP/pn.theirs"
+	if [ "$(jq -n --slurpfile a "$TMP/pn.mine" --slurpfile b "$TMP/pn.theirs" '$a == $b')" = true ]; then
+		n=$(jq length "$TMP/pn.mine")
+		ok "pn: pn/ranges.json is what the ledger's lines give: $n ranges"
+		pn_overlaps "$TMP/pn.theirs" "pn/ranges.json" &&
+			ok "pn: no two PN ranges of one key, SCI and direction overlap: no nonce used twice, as recorded"
+	else
+		line=$(jq -n -r --slurpfile a "$TMP/pn.mine" --slurpfile b "$TMP/pn.theirs" \
+			'first(range(0; [($a[0] | length), ($b[0] | length? // 0)] | max) as $i | select($a[0][$i] != ($b[0][$i]?)) |
+			"range \($i + 1): the ledger gives \($a[0][$i] | tojson), pn/ranges.json says \($b[0][$i]? | tojson)") // "?"' 2>/dev/null)
+		bad "pn: pn/ranges.json disagrees with the ledger the audit records anchor: ${line:-not a ranges file}"
+		# what the auditor reads, and what the records say: overlaps in either are named
+		pn_overlaps "$TMP/pn.theirs" "pn/ranges.json"
+		pn_overlaps "$TMP/pn.mine" "as the ledger's lines give them"
+	fi
+}
+check_pn
 
 if [ $SELF = 1 ]; then
 	echo "$NOTHING_PROVEN"

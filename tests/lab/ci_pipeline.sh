@@ -11,7 +11,8 @@
 #  evidence     each host's bundle passes the bundled verify.sh (openssl, jq,
 #               sha256sum, tar) with both signers and the host's audit key pinned;
 #               the bundles hold the apply records (profile-apply statements) and
-#               h1's the probe verdicts (test-result statements, PASSED, figures)
+#               h1's the probe verdicts (test-result statements, PASSED, figures), and
+#               the PN ranges of the apply's SAs (the guest's ledger, anchored by its log)
 #  failure      a second run with an SLO no link meets and no --sign: exit 1, the
 #               probe step is a JUnit failure with the reason, only evidence is
 #               skipped, the failed verdict is in h1's audit log
@@ -127,6 +128,14 @@ for h in h1 h2; do
 		fi
 	else
 		fail "evidence-$h-verify-sh" "no bundle $b"
+	fi
+	# the packet-number evidence (docs/audit.md): the apply's SA door wrote the guest's ledger,
+	# its sa-ledger record anchors it, the pipeline carried it; a TX and an RX range at least
+	if grep -q "^PASS: pn: no two PN ranges of one key, SCI and direction overlap" "$T/verify-$h.out" &&
+		jq -e '[.ranges[].dir] | index("tx") != null and index("rx") != null' "$x/pn/ranges.json" >/dev/null 2>&1; then
+		pass "evidence-$h-pn-ranges"
+	else
+		fail "evidence-$h-pn-ranges" "$(grep 'pn:' "$T/verify-$h.out" | head -3) $(head -c 300 "$x/pn/ranges.json" 2>/dev/null)"
 	fi
 	# the statements (verify.sh checked their DSSE signatures), one JSON object a line
 	jq -c '.payload | @base64d | fromjson' "$x/attestations.intoto.jsonl" >"$T/statements-$h.jsonl" 2>/dev/null

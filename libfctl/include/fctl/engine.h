@@ -27,6 +27,7 @@
 
 #include "fctl/plan.h"
 #include "fctl/profile.h"
+#include "fctl/sa_ledger.h"
 
 #define FCTL_APPLY_MAX_KCVS 64
 
@@ -127,6 +128,10 @@ struct fctl_apply_result {
 	 * cleartext, no reuse) until new keys come. The apply is otherwise done. */
 	size_t withheld;
 	char withheld_why[512]; /* the first one: op, link, reason and the way back */
+	/* the packet-number ledger as the change left it, when its SA door consulted it: the
+	 * change's audit record is followed by an sa-ledger record with it (docs/audit.md) */
+	bool has_ledger;
+	struct fctl_sa_ledger_anchor ledger;
 	/* warnings about the host the plan cannot fix (fctl_live_plan.findings); an apply
 	 * (not a dry run) with a parent-missing finding is refused before any write */
 	struct fctl_diags findings;

@@ -50,6 +50,14 @@ void fctl_engine_kernel_close(struct fctl_engine_kernel *k);
  * fctl_state_dir_path) to the session's SA door (docs/keys-and-pn.md). Without one, every
  * SA add is refused (-EPERM): a key never goes into the kernel unaccounted for. */
 void fctl_engine_kernel_ledger(struct fctl_engine_kernel *k, const char *state_dir);
+/* The ledger's anchor for the audit log (docs/audit.md "Packet-number evidence"): when the
+ * session's SA door consulted the ledger since the last call, its whole lines' length and
+ * SHA-256 into out and 1 (the caller writes an sa-ledger record with it); 0 when there is
+ * nothing to anchor (no ledger attached, not consulted, no file); a negative errno when it
+ * cannot be read. */
+struct fctl_sa_ledger_anchor;
+int fctl_engine_kernel_ledger_anchor(struct fctl_engine_kernel *k,
+				     struct fctl_sa_ledger_anchor *out);
 /* How many SA adds this session withheld for nonce safety; why (may be NULL) gets the
  * first one's op, link and reason. */
 size_t fctl_engine_kernel_withheld(const struct fctl_engine_kernel *k, char *why, size_t len);

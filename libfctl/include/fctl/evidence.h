@@ -38,6 +38,9 @@ struct fctl_evidence_opts {
 	const char *const *profiles;  /* profile files to look in, besides the history */
 	size_t n_profiles;
 	const char *history_dir;      /* NULL: /var/lib/fabricctl/history */
+	/* the host's packet-number ledger (STATE_DIR/sa-ledger), read when the window has
+	 * sa-ledger records: it must match them (docs/audit.md); NULL: none given */
+	const char *ledger_path;
 	const char *operator_name;    /* NULL: the local user */
 	const char *tool_version;
 	struct fctl_buf *html;        /* not NULL: report.html's bytes appended here too */
