@@ -1273,6 +1273,32 @@ static void test_pn_reboot_withholds(void **st)
 	pn_finish(&r, 0);
 }
 
+/* A key that would continue past 3/4 of its PN space (2^32 without XPN) is withheld: it
+ * has too little room left to run until a rotation; a new key brings the link back. */
+static void test_pn_room(void **st)
+{
+	struct fctl_apply_result res;
+	struct fctl_link *l;
+	struct run r;
+
+	(void)st;
+	pn_start(&r, 10);
+	l = (struct fctl_link *)fctl_host_state_find(r.f.hs, "ms100");
+	assert_non_null(l);
+	l->macsec.txsa[0].pn = 0xC0000001ull; /* as if 3.2 billion frames had gone */
+	assert_int_equal(fctl_engine_teardown(&r.o, &res), 0);
+	fctl_apply_result_release(&res);
+	r.f.withheld_ok = true;
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(res.withheld, 1); /* the TX SA; the RX SA's key has room */
+	assert_non_null(strstr(res.withheld_why, "past 3/4 of its packet numbers"));
+	fctl_apply_result_release(&res);
+	assert_false(secy(&r.f)->txsa[0].present);
+	assert_true(secy(&r.f)->rxsc[0].sa[0].present);
+	pn_apply_v2_whole(&r);
+	pn_finish(&r, 5);
+}
+
 /* A failed apply's rollback puts the old key back where it stopped, at every failing op. */
 static void test_pn_rollback_every_op(void **st)
 {
@@ -2228,6 +2254,7 @@ int main(void)
 		cmocka_unit_test(test_confirm_crash_every_point),
 		cmocka_unit_test(test_pn_resumes_where_it_stopped),
 		cmocka_unit_test(test_pn_reboot_withholds),
+		cmocka_unit_test(test_pn_room),
 		cmocka_unit_test(test_pn_rollback_every_op),
 		cmocka_unit_test(test_pn_crash_every_point),
 		cmocka_unit_test(test_pn_ledger_damage),
