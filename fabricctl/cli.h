@@ -149,6 +149,24 @@ int cmd_audit(int argc, char **argv);
 /* audit proof | note | witness (cmd_audit_proof.c): argv[0] is the subcommand */
 int cmd_audit_proof(const char *sub, int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
+/* Approvals (cmd_approve.c, docs/approvals.md). */
+int cmd_approve(int argc, char **argv);
+int cmd_approvals(int argc, char **argv);
+const struct option *cli_opts_approve(const char *cmd, const char *sub);
+/* The host's approval policy file: $FCTL_APPROVALS_CONF, else /etc/fabricctl/approvals.conf. */
+const char *cli_approvals_conf(void);
+/* The gate of apply, rollback and confirm: with a policy on this host, the exact bytes p
+ * was parsed from (p->file, its sha256) must carry the approvals it requires. EXIT_OK (no
+ * policy, or met: *out says who; release it), EXIT_INVALID (not approved, or the file
+ * changed while read) or EXIT_USAGE (the policy or allowed_signers cannot be read), with
+ * the sentence in why: who signed, who is missing, which allowed_signers was checked. */
+struct fctl_approvals;
+int cli_approvals_gate(const struct fctl_profile *p, struct fctl_approvals *out, char *why,
+		       size_t len);
+/* validate and plan: the approval state of p on stderr ("NOT approved ..." when the gate
+ * would refuse; "approved ..." unless quiet), never a refusal. */
+void cli_approvals_note(const struct fctl_profile *p, const char *cmd, bool dry_run,
+			bool quiet);
 
 /* The audit log (cmd_audit.c) of state-changing commands: --audit-log, else
  * $FCTL_AUDIT_LOG, else the default (fctl_audit_open_policy), signed with the key pair

@@ -65,6 +65,34 @@ int fctl_approvals_list(const char *profile_file, char ***paths, size_t *n)
 			goto oom;
 	}
 	first = cnt;
+	/* PROFILE.NAME.sig beside it: a ConfigMap has no folders, one key per approver */
+	{
+		const char *slash = strrchr(profile_file, '/');
+		const char *base = slash ? slash + 1 : profile_file;
+		size_t bl = strlen(base);
+
+		if (slash)
+			snprintf(d, sizeof(d), "%.*s", (int)(slash - profile_file), profile_file);
+		else
+			snprintf(d, sizeof(d), ".");
+		dir = opendir(*d ? d : "/");
+		while (dir && (e = readdir(dir)) && cnt < FCTL_APPROVALS_MAX_SIGS) {
+			size_t l = strlen(e->d_name);
+			char **s;
+
+			if (l <= bl + 5 || strncmp(e->d_name, base, bl) != 0 ||
+			    e->d_name[bl] != '.' || strcmp(e->d_name + l - 4, ".sig") != 0 ||
+			    e->d_name[0] == '.')
+				continue;
+			s = fctl_array_grow(&v, &cnt, &cap, sizeof(*v));
+			if (!s || asprintf(s, "%s/%s", *d ? d : "", e->d_name) < 0) {
+				closedir(dir);
+				goto oom;
+			}
+		}
+		if (dir)
+			closedir(dir);
+	}
 	snprintf(d, sizeof(d), "%s.sig.d", profile_file);
 	dir = opendir(d);
 	while (dir && (e = readdir(dir)) && cnt < FCTL_APPROVALS_MAX_SIGS) {
