@@ -178,6 +178,7 @@ int cli_audit_open(const char *log_opt, struct fctl_audit **out);
 void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid);
 /* What a state-changing command records. */
 struct fctl_plan;
+struct fctl_approvals;
 struct cli_audit_event {
 	const char *action, *result, *host, *change_id, *error, *detail;
 	const struct fctl_profile *p;  /* name, version, SHA-256 */
@@ -186,6 +187,7 @@ struct cli_audit_event {
 	size_t n_kcvs;
 	bool has_counts;
 	uint64_t ops, writes;
+	const struct fctl_approvals *approvals; /* the approvals met (docs/approvals.md) */
 };
 /* Appends and syncs one record; on failure says so loudly on stderr. Negative errno. */
 int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev);

@@ -250,7 +250,7 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct cli_ho
 {
 	struct cli_audit_event ev = {
 		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
-		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs,
+		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs, .approvals = &c->approvals,
 	};
 	struct fctl_confirm_pending cp;
 	char detail[192];
@@ -343,7 +343,7 @@ static int approvals_gate(struct fctl_audit *audit, const char *cmd, struct cli_
 	}
 	rc = cli_approvals_gate(p, appr, why, sizeof(why));
 	if (rc == EXIT_OK)
-		return rc;
+		return rc; /* the apply's record names them */
 	cli_err("%s: refused: %s; nothing was changed", cmd, why);
 	fctl_engine_host_name(&c->eo, host, sizeof(host));
 	{
@@ -360,7 +360,6 @@ static int approvals_gate(struct fctl_audit *audit, const char *cmd, struct cli_
 
 static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 {
-	struct fctl_approvals appr = { 0 };
 	struct fctl_apply_result res;
 	struct fctl_buf out = { 0 };
 	struct fctl_audit *audit = NULL;
@@ -380,7 +379,7 @@ static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 			cmd);
 		return EXIT_USAGE;
 	}
-	rc = approvals_gate(audit, cmd, c, p, &appr); /* refused: audited, audit closed */
+	rc = approvals_gate(audit, cmd, c, p, &c->approvals); /* refused: audited, closed */
 	if (rc != EXIT_OK)
 		return rc;
 	/* before the apply: the deadline's owner, should this process die at any point */
@@ -475,7 +474,7 @@ out:
 		close(life_fd); /* the watchdog now needs nothing of this process */
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
-	fctl_approvals_release(&appr);
+	fctl_approvals_release(&c->approvals);
 	return rc;
 }
 

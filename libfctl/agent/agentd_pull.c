@@ -201,6 +201,7 @@ static void check(struct agent *a, struct fctl_agentd_pull *p)
 		fctl_agentd_log("pull: %s", d);
 		fctl_agentd_audit_event(a, "pull", "refused", NULL, d);
 		drop_spool(p);
+		p->seen[0] = '\0'; /* signatures that come later: checked at the next change */
 		return;
 	}
 	fctl_agentd_log("pull: %s changed (sha256 %.16s): applying", path, sha);
@@ -256,9 +257,10 @@ bool fctl_agentd_pull_event(struct agent *a, void *ptr)
 		for (char *q = buf; q < buf + n;) {
 			const struct inotify_event *e = (const struct inotify_event *)q;
 
-			/* the kubelet's "..data" swap, or the file itself (git) */
+			/* the kubelet's "..data" swap, the file itself (git), or its
+			 * signatures beside it (FILE.sig, FILE.NAME.sig, FILE.sig.d) */
 			if (e->len && (strcmp(e->name, "..data") == 0 ||
-				       strcmp(e->name, p->file) == 0))
+				       strncmp(e->name, p->file, strlen(p->file)) == 0))
 				ours = true;
 			q += sizeof(*e) + e->len;
 		}

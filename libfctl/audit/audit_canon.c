@@ -380,6 +380,28 @@ static int hex_array(struct cur *c, size_t digits)
 	return 0;
 }
 
+/* a non-empty array of strings, at most FCTL_AUDIT_MAX_KEYS (approvals) */
+static int str_array(struct cur *c)
+{
+	size_t k = 0;
+	int r;
+
+	if (!at(c, "["))
+		return bad(c, "expected an array");
+	c->i++;
+	do {
+		if (k++ == FCTL_AUDIT_MAX_KEYS)
+			return bad(c, "more than %d entries", FCTL_AUDIT_MAX_KEYS);
+		r = strv(c, NULL, NULL);
+		if (r < 0)
+			return r;
+	} while (at(c, ",") && ++c->i);
+	if (!at(c, "]"))
+		return bad(c, "expected ']'");
+	c->i++;
+	return 0;
+}
+
 /* The optional fields between "action" and "result", and after "result". */
 static int middle(struct cur *c)
 {
@@ -412,6 +434,8 @@ static int middle(struct cur *c)
 		r = hex_array(c, FCTL_AUDIT_KCV_LEN);
 	if (r == 0 && opt_key(c, "key_state", false))
 		r = strv(c, NULL, NULL);
+	if (r == 0 && opt_key(c, "approvals", false))
+		r = str_array(c);
 	return r;
 }
 

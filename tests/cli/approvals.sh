@@ -8,8 +8,10 @@
 # an expired principal, another namespace, one byte changed, another version's signatures,
 # a truncated signature, a symlinked signature; apply takes a version approved by
 # ssh-keygen -Y sign and fabricctl approve, whose signature ssh-keygen -Y verify accepts;
-# the history keeps a version's signatures for its rollback; approvals --json; validate
-# and plan say the state. The build machine's kernel has no VLAN: the profiles here hold a
+# the history keeps a version's signatures for its rollback; a remote apply through an agent
+# (Unix socket) whose host has a policy is refused (signatures do not travel yet); approvals --json; validate
+# and plan say the state; the records of applies and rollbacks name the approvers (principal,
+# key fingerprint, signature digest); the log still verifies. The build machine's kernel has no VLAN: the profiles here hold a
 # host and its port only, which an apply records in the history without a kernel write.
 # Fails (exit 1) when no network namespace can be made or ssh-keygen is missing.
 #
@@ -26,7 +28,8 @@ if [ "${FCTL_APPROVALS_NETNS:-}" != 1 ]; then
 	FCTL_APPROVALS_NETNS=1 exec unshare -rn sh "$0" "$F"
 fi
 T=$(mktemp -d /tmp/fctl-approvals.XXXXXX) || exit 2
-trap 'rm -rf "$T"' EXIT INT TERM
+AGENT_PID=
+trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
 cd "$T" || exit 2
 export NO_COLOR=1
 unset FCTL_AUDIT_LOG FCTL_CHANGE_ID
@@ -136,6 +139,12 @@ run "approvals --json" 0 - approvals --json p8.yaml
 python3 -c "import json; d=json.load(open('$T/out'))['approvals']; assert d['met'] and d['counted']==2 and d['required']==2 and d['missing']==['carol@example.org','dave@example.org'] and all(s['digest'].startswith('sha256:') and s['fingerprint'].startswith('SHA256:') for s in d['signatures'])" 2>"$T/err" &&
 	ok "approvals --json: counted, missing, digests" || no "approvals --json: counted, missing, digests"
 run "approved: applies" 0 "already matches appr version 8" apply $H p8.yaml
+last_audit | grep -Eq '"result":"unchanged",.*"approvals":\["alice@example.org SHA256:[A-Za-z0-9+/]{43} sha256:[0-9a-f]{64}","bob@example.org SHA256:[A-Za-z0-9+/]{43} sha256:[0-9a-f]{64}"\]\}$' &&
+	ok "the apply's record names the approvers, keys and signature digests" ||
+	no "the apply's record names the approvers, keys and signature digests" "$(last_audit)"
+d=$(sha256sum p8.yaml.sig.d/bob.sig | cut -c1-64)
+last_audit | grep -q "bob@example.org SHA256:[^ ]* sha256:$d" && ok "the record's digest is the signature file's" ||
+	no "the record's digest is the signature file's" "$(last_audit)"
 [ -s sd/history/000002-v8.yaml.sig.d/00-alice.sig ] && [ -s sd/history/000002-v8.yaml.sig.d/01-bob.sig ] &&
 	ok "the history keeps version 8's signatures" || no "the history keeps version 8's signatures" "$(ls -R sd/history)"
 # an ECDSA P-256 key through ssh-keygen (fabricctl approve --ssh-keygen)
@@ -150,11 +159,40 @@ cp -r p8.yaml.sig.d p10.yaml.sig.d
 run "version 8's signatures do not approve version 10" 1 "appr version 10 .*NOT approved: 0 of 2.*alice\.sig refused: the signature does not match these bytes" apply $H p10.yaml
 FCTL_APPROVALS_CONF=$T/none.conf "$F" apply $H p10.yaml >/dev/null 2>&1 || no "apply 10 without a policy"
 run "rollback to an approved version: its kept signatures" 0 "already matches appr version 8" rollback --to 8 $H
+last_audit | grep -q '"action":"rollback".*"approvals":\["alice@example.org ' && ok "the rollback's record names its approvers" ||
+	no "the rollback's record names its approvers" "$(last_audit)"
 run "rollback to a version applied unapproved: refused" 1 "rollback: refused: appr version 10 \(.*000003-v10\.yaml\) is NOT approved: 0 of 2" rollback --to 10 $H
 last_audit | grep -q '"action":"rollback".*"result":"refused"' && ok "rollback refused: audited" ||
 	no "rollback refused: audited" "$(last_audit)"
 
-# ---- 5. a policy that cannot be read is not a policy met ----
+# ---- 5. through the agent: signatures do not travel with a remote apply (yet), so an
+# agent whose host has a policy refuses it, audited; without a policy it applies ----
+echo "require: 2 of allowed_signers" >approvals.conf
+agent_start() { # POLICY
+	FCTL_APPROVALS_CONF=$1 "$F" agent --socket "$T/agent.sock" --state-dir "$T/asd" --host h1 \
+		--audit-log "$T/aaudit.log" --profile-dir "$T/aprof" --drift-interval 0 >"$T/agent.log" 2>&1 &
+	AGENT_PID=$!
+	i=0
+	while [ ! -S "$T/agent.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+agent_stop() {
+	kill "$AGENT_PID" 2>/dev/null
+	wait "$AGENT_PID" 2>/dev/null
+	AGENT_PID=
+	rm -f "$T/agent.sock"
+}
+agent_start "$T/approvals.conf"
+run "remote apply, agent with a policy: refused for missing approvals" 1 \
+	"apply: refused: appr version 8 .* is NOT approved: 0 of 2 required signed" apply --target unix:"$T/agent.sock" p8.yaml
+grep -q '"action":"apply".*"result":"refused","error":"appr version 8' aaudit.log &&
+	ok "remote apply refused: audited by the agent's host" || no "remote apply refused: audited" "$(cat aaudit.log)"
+agent_stop
+agent_start "$T/none.conf"
+run "remote apply, agent without a policy: applies as before" 0 "already matches appr version 8" \
+	apply --target unix:"$T/agent.sock" p8.yaml
+agent_stop
+
+# ---- 6. a policy that cannot be read is not a policy met ----
 echo "require: two of allowed_signers" >approvals.conf
 run "a malformed policy: 2, file:line" 2 "approvals\.conf:1: expected 'require: N of ALLOWED_SIGNERS'" apply $H p8.yaml
 echo "require: 1 of nothere" >approvals.conf
@@ -162,5 +200,7 @@ run "a missing allowed_signers: 2" 2 "nothere: No such file" apply $H p8.yaml
 echo "require: 1 of allowed_signers" >approvals.conf
 echo "ca@example.org cert-authority $(cut -d' ' -f1,2 alice.pub)" >>allowed_signers
 run "cert-authority: 2, file:line" 2 "allowed_signers:5: cert-authority is not supported" apply $H p8.yaml
+"$F" audit verify --log "$T/audit.log" --pubkey "$T/audit.pub" >"$T/err" 2>&1 && ok "the audit log verifies" ||
+	no "the audit log verifies"
 echo "approvals: $P passed, $N failed"
 [ $N -eq 0 ]

@@ -171,14 +171,26 @@ ssh-keygen -q -Y sign -n fabricctl-profile -f "$WORK/alice" "$WORK/a2.yaml" 2>/d
 	mv "$WORK/a2.yaml.sig" "$WORK/a2.alice.sig" || fail "7-ssh-keygen-sign"
 "$F" approve -q --key "$WORK/bob" --name bob "$WORK/a2.yaml" &&
 	mv "$WORK/a2.yaml.sig.d/bob.sig" "$WORK/a2.bob.sig" || fail "7-fabricctl-approve"
-# publish_sig NAME FILE SIGNER...: publish, with FILE's signatures as profile.yaml.SIGNER.sig
+# publish_sig NAME FILE SIGNER...: as publish, with FILE's signatures as the keys
+# profile.yaml.SIGNER.sig, all in the new folder before the swap (the kubelet's order)
 publish_sig() {
-	local name=$1 file=$2 s
+	local name=$1 file=$2 s cp="" ln=""
 	shift 2
-	publish "$name" "$file"
 	for s in "$@"; do
-		on sh -c "cp '$WORK/${file%.yaml}.$s.sig' $CM/..$name/profile.yaml.$s.sig &&
-			{ [ -L $CM/profile.yaml.$s.sig ] || ln -s ..data/profile.yaml.$s.sig $CM/profile.yaml.$s.sig; }"
+		cp="$cp cp '$WORK/${file%.yaml}.$s.sig' $CM/..$name/profile.yaml.$s.sig;"
+		ln="$ln [ -L $CM/profile.yaml.$s.sig ] || ln -s ..data/profile.yaml.$s.sig $CM/profile.yaml.$s.sig;"
+	done
+	on sh -c "set -e; mkdir $CM/..$name; cp '$WORK/$file' $CM/..$name/profile.yaml; $cp
+		ln -s ..$name $CM/..data_tmp; mv -T $CM/..data_tmp $CM/..data; $ln
+		[ -L $CM/profile.yaml ] || ln -s ..data/profile.yaml $CM/profile.yaml"
+}
+# until_version V: the history's last entry is version V, within $WAIT s
+until_version() {
+	local t=0
+	while [ "$(version)" != "$1" ]; do
+		t=$((t + 1))
+		[ $t -ge "$WAIT" ] && return 1
+		sleep 1
 	done
 }
 # refused_with TEXT: a pull refused whose detail holds TEXT
@@ -194,13 +206,13 @@ refused_with "NOT approved: 1 of 2 required signed (signed by alice@lab SHA256:"
 	pass "7-one-of-two-refused" || fail "7-one-of-two-refused" "$(pulls refused)"
 [ "$(window)" = 0 ] && pass "7-kernel-still-v1" || fail "7-kernel-still-v1" "window $(window)"
 publish_sig a2two a2.yaml alice bob
-if until_ok "history v2 approved" sh -c "'$F' history --json | jq -e 'max_by(.seq) | .version == 2' >/dev/null"; then
+if until_version 2; then
 	pass "7-approved-version-applied"
 else
-	fail "7-approved-version-applied" "version $(version) $(pulls refused | jq -r '.[-1].detail')"
+	fail "7-approved-version-applied" "version $(version); $(pulls refused | jq -r '.[-1].detail')"
 fi
 [ "$(window)" = 64 ] && pass "7-kernel-v2" || fail "7-kernel-v2" "window $(window)"
-on sh -c "ls /var/lib/fabricctl/history/*-v2.yaml.sig.d/ | tail -2" | grep -c 'sig$' | grep -qx 2 &&
+[ "$(on sh -c 'ls /var/lib/fabricctl/history/*-v2.yaml.sig.d/' | grep -c 'sig$')" = 2 ] &&
 	pass "7-history-keeps-signatures" || fail "7-history-keeps-signatures"
 # a pulled file that is a symlink (here inside the data folder): refused, not followed
 on sh -c "mkdir $CM/..lnk && ln -s /etc/passwd $CM/..lnk/profile.yaml &&
