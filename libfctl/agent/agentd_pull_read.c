@@ -20,33 +20,6 @@
 #define PULL_MAX (4u << 20) /* the protocol's limit of a profile */
 #define SIG_MAX (64u << 10)
 
-/* one file of folder dfd, not through a symlink, a regular file of at most max bytes */
-static int read_at(int dfd, const char *name, size_t max, struct fctl_buf *b)
-{
-	char chunk[8192];
-	struct stat st;
-	ssize_t n;
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-		if (b->len + (size_t)n > max) {
-			r = -EFBIG;
-			break;
-		}
-		fctl_buf_append(b, chunk, (size_t)n);
-	}
-	if (n < 0)
-		r = -errno;
-	close(fd);
-	return r < 0 ? r : b->oom ? -ENOMEM : 0;
-}
-
 /* The folder the pulled files are read in: DIR itself, or for a ConfigMap volume the
  * folder "..data" links to, which must be a name in DIR ("..2026_..."), not a path. */
 static int data_dir(const char *dir, char *err, size_t errlen)
@@ -137,7 +110,7 @@ static int spool_sigs(int dfd, const char *file, const char *spool)
 						   strcmp(e->d_name + l - 4, ".sig") == 0
 					 : sig_name(e->d_name, file);
 
-			if (want && read_at(dirfd(dir), e->d_name, SIG_MAX, &b) == 0)
+			if (want && fctl_approvals_read_at(dirfd(dir), e->d_name, SIG_MAX, &b) == 0)
 				r = spool_sig(spool, n++, e->d_name, &b);
 			fctl_buf_release(&b);
 		}
@@ -153,7 +126,7 @@ int fctl_agentd_pull_read(const char *dir, const char *file, struct fctl_buf *b,
 
 	if (dfd < 0)
 		return dfd;
-	r = read_at(dfd, file, PULL_MAX, b);
+	r = fctl_approvals_read_at(dfd, file, PULL_MAX, b);
 	close(dfd);
 	if (r == -ELOOP || r == -EINVAL)
 		fctl_set_err(err, errlen, "%s/%s is %s: refused (pull mode opens its file without "

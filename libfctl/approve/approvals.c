@@ -16,13 +16,12 @@
 
 #define SIG_MAX (64 * 1024)
 
-/* a signature file's bytes: a regular file, not followed through a symlink, bounded */
-static int read_sig(const char *path, struct fctl_buf *b)
+int fctl_approvals_read_at(int dfd, const char *name, size_t max, struct fctl_buf *b)
 {
-	char chunk[4096];
+	char chunk[8192];
 	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), r = 0;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), r = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -31,7 +30,7 @@ static int read_sig(const char *path, struct fctl_buf *b)
 		return -EINVAL;
 	}
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-		if (b->len + (size_t)n > SIG_MAX) {
+		if (b->len + (size_t)n > max) {
 			r = -EFBIG;
 			break;
 		}
@@ -40,7 +39,7 @@ static int read_sig(const char *path, struct fctl_buf *b)
 	if (n < 0)
 		r = -errno;
 	close(fd);
-	return r;
+	return r < 0 ? r : b->oom ? -ENOMEM : 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -226,7 +225,7 @@ static void check_one(struct fctl_approval_sig *a, const void *bytes, size_t len
 	unsigned char md[32];
 	char why[256] = "";
 	bool known = false, any = false;
-	int r = read_sig(a->file, &b);
+	int r = fctl_approvals_read_at(AT_FDCWD, a->file, SIG_MAX, &b);
 
 	a->state = FCTL_APPROVAL_REFUSED;
 	if (r < 0) {

@@ -9,7 +9,8 @@
 # a truncated signature, a symlinked signature; apply takes a version approved by
 # ssh-keygen -Y sign and fabricctl approve, whose signature ssh-keygen -Y verify accepts;
 # the history keeps a version's signatures for its rollback; a remote apply through an agent
-# (Unix socket) whose host has a policy is refused (signatures do not travel yet); approvals --json; validate
+# (Unix socket) whose host has a policy is refused (signatures do not travel yet); a keymgr
+# rotation of an unapproved profile is refused before any agent is asked; approvals --json; validate
 # and plan say the state; the records of applies and rollbacks name the approvers (principal,
 # key fingerprint, signature digest); the log still verifies. The build machine's kernel has no VLAN: the profiles here hold a
 # host and its port only, which an apply records in the history without a kernel write.
@@ -27,6 +28,7 @@ if [ "${FCTL_APPROVALS_NETNS:-}" != 1 ]; then
 	command -v ssh-keygen >/dev/null || { echo "FAIL: ssh-keygen (openssh-client) is missing"; exit 1; }
 	FCTL_APPROVALS_NETNS=1 exec unshare -rn sh "$0" "$F"
 fi
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d /tmp/fctl-approvals.XXXXXX) || exit 2
 AGENT_PID=
 trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
@@ -192,7 +194,26 @@ run "remote apply, agent without a policy: applies as before" 0 "already matches
 	apply --target unix:"$T/agent.sock" p8.yaml
 agent_stop
 
-# ---- 6. a policy that cannot be read is not a policy met ----
+# ---- 6. keymgr: a rotation names keys from the profile: an unapproved version is refused
+# before any agent is asked, audited; an approved one passes the gate (and then fails to
+# reach lab-pair's agents, which do not exist here) ----
+cp "$SRC/profiles/lab-pair.yaml" lp.yaml
+run "keymgr rotate: an unapproved profile refused (2)" 2 \
+	"fabricctl-keymgr: rotate: refused: lab-pair version 1 \(lp\.yaml\): NOT approved: 0 of 2 required signed.*nothing rotated" \
+	rotate --all --state-dir "$T/km" --audit-log "$T/km.log" lp.yaml
+grep -q '"action":"key-rotation","profile":{"name":"lab-pair","version":1},"result":"refused","error":"lab-pair version 1 (lp.yaml): NOT approved' km.log &&
+	ok "keymgr refusal: audited" || no "keymgr refusal: audited" "$(cat km.log)"
+"$F" approve -q --key alice --name alice lp.yaml && "$F" approve -q --key bob --name bob lp.yaml ||
+	no "approve lp.yaml"
+"$F" rotate --all --state-dir "$T/km" --audit-log "$T/km.log" --timeout 2 lp.yaml >"$T/out" 2>"$T/err"
+if grep -q "NOT approved\|refused: lab-pair" "$T/err" ||
+	[ "$(grep -c '"action":"key-rotation".*"result":"refused"' km.log)" != 1 ]; then
+	no "keymgr rotate: an approved profile passes the gate" "$(head -3 "$T/err")"
+else
+	ok "keymgr rotate: an approved profile passes the gate"
+fi
+
+# ---- 7. a policy that cannot be read is not a policy met ----
 echo "require: two of allowed_signers" >approvals.conf
 run "a malformed policy: 2, file:line" 2 "approvals\.conf:1: expected 'require: N of ALLOWED_SIGNERS'" apply $H p8.yaml
 echo "require: 1 of nothere" >approvals.conf

@@ -94,7 +94,11 @@ void fctl_approvals_text(const struct fctl_approvals *a, struct fctl_buf *out);
 /* A JSON object: required, counted, met, allowed_signers, missing, signatures[]. */
 void fctl_approvals_json(const struct fctl_approvals *a, struct fctl_buf *out);
 
-/* The signature files of profile_file (PROFILE.sig, then PROFILE.sig.d/ *.sig sorted),
+/* Reads name (relative to folder dfd, or AT_FDCWD) into b: a regular file, not opened
+ * through a symlink (-ELOOP), at most max bytes (-EFBIG); -EINVAL not a regular file. */
+int fctl_approvals_read_at(int dfd, const char *name, size_t max, struct fctl_buf *b);
+/* The signature files of profile_file (PROFILE.sig, then PROFILE.NAME.sig beside it and
+ * PROFILE.sig.d/ *.sig, sorted),
  * at most FCTL_APPROVALS_MAX_SIGS. *paths is an array of heap strings. */
 int fctl_approvals_list(const char *profile_file, char ***paths, size_t *n);
 void fctl_approvals_list_free(char **paths, size_t n);
