@@ -267,7 +267,7 @@ int cmd_approvals(int argc, char **argv)
 static int sign_ssh_keygen(const char *key, const struct fctl_buf *msg, struct fctl_buf *sig)
 {
 	char tmpl[] = "/tmp/fctl-approve-XXXXXX";
-	int in = mkstemp(tmpl), out, st, r = -EIO;
+	int in = mkstemp(tmpl), out, st = 0, r = -EIO;
 	char buf[4096];
 	ssize_t n;
 	pid_t pid;

@@ -221,14 +221,16 @@ check "4b-pending-on-h2" pending h2
 check "4b-watchdog-on-h2" poll 30 watchdog_alive
 [ "$(window h2)" = 128 ] && pass "4b-kernel-has-v4" || fail "4b-kernel-has-v4" "window $(window h2)"
 
-# c. a viewer may not confirm
+# c. a viewer may not confirm (one refused confirm is section 1's, under the policy)
+nref=$(audit_count h2 confirm refused)
 err=$(on h1 "$F" confirm --target "$EP" "${VIEW[@]}" 2>&1 >/dev/null)
 rc=$?
 [ $rc -eq 2 ] && grep -q 'permission denied: role viewer may not confirm' <<<"$err" &&
 	pass "4c-viewer-confirm-refused" || fail "4c-viewer-confirm-refused" "exit $rc: $err"
 check "4c-viewer-changed-nothing" pending h2
 check "4c-watchdog-still-watches" watchdog_alive
-[ "$(audit_count h2 confirm refused)" = 1 ] && pass "4c-refusal-audited" || fail "4c-refusal-audited"
+[ "$(audit_count h2 confirm refused)" = $((nref + 1)) ] && pass "4c-refusal-audited" ||
+	fail "4c-refusal-audited" "$(audit_count h2 confirm refused) refused confirms, $nref before"
 
 # b. the operator confirms
 out=$(on h1 "$F" confirm --target "$EP" "${OP[@]}" --json)
