@@ -359,6 +359,8 @@ static int profile(struct cur *c)
 	return r;
 }
 
+/* A non-empty array of at most FCTL_AUDIT_MAX_KEYS entries: strings of digits lowercase
+ * hex digits each (key_ids, kcv), or with digits 0 any strings (approvals). */
 static int hex_array(struct cur *c, size_t digits)
 {
 	size_t k = 0;
@@ -370,29 +372,7 @@ static int hex_array(struct cur *c, size_t digits)
 	do {
 		if (k++ == FCTL_AUDIT_MAX_KEYS)
 			return bad(c, "more than %d entries", FCTL_AUDIT_MAX_KEYS);
-		r = hexv(c, digits, NULL);
-		if (r < 0)
-			return r;
-	} while (at(c, ",") && ++c->i);
-	if (!at(c, "]"))
-		return bad(c, "expected ']'");
-	c->i++;
-	return 0;
-}
-
-/* a non-empty array of strings, at most FCTL_AUDIT_MAX_KEYS (approvals) */
-static int str_array(struct cur *c)
-{
-	size_t k = 0;
-	int r;
-
-	if (!at(c, "["))
-		return bad(c, "expected an array");
-	c->i++;
-	do {
-		if (k++ == FCTL_AUDIT_MAX_KEYS)
-			return bad(c, "more than %d entries", FCTL_AUDIT_MAX_KEYS);
-		r = strv(c, NULL, NULL);
+		r = digits ? hexv(c, digits, NULL) : strv(c, NULL, NULL);
 		if (r < 0)
 			return r;
 	} while (at(c, ",") && ++c->i);
@@ -435,7 +415,7 @@ static int middle(struct cur *c)
 	if (r == 0 && opt_key(c, "key_state", false))
 		r = strv(c, NULL, NULL);
 	if (r == 0 && opt_key(c, "approvals", false))
-		r = str_array(c);
+		r = hex_array(c, 0); /* digits 0: strings */
 	return r;
 }
 
