@@ -149,6 +149,24 @@ int cmd_audit(int argc, char **argv);
 /* audit proof | note | witness (cmd_audit_proof.c): argv[0] is the subcommand */
 int cmd_audit_proof(const char *sub, int argc, char **argv);
 int cmd_evidence(int argc, char **argv);
+/* Approvals (cmd_approve.c, docs/approvals.md). */
+int cmd_approve(int argc, char **argv);
+int cmd_approvals(int argc, char **argv);
+const struct option *cli_opts_approve(const char *cmd, const char *sub);
+/* The host's approval policy file: $FCTL_APPROVALS_CONF, else /etc/fabricctl/approvals.conf. */
+const char *cli_approvals_conf(void);
+/* The gate of apply, rollback and confirm: with a policy on this host, the exact bytes p
+ * was parsed from (p->file, its sha256) must carry the approvals it requires. EXIT_OK (no
+ * policy, or met: *out says who; release it), EXIT_INVALID (not approved, or the file
+ * changed while read) or EXIT_USAGE (the policy or allowed_signers cannot be read), with
+ * the sentence in why: who signed, who is missing, which allowed_signers was checked. */
+struct fctl_approvals;
+int cli_approvals_gate(const struct fctl_profile *p, struct fctl_approvals *out, char *why,
+		       size_t len);
+/* validate and plan: the approval state of p on stderr ("NOT approved ..." when the gate
+ * would refuse; "approved ..." unless quiet), never a refusal. */
+void cli_approvals_note(const struct fctl_profile *p, const char *cmd, bool dry_run,
+			bool quiet);
 
 /* The audit log (cmd_audit.c) of state-changing commands: --audit-log, else
  * $FCTL_AUDIT_LOG, else the default (fctl_audit_open_policy), signed with the key pair
@@ -161,6 +179,7 @@ void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid);
 /* What a state-changing command records. */
 struct fctl_plan;
 struct fctl_sa_ledger_anchor;
+struct fctl_approvals;
 struct cli_audit_event {
 	const char *action, *result, *host, *change_id, *error, *detail;
 	const struct fctl_profile *p;  /* name, version, SHA-256 */
@@ -171,6 +190,7 @@ struct cli_audit_event {
 	uint64_t ops, writes;
 	/* the packet-number ledger as the change left it: an sa-ledger record follows */
 	const struct fctl_sa_ledger_anchor *ledger;
+	const struct fctl_approvals *approvals; /* the approvals met (docs/approvals.md) */
 };
 /* Appends and syncs one record (and its sa-ledger record, in the same sync); on failure
  * says so loudly on stderr. Negative errno. */

@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "fctl/approvals.h"
 #include "fctl/audit.h"
 #include "fctl/plan.h"
 #include "host.h"
@@ -249,7 +250,7 @@ static void audit_apply(struct fctl_audit *audit, const char *cmd, struct cli_ho
 {
 	struct cli_audit_event ev = {
 		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
-		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs,
+		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs, .approvals = &c->approvals,
 	};
 	struct fctl_confirm_pending cp;
 	char detail[192];
@@ -327,6 +328,37 @@ static void test_swap_profile(const char *file)
 #endif
 }
 
+/* Approvals (docs/approvals.md): with a policy on this host, a version without the
+ * approvals it requires is refused before anything is read from the kernel: said, audited
+ * as refused (who signed, who is missing, which allowed_signers file), the audit log
+ * closed, nothing changed. A dry run only says what an apply would meet. */
+static int approvals_gate(struct fctl_audit *audit, const char *cmd, struct cli_host *c,
+			  const struct fctl_profile *p, struct fctl_approvals *appr)
+{
+	char why[2048], host[64] = "";
+	int rc;
+
+	if (c->eo.dry_run) {
+		cli_approvals_note(p, cmd, true, c->quiet || c->json);
+		return EXIT_OK;
+	}
+	rc = cli_approvals_gate(p, appr, why, sizeof(why));
+	if (rc == EXIT_OK)
+		return rc; /* the apply's record names them */
+	cli_err("%s: refused: %s; nothing was changed", cmd, why);
+	fctl_engine_host_name(&c->eo, host, sizeof(host));
+	{
+		struct cli_audit_event ev = { .action = cmd, .result = "refused", .host = host,
+					      .change_id = c->change_id, .p = p, .error = why };
+
+		if (audit && cli_audit_record(audit, &ev) < 0)
+			rc = EXIT_USAGE;
+	}
+	cli_audit_close(audit);
+	fctl_approvals_release(appr);
+	return rc;
+}
+
 static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 {
 	struct fctl_apply_result res;
@@ -348,6 +380,9 @@ static int do_apply(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 			cmd);
 		return EXIT_USAGE;
 	}
+	rc = approvals_gate(audit, cmd, c, p, &c->approvals); /* refused: audited, closed */
+	if (rc != EXIT_OK)
+		return rc;
 	/* before the apply: the deadline's owner, should this process die at any point */
 	if (c->eo.confirm_seconds &&
 	    cli_confirm_watch(&c->eo, c->audit_log, c->change_id, &life_fd) < 0) {
@@ -440,6 +475,7 @@ out:
 		close(life_fd); /* the watchdog now needs nothing of this process */
 	fctl_buf_release(&out);
 	fctl_apply_result_release(&res);
+	fctl_approvals_release(&c->approvals);
 	return rc;
 }
 

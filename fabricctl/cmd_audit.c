@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fctl/approvals.h"
 #include "fctl/audit.h"
 #include "fctl/sa_ledger.h"
 #include "fctl/plan.h"
@@ -626,6 +627,29 @@ int cli_audit_open(const char *log_opt, struct fctl_audit **out)
 	return r < 0 ? r : 0;
 }
 
+#define APPROVAL_LEN 256
+/* the counted approvals as the record names them: "PRINCIPAL SHA256:KEY sha256:SIG", a
+ * principal's quotes, backslashes and unprintable bytes as '?' */
+static size_t approvals_strings(const struct fctl_approvals *ap, char out[][APPROVAL_LEN],
+				const char **v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; ap && i < ap->n && n < FCTL_AUDIT_MAX_KEYS; i++) {
+		const struct fctl_approval_sig *s = &ap->v[i];
+
+		if (s->state != FCTL_APPROVAL_COUNTED)
+			continue;
+		snprintf(out[n], APPROVAL_LEN, "%.120s %s %s", s->principal, s->fp, s->digest);
+		for (char *c = out[n]; *c; c++)
+			if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\')
+				*c = '?';
+		v[n] = out[n];
+		n++;
+	}
+	return n;
+}
+
 int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 {
 	struct fctl_audit_entry e = {
@@ -640,7 +664,8 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 		.writes = ev->writes,
 	};
 	char sha[65], ids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
-	const char *idp[FCTL_AUDIT_MAX_KEYS], *kcvp[FCTL_AUDIT_MAX_KEYS];
+	const char *idp[FCTL_AUDIT_MAX_KEYS], *kcvp[FCTL_AUDIT_MAX_KEYS], *apv[FCTL_AUDIT_MAX_KEYS];
+	char apr[FCTL_AUDIT_MAX_KEYS][APPROVAL_LEN];
 	size_t nid = 0;
 	int r;
 
@@ -677,6 +702,8 @@ int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
 		kcvp[i] = ev->kcvs[i];
 	e.kcvs = kcvp;
 	e.n_kcvs = ev->n_kcvs < FCTL_AUDIT_MAX_KEYS ? ev->n_kcvs : FCTL_AUDIT_MAX_KEYS;
+	e.n_approvals = approvals_strings(ev->approvals, apr, apv);
+	e.approvals = apv;
 	r = fctl_audit_append(a, &e);
 	if (r == 0 && ev->ledger) { /* what the ledger held after it (docs/audit.md) */
 		char detail[FCTL_SA_LEDGER_ANCHOR_MAX];

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fctl/approvals.h"
+
 #include "cli.h"
 #include "fctl/audit.h"
 #include "fctl/engine.h"
@@ -492,6 +494,47 @@ static int cancel(struct confirm_args *a)
 	return EXIT_OK;
 }
 
+/* A version confirmed stays: with an approval policy on this host it needs the approvals
+ * the policy requires now (its copy in the history keeps its signatures). Refused, it is
+ * not confirmed and the deadline still rolls it back; audited as a refused confirm. */
+static int confirm_gate(const struct confirm_args *a, const char *host)
+{
+	struct fctl_approval_policy pol;
+	struct fctl_confirm_pending c;
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_approvals ap = { 0 };
+	char why[2048];
+	int rc;
+
+	if (fctl_approval_policy_load(cli_approvals_conf(), &pol, why, sizeof(why)) == 0 ||
+	    fctl_engine_confirm_pending(&a->eo, &c) != 1)
+		return EXIT_OK; /* no policy; or nothing pending, which the engine says */
+	if (fctl_engine_load_version(&a->eo, c.version, &d, &p) < 0) {
+		snprintf(why, sizeof(why), "version %" PRIu64 " cannot be loaded from the history "
+			 "to check its approvals", c.version);
+		rc = EXIT_USAGE;
+	} else {
+		rc = cli_approvals_gate(p, &ap, why, sizeof(why));
+	}
+	fctl_diags_release(&d);
+	fctl_profile_free(p);
+	fctl_approvals_release(&ap);
+	if (rc == EXIT_OK)
+		return rc;
+	cli_err("confirm: refused: %s; version %" PRIu64 " is not confirmed (its deadline "
+		"rolls it back)", why, c.version);
+	{
+		struct fctl_apply_result res = { .failed_op = -1 };
+
+		snprintf(res.host, sizeof(res.host), "%s", host);
+		snprintf(res.error, sizeof(res.error), "%s", why);
+		if (audit_event(a->audit_log, a->change_id, "confirm", "refused", &res, NULL) < 0)
+			rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
 int cmd_confirm(int argc, char **argv)
 {
 	struct fctl_confirm_pending c;
@@ -508,8 +551,11 @@ int cmd_confirm(int argc, char **argv)
 		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.life_fd, a.audit_log, a.change_id);
 	if (a.cancel)
 		return cancel(&a);
-	r = fctl_engine_confirm(&a.eo, &c, err, sizeof(err));
 	fctl_engine_host_name(&a.eo, host, sizeof(host));
+	rc = confirm_gate(&a, host);
+	if (rc != EXIT_OK)
+		return rc;
+	r = fctl_engine_confirm(&a.eo, &c, err, sizeof(err));
 	if (r < 0) {
 		if (a.json)
 			printf("{\"host\":\"%s\",\"result\":\"%s\"}\n", host,

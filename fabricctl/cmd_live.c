@@ -144,6 +144,8 @@ static int load_and_plan(const char *cmd, const struct cli_host *c, const char *
 
 	if (rc != EXIT_OK)
 		return rc;
+	if (strcmp(cmd, "plan") == 0) /* what apply would say of its approvals */
+		cli_approvals_note(*p, cmd, true, c->quiet || c->json);
 	r = fctl_engine_plan(*p, &c->eo, lp, err, sizeof(err));
 	if (r < 0)
 		return cli_env_error(cmd, r, err);

@@ -324,6 +324,8 @@ int cmd_plan(int argc, char **argv)
 		rc = cli_load_profile(from, &old, true, json);
 	if (rc == EXIT_OK && old)
 		warn_renamed("plan", old, from, nw, argv[optind]);
+	if (rc == EXIT_OK) /* this machine's approval policy, when it has one */
+		cli_approvals_note(nw, "plan", true, json);
 	if (rc == EXIT_OK)
 		rc = check_filter(&filt, nw, old);
 	if (rc != EXIT_OK)

@@ -259,9 +259,14 @@ int cmd_validate(int argc, char **argv)
 		struct fctl_profile *p = NULL;
 		int r = fctl_profile_load(files.v[i], &d, &p);
 
-		if (p)
+		if (p) {
+			size_t errors = d.n_errors;
+
 			fctl_profile_validate(p, &d);
-		else if (r == -ENOENT || r == -EACCES || r == -EISDIR || r == -ENOTDIR)
+			/* the approval state under this machine's policy, when it has one */
+			if (d.n_errors == errors && !quiet && strcmp(files.v[i], "-") != 0)
+				cli_approvals_note(p, "validate", false, fmt != OUT_TEXT);
+		} else if (r == -ENOENT || r == -EACCES || r == -EISDIR || r == -ENOTDIR)
 			io_error = true;
 		fctl_profile_free(p);
 	}

@@ -4,6 +4,7 @@
 #define FABRICCTL_HOST_H
 
 #include "cli.h"
+#include "fctl/approvals.h"
 #include "fctl/engine.h"
 
 struct cli_host {
@@ -20,6 +21,8 @@ struct cli_host {
 	char confirm_id[64];   /* apply --confirm: the pending record's id */
 	const char *desired_cache; /* apply: "hit", "miss" or "ignored" (STATE_DIR/desired) */
 	struct fctl_plan_seal seal; /* apply --plan: what eo.expect points to */
+	struct fctl_approvals approvals; /* apply, rollback: the approvals met, for the record
+					  * (none: no policy); released by the apply */
 };
 
 /* Parses the options of host command cmd by its table (cli_opts_host). Returns -1 on

@@ -288,6 +288,55 @@ static const struct cmd commands[] = {
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
 	  "I/O or netlink error.\n",
 	  "show drift of this host, or the changes between two profiles", cli_opts_files },
+	{ "approve", cmd_approve,
+	  "approve --key FILE [--ssh-keygen] [--name NAME] [--force] [-q] PROFILE",
+	  "Approve this version of PROFILE: sign its exact bytes with an OpenSSH key in\n"
+	  "the namespace fabricctl-profile and write the signature to\n"
+	  "PROFILE.sig.d/NAME.sig, the SSHSIG format of 'ssh-keygen -Y sign' (what git\n"
+	  "uses for signed commits). The bytes hold the profile's name and version, so a\n"
+	  "signature approves that version only: an edit or a new version needs new\n"
+	  "signatures. Hosts with an approval policy refuse to apply a version without\n"
+	  "the approvals it requires (docs/approvals.md). The signature is checked after\n"
+	  "it is made; the key never leaves its file, and never reaches argv or a log.\n"
+	  "\n"
+	  "  --key FILE     the OpenSSH private key: an unencrypted Ed25519 key is signed\n"
+	  "                 with here; any other (encrypted, ECDSA, in ssh-agent) needs\n"
+	  "                 --ssh-keygen. The file must be readable by its owner only.\n"
+	  "  --ssh-keygen   sign through 'ssh-keygen -Y sign -n fabricctl-profile -f FILE'\n"
+	  "                 (asks for the passphrase; FILE may be a public key held by\n"
+	  "                 ssh-agent)\n"
+	  "  --name NAME    the signature's file name in PROFILE.sig.d (default: your\n"
+	  "                 user name)\n"
+	  "  --force        replace an existing PROFILE.sig.d/NAME.sig\n"
+	  "  -q, --quiet    print nothing; use the exit code\n"
+	  "\n"
+	  "The same signature by hand: ssh-keygen -Y sign -n fabricctl-profile -f KEY\n"
+	  "PROFILE, then move PROFILE.sig to PROFILE.sig.d/NAME.sig (PROFILE.sig is\n"
+	  "read too).\n"
+	  "\n"
+	  "Exit: 0 signed, 1 the profile is invalid, 2 usage, key or I/O error.\n",
+	  "sign a profile version with an OpenSSH key", cli_opts_approve },
+	{ "approvals", cmd_approvals,
+	  "approvals [--json] [--policy FILE | --allowed-signers FILE [--require N]] PROFILE",
+	  "Show who approved this version of PROFILE: each signature file\n"
+	  "(PROFILE.sig, PROFILE.sig.d/*.sig) with its signer's principal and key\n"
+	  "fingerprint, counted, not counted (its signer is counted already: one signer\n"
+	  "counts once, whatever keys or principals it has) or refused and why (not in\n"
+	  "allowed_signers, expired, another namespace, over other bytes, malformed), who\n"
+	  "is missing, and whether the policy is met. Nothing is written.\n"
+	  "\n"
+	  "  --json                 {profile, version, file, policy, approvals: {required,\n"
+	  "                         counted, met, allowed_signers, missing, signatures}}\n"
+	  "  --policy FILE          the policy file to check against (default\n"
+	  "                         $FCTL_APPROVALS_CONF, else /etc/fabricctl/approvals.conf:\n"
+	  "                         'require: N of ALLOWED_SIGNERS')\n"
+	  "  --allowed-signers FILE check against this OpenSSH allowed_signers file\n"
+	  "  --require N            with --allowed-signers: the approvals needed (default 1)\n"
+	  "\n"
+	  "Exit: 0 approved (or no policy on this host), 1 not approved or the profile is\n"
+	  "invalid, 2 usage or I/O error (a policy or allowed_signers file that cannot be\n"
+	  "read or parsed).\n",
+	  "show who approved a profile version and whether the policy is met", cli_opts_approve },
 	{ "history", cmd_history, "history [--json] [--netns NAME] [--state-dir DIR]",
 	  "List the profile versions applied on this host, oldest first: sequence,\n"
 	  "version, profile name, time applied (UTC) and the SHA-256 of the stored copy\n"

@@ -190,6 +190,11 @@ int km_audit_flush(struct km *k);
  * on disk before it is taken. 0, or negative errno with the reason in err: then no
  * request may go out. */
 int km_flush_before_request(struct km *k, char *err, size_t errlen);
+/* approve.c: with an approval policy on this machine ($FCTL_APPROVALS_CONF, else
+ * /etc/fabricctl/approvals.conf), the profile's exact bytes must carry its approvals
+ * (docs/approvals.md): 0, or negative after saying why on stderr and auditing the
+ * refusal (action key-rotation, result refused). */
+int km_approvals_gate(struct km *k, const char *cmd);
 void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,
 	      const char *kcv, const char *key_state, const char *fmt, ...) FCTL_PRINTF(7, 8);
 

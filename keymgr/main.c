@@ -672,7 +672,8 @@ static int setup(struct km *k, struct fctl_diags *d, const char *cmd, const char
 	}
 	/* a rotation nobody can account for is refused; a plan changes nothing */
 	if (strcmp(cmd, "status") != 0 && !opt_dry_run &&
-	    (lock_state_dir(opt_state_dir) != 0 || open_audit(k) < 0))
+	    (lock_state_dir(opt_state_dir) != 0 || open_audit(k) < 0 ||
+	     (strcmp(cmd, "recover") != 0 && km_approvals_gate(k, cmd) < 0)))
 		return 2;
 	return 0;
 }

@@ -479,6 +479,17 @@ bool fctl_agentd_pull_event(struct agent *a, void *ptr);
 bool fctl_agentd_pull_reaped(struct agent *a, pid_t pid, int status);
 /* Teardown: stops its worker, closes its fds, removes its spool file. */
 void fctl_agentd_pull_stop(struct agent *a);
+/* agentd_pull_read.c: the pulled file of dir, read without following a symlink (but the
+ * kubelet's "..data" folder link), into b; err says why not (a symlink is refused). */
+int fctl_agentd_pull_read(const char *dir, const char *file, struct fctl_buf *b, char *err,
+			  size_t errlen);
+/* Spools the file's signatures (FILE.sig, FILE.NAME.sig, FILE.sig.d/ *.sig of dir, not
+ * through symlinks) beside spool (spool.sig.d/) and checks b, the spooled bytes, against
+ * the host's approval policy ($FCTL_APPROVALS_CONF, else /etc/fabricctl/approvals.conf):
+ * 0 approved or no policy, -EACCES not approved (err: who signed, who is missing, the
+ * allowed_signers file), another negative errno when it cannot be checked. */
+int fctl_agentd_pull_approve(const char *dir, const char *file, const char *spool,
+			     const struct fctl_buf *b, char *err, size_t errlen);
 
 /* --- agentd_mka.c: supervision of the MKA ports' wpa_supplicants --- */
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Pull mode: the agent watches a profile directory (a mounted ConfigMap, a git checkout)
  * and applies each new version through the apply worker every apply request uses. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -94,8 +95,21 @@ static int spool(struct agent *a, struct fctl_agentd_pull *p, const struct fctl_
 
 static void drop_spool(struct fctl_agentd_pull *p)
 {
-	if (p->spool[0])
+	char d[PATH_MAX + 16];
+	DIR *dir;
+	struct dirent *e;
+
+	if (p->spool[0]) {
 		unlink(p->spool);
+		snprintf(d, sizeof(d), "%s.sig.d", p->spool);
+		dir = opendir(d);
+		while (dir && (e = readdir(dir)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(dir), e->d_name, 0);
+		if (dir)
+			closedir(dir);
+		rmdir(d);
+	}
 	p->spool[0] = '\0';
 }
 
@@ -138,7 +152,8 @@ static void spawn(struct agent *a, struct fctl_agentd_pull *p)
 /* Reads the profile; a new content is spooled and applied. */
 static void check(struct agent *a, struct fctl_agentd_pull *p)
 {
-	char path[PATH_MAX], sha[65], d[PATH_MAX + 128], rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+	char path[PATH_MAX], sha[65], d[PATH_MAX + 1280], rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+	char verdict[1024];
 	struct fctl_buf b = { 0 };
 	int r;
 
@@ -152,12 +167,12 @@ static void check(struct agent *a, struct fctl_agentd_pull *p)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/%s", p->dir, p->file);
-	r = fctl_file_read(path, &b);
+	r = fctl_agentd_pull_read(p->dir, p->file, &b, d, sizeof(d));
 	if (r < 0) {
 		sha256_hex("", 0, sha);
 		if (strcmp(sha, p->seen) != 0) { /* once, until a profile appears */
 			snprintf(p->seen, sizeof(p->seen), "%s", sha);
-			snprintf(d, sizeof(d), "cannot read %s: %s", path, strerror(-r));
+			fctl_agentd_log("pull: %s", d);
 			fctl_agentd_audit_event(a, "pull", "refused", NULL, d);
 		}
 		fctl_buf_release(&b);
@@ -171,11 +186,22 @@ static void check(struct agent *a, struct fctl_agentd_pull *p)
 	snprintf(p->seen, sizeof(p->seen), "%s", sha);
 	snprintf(p->trying, sizeof(p->trying), "%s", sha);
 	r = spool(a, p, &b);
-	fctl_buf_release(&b);
 	if (r < 0) {
+		fctl_buf_release(&b);
 		snprintf(d, sizeof(d), "sha256 %.16s: cannot spool it to %s: %s", sha,
 			 a->cfg.profile_dir, strerror(-r));
 		fctl_agentd_audit_event(a, "pull", "failed", NULL, d);
+		return;
+	}
+	/* approvals (docs/approvals.md): checked on the spooled bytes, before a worker parses */
+	r = fctl_agentd_pull_approve(p->dir, p->file, p->spool, &b, verdict, sizeof(verdict));
+	fctl_buf_release(&b);
+	if (r < 0) {
+		snprintf(d, sizeof(d), "sha256 %.16s: %s version refused: %s", sha, path, verdict);
+		fctl_agentd_log("pull: %s", d);
+		fctl_agentd_audit_event(a, "pull", "refused", NULL, d);
+		drop_spool(p);
+		p->seen[0] = '\0'; /* signatures that come later: checked at the next change */
 		return;
 	}
 	fctl_agentd_log("pull: %s changed (sha256 %.16s): applying", path, sha);
@@ -231,9 +257,10 @@ bool fctl_agentd_pull_event(struct agent *a, void *ptr)
 		for (char *q = buf; q < buf + n;) {
 			const struct inotify_event *e = (const struct inotify_event *)q;
 
-			/* the kubelet's "..data" swap, or the file itself (git) */
+			/* the kubelet's "..data" swap, the file itself (git), or its
+			 * signatures beside it (FILE.sig, FILE.NAME.sig, FILE.sig.d) */
 			if (e->len && (strcmp(e->name, "..data") == 0 ||
-				       strcmp(e->name, p->file) == 0))
+				       strncmp(e->name, p->file, strlen(p->file)) == 0))
 				ours = true;
 			q += sizeof(*e) + e->len;
 		}

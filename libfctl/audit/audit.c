@@ -140,6 +140,25 @@ int fctl_audit_entry_check(const struct fctl_audit_entry *e, char *err, size_t e
 			return -EINVAL;
 		}
 	}
+	if (e->n_approvals > FCTL_AUDIT_MAX_KEYS) {
+		snprintf(err, errlen, "more than %d approvals", FCTL_AUDIT_MAX_KEYS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < e->n_approvals; i++) {
+		const char *a = e->approvals[i];
+
+		for (size_t k = 0; a[k]; k++) {
+			if (a[k] < 0x20 || a[k] > 0x7e || a[k] == '"' || a[k] == '\\') {
+				snprintf(err, errlen, "approval %zu: a printable string without "
+					 "quotes or backslashes", i + 1);
+				return -EINVAL;
+			}
+		}
+		if (!*a) {
+			snprintf(err, errlen, "approval %zu is empty", i + 1);
+			return -EINVAL;
+		}
+	}
 	for (size_t i = 0; i < e->n_kcvs; i++) {
 		if (!is_hex_len(e->kcvs[i], FCTL_AUDIT_KCV_LEN)) {
 			snprintf(err, errlen, "key check value %zu %s is not %d lowercase hex digits",
@@ -222,6 +241,7 @@ static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
 	str_array(b, "key_ids", e->key_ids, e->n_key_ids);
 	str_array(b, "kcv", e->kcvs, e->n_kcvs);
 	opt_str(b, "key_state", e->key_state);
+	str_array(b, "approvals", e->approvals, e->n_approvals);
 	fctl_buf_putc(b, '}');
 }
 

@@ -359,6 +359,8 @@ static int profile(struct cur *c)
 	return r;
 }
 
+/* A non-empty array of at most FCTL_AUDIT_MAX_KEYS entries: strings of digits lowercase
+ * hex digits each (key_ids, kcv), or with digits 0 any strings (approvals). */
 static int hex_array(struct cur *c, size_t digits)
 {
 	size_t k = 0;
@@ -370,7 +372,7 @@ static int hex_array(struct cur *c, size_t digits)
 	do {
 		if (k++ == FCTL_AUDIT_MAX_KEYS)
 			return bad(c, "more than %d entries", FCTL_AUDIT_MAX_KEYS);
-		r = hexv(c, digits, NULL);
+		r = digits ? hexv(c, digits, NULL) : strv(c, NULL, NULL);
 		if (r < 0)
 			return r;
 	} while (at(c, ",") && ++c->i);
@@ -412,6 +414,8 @@ static int middle(struct cur *c)
 		r = hex_array(c, FCTL_AUDIT_KCV_LEN);
 	if (r == 0 && opt_key(c, "key_state", false))
 		r = strv(c, NULL, NULL);
+	if (r == 0 && opt_key(c, "approvals", false))
+		r = hex_array(c, 0); /* digits 0: strings */
 	return r;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fctl/approvals.h"
 #include "fctl/rotation.h"
 
 #include "engine_int.h"
@@ -85,6 +86,9 @@ static int history_add(struct eng *e, const struct fctl_profile *p)
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
+	/* the version's approvals stay with its copy: a rollback to it needs them */
+	if (r == 0)
+		r = fctl_approvals_keep(p->file, copy);
 	if (r < 0)
 		goto out;
 	gmtime_r(&t, &tm);

@@ -481,7 +481,7 @@ nodes_hash() {
 # "LINE reason" for each line that is not.
 CANON_JQ='
 def order: ["seq","prev","time","actor","manual","action","change","host","link","secy","profile",
-	"result","ops","writes","error","detail","key_ids","kcv","key_state"];
+	"result","ops","writes","error","detail","key_ids","kcv","key_state","approvals"];
 def hexd: "0123456789abcdef"[(./16|floor):(./16|floor)+1] + "0123456789abcdef"[(.%16):(.%16)+1];
 def s: if type != "string" then error("not a string")
 	elif test("[\u0000-\u001f\u007f\"\\\\]") | not then "\"" + . + "\""
@@ -496,7 +496,7 @@ def profile: "{\"name\":" + (.name | s) + ",\"version\":" + (.version | n)
 def value($k): if $k == "actor" then actor elif $k == "profile" then profile
 	elif $k == "manual" then (if . == true then "true" else error("manual is true or absent") end)
 	elif $k == "seq" or $k == "ops" or $k == "writes" then n
-	elif $k == "key_ids" or $k == "kcv" then "[" + (map(s) | join(",")) + "]" else s end;
+	elif $k == "key_ids" or $k == "kcv" or $k == "approvals" then "[" + (map(s) | join(",")) + "]" else s end;
 def canon: "{" + ([order[] as $k | select(has($k)) | "\"\($k)\":" + (.[$k] | value($k))] | join(",")) + "}";
 def repeated($l): [order[] as $k | select(($l | [match("\"\($k)\":"; "g")] | length) > 1) | $k];
 . as $l | input_line_number as $i | (try fromjson catch null) as $o |

@@ -132,6 +132,8 @@ recover|-|--no-such-option --state-dir "$SD"
 show|-|--no-such-option --state-dir "$SD"
 diff|"$N.yaml" "$P"|--no-such-option "$P" "$P"
 history|-|--no-such-option --state-dir "$SD"
+approve|--key "$N.key" "$N.yaml"|--no-such-option --key "$N.key" "$P"
+approvals|"$N.yaml"|--no-such-option "$P"
 rotate|--dry-run --all "$N.yaml"|--dry-run --no-such-option --all "$P"
 keys|status "$N.yaml"|status --no-such-option "$P"
 probe|-|run --no-such-option

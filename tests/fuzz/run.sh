@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for the same bounded
 # time: fuzz_profile (profile parser, validation, render, plan), fuzz_proto (the
-# agent protocol decoder) and fuzz_chan (the framing of the agent <-> TLS front-end
-# channel, and its queue).
+# agent protocol decoder), fuzz_chan (the framing of the agent <-> TLS front-end
+# channel, and its queue) and fuzz_sshsig (approvals: SSHSIG and allowed_signers).
 # Fails when the fuzzer finds a crash, a leak, a timeout or an out-of-memory input;
 # the input is left under $BUILD/fuzz-artifacts/.
 #
@@ -18,11 +18,11 @@ BUILD=${FCTL_FUZZ_BUILD:-$SRC/build-fuzz}
 JOBS=${FCTL_FUZZ_JOBS:-1}
 
 if ! command -v clang >/dev/null 2>&1; then
-	echo "FAIL: fuzz_profile, fuzz_proto and fuzz_chan cannot run: clang is not installed (scripts/deps.sh installs it)"
+	echo "FAIL: fuzz_profile, fuzz_proto, fuzz_chan and fuzz_sshsig cannot run: clang is not installed (scripts/deps.sh installs it)"
 	exit 1
 fi
 CC=clang cmake -S "$SRC" -B "$BUILD" -DFCTL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" --target fuzz_profile fuzz_proto fuzz_chan -j2
+cmake --build "$BUILD" --target fuzz_profile fuzz_proto fuzz_chan fuzz_sshsig -j2
 
 mkdir -p "$BUILD/fuzz-artifacts"
 par=""
@@ -59,4 +59,6 @@ run fuzz_profile fuzz-corpus -max_len=65536 -dict="$SRC/tests/fuzz/profile.dict"
 run fuzz_proto fuzz-corpus-proto -max_len=65536 "$BUILD/fuzz-corpus-proto"
 # channel streams up to 64 KiB: messages of up to 16 KiB (the first byte sets the limit)
 run fuzz_chan fuzz-corpus-chan -max_len=65536 "$BUILD/fuzz-corpus-chan"
+# approvals: signatures and allowed_signers up to 16 KiB (a signature is under 1 KiB)
+run fuzz_sshsig fuzz-corpus-sshsig -max_len=16384 "$BUILD/fuzz-corpus-sshsig"
 exit $failed

@@ -3,7 +3,9 @@
 # wire, the lab profile applied on both, h1 reaching h2 over the MACsec VLAN.
 #
 #  1. apply --confirm on h2, then confirm in time: the new version stays, every other
-#     change waits while it is pending, the watchdog ends, the audit log says so
+#     change waits while it is pending, the watchdog ends, the audit log says so; before,
+#     under an approval policy the unapproved version's confirm is refused (audited),
+#     and it stays pending
 #  2. an apply --confirm that moves h2's address on the MACsec VLAN cuts the path h1
 #     reaches it by; the CLI has exited; after the deadline h2 restores itself: ping
 #     over the old path works again, history and the audit log show the rollback
@@ -128,6 +130,18 @@ err=$(on h2 "$F" apply -q "$WORK/v1.yaml" 2>&1 >/dev/null)
 rc=$?
 [ $rc -eq 2 ] && grep -q 'awaits confirmation' <<<"$err" && pass "1-other-apply-refused-while-pending" ||
 	fail "1-other-apply-refused-while-pending" "exit $rc: $err"
+# approvals (docs/approvals.md): under a policy (1 of allowed_signers) v2, applied without
+# one, has no approvals: confirm is refused (exit 1, audited) and v2 stays pending
+ssh-keygen -q -t ed25519 -N '' -C alice -f "$WORK/alice" </dev/null
+echo "alice@lab $(cut -d' ' -f1,2 "$WORK/alice.pub")" >"$WORK/allowed_signers"
+echo "require: 1 of allowed_signers" >"$WORK/approvals.conf"
+err=$(on h2 env FCTL_APPROVALS_CONF="$WORK/approvals.conf" "$F" confirm 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 1 ] && grep -q "confirm: refused: lab-pair version 2 .* is NOT approved: 0 of 1 required signed.*missing: alice@lab; checked against $WORK/allowed_signers.*version 2 is not confirmed" <<<"$err" &&
+	pass "1-unapproved-confirm-refused" || fail "1-unapproved-confirm-refused" "exit $rc: $err"
+check "1-still-pending-after-refused-confirm" pending
+[ "$(audit_count h2 confirm refused)" = 1 ] && pass "1-refused-confirm-audited" ||
+	fail "1-refused-confirm-audited" "$(audit_count h2 confirm refused)"
 out=$(on h2 "$F" confirm --json)
 [ "$(jq -r '"\(.result) \(.version)"' <<<"$out")" = "confirmed 2" ] && pass "1-confirm" || fail "1-confirm" "$out"
 check "1-nothing-pending-after-confirm" not_pending
@@ -207,14 +221,16 @@ check "4b-pending-on-h2" pending h2
 check "4b-watchdog-on-h2" poll 30 watchdog_alive
 [ "$(window h2)" = 128 ] && pass "4b-kernel-has-v4" || fail "4b-kernel-has-v4" "window $(window h2)"
 
-# c. a viewer may not confirm
+# c. a viewer may not confirm (one refused confirm is section 1's, under the policy)
+nref=$(audit_count h2 confirm refused)
 err=$(on h1 "$F" confirm --target "$EP" "${VIEW[@]}" 2>&1 >/dev/null)
 rc=$?
 [ $rc -eq 2 ] && grep -q 'permission denied: role viewer may not confirm' <<<"$err" &&
 	pass "4c-viewer-confirm-refused" || fail "4c-viewer-confirm-refused" "exit $rc: $err"
 check "4c-viewer-changed-nothing" pending h2
 check "4c-watchdog-still-watches" watchdog_alive
-[ "$(audit_count h2 confirm refused)" = 1 ] && pass "4c-refusal-audited" || fail "4c-refusal-audited"
+[ "$(audit_count h2 confirm refused)" = $((nref + 1)) ] && pass "4c-refusal-audited" ||
+	fail "4c-refusal-audited" "$(audit_count h2 confirm refused) refused confirms, $nref before"
 
 # b. the operator confirms
 out=$(on h1 "$F" confirm --target "$EP" "${OP[@]}" --json)

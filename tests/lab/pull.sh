@@ -15,6 +15,10 @@
 #  5. a swap back to v2's content after the refusals: nothing to do, no new history entry;
 #     then v1 again: applied (window 0)
 #  6. the agent's audit log verifies
+#  7. approvals: the agent again with a 2-of-3 policy: an unsigned version and one with one
+#     approval refused and audited (who signed, who is missing, the allowed_signers file),
+#     nothing applied; the version with two (ssh-keygen's, fabricctl approve's) applied, its
+#     signatures kept in the history; a symlinked pulled file refused, not followed
 #
 # Prints PASS/FAIL per check and "pull: N passed, M failed"; exits non-zero on any
 # failure, including a lab that cannot start (never skips).
@@ -155,3 +159,69 @@ out=$("$LAB" wait --timeout 30 h1 "$JOB" 2>&1)
 JOB=
 case $out in *"pull: watching $CM/profile.yaml"*) pass "6-agent-log" ;;
 	*) fail "6-agent-log" "$(echo "$out" | tail -5)" ;; esac
+
+# 7. approvals (docs/approvals.md): the agent again, with a policy of 2 of 3; keys made
+# here by ssh-keygen, signatures by ssh-keygen -Y sign and fabricctl approve, published as
+# ConfigMap keys (profile.yaml.NAME.sig: a ConfigMap has no folders)
+for w in alice bob carol; do ssh-keygen -q -t ed25519 -N '' -C $w -f "$WORK/$w" </dev/null; done
+for w in alice bob carol; do echo "$w@lab $(cut -d' ' -f1,2 "$WORK/$w.pub")"; done >"$WORK/allowed_signers"
+echo "require: 2 of $WORK/allowed_signers" >"$WORK/approvals.conf"
+{ echo "# approved in review"; cat "$WORK/v2.yaml"; } >"$WORK/a2.yaml"
+ssh-keygen -q -Y sign -n fabricctl-profile -f "$WORK/alice" "$WORK/a2.yaml" 2>/dev/null &&
+	mv "$WORK/a2.yaml.sig" "$WORK/a2.alice.sig" || fail "7-ssh-keygen-sign"
+"$F" approve -q --key "$WORK/bob" --name bob "$WORK/a2.yaml" &&
+	mv "$WORK/a2.yaml.sig.d/bob.sig" "$WORK/a2.bob.sig" || fail "7-fabricctl-approve"
+# publish_sig NAME FILE SIGNER...: as publish, with FILE's signatures as the keys
+# profile.yaml.SIGNER.sig, all in the new folder before the swap (the kubelet's order)
+publish_sig() {
+	local name=$1 file=$2 s cp="" ln=""
+	shift 2
+	for s in "$@"; do
+		cp="$cp cp '$WORK/${file%.yaml}.$s.sig' $CM/..$name/profile.yaml.$s.sig;"
+		ln="$ln [ -L $CM/profile.yaml.$s.sig ] || ln -s ..data/profile.yaml.$s.sig $CM/profile.yaml.$s.sig;"
+	done
+	on sh -c "set -e; mkdir $CM/..$name; cp '$WORK/$file' $CM/..$name/profile.yaml; $cp
+		ln -s ..$name $CM/..data_tmp; mv -T $CM/..data_tmp $CM/..data; $ln
+		[ -L $CM/profile.yaml ] || ln -s ..data/profile.yaml $CM/profile.yaml"
+}
+# until_version V: the history's last entry is version V, within $WAIT s
+until_version() {
+	local t=0
+	while [ "$(version)" != "$1" ]; do
+		t=$((t + 1))
+		[ $t -ge "$WAIT" ] && return 1
+		sleep 1
+	done
+}
+# refused_with TEXT: a pull refused whose detail holds TEXT
+refused_with() {
+	until_ok "pull refused: $1" sh -c "'$F' audit show --json | jq -en --arg t '$1' 'input | any(.[]; .action == \"pull\" and .result == \"refused\" and (.detail | contains(\$t)))'"
+}
+JOB=$("$LAB" exec-bg h1 -- env FCTL_APPROVALS_CONF="$WORK/approvals.conf" "$F" agent --pull-dir "$CM" --drift-interval 0)
+refused_with "NOT approved: 0 of 2 required signed (signed by nobody); missing: alice@lab, bob@lab, carol@lab; checked against $WORK/allowed_signers" &&
+	pass "7-unsigned-version-refused" || fail "7-unsigned-version-refused" "$(pulls refused)"
+[ "$(version)" = 1 ] && pass "7-unsigned-nothing-applied" || fail "7-unsigned-nothing-applied" "version $(version)"
+publish_sig a2one a2.yaml alice
+refused_with "NOT approved: 1 of 2 required signed (signed by alice@lab SHA256:" &&
+	pass "7-one-of-two-refused" || fail "7-one-of-two-refused" "$(pulls refused)"
+[ "$(window)" = 0 ] && pass "7-kernel-still-v1" || fail "7-kernel-still-v1" "window $(window)"
+publish_sig a2two a2.yaml alice bob
+if until_version 2; then
+	pass "7-approved-version-applied"
+else
+	fail "7-approved-version-applied" "version $(version); $(pulls refused | jq -r '.[-1].detail')"
+fi
+[ "$(window)" = 64 ] && pass "7-kernel-v2" || fail "7-kernel-v2" "window $(window)"
+[ "$(on sh -c 'ls /var/lib/fabricctl/history/*-v2.yaml.sig.d/' | grep -c 'sig$')" = 2 ] &&
+	pass "7-history-keeps-signatures" || fail "7-history-keeps-signatures"
+# a pulled file that is a symlink (here inside the data folder): refused, not followed
+on sh -c "mkdir $CM/..lnk && ln -s /etc/passwd $CM/..lnk/profile.yaml &&
+	ln -s ..lnk $CM/..data_tmp && mv -T $CM/..data_tmp $CM/..data"
+refused_with "profile.yaml is a symlink: refused" && pass "7-symlinked-file-refused" ||
+	fail "7-symlinked-file-refused" "$(pulls refused)"
+[ "$(window)" = 64 ] && pass "7-symlink-nothing-applied" || fail "7-symlink-nothing-applied"
+on "$F" audit verify --pubkey /var/lib/fabricctl/audit/audit.pub >/dev/null &&
+	pass "7-audit-verifies" || fail "7-audit-verifies"
+"$LAB" kill h1 "$JOB" >/dev/null 2>&1
+"$LAB" wait --timeout 30 h1 "$JOB" >/dev/null 2>&1
+JOB=

@@ -103,6 +103,10 @@ struct fctl_audit_entry {
 	const char *const *kcvs;    /* FCTL_AUDIT_KCV_LEN hex digits each */
 	size_t n_kcvs;
 	const char *key_state;      /* key-state records: pending, active, retired, destroyed */
+	const char *const *approvals; /* the approvals an apply met (docs/approvals.md): each
+				       * "PRINCIPAL SHA256:KEYFP sha256:SIGDIGEST", printable,
+				       * no quote or backslash; at most FCTL_AUDIT_MAX_KEYS */
+	size_t n_approvals;
 };
 
 /* True when fabricctl's own programs write records of this action (apply, probe, the
