@@ -7,6 +7,7 @@
  * fctl_fabric (fctl/fabric.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include "cli.h"
 #include "fctl/agent.h"
+#include "fctl/approvals.h"
 #include "fctl/fabric.h"
 #include "fctl/inventory.h"
 #include "fctl/profile_slice.h"
@@ -30,6 +32,7 @@ struct remote {
 	struct fctl_profile *profile;
 	struct fctl_profile_slicer *slicer; /* NULL: every host gets the whole profile */
 	unsigned char *bytes;
+	struct fctl_buf sigs; /* apply: the profile's signature files (FCTL_TLV_SIGS) */
 	struct fctl_inventory inv;
 };
 
@@ -275,6 +278,50 @@ static int parse(struct remote *rm, int argc, char **argv)
 	rm->key = env_or(rm->key, "FCTL_KEY");
 	rm->ca = env_or(rm->ca, "FCTL_CA");
 	return -1;
+}
+
+/* apply: the signature files beside the profile (PROFILE.sig, PROFILE.NAME.sig,
+ * PROFILE.sig.d/ *.sig) travel with it, each under its own file name, so that the agent's
+ * host checks them against its own policy as for a local apply (docs/approvals.md). A
+ * symlinked one is not sent: it would not count locally either. */
+static int load_sigs(struct remote *rm)
+{
+	char **files = NULL;
+	size_t n = 0, k = 0;
+	int rc = EXIT_OK, r = fctl_approvals_list(rm->profile_file, &files, &n);
+
+	if (r < 0) {
+		cli_err("%s: '%s': cannot list its signature files: %s", rm->cmd,
+			rm->profile_file, strerror(-r));
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+		struct fctl_buf b = { 0 };
+		const char *base = strrchr(files[i], '/');
+
+		base = base ? base + 1 : files[i];
+		r = fctl_approvals_read_at(AT_FDCWD, files[i], FCTL_PROTO_MAX_SIG, &b);
+		if (r == -ELOOP || r == -EINVAL) {
+			cli_err("warning: %s: '%s' is not a regular file: not sent (symlinks "
+				"do not count)", rm->cmd, files[i]);
+		} else if (r < 0) {
+			cli_err("%s: signature file '%s': %s%s", rm->cmd, files[i], strerror(-r),
+				r == -EFBIG ? " (at most 65536 bytes travel with a remote apply)" : "");
+			rc = EXIT_USAGE;
+		} else if ((r = fctl_proto_sig_put(&rm->sigs, &k, base, b.data, b.len)) < 0) {
+			cli_err("%s: signature file '%s': %s", rm->cmd, files[i],
+				r == -EINVAL ? "its name cannot travel to an agent (NAME.sig of "
+					       "[A-Za-z0-9._+@-], at most 128 bytes)"
+				: r == -ENOSPC ? "more signature files than a request carries (64)"
+					       : strerror(-r));
+			rc = EXIT_USAGE;
+		}
+		fctl_buf_release(&b);
+	}
+	fctl_approvals_list_free(files, n);
+	rm->o.sigs = (const unsigned char *)rm->sigs.data;
+	rm->o.sigs_len = rm->sigs.len;
+	return rc;
 }
 
 static int read_bytes(const char *file, unsigned char **out, size_t *n)
@@ -525,6 +572,8 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 		rm->o.profile = rm->bytes;
 		rm->o.profile_len = n_bytes;
 		rm->o.profile_name = rm->profile_file;
+		if (rm->type == FCTL_MSG_APPLY && (rc = load_sigs(rm)) != EXIT_OK)
+			goto out;
 		/* plan and diff send each host its part (a layout not cut by lines: the
 		 * whole profile, as apply always does) */
 		if ((rm->type == FCTL_MSG_PLAN || rm->type == FCTL_MSG_DIFF) && !rm->whole_profile &&
@@ -557,6 +606,7 @@ out:
 	fctl_profile_slicer_free(rm->slicer);
 	fctl_profile_free(rm->profile);
 	free(rm->bytes);
+	fctl_buf_release(&rm->sigs);
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The agent's workers: one per engine request (apply, plan, ...), re-executed, output in memfds. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,13 +17,61 @@
 
 #include "agentd_int.h"
 
-/* Removes this request's spool file (its own: the name was made unique here). */
+/* Removes this request's spool file and the signatures beside it (SPOOL.sig.d: its own,
+ * the name was made unique here). */
 static void drop_spool(struct conn *c)
 {
-	if (c->spool[0]) {
-		unlink(c->spool);
-		c->spool[0] = '\0';
+	char d[sizeof(c->spool) + 8];
+	DIR *dir;
+
+	if (!c->spool[0])
+		return;
+	snprintf(d, sizeof(d), "%s.sig.d", c->spool);
+	dir = opendir(d);
+	if (dir) {
+		struct dirent *e;
+
+		while ((e = readdir(dir)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(dir), e->d_name, 0);
+		closedir(dir);
+		rmdir(d);
 	}
+	unlink(c->spool);
+	c->spool[0] = '\0';
+}
+
+/* The signature files the client sent (FCTL_TLV_SIGS) into SPOOL.sig.d/NN-NAME, where
+ * the worker's approval check finds them as beside a local profile: the host's policy
+ * decides as for a local apply. A name from the wire is checked again here as a plain
+ * file name (the decoder did already), never taken as a path; files are created O_EXCL,
+ * without following a link, in a folder made for this request. */
+static int write_sigs(const struct conn *c, const struct fctl_msg *m)
+{
+	char d[sizeof(c->spool) + 8], p[sizeof(d) + FCTL_PROTO_MAX_SIG_NAME + 32];
+	struct fctl_proto_sig sg;
+	size_t off = 0, i = 0;
+	int r = 0;
+
+	if (!(m->present & FCTL_HAS_SIGS))
+		return 0;
+	snprintf(d, sizeof(d), "%s.sig.d", c->spool);
+	if (mkdir(d, 0700) < 0)
+		return -errno;
+	while (r == 0 && fctl_proto_sig_next(m, &off, &sg) == 1) {
+		int fd;
+
+		if (!fctl_proto_sig_name_ok(sg.name, strlen(sg.name)) || strchr(sg.name, '/'))
+			return -EINVAL;
+		snprintf(p, sizeof(p), "%s/%02zu-%s", d, i++, sg.name);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return -errno;
+		r = fctl_write_all(fd, sg.data, sg.len);
+		if (close(fd) < 0 && r == 0)
+			r = -errno;
+	}
+	return r;
 }
 
 /* The profile into a file that is this request's alone: a fresh random name in
@@ -53,6 +102,8 @@ static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m
 		r = fctl_write_all(fd, m->profile, m->profile_len);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
+	if (r == 0)
+		r = write_sigs(c, m);
 	if (r < 0)
 		drop_spool(c);
 	return r;

@@ -82,6 +82,11 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 			snprintf(req.profile_name, sizeof(req.profile_name), "%s",
 				 o->profile_name ? o->profile_name : "");
 		}
+		if (r->type == FCTL_MSG_APPLY && o->sigs_len) {
+			req.present |= FCTL_HAS_SIGS;
+			req.sigs = o->sigs;
+			req.sigs_len = (uint32_t)o->sigs_len;
+		}
 		if (r->type == FCTL_MSG_APPLY && o->confirm_seconds) {
 			req.present |= FCTL_HAS_CONFIRM;
 			req.confirm_seconds = o->confirm_seconds;

@@ -41,6 +41,7 @@ static const struct tlv_desc tlvs[] = {
 	{ FCTL_TLV_SALT, FCTL_HAS_SALT, K_BYTES, 12, "salt" },
 	{ FCTL_TLV_SA_OPS, FCTL_HAS_SA_OPS, K_BYTES, FCTL_SA_OPS_MAX * FCTL_SA_OP_LEN, "sa-ops" },
 	{ FCTL_TLV_CONFIRM, FCTL_HAS_CONFIRM, K_U32, 4, "confirm" },
+	{ FCTL_TLV_SIGS, FCTL_HAS_SIGS, K_BYTES, FCTL_PROTO_MAX_SIGS_LEN, "sigs" },
 };
 
 #define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
@@ -65,7 +66,8 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_VERSION_MIN | FCTL_HAS_VERSION_MAX },
 	{ FCTL_MSG_STATUS, "status", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_PLAN, "plan", PROFILE_TLVS, FCTL_HAS_PROFILE },
-	{ FCTL_MSG_APPLY, "apply", PROFILE_TLVS | FCTL_HAS_CONFIRM, FCTL_HAS_PROFILE },
+	{ FCTL_MSG_APPLY, "apply", PROFILE_TLVS | FCTL_HAS_CONFIRM | FCTL_HAS_SIGS,
+	  FCTL_HAS_PROFILE },
 	{ FCTL_MSG_SHOW, "show", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
 	{ FCTL_MSG_DIFF, "diff", PROFILE_TLVS, FCTL_HAS_PROFILE },
 	{ FCTL_MSG_ROLLBACK, "rollback", FCTL_HAS_HOST | FCTL_HAS_OPTIONS | FCTL_HAS_TO_VERSION,
@@ -407,6 +409,99 @@ static int tlv_check_len(const struct tlv_desc *d, uint32_t len, char *why, size
 	return 0;
 }
 
+bool fctl_proto_sig_name_ok(const char *name, size_t len)
+{
+	if (!name || len == 0 || len > FCTL_PROTO_MAX_SIG_NAME || name[0] == '.' || len < 5 ||
+	    memcmp(name + len - 4, ".sig", 4) != 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-' ||
+		      ch == '+' || ch == '@'))
+			return false;
+		if (ch == '.' && i + 1 < len && name[i + 1] == '.')
+			return false;
+	}
+	return true;
+}
+
+/* One SIGS record at v[off..len): its name and data bounds; -EBADMSG when cut short or
+ * over a limit, -EPROTO for a name that is not a plain signature file name. */
+static int sig_record(const uint8_t *v, size_t len, size_t off, size_t *nl, size_t *dl,
+		      char *why, size_t whylen, size_t i)
+{
+	if (len - off < 1 || (*nl = v[off]) == 0 || len - off - 1 < *nl + 4)
+		return bad(why, whylen, -EBADMSG, "TLV sigs: record %zu cut short", i);
+	if (!fctl_proto_sig_name_ok((const char *)v + off + 1, *nl))
+		return bad(why, whylen, -EPROTO, "TLV sigs: record %zu: not a plain signature "
+			   "file name (NAME.sig of [A-Za-z0-9._+@-], no '/', no '..')", i);
+	*dl = get32(v + off + 1 + *nl);
+	if (*dl > FCTL_PROTO_MAX_SIG)
+		return bad(why, whylen, -EMSGSIZE, "TLV sigs: record %zu: %zu bytes over the "
+			   "limit %u", i, *dl, FCTL_PROTO_MAX_SIG);
+	if (len - off - 1 - *nl - 4 < *dl)
+		return bad(why, whylen, -EBADMSG, "TLV sigs: record %zu cut short", i);
+	return 0;
+}
+
+static int sigs_check(const uint8_t *v, uint32_t len, char *why, size_t whylen)
+{
+	size_t off = 0, i = 0, nl = 0, dl = 0;
+
+	if (!v || len == 0)
+		return bad(why, whylen, -EBADMSG, "TLV sigs: empty");
+	for (; off < len; i++) {
+		int r;
+
+		if (i == FCTL_PROTO_MAX_SIGS)
+			return bad(why, whylen, -EMSGSIZE, "TLV sigs: more than %u signature files",
+				   FCTL_PROTO_MAX_SIGS);
+		r = sig_record(v, len, off, &nl, &dl, why, whylen, i);
+		if (r < 0)
+			return r;
+		off += 1 + nl + 4 + dl;
+	}
+	return 0;
+}
+
+int fctl_proto_sig_next(const struct fctl_msg *m, size_t *off, struct fctl_proto_sig *out)
+{
+	size_t nl = 0, dl = 0;
+
+	if (!(m->present & FCTL_HAS_SIGS) || *off >= m->sigs_len ||
+	    sig_record(m->sigs, m->sigs_len, *off, &nl, &dl, NULL, 0, 0) < 0)
+		return 0;
+	memcpy(out->name, m->sigs + *off + 1, nl);
+	out->name[nl] = '\0';
+	out->data = m->sigs + *off + 1 + nl + 4;
+	out->len = (uint32_t)dl;
+	*off += 1 + nl + 4 + dl;
+	return 1;
+}
+
+int fctl_proto_sig_put(struct fctl_buf *sigs, size_t *n, const char *name, const void *data,
+		       size_t len)
+{
+	size_t nl = name ? strlen(name) : 0;
+	uint8_t h[4];
+
+	if (!fctl_proto_sig_name_ok(name, nl))
+		return -EINVAL;
+	if (len > FCTL_PROTO_MAX_SIG)
+		return -EFBIG;
+	if (*n >= FCTL_PROTO_MAX_SIGS)
+		return -ENOSPC;
+	put32(h, (uint32_t)len);
+	if (fctl_buf_append(sigs, (uint8_t[]){ (uint8_t)nl }, 1) < 0 ||
+	    fctl_buf_append(sigs, name, nl) < 0 || fctl_buf_append(sigs, h, 4) < 0 ||
+	    (len && fctl_buf_append(sigs, data, len) < 0))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
 /* Stores one known, length-checked TLV value in m (pointers into the frame for byte values);
  * refuses out-of-range values with the reason in why. */
 static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t *v, uint32_t len,
@@ -500,6 +595,13 @@ static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t
 			return r;
 		m->sa_ops = v;
 		m->sa_ops_len = len;
+		break;
+	case FCTL_TLV_SIGS:
+		r = sigs_check(v, len, why, whylen);
+		if (r < 0)
+			return r;
+		m->sigs = v;
+		m->sigs_len = len;
 		break;
 	case FCTL_TLV_CONFIRM:
 		m->confirm_seconds = get32(v);
@@ -697,6 +799,12 @@ static int tlv_value(const struct fctl_msg *m, const struct tlv_desc *d, uint8_t
 		*v = m->sa_ops;
 		*len = m->sa_ops_len;
 		if (sa_ops_check(m->sa_ops, m->sa_ops_len, NULL, 0) < 0)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_SIGS:
+		*v = m->sigs;
+		*len = m->sigs_len;
+		if (sigs_check(m->sigs, m->sigs_len, NULL, 0) < 0)
 			return -EINVAL;
 		break;
 	case FCTL_TLV_CONFIRM:

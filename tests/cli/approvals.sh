@@ -9,7 +9,9 @@
 # a truncated signature, a symlinked signature; apply takes a version approved by
 # ssh-keygen -Y sign and fabricctl approve, whose signature ssh-keygen -Y verify accepts;
 # the history keeps a version's signatures for its rollback; a remote apply through an agent
-# (Unix socket) whose host has a policy is refused (signatures do not travel yet); a keymgr
+# (Unix socket) carries the signature files and the agent's host decides by its policy
+# (unsigned, once signed: refused; 2 of 3: applied), a signature file name that is a path
+# ("../x.sig", "a/b.sig", sent raw) is refused by the agent; a keymgr
 # rotation of an unapproved profile is refused before any agent is asked; approvals --json; validate
 # and plan say the state; the records of applies and rollbacks name the approvers (principal,
 # key fingerprint, signature digest); the log still verifies. The build machine's kernel has no VLAN: the profiles here hold a
@@ -216,8 +218,9 @@ run "rollback to a version applied unapproved: refused" 1 "rollback: refused: ap
 last_audit | grep -q '"action":"rollback".*"result":"refused"' && ok "rollback refused: audited" ||
 	no "rollback refused: audited" "$(last_audit)"
 
-# ---- 5. through the agent: signatures do not travel with a remote apply (yet), so an
-# agent whose host has a policy refuses it, audited; without a policy it applies ----
+# ---- 5. through the agent: the signature files travel with a remote apply and the agent's
+# host decides by its own policy, as for a local apply; a signature file name that is a
+# path is refused by the agent; without a policy the agent applies as before ----
 echo "require: 2 of allowed_signers" >approvals.conf
 agent_start() { # POLICY
 	FCTL_APPROVALS_CONF=$1 "$F" agent --socket "$T/agent.sock" --state-dir "$T/asd" --host h1 \
@@ -232,11 +235,76 @@ agent_stop() {
 	AGENT_PID=
 	rm -f "$T/agent.sock"
 }
+# raw_sig NAME: an apply of p8.yaml whose one signature file is called NAME, sent as raw
+# frames (the CLI sends only plain names); prints the agent's exit code and its error
+raw_sig() {
+	python3 - "$T/agent.sock" "$T/p8.yaml" "$1" <<'PY'
+import socket, struct, sys
+sock, prof, name = sys.argv[1], open(sys.argv[2], 'rb').read(), sys.argv[3].encode()
+data = open(sys.argv[2] + '.sig.d/alice.sig', 'rb').read()
+rec = bytes([len(name)]) + name + struct.pack('>I', len(data)) + data
+tlv = lambda t, v: struct.pack('>HI', t, len(v)) + v
+body = tlv(0x8004, prof) + tlv(0x0018, rec)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+s.sendall(b'FCTL' + struct.pack('>BBHII', 1, 4, 0, 7, len(body)) + body)
+buf = b''
+while len(buf) < 16 or len(buf) < 16 + struct.unpack('>I', buf[12:16])[0]:
+	k = s.recv(65536)
+	if not k:
+		break
+	buf += k
+off, rc, err = 16, None, ''
+while off + 6 <= len(buf):
+	t, n = struct.unpack('>HI', buf[off:off + 6])
+	v = buf[off + 6:off + 6 + n]
+	if t == 0x8008:
+		rc = struct.unpack('>I', v)[0]
+	if t == 0x0009:
+		err = v.decode(errors='replace')
+	off += 6 + n
+print(rc, err)
+PY
+}
+mk r20.yaml 20
 agent_start "$T/approvals.conf"
 run "remote apply, agent with a policy: refused for missing approvals" 1 \
-	"apply: refused: appr version 8 .* is NOT approved: 0 of 2 required signed" apply --target unix:"$T/agent.sock" p8.yaml
-grep -q '"action":"apply".*"result":"refused","error":"appr version 8' aaudit.log &&
+	"apply: refused: appr version 20 .* is NOT approved: 0 of 2 required signed" apply --target unix:"$T/agent.sock" r20.yaml
+grep -q '"action":"apply".*"result":"refused","error":"appr version 20' aaudit.log &&
 	ok "remote apply refused: audited by the agent's host" || no "remote apply refused: audited" "$(cat aaudit.log)"
+ssh-keygen -q -Y sign -f alice -n fabricctl-profile r20.yaml 2>/dev/null || no "ssh-keygen -Y sign alice r20.yaml"
+run "remote apply with one signature (r20.yaml.sig): refused, names who is missing" 1 \
+	"apply: refused: appr version 20 .* is NOT approved: 1 of 2 required signed \(signed by alice@example.org SHA256:[A-Za-z0-9+/]{43}\); missing: bob@example.org" \
+	apply --target unix:"$T/agent.sock" r20.yaml
+cp r20.yaml d20.yaml && mkdir -p r20.yaml.sig.d && # r20.yaml.sig is alice's: sign a copy
+	ssh-keygen -q -Y sign -f dave -n fabricctl-profile d20.yaml 2>/dev/null &&
+	mv d20.yaml.sig r20.yaml.sig.d/dave.sig || no "ssh-keygen -Y sign dave r20.yaml"
+run "remote apply approved by 2 of 3 signers (alice, dave; not bob): applied by the agent" 0 \
+	"appr version 20" apply --target unix:"$T/agent.sock" r20.yaml
+grep '"action":"apply".*"version":20' aaudit.log | tail -1 | grep -v '"result":"refused"' |
+	grep '"approvals":\["alice@example.org SHA256:' | grep -q '"dave@example.org SHA256:' &&
+	ok "remote apply approved: the agent's record names alice and dave" ||
+	no "remote apply approved: the agent's record names the approvers" "$(tail -2 aaudit.log)"
+n_spool=$(find "$T/aprof" -mindepth 1 | wc -l)
+[ "$n_spool" -eq 0 ] && ok "remote apply: the agent leaves no spooled profile or signature" ||
+	no "remote apply: spool left behind" "$(find "$T/aprof")"
+for bad in "../x.sig" "a/b.sig"; do
+	out=$(raw_sig "$bad" 2>&1)
+	case $out in
+	"2 "*"not a plain signature file name"*) ok "a signature file named '$bad': refused by the agent" ;;
+	*) no "a signature file named '$bad': refused by the agent" "$out" ;;
+	esac
+done
+[ ! -e "$T/x.sig" ] && [ ! -e "$T/aprof/a" ] && ok "no file written outside the agent's spool" ||
+	no "a file written outside the spool" "$(ls "$T" "$T/aprof")"
+grep -q '"action":"request".*"result":"refused".*not a plain signature file name' aaudit.log &&
+	ok "the refused signature file name: audited by the agent's host" ||
+	no "the refused signature file name: audited" "$(tail -2 aaudit.log)"
+out=$(raw_sig "alice.sig" 2>&1)
+case $out in
+"1 "*"1 of 2 required signed (signed by alice@example.org"*) ok "the raw client's plain name: accepted and checked (1 of 2)" ;;
+*) no "the raw client's plain name: accepted and checked" "$out" ;;
+esac
 agent_stop
 agent_start "$T/none.conf"
 run "remote apply, agent without a policy: applies as before" 0 "already matches appr version 8" \

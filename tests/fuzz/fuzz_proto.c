@@ -29,8 +29,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (m2.type != m.type || m2.id != m.id || m2.present != m.present ||
 	    m2.profile_len != m.profile_len || m2.output_len != m.output_len ||
-	    m2.error_len != m.error_len || strcmp(m2.host, m.host) != 0)
+	    m2.error_len != m.error_len || strcmp(m2.host, m.host) != 0 ||
+	    m2.sigs_len != m.sigs_len)
 		abort();
+	/* signature records: each one a plain file name, together exactly the value */
+	if (m.present & FCTL_HAS_SIGS) {
+		struct fctl_proto_sig sg;
+		size_t off = 0;
+
+		while (fctl_proto_sig_next(&m, &off, &sg) == 1)
+			if (!fctl_proto_sig_name_ok(sg.name, strlen(sg.name)) || strchr(sg.name, '/'))
+				abort();
+		if (off != m.sigs_len)
+			abort();
+	}
 	fctl_buf_release(&b);
 	return 0;
 }

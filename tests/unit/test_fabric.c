@@ -42,6 +42,8 @@ static struct {
 	uint64_t to[MAXH];
 	uint32_t options[MAXH];
 	uint32_t confirm[MAXH]; /* the confirm TLV's seconds, 0: none */
+	uint32_t apply_sigs[MAXH]; /* the sigs TLV's length in the apply, 0: none */
+	bool other_sigs;           /* a request other than apply carried sigs */
 	char host_tlv[MAXH][64];
 	bool has_host[MAXH], has_profile[MAXH];
 	/* phases: a stamp at each request's start and end */
@@ -66,6 +68,8 @@ static void fake_reset(size_t n)
 	memset(fk.to, 0, sizeof(fk.to));
 	memset(fk.options, 0, sizeof(fk.options));
 	memset(fk.confirm, 0, sizeof(fk.confirm));
+	memset(fk.apply_sigs, 0, sizeof(fk.apply_sigs));
+	fk.other_sigs = false;
 	memset(fk.host_tlv, 0, sizeof(fk.host_tlv));
 	memset(fk.has_host, 0, sizeof(fk.has_host));
 	memset(fk.has_profile, 0, sizeof(fk.has_profile));
@@ -214,6 +218,10 @@ int __wrap_fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req,
 	fk.has_host[i] = req->present & FCTL_HAS_HOST;
 	fk.has_profile[i] = req->present & FCTL_HAS_PROFILE;
 	fk.confirm[i] = (req->present & FCTL_HAS_CONFIRM) ? req->confirm_seconds : 0;
+	if (req->type == FCTL_MSG_APPLY)
+		fk.apply_sigs[i] = (req->present & FCTL_HAS_SIGS) ? req->sigs_len : 0;
+	else if (req->present & FCTL_HAS_SIGS)
+		fk.other_sigs = true;
 	snprintf(fk.host_tlv[i], sizeof(fk.host_tlv[i]), "%s", req->host);
 	pthread_mutex_unlock(&fk.lock);
 	if (fk.gate && i != fk.gate_host)
@@ -507,6 +515,40 @@ static void run_apply(const struct fctl_fabric_opts *o, size_t n, struct fctl_fa
 	*out = v;
 }
 
+/* apply --fabric with signature files: every host's apply carries them (the sigs TLV),
+ * its plan does not; without them no apply carries the TLV. */
+static void test_apply_sigs(void **state)
+{
+	static const unsigned char prof[] = "schema: 1\n";
+	struct fctl_fabric_opts o = { .parallel = 2, .progress = progress, .profile = prof,
+				      .profile_len = sizeof(prof) - 1 };
+	struct fctl_buf sigs = { 0 };
+	struct fctl_fabric_outcome oc;
+	struct fctl_fabric_result *v;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "p.yaml.sig", "SIG-A", 5), 0);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "bob.sig", "SIG-B", 5), 0);
+	o.sigs = (const unsigned char *)sigs.data;
+	o.sigs_len = sigs.len;
+	fake_reset(3);
+	run_apply(&o, 3, &oc, &v);
+	assert_int_equal(fk.sent[FCTL_MSG_APPLY], all(3));
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(fk.apply_sigs[i], sigs.len);
+	assert_false(fk.other_sigs);
+	results_free(v, 3);
+	o.sigs = NULL;
+	o.sigs_len = 0;
+	fake_reset(3);
+	run_apply(&o, 3, &oc, &v);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(fk.apply_sigs[i], 0);
+	results_free(v, 3);
+	fctl_buf_release(&sigs);
+}
+
 /* Host k of n fails in phase 2, for every k and n up to 6: the others, which all
  * applied, and only they, are rolled back to the version they had; the failed
  * host is left to its own rollback. */
@@ -764,6 +806,7 @@ int main(void)
 		cmocka_unit_test(test_run_worst),
 		cmocka_unit_test(test_call_request),
 		cmocka_unit_test(test_call_confirm),
+		cmocka_unit_test(test_apply_sigs),
 		cmocka_unit_test(test_apply_host_k_fails),
 		cmocka_unit_test(test_apply_cases),
 		cmocka_unit_test(test_default_parallel),

@@ -572,13 +572,114 @@ static void test_sa_batch(void **state)
 	fctl_buf_release(&f);
 }
 
+/* Signature files with an apply (FCTL_TLV_SIGS): round trip, names that are paths refused
+ * on the wire and by the encoder, counts and sizes over the limits refused. */
+static void test_sigs(void **state)
+{
+	static const char *ok[] = { "p.yaml.sig", "alice.sig", "p.yaml.bob@example.org.sig",
+				    "a_b-c+d.sig" };
+	static const char *no[] = { "", ".sig", ".x.sig", "../x.sig", "a/b.sig", "x.txt",
+				    "a..sig", "x.sig\n", "a b.sig", "x.sig/", "..", "/etc/x.sig" };
+	struct fctl_buf sigs = { 0 }, b, b2 = { 0 };
+	struct fctl_msg apply = { .type = FCTL_MSG_APPLY, .id = 9, .present = FCTL_HAS_PROFILE |
+				  FCTL_HAS_SIGS, .profile = yaml, .profile_len = sizeof(yaml) - 1 };
+	struct fctl_msg m, plan;
+	struct fctl_proto_sig sg;
+	char why[200] = "", name[FCTL_PROTO_MAX_SIG_NAME + 2];
+	size_t n = 0, off = 0, i;
+	uint8_t *p;
+	char *big;
+
+	(void)state;
+	assert_false(FCTL_TLV_SIGS & FCTL_TLV_CRITICAL); /* an older agent skips it */
+	for (i = 0; i < FCTL_ARRAY_SIZE(ok); i++)
+		assert_true(fctl_proto_sig_name_ok(ok[i], strlen(ok[i])));
+	for (i = 0; i < FCTL_ARRAY_SIZE(no); i++)
+		assert_false(fctl_proto_sig_name_ok(no[i], strlen(no[i])));
+	memset(name, 'a', sizeof(name));
+	memcpy(name + FCTL_PROTO_MAX_SIG_NAME - 4, ".sig", 5);
+	assert_true(fctl_proto_sig_name_ok(name, FCTL_PROTO_MAX_SIG_NAME));
+	memset(name, 'a', sizeof(name));
+	memcpy(name + FCTL_PROTO_MAX_SIG_NAME - 3, ".sig", 5);
+	assert_false(fctl_proto_sig_name_ok(name, FCTL_PROTO_MAX_SIG_NAME + 1));
+
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "aa-b.sig", "SIG-A", 5), 0);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "alice.sig", "", 0), 0);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "../x.sig", "S", 1), -EINVAL);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "a/b.sig", "S", 1), -EINVAL);
+	assert_int_equal(n, 2);
+	apply.sigs = (const uint8_t *)sigs.data;
+	apply.sigs_len = (uint32_t)sigs.len;
+	b = enc(&apply);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)), 0);
+	assert_true(m.present & FCTL_HAS_SIGS);
+	assert_int_equal(fctl_proto_sig_next(&m, &off, &sg), 1);
+	assert_string_equal(sg.name, "aa-b.sig");
+	assert_int_equal(sg.len, 5);
+	assert_memory_equal(sg.data, "SIG-A", 5);
+	assert_int_equal(fctl_proto_sig_next(&m, &off, &sg), 1);
+	assert_string_equal(sg.name, "alice.sig");
+	assert_int_equal(sg.len, 0);
+	assert_int_equal(fctl_proto_sig_next(&m, &off, &sg), 0);
+
+	/* a path for a name, written on the wire by a hostile client: refused */
+	p = memmem(b.data, b.len, "aa-b.sig", 8);
+	assert_non_null(p);
+	memcpy(p, "../x.sig", 8);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)),
+			 -EPROTO);
+	assert_non_null(strstr(why, "not a plain signature file name"));
+	memcpy(p, "a/bb.sig", 8);
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, NULL, 0), -EPROTO);
+	memcpy(p, "aa-b.sig", 8);
+	/* a data length past the TLV: cut short */
+	p[8 + 3] = 6;
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, why, sizeof(why)),
+			 -EBADMSG);
+	assert_non_null(strstr(why, "cut short"));
+	/* a name length of 0 */
+	p[-1] = 0;
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, NULL, 0), -EBADMSG);
+	fctl_buf_release(&b);
+
+	/* only an apply carries signatures */
+	plan = apply;
+	plan.type = FCTL_MSG_PLAN;
+	assert_int_equal(fctl_proto_encode(&plan, &b2), -EINVAL);
+	apply.sigs_len = 0; /* an empty value is not sent: no TLV rather than an empty one */
+	assert_int_equal(fctl_proto_encode(&apply, &b2), -EINVAL);
+	assert_int_equal(b2.len, 0);
+
+	/* limits: the size of one file, the number of files */
+	big = calloc(1, FCTL_PROTO_MAX_SIG + 1);
+	assert_non_null(big);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "big.sig", big, FCTL_PROTO_MAX_SIG + 1),
+			 -EFBIG);
+	while (n < FCTL_PROTO_MAX_SIGS)
+		assert_int_equal(fctl_proto_sig_put(&sigs, &n, "s.sig", "x", 1), 0);
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "s.sig", "x", 1), -ENOSPC);
+	apply.sigs = (const uint8_t *)sigs.data;
+	apply.sigs_len = (uint32_t)sigs.len;
+	b = enc(&apply); /* 64 files: the limit, inclusive */
+	assert_int_equal(fctl_proto_decode((uint8_t *)b.data, b.len, 0, &m, NULL, 0), 0);
+	fctl_buf_release(&b);
+	n = 0; /* a 65th record, forced past the counter */
+	assert_int_equal(fctl_proto_sig_put(&sigs, &n, "s.sig", "x", 1), 0);
+	apply.sigs = (const uint8_t *)sigs.data;
+	apply.sigs_len = (uint32_t)sigs.len;
+	assert_int_equal(fctl_proto_encode(&apply, &b2), -EINVAL);
+	free(big);
+	fctl_buf_release(&sigs);
+	fctl_buf_release(&b2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_header_limits), cmocka_unit_test(test_encode_refuses),
 		cmocka_unit_test(test_negotiate),     cmocka_unit_test(test_sa_batch),
-		cmocka_unit_test(test_confirm),
+		cmocka_unit_test(test_confirm),       cmocka_unit_test(test_sigs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

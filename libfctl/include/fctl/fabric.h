@@ -99,6 +99,10 @@ struct fctl_fabric_opts {
 	const unsigned char *profile;
 	size_t profile_len;
 	const char *profile_name;
+	/* apply: the profile's signature files as a FCTL_TLV_SIGS value (fctl_proto_sig_put),
+	 * sent with each apply request; NULL/0: none */
+	const unsigned char *sigs;
+	size_t sigs_len;
 	/* plan and diff, which change and record nothing: the bytes to send host h
 	 * instead of the whole profile (its slice, fctl/profile_slice.h), malloc'd, their
 	 * length in *len; NULL sends the whole profile. NULL callback: every host gets the

@@ -31,6 +31,13 @@
 #define FCTL_PROTO_MAX_STR 255            /* HOST, PROFILE_NAME, ROLE, AGENT */
 #define FCTL_PROTO_MAX_ERROR (64u << 10)  /* ERROR value */
 #define FCTL_PROTO_MAX_CONFIRM (7u * 86400) /* CONFIRM value: seconds, 7 days */
+/* SIGS value (apply): at most FCTL_PROTO_MAX_SIGS signature files of at most
+ * FCTL_PROTO_MAX_SIG bytes each, names of 1..FCTL_PROTO_MAX_SIG_NAME bytes */
+#define FCTL_PROTO_MAX_SIGS 64
+#define FCTL_PROTO_MAX_SIG (64u << 10)
+#define FCTL_PROTO_MAX_SIG_NAME 128
+#define FCTL_PROTO_MAX_SIGS_LEN \
+	(FCTL_PROTO_MAX_SIGS * (1u + FCTL_PROTO_MAX_SIG_NAME + 4u + FCTL_PROTO_MAX_SIG))
 /* The last request type; counters and metrics size their tables by it. */
 #define FCTL_MSG_LAST FCTL_MSG_CONFIRM
 
@@ -83,6 +90,11 @@ enum fctl_tlv_type {
 	FCTL_TLV_SALT = 0x8015,        /* bytes: XPN salt, exactly 12 */
 	FCTL_TLV_SA_OPS = 0x8016,      /* bytes: N records of FCTL_SA_OP_LEN (sa-batch) */
 	FCTL_TLV_CONFIRM = 0x8017,     /* u32: apply --confirm, seconds 1..FCTL_PROTO_MAX_CONFIRM */
+	/* bytes (apply): the profile's signature files, N records of
+	 * name_len u8 | name | data_len u32 | data (names: fctl_proto_sig_name_ok).
+	 * Not critical: an agent that predates it skips it, and its host's policy (if any)
+	 * then finds no signature and refuses, as before. */
+	FCTL_TLV_SIGS = 0x0018,
 };
 
 enum {
@@ -116,6 +128,7 @@ enum {
 	FCTL_HAS_SALT = 1u << 20,
 	FCTL_HAS_SA_OPS = 1u << 21,
 	FCTL_HAS_CONFIRM = 1u << 22,
+	FCTL_HAS_SIGS = 1u << 23,
 };
 
 /*
@@ -182,6 +195,9 @@ struct fctl_msg {
 	uint32_t sa_ops_len;
 	/* apply: the confirmation deadline, seconds after the apply (FCTL_HAS_CONFIRM) */
 	uint32_t confirm_seconds;
+	/* apply: the signature records, in the frame (checked: fctl_proto_sig_next) */
+	const uint8_t *sigs;
+	uint32_t sigs_len;
 };
 
 struct fctl_proto_hdr {
@@ -223,6 +239,27 @@ void fctl_proto_sa_op_get(const struct fctl_msg *batch, size_t i, struct fctl_ms
  * fctl_buf_reset) so that no realloc leaves a key behind. -EINVAL when op would not
  * decode, -ENOSPC when ops is full (FCTL_SA_OPS_MAX). */
 int fctl_proto_sa_op_put(const struct fctl_msg *op, struct fctl_buf *ops);
+
+/* Whether name may name a signature file on the agent's host: 1..FCTL_PROTO_MAX_SIG_NAME
+ * bytes of [A-Za-z0-9._+@-], not starting with '.', ending in ".sig", no "..": a plain
+ * file name, never a path. */
+bool fctl_proto_sig_name_ok(const char *name, size_t len);
+
+struct fctl_proto_sig {
+	char name[FCTL_PROTO_MAX_SIG_NAME + 1];
+	const uint8_t *data; /* into the frame */
+	uint32_t len;
+};
+
+/* The signature record at *off of a decoded message's SIGS (start with *off = 0):
+ * 1 and *off advanced, 0 at the end. The decoder has checked every record. */
+int fctl_proto_sig_next(const struct fctl_msg *m, size_t *off, struct fctl_proto_sig *out);
+
+/* Appends a signature record to sigs (a SIGS value being built). -EINVAL bad name,
+ * -EFBIG data over FCTL_PROTO_MAX_SIG, -ENOSPC already FCTL_PROTO_MAX_SIGS records
+ * (count them in *n, start at 0), -ENOMEM. */
+int fctl_proto_sig_put(struct fctl_buf *sigs, size_t *n, const char *name, const void *data,
+		       size_t len);
 
 /* The highest version both sides speak, or -EPROTONOSUPPORT. */
 int fctl_proto_negotiate(uint16_t peer_min, uint16_t peer_max);
