@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]
- * [--html FILE] [--whole-log] [--consistency-from SIZE]... [--ledger FILE]: the bundle, and/or the
+ * [--html FILE] [--whole-log] [--consistency-from SIZE]... [--ledger FILE] [--allowed-signers FILE]:
+ * the bundle, and/or the
  * auditor's report (report.html) on its own */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fctl/approvals.h"
 #include "fctl/audit.h"
 #include "fctl/evidence.h"
 #include "fctl/state.h"
@@ -34,6 +36,7 @@ enum {
 	O_CONSISTENCY,
 	O_ALLOW_EMPTY,
 	O_LEDGER,
+	O_ALLOWED_SIGNERS,
 };
 
 static const struct option opts[] = {
@@ -54,6 +57,7 @@ static const struct option opts[] = {
 	{ "consistency-from", required_argument, NULL, O_CONSISTENCY },
 	{ "allow-empty", no_argument, NULL, O_ALLOW_EMPTY },
 	{ "ledger", required_argument, NULL, O_LEDGER },
+	{ "allowed-signers", required_argument, NULL, O_ALLOWED_SIGNERS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -73,6 +77,25 @@ static const char *default_ledger(void)
 	fctl_state_dir_path(NULL, NULL, path, PATH_MAX);
 	strcat(path, "/sa-ledger");
 	return path;
+}
+
+/* The allowed_signers of this host's approval policy (docs/approvals.md), NULL without one. */
+static const char *default_allowed_signers(void)
+{
+	static struct fctl_approval_policy pol;
+	char err[256];
+
+	return fctl_approval_policy_load(cli_approvals_conf(), &pol, err, sizeof(err)) == 1 ? pol.signers
+												   : NULL;
+}
+
+/* What was not given, from this host: the log, its ledger, its policy's allowed_signers
+ * (the one its applies were checked against). */
+static void host_defaults(struct fctl_evidence_opts *o, const char *log)
+{
+	o->log_path = fctl_audit_log_path(log, true);
+	o->ledger_path = o->ledger_path ? o->ledger_path : default_ledger();
+	o->allowed_signers = o->allowed_signers ? o->allowed_signers : default_allowed_signers();
 }
 
 int cmd_evidence(int argc, char **argv)
@@ -105,6 +128,7 @@ int cmd_evidence(int argc, char **argv)
 		case O_WHOLE_LOG: o.whole_log = true; break;
 		case O_ALLOW_EMPTY: o.allow_empty = true; break;
 		case O_LEDGER: o.ledger_path = optarg; break;
+		case O_ALLOWED_SIGNERS: o.allowed_signers = optarg; break;
 		case O_CONSISTENCY:
 			if (o.n_consistency_from >= FCTL_ARRAY_SIZE(from) ||
 			    fctl_parse_u64(optarg, &from[o.n_consistency_from]) < 0 ||
@@ -144,8 +168,7 @@ int cmd_evidence(int argc, char **argv)
 		cli_err("evidence: expected --out FILE.tar and at least one --sign KEY, or --html FILE");
 		return EXIT_USAGE;
 	}
-	o.log_path = fctl_audit_log_path(log, true);
-	o.ledger_path = o.ledger_path ? o.ledger_path : default_ledger();
+	host_defaults(&o, log);
 	o.html = html_path ? &html : NULL;
 	/* --html alone without --sign: the report only, nothing signed */
 	if (!out && !o.n_sign_keys)

@@ -480,7 +480,7 @@ static const struct cmd commands[] = {
 	{ "evidence", cmd_evidence,
 	  "evidence --out FILE.tar --sign KEY [--sign KEY2] [--since T] [--until T] [--change ID]\n"
 	  "         [--html FILE] [--whole-log] [--consistency-from SIZE]... [--allow-empty]\n"
-	  "         [--ledger FILE]",
+	  "         [--ledger FILE] [--allowed-signers FILE]",
 	  "Write one deterministic tar an auditor checks with openssl, jq, sha256sum and\n"
 	  "tar alone (docs/audit.md): MANIFEST.json (every file and its SHA-256), a DSSE\n"
 	  "envelope over it signed by every --sign key (two for dual control), in-toto v1\n"
@@ -495,6 +495,9 @@ static const struct cmd commands[] = {
 	  "When the window holds sa-ledger records, the packet-number ledger they anchor\n"
 	  "(pn/sa-ledger) and the PN ranges each key used per SCI (pn/ranges.json).\n"
 	  "The audit log must verify first, and the ledger must match its records.\n"
+	  "When selected apply or rollback records name approvals (docs/approvals.md),\n"
+	  "the signature files they name (kept with the profile in the history) and the\n"
+	  "allowed_signers file, under approvals/; verify.sh checks each with ssh-keygen.\n"
 	  "\n"
 	  "  --out FILE.tar    the bundle to write\n"
 	  "  --sign KEY        Ed25519 private key (PEM, 'audit keygen' makes one); repeatable\n"
@@ -517,9 +520,12 @@ static const struct cmd commands[] = {
 	  "  --ledger FILE     the host's packet-number ledger (default\n"
 	  "                    /var/lib/fabricctl/sa-ledger; a log copied off its host needs\n"
 	  "                    the ledger copied with it)\n"
+	  "  --allowed-signers FILE  the allowed_signers file the approvals were checked\n"
+	  "                    against (default: the one this host's approval policy names)\n"
 	  "\n"
 	  "Exit: 0 written, 1 the audit log does not verify or the ledger does not match\n"
-	  "its records, 2 usage or I/O error (a ledger that cannot be read), or no record\n"
+	  "its records, 2 usage or I/O error (a ledger that cannot be read, a signature\n"
+	  "file or allowed_signers an approval needs not found), or no record\n"
 	  "selected (nothing written).\n",
 	  "write a signed, deterministic evidence bundle for auditors", cli_opts_evidence },
 	{ "node-check", cmd_node_check,

@@ -212,8 +212,8 @@ host_lane() {
 		# real key servers: a SoftHSM2 token and a PyKMIP server, set up and stopped by the test
 		suite kms 600 tests/kms/kms.sh "$ROOT/build"
 		# attack tests: each reproduces a finding of the security review (tests/security/);
-		# the three on verify.sh are the queue's q_security_evidence
-		suite security 1800 env FCTL_SECURITY_EXCLUDE="evidence_tamper evidence_consistency evidence_pn" \
+		# the four on verify.sh are the queue's q_security_evidence
+		suite security 1800 env FCTL_SECURITY_EXCLUDE="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 			tests/security/run.sh "$ROOT/build"
 		# the auditor's report of an evidence bundle, rendered in headless Chromium (tests/evidence/)
 		suite report 600 tests/evidence/report.sh "$ROOT/build/fabricctl/fabricctl"
@@ -231,11 +231,11 @@ host_lane() {
 			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 			ctest --test-dir "$ROOT/build-asan" --output-on-failure --timeout 600
 		suite asan-kms 900 env ASAN_OPTIONS=detect_leaks=1 tests/kms/kms.sh "$ROOT/build-asan"
-		# evidence_tamper, evidence_consistency and evidence_pn attack verify.sh (bash, openssl,
+		# evidence_tamper, evidence_consistency, evidence_pn and evidence_approvals attack verify.sh (bash, openssl,
 		# python): the build changes nothing there, and "security" ran them; here they would only
 		# lengthen the lane
 		suite asan-security 2400 env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-			FCTL_SECURITY_EXCLUDE="evidence_tamper evidence_consistency evidence_pn" \
+			FCTL_SECURITY_EXCLUDE="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 			tests/security/run.sh "$ROOT/build-asan"
 		# the apply engine again, built with ASan+UBSan (leaks included), on the real kernel
 		if want lab; then
@@ -263,7 +263,8 @@ host_lane() {
 # on one core), they made the host lane, which they ended, the longest of the three
 # (about 1,630 s of suites in a row in that run).
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
-# evidence_consistency and evidence_pn, about 150 s and 60 s more for evidence_pn, bash and jq
+# evidence_consistency, evidence_pn and evidence_approvals, about 150 s, 60 s more for evidence_pn
+# and 75-140 s for evidence_approvals (2026-12-04, other jobs running), bash, jq and ssh-keygen
 # whatever the build), taken out of the host lane's security suite for the same reason.
 # lab-nonce (51 s at aa484b7) grew sections f-i (lab.sh reboot, agents and keymgr): 246 s
 # against the old suite's 91 s, the two started together on a machine at load 10
@@ -272,7 +273,7 @@ QUEUE=(q_rotation q_fuzz q_security_evidence q_mka q_confirm q_ci_tmp q_ci_root 
 	q_nonce q_package q_rekey q_probe q_metrics q_agent q_apply_612 q_slurm q_wiring q_apply
 	q_netlink_612 q_netlink q_smoke q_pull)
 q_security_evidence() {
-	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency evidence_pn" \
+	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 		tests/security/run.sh "$ROOT/build"
 }
 # 3. fuzzing, bounded by the clock (FCTL_FUZZ_SECONDS per target)

@@ -30,7 +30,7 @@ int fctl_evi_fail(struct ev *e, int r, const char *fmt, ...)
 	return r;
 }
 
-static void sha256_hex(const void *p, size_t n, char out[65])
+void fctl_evi_sha256_hex(const void *p, size_t n, char out[65])
 {
 	uint8_t h[32];
 	unsigned int hl = 32;
@@ -199,15 +199,22 @@ static int find_profile(struct ev *e, struct prof *p)
 			fctl_buf_release(&b);
 			continue;
 		}
-		sha256_hex(b.data ? b.data : "", b.len, hex);
+		fctl_evi_sha256_hex(b.data ? b.data : "", b.len, hex);
 		if (strcmp(hex, p->sha) == 0) {
-			char nm[160], file[256];
+			char nm[160], file[256], **src;
 
-			slug(p->name, nm, sizeof(nm));
-			snprintf(file, sizeof(file), "profiles/%s-v%" PRIu64 ".yaml", nm, p->version);
-			p->file = fctl_strdup(file);
-			p->data = b;
-			break;
+			/* every copy: each keeps the signatures of its apply beside it */
+			src = fctl_array_grow(&p->srcs, &p->nsrc, &p->capsrc, sizeof(*p->srcs));
+			if (!src || !(*src = fctl_strdup(cands[i])))
+				r = -ENOMEM;
+			if (!p->file) {
+				slug(p->name, nm, sizeof(nm));
+				snprintf(file, sizeof(file), "profiles/%s-v%" PRIu64 ".yaml", nm,
+					 p->version);
+				p->file = fctl_strdup(file);
+				p->data = b;
+				continue;
+			}
 		}
 		fctl_buf_release(&b);
 	}
@@ -235,7 +242,7 @@ static void record_subject(struct fctl_buf *b, const struct rec *r)
 {
 	char hex[65];
 
-	sha256_hex(r->line, r->len, hex);
+	fctl_evi_sha256_hex(r->line, r->len, hex);
 	fctl_buf_printf(b, "{\"name\":\"audit/slice.jsonl#seq=%" PRIu64
 			   "\",\"digest\":{\"sha256\":\"%s\"}}",
 			r->seq, hex);
@@ -492,7 +499,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	}
 	if (nh)
 		qsort(hosts, nh, sizeof(*hosts), cmp_str);
-	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 5,\n"
+	fctl_buf_printf(m, "{\n  \"bundle\": \"fabricctl-evidence\",\n  \"format\": 6,\n"
 			   "  \"tool\": {\"name\": \"fabricctl\", \"version\": ");
 	fctl_buf_json_str(m, e->o->tool_version ? e->o->tool_version : "unknown");
 	fctl_buf_puts(m, "},\n  \"operator\": ");
@@ -520,6 +527,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	fctl_buf_printf(m, ", \"proofs\": \"audit/proofs.json\", \"whole_log\": %s},\n",
 			e->o->whole_log ? "true" : "false");
 	fctl_evi_manifest_pn(e, m);
+	fctl_evi_manifest_approvals(e, m);
 	fctl_buf_puts(m, "  \"profiles\": [");
 	for (size_t j = 0; j < e->np; j++) {
 		fctl_buf_puts(m, j ? ",\n    {\"name\": " : "\n    {\"name\": ");
@@ -540,7 +548,7 @@ static int manifest(struct ev *e, size_t nsig, uint64_t cpsize, const char *cpro
 	for (size_t j = 0; j < e->nf; j++) {
 		char hex[65];
 
-		sha256_hex(e->f[j].data, e->f[j].len, hex);
+		fctl_evi_sha256_hex(e->f[j].data, e->f[j].len, hex);
 		fctl_buf_printf(m, "%s\n    {\"name\": ", j ? "," : "");
 		fctl_buf_json_str(m, e->f[j].name);
 		fctl_buf_printf(m, ", \"size\": %zu, \"sha256\": \"%s\"}", e->f[j].len, hex);
@@ -770,7 +778,7 @@ static int add_signer_keys(struct ev *e)
 		if (r < 0)
 			goto out;
 		memcpy(der, spki_prefix, sizeof(spki_prefix));
-		sha256_hex(der, sizeof(der), e->signer_ids[k]);
+		fctl_evi_sha256_hex(der, sizeof(der), e->signer_ids[k]);
 		for (size_t j = 0; j < k; j++) {
 			if (!strcmp(e->signer_ids[j], e->signer_ids[k])) {
 				r = fctl_evi_fail(e, -EINVAL, "--sign '%s' is the same key as '%s'",
@@ -802,7 +810,7 @@ static int add_sums(struct ev *e)
 	for (size_t j = 0; j < e->nf; j++) {
 		char hex[65];
 
-		sha256_hex(e->f[j].data, e->f[j].len, hex);
+		fctl_evi_sha256_hex(e->f[j].data, e->f[j].len, hex);
 		fctl_buf_printf(&sums, "%s  %s\n", hex, e->f[j].name);
 	}
 	r = fctl_evi_add_file(e, "SHA256SUMS", &sums);
@@ -885,7 +893,8 @@ int fctl_evidence_build(const struct fctl_evidence_opts *o, struct fctl_buf *out
 
 	if ((r = paths_and_window(&e, &cps, &pub)) < 0 ||
 	    (r = add_audit_anchor(&e, cps, pub, &cpsize, cproot)) < 0 ||
-	    (r = add_log_and_slice(&e, cpsize)) < 0 || (r = add_profiles(&e)) < 0)
+	    (r = add_log_and_slice(&e, cpsize)) < 0 || (r = add_profiles(&e)) < 0 ||
+	    (r = fctl_evi_add_approvals(&e)) < 0)
 		goto out;
 	if ((r = add_signer_keys(&e)) < 0 || (r = statements(&e)) < 0 ||
 	    (r = key_metadata(&e)) < 0 || (r = fctl_evi_add_mka(&e)) < 0 ||
@@ -915,6 +924,9 @@ out:
 		free(e.p[i].sha);
 		free(e.p[i].file);
 		fctl_buf_release(&e.p[i].data);
+		for (size_t k = 0; k < e.p[i].nsrc; k++)
+			free(e.p[i].srcs[k]);
+		free(e.p[i].srcs);
 	}
 	free(e.p);
 	free(cps);

@@ -35,6 +35,8 @@ struct prof {
 	uint64_t version;
 	char *file; /* name in the bundle, NULL when not found */
 	struct fctl_buf data;
+	char **srcs; /* every file found with these bytes (history copies, --profile files) */
+	size_t nsrc, capsrc;
 };
 
 struct ev {
@@ -54,10 +56,13 @@ struct ev {
 	bool has_pn;
 	uint64_t pn_seq;
 	char pn_anchor[96]; /* that record's detail: "bytes=N sha256=HEX" */
+	bool has_approvals; /* approvals/: the window's records name approvals */
 	char *err;
 	size_t errlen;
 };
 
+/* The SHA-256 of n bytes at p, lowercase hex. */
+void fctl_evi_sha256_hex(const void *p, size_t n, char out[65]);
 /* The reason into e->err; returns r. */
 int fctl_evi_fail(struct ev *e, int r, const char *fmt, ...) FCTL_PRINTF(3, 4);
 /* A file of the bundle; takes ownership of data. 0, or -ENOMEM (said). */
@@ -68,6 +73,13 @@ int fctl_evi_add_mka(struct ev *e);
 /* pn/sa-ledger and pn/ranges.json, when the window has sa-ledger records (evidence_pn.c):
  * e->has_pn and what the manifest says of them. 0, or a negative errno (said). */
 int fctl_evi_add_pn(struct ev *e);
+/* approvals/approvals.json, approvals/allowed_signers (o->allowed_signers) and the signature
+ * files (approvals/HEX.sig) the selected records' "approvals" name, found beside the copies
+ * of their profiles (evidence_approvals.c); nothing when no record names one. 0, or a
+ * negative errno (said): -ENOENT a profile, signature or allowed_signers not found. */
+int fctl_evi_add_approvals(struct ev *e);
+/* The manifest's "approvals" member (null without approvals) into m. */
+void fctl_evi_manifest_approvals(const struct ev *e, struct fctl_buf *m);
 /* The manifest's "pn" member (null without a ledger) into m. */
 void fctl_evi_manifest_pn(const struct ev *e, struct fctl_buf *m);
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # verify.sh: checks a fabricctl evidence bundle with openssl (3.0+), jq, sha256sum, tar and bash
-# (and the usual text tools: sed, grep, awk, head, tail, cut, wc, find, sort). VERIFY.md says what
+# (and the usual text tools: sed, grep, awk, head, tail, cut, wc, find, sort), and OpenSSH's
+# ssh-keygen when the bundle carries approvals (approvals/). VERIFY.md says what
 # each check means.
 #
 #   bash verify.sh --signer-pub FILE... (--audit-pub FILE | --trusted-checkpoint FILE)
@@ -352,7 +353,7 @@ else
 fi
 cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
 # every single value the later checks read from the manifest (the file list is read on its own)
-scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 5 and (.signatures_required | type) == "number"
+scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 6 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
 	and (.sha256 | type) == "string" and (.sha256 | test("^[0-9a-f]{64}$")))
 	and (.attestations.file | type) == "string" and (.attestations.statements | type) == "number"' \
@@ -361,9 +362,9 @@ scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 5 and (.si
 	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
 	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
 if [ "$MF_SHAPE" = true ]; then
-	ok "manifest: a fabricctl evidence manifest, format 5"
+	ok "manifest: a fabricctl evidence manifest, format 6"
 else
-	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 5)"
+	bad "manifest: the signed payload is not a fabricctl evidence manifest (format 6)"
 fi
 need=${MF_NEED:-0}
 if [ "$need" -ge 1 ] 2>/dev/null && [ ${#SIGNER_KEYS[@]} -ge "$need" ]; then
@@ -1091,6 +1092,78 @@ check_pn() {
 	fi
 }
 check_pn
+
+# --- 7. approvals: who approved each applied profile version, checked with OpenSSH -----------
+# Each approval a selected apply or rollback record names ("PRINCIPAL SHA256:KEY sha256:DIGEST",
+# docs/approvals.md) must be in approvals/approvals.json with a signature file whose SHA-256 is
+# DIGEST, and `ssh-keygen -Y verify` must accept that file as PRINCIPAL's signature, in the
+# namespace fabricctl-profile, over the profile file the record names (its SHA-256 the
+# record's), with the key the record names, against approvals/allowed_signers at the time of
+# the record (-Overify-time: valid-after and valid-before as the host saw them).
+check_approvals() {
+	local seq psha ap p key hex rest vt prof sig out n=0 abad=0
+	local -A SEEN=()
+	scalars "$M" MF_APPR='.approvals' MF_SEL='{c: .change_id, s: .window.since, u: .window.until}'
+	[ -f "$SLICE" ] || return
+	jq -r --argjson w "${MF_SEL:-null}" 'select(($w.c == null or .change == $w.c)
+		and ($w.s == null or (.time != null and .time >= $w.s)) and ($w.u == null or (.time != null and .time <= $w.u))
+		and (has("manual") | not)) | . as $r | (.approvals // [])[] |
+		"\($r.seq)\t\($r.profile.sha256 // "-")\t\($r.time // "-")\t\(.)"' "$SLICE" >"$TMP/appr.want" 2>/dev/null ||
+		{ bad "approvals: the audit window cannot be read for approvals"; return; }
+	if [ "$MF_APPR" = null ]; then
+		if [ -s "$TMP/appr.want" ]; then
+			bad "approvals: audit record $(head -1 "$TMP/appr.want" | cut -f1) names approvals, yet the bundle carries none"
+		else
+			ok "approvals: no selected record names approvals: this bundle shows none"
+		fi
+		return
+	fi
+	if [ "$MF_APPR" != approvals/approvals.json ] || [ ! -f approvals/approvals.json ] || [ ! -f approvals/allowed_signers ] ||
+		[ "$(jq -r '.allowed_signers' approvals/approvals.json 2>/dev/null)" != approvals/allowed_signers ] ||
+		[ "$(jq -r '.namespace' approvals/approvals.json 2>/dev/null)" != fabricctl-profile ]; then
+		bad "approvals: the manifest's approvals names other files than approvals/approvals.json and approvals/allowed_signers, or they are missing"
+		return
+	fi
+	command -v ssh-keygen >/dev/null || { bad "approvals: ssh-keygen (OpenSSH) is needed to check the approvals, and is missing"; return; }
+	# what the bundle shows: "SEQ<TAB>PROFILE<TAB>PRINCIPAL KEY sha256:DIGEST<TAB>SIGNATURE"
+	jq -r '.records[] | . as $r | .approvals[] | "\($r.seq)\t\($r.profile)\t\(.principal) \(.key) sha256:\(.sha256)\t\(.signature)"' \
+		approvals/approvals.json >"$TMP/appr.have" 2>/dev/null || { bad "approvals: approvals/approvals.json is not of the documented form"; return; }
+	while IFS=$'\t' read -r seq p ap sig; do SEEN["$seq $ap"]="$p"$'\t'"$sig"; done <"$TMP/appr.have"
+	while IFS=$'\t' read -r seq psha vt ap; do
+		n=$((n + 1))
+		if [ -z "${SEEN["$seq $ap"]+x}" ]; then
+			bad "approvals: audit record $seq names the approval '$ap', which approvals/approvals.json does not carry"; abad=1; continue
+		fi
+		p=${SEEN["$seq $ap"]%%$'\t'*} sig=${SEEN["$seq $ap"]#*$'\t'}
+		unset 'SEEN["$seq $ap"]'
+		[[ $ap =~ ^(.+)\ (SHA256:[A-Za-z0-9+/]+)\ sha256:([0-9a-f]{64})$ ]] || { bad "approvals: audit record $seq: '$ap' is not an approval"; abad=1; continue; }
+		rest=${BASH_REMATCH[1]} key=${BASH_REMATCH[2]} hex=${BASH_REMATCH[3]}
+		prof=$(jq -r --arg h "$psha" 'first(.profiles[] | select(.sha256 == $h) | .file | strings) // ""' "$M" 2>/dev/null)
+		if [ -z "$prof" ] || [ "$prof" != "$p" ] || ! safe_name "$prof" || [ ! -f "$prof" ] || [ "$(sha <"$prof")" != "$psha" ]; then
+			bad "approvals: audit record $seq: the bundle does not carry the profile it names (sha256 $psha) as approvals/approvals.json says"; abad=1; continue
+		fi
+		if [ "$sig" != "approvals/$hex.sig" ] || [ ! -f "$sig" ]; then
+			bad "approvals: audit record $seq: the bundle does not carry the signature of $rest as approvals/$hex.sig"; abad=1; continue
+		fi
+		# a file with other bytes is named, and still shown to OpenSSH: both findings are said
+		[ "$(sha <"$sig")" = "$hex" ] ||
+			{ bad "approvals: audit record $seq: the signature of $rest ($sig) is not the file whose SHA-256 the record names (sha256:$hex)"; abad=1; }
+		[[ $vt =~ ^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2}) ]] || { bad "approvals: audit record $seq has no time"; abad=1; continue; }
+		vt="${BASH_REMATCH[1]}${BASH_REMATCH[2]}${BASH_REMATCH[3]}${BASH_REMATCH[4]}${BASH_REMATCH[5]}${BASH_REMATCH[6]}Z"
+		out=$(ssh-keygen -Y verify -n fabricctl-profile -f approvals/allowed_signers -I "$rest" -s "$sig" \
+			-O verify-time="$vt" <"$prof" 2>&1)
+		if [ $? != 0 ]; then
+			bad "approvals: audit record $seq: ssh-keygen -Y verify refuses the signature of $rest over $prof ($sig) against approvals/allowed_signers: $(printf '%s' "$out" | tr '\n' ' ' | head -c 200)"
+			abad=1
+		elif [[ $out != *" key $key"* ]]; then
+			bad "approvals: audit record $seq: $sig is signed by another key than the record's $key: $(printf '%s' "$out" | head -c 200)"
+			abad=1
+		fi
+	done <"$TMP/appr.want"
+	for ap in "${!SEEN[@]}"; do bad "approvals: approvals/approvals.json carries '$ap', which no selected record names"; abad=1; done
+	[ $abad = 0 ] && ok "approvals: ssh-keygen -Y verify accepts each of the $n approvals the selected records name, with the keys and signature digests they record, against approvals/allowed_signers"
+}
+check_approvals
 
 if [ $SELF = 1 ]; then
 	echo "$NOTHING_PROVEN"

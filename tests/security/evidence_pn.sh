@@ -90,7 +90,7 @@ WANT='[["'$H1'","tx","1","38"],["'$H3'","rx","1",null],["'$H2'","tx","1","1000"]
 WANT+='["-","tx",null,"500"],["'$H9'","tx","500",null]]'
 GOT=$(jq -c '[.ranges[] | [.key, .dir, .first, .next]]' "$T/good/pn/ranges.json" 2>/dev/null)
 [ "$GOT" = "$WANT" ] && pass genuine-ranges-as-recorded || fail genuine-ranges-as-recorded "got $GOT"
-jq -e '.pn.anchor_seq == 8 and .pn.bytes == '"$(wc -c <"$T/sa-ledger")"' and .format == 5' "$T/good/MANIFEST.json" >/dev/null &&
+jq -e '.pn.anchor_seq == 8 and .pn.bytes == '"$(wc -c <"$T/sa-ledger")"' and .format == 6' "$T/good/MANIFEST.json" >/dev/null &&
 	pass manifest-names-the-anchor || fail manifest-names-the-anchor "$(jq -c .pn "$T/good/MANIFEST.json" 2>/dev/null)"
 
 # --- forged copies, re-signed by both pinned signers: only the PN checks can catch them ------

@@ -27,7 +27,7 @@ JOBS=${FCTL_SECURITY_JOBS:-3}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "security: FCTL_SECURITY_JOBS must be a positive number" >&2; exit 2; }
 OUT=$(mktemp -d /tmp/fctl-security-run.XXXXXX) || exit 2
 trap 'rm -rf "$OUT"' EXIT
-LONG="privsep abandoned_worker audit_log fanout_deadline evidence_tamper evidence_consistency evidence_pn unit_hardening"
+LONG="privsep abandoned_worker audit_log fanout_deadline evidence_tamper evidence_consistency evidence_pn evidence_approvals unit_hardening"
 order() {
 	local n
 	for n in $LONG; do [ -f "$HERE/$n.sh" ] && echo "$HERE/$n.sh"; done

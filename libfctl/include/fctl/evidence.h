@@ -41,6 +41,9 @@ struct fctl_evidence_opts {
 	/* the host's packet-number ledger (STATE_DIR/sa-ledger), read when the window has
 	 * sa-ledger records: it must match them (docs/audit.md); NULL: none given */
 	const char *ledger_path;
+	/* the allowed_signers file the window's approvals were checked against (docs/
+	 * approvals.md), carried when a selected record names approvals; NULL: none given */
+	const char *allowed_signers;
 	const char *operator_name;    /* NULL: the local user */
 	const char *tool_version;
 	struct fctl_buf *html;        /* not NULL: report.html's bytes appended here too */
