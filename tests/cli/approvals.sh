@@ -83,30 +83,12 @@ fi
 T=$(mktemp -d /tmp/fctl-approvals.XXXXXX) || exit 2
 AGENT_PID=
 trap '[ -z "$AGENT_PID" ] || kill "$AGENT_PID" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
+HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$T" || exit 2
 export NO_COLOR=1
 unset FCTL_AUDIT_LOG FCTL_CHANGE_ID
-P=0 N=0
-ok() { echo "PASS: $1"; P=$((P + 1)); }
-no() {
-	echo "FAIL: $1${2:+: $2}"
-	N=$((N + 1))
-	sed 's/^/    ! /' "$T/err" | head -5
-}
-# run NAME WANT_RC ERE|- ARGS...: the exit code, and a line of stderr+stdout matching
-run() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	"$F" "$@" >"$T/out" 2>"$T/err" </dev/null
-	rc=$?
-	if [ $rc -ne "$want" ]; then
-		no "$name" "exit $rc, expected $want"
-	elif [ "$pat" != - ] && ! cat "$T/err" "$T/out" | grep -Eq -- "$pat"; then
-		no "$name" "no line matches /$pat/"
-	else
-		ok "$name"
-	fi
-}
+# ok, no, run: the checks (tests/cli/expect.sh)
+. "$HERE/expect.sh"
 H="--host h1 --state-dir $T/sd --audit-log $T/audit.log"
 # history_has VERSION: the history lists it
 history_n() { "$F" history --json --state-dir "$T/sd" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }

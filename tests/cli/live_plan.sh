@@ -23,30 +23,12 @@ if [ "${FCTL_LIVE_PLAN_NETNS:-}" != 1 ]; then
 fi
 T=$(mktemp -d /tmp/fctl-live-plan.XXXXXX) || exit 2
 trap 'rm -rf "$T"' EXIT INT TERM
+HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$T" || exit 2
 export NO_COLOR=1
 unset FCTL_AUDIT_LOG FCTL_CHANGE_ID
-P=0 N=0
-ok() { echo "PASS: $1"; P=$((P + 1)); }
-no() {
-	echo "FAIL: $1${2:+: $2}"
-	N=$((N + 1))
-	sed 's/^/    ! /' "$T/err" | head -5
-}
-# run NAME WANT_RC ERE|- ARGS...: the exit code, and a line of stderr+stdout matching
-run() {
-	name=$1 want=$2 pat=$3
-	shift 3
-	"$F" "$@" >"$T/out" 2>"$T/err" </dev/null
-	rc=$?
-	if [ $rc -ne "$want" ]; then
-		no "$name" "exit $rc, expected $want"
-	elif [ "$pat" != - ] && ! cat "$T/err" "$T/out" | grep -Eq -- "$pat"; then
-		no "$name" "no line matches /$pat/"
-	else
-		ok "$name"
-	fi
-}
+# ok, no, run: the checks (tests/cli/expect.sh)
+. "$HERE/expect.sh"
 json() { python3 -c "import json,sys; d=json.load(open('$T/out')); print($1)" 2>&1; }
 
 KEY=00112233445566778899aabbccddeeff
