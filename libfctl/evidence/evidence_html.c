@@ -145,6 +145,35 @@ static int64_t parse_time(const char *s)
 	return (int64_t)timegm(&tm) * 1000000 + us;
 }
 
+/* The principals of an apply's "approvals" (["PRINCIPAL SHA256:KEY sha256:SIG", ...]:
+ * each string's first word), ", " between them; NULL for none or no memory. */
+static char *approvers_of(const char *v, size_t n)
+{
+	struct fctl_buf b = { 0 };
+	bool in = false, word = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!in) {
+			if (v[i] == '"') {
+				in = word = true;
+				if (b.len)
+					fctl_buf_puts(&b, ", ");
+			}
+		} else if (v[i] == '\\' && i + 1 < n) {
+			if (word)
+				fctl_buf_putc(&b, v[i + 1]);
+			i++;
+		} else if (v[i] == '"') {
+			in = false;
+		} else if (v[i] == ' ') {
+			word = false;
+		} else if (word) {
+			fctl_buf_putc(&b, v[i]);
+		}
+	}
+	return b.len ? fctl_buf_steal(&b) : (fctl_buf_release(&b), NULL);
+}
+
 static int parse_one(struct ehrec *r, const char *line, size_t len)
 {
 	char *num = NULL;
@@ -177,6 +206,8 @@ static int parse_one(struct ehrec *r, const char *line, size_t len)
 	}
 	r->nk = fctl_evi_hex_list(line, len, "key_ids", &r->keyids[0][0], FCTL_AUDIT_KEYID_LEN);
 	r->nkcv = fctl_evi_hex_list(line, len, "kcv", &r->kcvs[0][0], FCTL_AUDIT_KCV_LEN);
+	if (fctl_audit_field_raw(line, len, "approvals", &pv, &pl) == 0)
+		r->approvers = approvers_of(pv, pl);
 	return 0;
 }
 
@@ -193,6 +224,7 @@ static void rec_free(struct ehrec *r)
 	free(r->detail);
 	free(r->key_state);
 	free(r->pname);
+	free(r->approvers);
 }
 
 static const struct fctl_evidence_file *file_of(const struct fctl_evidence_html_in *in,
@@ -309,6 +341,12 @@ static void detail_parts(struct fctl_buf *b, const struct ehrec *r, const char *
 		fctl_buf_puts(b, "profile ");
 		fctl_eh_esc(b, r->pname);
 		fctl_buf_printf(b, " v%" PRIu64, r->pver);
+		any = true;
+	}
+	if (r->approvers) {
+		fctl_buf_puts(b, any ? sep : "");
+		fctl_buf_puts(b, "approved by ");
+		fctl_eh_esc(b, r->approvers);
 		any = true;
 	}
 	if (r->detail) {

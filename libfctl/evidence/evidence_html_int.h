@@ -48,6 +48,7 @@ struct ehrec {
 	size_t nk;
 	char kcvs[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KCV_LEN + 1];
 	size_t nkcv;
+	char *approvers; /* the principals of "approvals", ", " between them; NULL for none */
 };
 
 /* A window of more records than this gets the compact page: the timeline in EH_BINS time

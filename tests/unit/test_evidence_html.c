@@ -23,7 +23,8 @@
 static char slice[] =
 	HEAD(1, "2026-05-01T12:00:00.000000Z") "\"action\":\"apply\",\"change\":\"CHG-1\","
 	"\"host\":\"h1\",\"link\":\"h1-h2\",\"result\":\"applied\",\"key_ids\":"
-	"[\"0011223344556677\"],\"kcv\":[\"a1b2c3\"]}\n"
+	"[\"0011223344556677\"],\"kcv\":[\"a1b2c3\"],\"approvals\":[\"alice@example.org "
+	"SHA256:abc sha256:00\",\"bob<i>@example.org SHA256:def sha256:11\"]}\n"
 	HEAD(2, "2026-05-01T12:00:01.000000Z") "\"action\":\"key-rotation\",\"change\":\"CHG-1\","
 	"\"link\":\"h1-h2\",\"result\":\"confirmed\",\"detail\":\"new SAs on an 1\",\"kcv\":"
 	"[\"d4e5f6\"]}\n"
@@ -94,6 +95,8 @@ static void test_sections(void **state)
 		"--signer-pub SIGNER2.pub --audit-pub HOST-audit.pub", "note key id <code>00010203",
 		"h1/var/lib/fabricctl/audit/audit.log", "2 signers", "6 records",
 		"Loss: 0 packets in 1 of 2",
+		/* who approved the version the apply record names (its approvals' principals) */
+		"approved by alice@example.org, bob&lt;i&gt;@example.org",
 		/* the root in hex, as audit verify prints it (the note holds it in base64) */
 		"root <code>aebd10a4550e0467e08ff9ad0d0e64051559e5b798ad8b21c2b1d90b123c3052</code>",
 	};
