@@ -370,11 +370,18 @@ if [ $have_py -eq 1 ] && python3 -c 'import yaml' 2>/dev/null; then
 		    pipe = [i for i, r in enumerate(runs) if "pipeline.sh" in r]
 		    assert inst and pipe and inst[0] < pipe[0], "github %s: no install before pipeline.sh" % job
 		gl = yaml.safe_load(open(d + "/gitlab-ci.yml"))
-		for job in ("check", "lab"):
+		for job in ("check", "lab", "approvals"):
 		    before = "\n".join(gl[job].get("before_script", []))
 		    assert "cmake --install" in before, "gitlab %s: no install before the script" % job
+		# the merge gate of docs/approvals.md: two approvals after the install
+		runs = [s.get("run", "") for s in gh["jobs"]["approvals"]["steps"]]
+		gate = [i for i, r in enumerate(runs) if "fabricctl approvals" in r and "--require 2" in r]
+		inst = [i for i, r in enumerate(runs) if "cmake --install" in r]
+		assert gate and inst and inst[0] < gate[0], "github: no approvals gate after the install"
+		assert any("fabricctl approvals" in x and "--require 2" in x
+		           for x in gl["approvals"]["script"]), "gitlab: no approvals gate"
 	PY
-		pass "the shipped CI workflows install fabricctl before pipeline.sh"
+		pass "the shipped CI workflows install fabricctl before pipeline.sh, and gate on two approvals"
 	else
 		fail "the shipped CI workflows install fabricctl before pipeline.sh" "$(tail -1 "$TMP/py")"
 	fi
