@@ -328,8 +328,12 @@ echo "   rotation: $ROTATIONS rotations committed, both ends on key version $ROT
 step "7. audit logs and the evidence bundle (two signers), checked by its verify.sh"
 for h in h1 h2; do
 	mkdir -p "$D/audit/$h"
+	# the guest's packet-number ledger, which the log's sa-ledger records anchor
+	on "$h" sh -c "[ ! -e /var/lib/fabricctl/sa-ledger ] || cp /var/lib/fabricctl/sa-ledger ${SHARE[$h]}/" ||
+		die "$h: cannot copy its packet-number ledger"
 	# the log, its checkpoints and public key; never the host's private checkpoint key
 	cp "${SHARE[$h]}"/audit.log "${SHARE[$h]}"/audit.log.checkpoints "${SHARE[$h]}"/audit.pub "$D/audit/$h/"
+	[ ! -e "${SHARE[$h]}/sa-ledger" ] || cp "${SHARE[$h]}/sa-ledger" "$D/audit/$h/"
 	mkdir -p "$D/audit/$h/agent"
 	cp "${SHARE[$h]}"/agent/agent-audit.log* "${SHARE[$h]}"/agent/audit.pub "$D/audit/$h/agent/" 2>/dev/null || true
 done
@@ -347,7 +351,7 @@ for k in alice bob; do
 done
 B=$D/evidence/evidence-$CHANGE-h1.tar
 run "$F" evidence --log "$D/audit/h1/audit.log" --pubkey "$D/audit/h1/audit.pub" --profile "$V2" \
-	--sign "$D/signers/alice/audit.key" --sign "$D/signers/bob/audit.key" --out "$B"
+	--ledger "$D/audit/h1/sa-ledger" --sign "$D/signers/alice/audit.key" --sign "$D/signers/bob/audit.key" --out "$B"
 note "signed statements in the bundle, by type (h1 applied, probed and ran keymgr):"
 tar -xOf "$B" attestations.intoto.jsonl | jq -r '.payload | @base64d | fromjson | .predicateType' |
 	sort | uniq -c | sed 's/^ */      /'
