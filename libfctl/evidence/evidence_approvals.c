@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fctl/approvals.h"
+#include "evidence_html_int.h"
 #include "evidence_int.h"
 
 /* One approval of a record: "PRINCIPAL SHA256:KEYFP sha256:HEX" split at its last two
@@ -36,6 +37,25 @@ static bool approval_split(const char *s, size_t len, char *principal, size_t pl
 	memcpy(hex, sp2 + 8, 64);
 	hex[64] = '\0';
 	return strspn(hex, "0123456789abcdef") == 64;
+}
+
+int fctl_evi_approval_next(const char *v, size_t vl, size_t *pos, char *principal,
+			   size_t plen, char *fp, size_t fplen, char hex[65])
+{
+	for (size_t i = *pos; i < vl; i++) {
+		size_t k = i + 1;
+
+		if (v[i] != '"')
+			continue;
+		while (k < vl && v[k] != '"')
+			k++;
+		*pos = k + 1;
+		return approval_split(v + i + 1, k - i - 1, principal, plen, fp, fplen, hex)
+			       ? 1
+			       : -EBADMSG;
+	}
+	*pos = vl;
+	return 0;
 }
 
 /* The signature file with this digest beside any copy of p (the history's copies keep
@@ -101,22 +121,18 @@ static int add_record(struct ev *e, const struct rec *rc, const char *v, size_t 
 	fctl_buf_puts(j, ", \"profile\": ");
 	fctl_buf_json_str(j, p->file);
 	fctl_buf_puts(j, ", \"approvals\": [");
-	for (size_t i = 0; i < vl; i++) {
-		size_t k = i + 1;
+	for (size_t pos = 0;;) {
 		char principal[160], fp[80], hex[65], name[96];
 		struct fctl_buf b = { 0 };
-		int r;
+		int r = fctl_evi_approval_next(v, vl, &pos, principal, sizeof(principal), fp,
+					       sizeof(fp), hex);
 
-		if (v[i] != '"')
-			continue;
-		while (k < vl && v[k] != '"')
-			k++;
-		if (!approval_split(v + i + 1, k - i - 1, principal, sizeof(principal), fp,
-				    sizeof(fp), hex))
+		if (r == 0)
+			break;
+		if (r < 0)
 			return fctl_evi_fail(e, -EBADMSG, "audit record %" PRIu64
 					     ": an approval not of the form 'PRINCIPAL SHA256:KEY sha256:DIGEST'",
 					     rc->seq);
-		i = k;
 		if (find_sig(p, hex, &b) < 0)
 			return fctl_evi_fail(e, -ENOENT,
 					     "audit record %" PRIu64 " names the approval of %s "

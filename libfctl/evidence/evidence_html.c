@@ -145,33 +145,23 @@ static int64_t parse_time(const char *s)
 	return (int64_t)timegm(&tm) * 1000000 + us;
 }
 
-/* The principals of an apply's "approvals" (["PRINCIPAL SHA256:KEY sha256:SIG", ...]:
- * each string's first word), ", " between them; NULL for none or no memory. */
+/* The principals of an apply's "approvals" (fctl_evi_approval_next), ", " between them;
+ * NULL for none, for one not of the approvals' form, or for no memory. */
 static char *approvers_of(const char *v, size_t n)
 {
+	char principal[160], fp[80], hex[65];
 	struct fctl_buf b = { 0 };
-	bool in = false, word = false;
+	size_t pos = 0;
+	int r;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!in) {
-			if (v[i] == '"') {
-				in = word = true;
-				if (b.len)
-					fctl_buf_puts(&b, ", ");
-			}
-		} else if (v[i] == '\\' && i + 1 < n) {
-			if (word)
-				fctl_buf_putc(&b, v[i + 1]);
-			i++;
-		} else if (v[i] == '"') {
-			in = false;
-		} else if (v[i] == ' ') {
-			word = false;
-		} else if (word) {
-			fctl_buf_putc(&b, v[i]);
-		}
+	while ((r = fctl_evi_approval_next(v, n, &pos, principal, sizeof(principal), fp,
+					   sizeof(fp), hex)) > 0)
+		fctl_buf_printf(&b, "%s%s", b.len ? ", " : "", principal);
+	if (r < 0 || !b.len) {
+		fctl_buf_release(&b);
+		return NULL;
 	}
-	return b.len ? fctl_buf_steal(&b) : (fctl_buf_release(&b), NULL);
+	return fctl_buf_steal(&b);
 }
 
 static int parse_one(struct ehrec *r, const char *line, size_t len)

@@ -91,5 +91,10 @@ void fctl_eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size
  * out, an array of FCTL_AUDIT_MAX_KEYS rows of width + 1 chars (cut to width,
  * NUL-terminated); the number of strings. */
 size_t fctl_evi_hex_list(const char *line, size_t len, const char *key, char *out, size_t width);
+/* The next approval of a record's "approvals" array (its raw text v[vl]), read from *pos
+ * on: "PRINCIPAL SHA256:KEYFP sha256:HEX" split at its last two spaces into principal,
+ * fp and hex. 1 and *pos past it; 0 at the end; -EBADMSG for one not of that form. */
+int fctl_evi_approval_next(const char *v, size_t vl, size_t *pos, char *principal,
+			   size_t plen, char *fp, size_t fplen, char hex[65]);
 
 #endif

@@ -20,11 +20,14 @@
 	"h1.in_pkts_invalid_delta=0 h1.in_pkts_no_sci_delta=0 h1.in_pkts_unknown_sci_delta=0 " \
 	"h1.in_pkts_late_delta=0"
 
+/* a signature's digest as the writer records it: 64 hex digits */
+#define D64 "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
 static char slice[] =
 	HEAD(1, "2026-05-01T12:00:00.000000Z") "\"action\":\"apply\",\"change\":\"CHG-1\","
 	"\"host\":\"h1\",\"link\":\"h1-h2\",\"result\":\"applied\",\"key_ids\":"
 	"[\"0011223344556677\"],\"kcv\":[\"a1b2c3\"],\"approvals\":[\"alice@example.org "
-	"SHA256:abc sha256:00\",\"bob<i>@example.org SHA256:def sha256:11\"]}\n"
+	"SHA256:abc sha256:" D64 "\",\"bob<i>@example.org SHA256:def sha256:" D64 "\"]}\n"
 	HEAD(2, "2026-05-01T12:00:01.000000Z") "\"action\":\"key-rotation\",\"change\":\"CHG-1\","
 	"\"link\":\"h1-h2\",\"result\":\"confirmed\",\"detail\":\"new SAs on an 1\",\"kcv\":"
 	"[\"d4e5f6\"]}\n"
