@@ -7,8 +7,8 @@
 set -euo pipefail
 
 PKGS=(
-	# build
-	build-essential cmake pkg-config
+	# build (ccache: the clones of lab-ci-pipeline-* reuse the main build's objects)
+	build-essential cmake pkg-config ccache
 	libnl-3-dev libnl-route-3-dev libnl-genl-3-dev libibverbs-dev librdmacm-dev
 	libssl-dev libyaml-dev libcmocka-dev
 	# tests: sanitizers and fuzzing with clang, JSON and XML checks

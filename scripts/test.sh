@@ -147,10 +147,27 @@ if ! scripts/deps.sh; then
 	exit 1
 fi
 
-# cmake configure + build of one build directory, with -Werror
+# A compiler cache of this run only (removed at exit): the main build fills it and the
+# fresh clones of lab-ci-pipeline-root/-tmp (tests/lab/from_clone.sh), built with the same
+# options under another path, take its objects (ccache 4.7: 147 of 151 compilations, 68 to
+# 27 CPU seconds a clone). Paths are relative to each build's own source tree
+# (CCACHE_BASEDIR, set per build) and the directory is left out of the hash: the objects
+# hold no path of their tree (-ffile-prefix-map). The other builds (ASan, Release, fuzz)
+# have other options, so they do not use it. Without ccache, builds go as before.
+if command -v ccache >/dev/null; then
+	FCTL_CCACHE_DIR=$(mktemp -d /tmp/fctl-ccache.XXXXXX)
+	trap 'rm -rf -- "$SUITE_LOGS" "$FCTL_CCACHE_DIR"' EXIT
+	export FCTL_CCACHE_DIR
+fi
+# cmake configure + build of one build directory, with -Werror; the main one ("build") through
+# that cache when there is one (the from-clone builds do the same)
 build() { # dir, extra cmake args...
 	local dir=$1
 	shift
+	if [ -n "${FCTL_CCACHE_DIR:-}" ] && [ "$dir" = build ]; then
+		set -- -DCMAKE_C_COMPILER_LAUNCHER=ccache "$@"
+		export CCACHE_DIR=$FCTL_CCACHE_DIR CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
+	fi
 	cmake -S "$ROOT" -B "$ROOT/$dir" -DFCTL_WERROR=ON "$@" >/dev/null &&
 		cmake --build "$ROOT/$dir" -j "$JOBS"
 }

@@ -42,11 +42,21 @@ else
 	echo "from_clone: the tree copied into $C/src (not a git checkout)"
 fi
 cd "$C/src" || exit 1
-# the programs the lab suites run, with the test hooks the lab's fault cases use
-if ! { cmake -S . -B build -DFCTL_WERROR=ON -DFCTL_TEST_HOOKS=ON >/dev/null &&
+# the programs the lab suites run, with the test hooks the lab's fault cases use; through
+# scripts/test.sh's compiler cache when it gives one (FCTL_CCACHE_DIR: the same options as
+# its main build, so only what differs by path is compiled again)
+launcher=()
+if [ -n "${FCTL_CCACHE_DIR:-}" ] && command -v ccache >/dev/null; then
+	launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+	export CCACHE_DIR=$FCTL_CCACHE_DIR CCACHE_BASEDIR=$C/src CCACHE_NOHASHDIR=1
+fi
+if ! { cmake -S . -B build -DFCTL_WERROR=ON -DFCTL_TEST_HOOKS=ON "${launcher[@]}" >/dev/null &&
 	cmake --build build -j "${FCTL_JOBS:-$(nproc)}" --target fabricctl fabricctl-keymgr fabricctl-probe >/dev/null; }; then
 	echo "from_clone: building in $C/src failed" >&2
 	exit 1
 fi
+[ ${#launcher[@]} -gt 0 ] && echo "from_clone: compiler cache: $(ccache --print-stats 2>/dev/null |
+	awk -F'\t' '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+		$1 == "cache_miss" { m = $2 } END { printf "%d hits, %d misses (the whole run)", h, m }')"
 echo "from_clone: built in $C/src/build; running $SCRIPT from there"
 FCTL_BUILD_DIR=$C/src/build bash "$C/src/$SCRIPT" "$@"
