@@ -175,6 +175,22 @@ const struct option *cli_opts_agent(const char *cmd, const char *sub)
 	return opts;
 }
 
+/* The agent's log (fctl_agent_log_set): one write(2) per line, so that it is safe in a
+ * child between fork and exec and lines of the agent's processes never interleave. */
+static void agent_log_line(const char *line)
+{
+	static const char prefix[] = "fabricctl-agent: ";
+	char buf[sizeof(prefix) + 4096 + 1];
+	size_t n = strlen(line), p = sizeof(prefix) - 1;
+
+	if (n > sizeof(buf) - p - 1)
+		n = sizeof(buf) - p - 1;
+	memcpy(buf, prefix, p);
+	memcpy(buf + p, line, n);
+	buf[p + n] = '\n';
+	(void)!write(STDERR_FILENO, buf, p + n + 1);
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	static char keys[32][32];
@@ -183,6 +199,7 @@ int cmd_agent(int argc, char **argv)
 	char err[768] = "";
 	int ch, idx = 0, r;
 
+	fctl_agent_log_set(agent_log_line);
 	/* the agent's worker, re-executed by the agent (fctl_agent_worker_main) */
 	if (argc == 3 && strcmp(argv[1], "--worker") == 0 && strcmp(argv[2], "3") == 0) {
 		ops.run = run_request;

@@ -21,8 +21,7 @@ static void spawn_repair(struct agent *a, uint64_t version)
 {
 	pid_t pid;
 
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid == 0) {
 		struct fctl_agent_request rq = { .type = FCTL_MSG_ROLLBACK, .to_version = version,

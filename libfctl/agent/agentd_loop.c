@@ -16,15 +16,24 @@
 
 #include "agentd_int.h"
 
+static fctl_agent_log_fn log_sink;
+
+void fctl_agent_log_set(fctl_agent_log_fn fn)
+{
+	log_sink = fn;
+}
+
 void fctl_agentd_log(const char *fmt, ...)
 {
+	char line[4096];
 	va_list ap;
 
-	fputs("fabricctl-agent: ", stderr);
+	if (!log_sink)
+		return;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	log_sink(line);
 }
 
 uint64_t fctl_agentd_now_ms(void)

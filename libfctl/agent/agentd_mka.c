@@ -94,8 +94,7 @@ static void spawn(struct agent *a, struct fctl_agentd_mka *m, const char *ifname
 {
 	pid_t pid;
 
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid == 0) {
 		struct fctl_agent_request rq = { .type = FCTL_AGENT_MKA_RESTART,

@@ -125,8 +125,7 @@ static void spawn(struct agent *a, struct fctl_agentd_pull *p)
 		return;
 	}
 	snprintf(actor, sizeof(actor), "pull:%s", p->dir);
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid == 0) {
 		struct fctl_agent_request rq = { .type = FCTL_MSG_APPLY, .host = a->cfg.host,

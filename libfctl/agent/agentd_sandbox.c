@@ -385,13 +385,12 @@ int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd)
 	if (r == 0 && w.drop)
 		r = sandbox(&rq, &w, sd, sizeof(sd), &step);
 	if (r < 0) {
-		fprintf(stderr, "fabricctl agent: the worker cannot %s: %s\n", step, strerror(-r));
+		fctl_agentd_log("the worker cannot %s: %s", step, strerror(-r));
 		code = 2;
 	} else {
 		code = ops->run(ops->ctx, &rq);
 	}
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the run's output, before the program's _exit */
 	fctl_buf_release(&b);
 	return code & 0xff;
 }

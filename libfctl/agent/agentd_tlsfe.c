@@ -424,12 +424,12 @@ static _Noreturn void exec_frontend(const struct agent *a, int chan)
 	exe = fcntl(a->exe_fd, F_DUPFD, 10);
 	if (null < 0 || ch < 0 || lfd < 0 || exe < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
 	    dup2(ch, 3) < 0 || dup2(lfd, 4) < 0 || dup3(exe, 5, O_CLOEXEC) < 0) {
-		dprintf(2, "fabricctl agent: cannot pass the TLS front-end its sockets\n");
+		fctl_agentd_log("cannot pass the TLS front-end its sockets");
 		_exit(2);
 	}
 	syscall(SYS_close_range, 6, ~0u, 0);
 	syscall(SYS_execveat, 5, "", argv, environ, AT_EMPTY_PATH);
-	dprintf(2, "fabricctl agent: cannot start the TLS front-end: %s\n", strerror(errno));
+	fctl_agentd_log("cannot start the TLS front-end: %s", strerror(errno));
 	_exit(2);
 }
 
@@ -443,8 +443,7 @@ int fctl_agentd_fe_start(struct agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the TLS front-end: %s", strerror(-r));
 		return r;
 	}
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;

@@ -180,13 +180,13 @@ _Noreturn void fctl_agentd_exec_worker(const struct agent *a, int fd_out, int fd
 	dup2(out, 1);
 	dup2(err, 2);
 	if (req < 0 || dup2(req, 3) < 0 || exe < 0 || dup3(exe, 4, O_CLOEXEC) < 0) {
-		dprintf(2, "fabricctl agent: cannot pass the worker its request\n");
+		fctl_agentd_log("cannot pass the worker its request");
 		_exit(2);
 	}
 	/* nothing else of the agent's reaches the worker: no socket, no log, no listener */
 	syscall(SYS_close_range, 5, ~0u, 0);
 	syscall(SYS_execveat, 4, "", argv, environ, AT_EMPTY_PATH);
-	dprintf(2, "fabricctl agent: cannot start the worker: %s\n", strerror(errno));
+	fctl_agentd_log("cannot start the worker: %s", strerror(errno));
 	_exit(2);
 }
 
@@ -230,8 +230,7 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		spawn_undo(c);
 		return r;
 	}
-	fflush(stdout);
-	fflush(stderr);
+	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The library neither prints, logs nor exits (docs/architecture.md, "Rules"): an object of
-# a libfctl archive that references stdout, stderr, printf, puts, perror, syslog, exit,
+# a libfctl archive that references stdout, stderr, printf, dprintf, puts, perror, syslog, exit,
 # err/warn, _exit or abort must be named, with its symbol and the reason, in
 # lib_io.allow; every other reference fails, and so does an entry of the list that no
 # object references any more (the list only shrinks: delete the line).
@@ -13,7 +13,7 @@ command -v nm >/dev/null || { echo "FAIL: nm is not installed"; exit 1; }
 [ -s "$list" ] || { echo "FAIL: no list of archives ($list)"; exit 1; }
 [ -s "$allow" ] || { echo "FAIL: no allow list ($allow)"; exit 1; }
 # the C library's printing, logging and exiting, and _FORTIFY_SOURCE's names of them
-SYMS='^(stdout|stderr|printf|__printf_chk|vprintf|__vprintf_chk|puts|putchar|perror|syslog|__syslog_chk|vsyslog|__vsyslog_chk|openlog|exit|_exit|_Exit|abort|err|errx|verr|verrx|warn|warnx|vwarn|vwarnx)$'
+SYMS='^(stdout|stderr|printf|__printf_chk|vprintf|__vprintf_chk|dprintf|__dprintf_chk|vdprintf|__vdprintf_chk|puts|putchar|perror|syslog|__syslog_chk|vsyslog|__vsyslog_chk|openlog|exit|_exit|_Exit|abort|err|errx|verr|verrx|warn|warnx|vwarn|vwarnx)$'
 T=$(mktemp -d /tmp/fctl-lib-io.XXXXXX) || exit 2
 trap 'rm -rf "$T"' EXIT
 : >"$T/refs"

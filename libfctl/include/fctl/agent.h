@@ -119,6 +119,15 @@ struct fctl_agent_request {
  * configuration of the last applied profile (docs/mka.md, "Supervision by the agent"). */
 #define FCTL_AGENT_MKA_RESTART 0xf0
 
+/* Where the agent's log lines go. The library never writes to stdout, stderr or syslog
+ * (docs/architecture.md, "Rules"): the program gives a sink, called with one line (no
+ * newline, no program prefix) in the agent, its TLS front-end and its workers, and in a
+ * child between fork and exec: it must do no more than one write(2). Set it once, before
+ * fctl_agent_run, fctl_agent_worker_main or fctl_agent_frontend_main; NULL (the default)
+ * drops the lines. */
+typedef void (*fctl_agent_log_fn)(const char *line);
+void fctl_agent_log_set(fctl_agent_log_fn fn);
+
 struct fctl_agent_ops {
 	/* (Re)builds the configuration: at start and on SIGHUP. */
 	int (*load_config)(void *ctx, struct fctl_agent_config *out, char *err, size_t errlen);
