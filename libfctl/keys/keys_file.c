@@ -48,7 +48,7 @@ static int fetch_file(const struct fctl_keyref *ref, const char *base_dir, size_
 	int fd, r = 0;
 
 	/* the id comes from a profile, perhaps someone else's: it stays below the base */
-	if (fctl_keyref_file_id_check(ref->id, &why) < 0) {
+	if (fctl_path_below_check(ref->id, &why) < 0) {
 		snprintf(err, errlen, "key id '%.256s' %s; a file key id must be a relative path "
 			 "below the profile's directory", ref->id ? ref->id : "", why);
 		return -EINVAL;

@@ -355,28 +355,6 @@ int fctl_sci_parse(const char *s, uint64_t *sci)
 	return 0;
 }
 
-int fctl_keyref_file_id_check(const char *id, const char **why)
-{
-	const char *c;
-
-	if (!id || !*id) {
-		*why = "is empty";
-		return -EINVAL;
-	}
-	if (id[0] == '/') {
-		*why = "is an absolute path";
-		return -EINVAL;
-	}
-	for (c = id; c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL) {
-		/* c starts a component */
-		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || c[2] == '\0')) {
-			*why = "has a '..' component";
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 void fctl_keyid_from_ref(const struct fctl_keyref *ref, uint8_t keyid[FCTL_KEYID_LEN])
 {
 	static const char tag[] = "fabricctl-keyid";

@@ -54,7 +54,7 @@ static void check_key_file(struct vctx *vc, const struct fctl_keyref *ref, struc
 	else
 		snprintf(need, sizeof(need), "%zu-byte hex key (%zu hex digits for %s)", want,
 			 want * 2, fctl_cipher_name(pol->cipher));
-	if (fctl_keyref_file_id_check(ref->id, &why) < 0) {
+	if (fctl_path_below_check(ref->id, &why) < 0) {
 		/* refused before anything is opened: a profile names no file outside its tree */
 		AT(vc, key_pos, "key-id", "name the key by a path below the profile's "
 		   "directory, e.g. keys/NAME.key",

@@ -635,3 +635,25 @@ int fctl_lockfile_take(const char *path, unsigned int flags, long *holder)
 	}
 	return fd;
 }
+
+int fctl_path_below_check(const char *id, const char **why)
+{
+	const char *c;
+
+	if (!id || !*id) {
+		*why = "is empty";
+		return -EINVAL;
+	}
+	if (id[0] == '/') {
+		*why = "is an absolute path";
+		return -EINVAL;
+	}
+	for (c = id; c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL) {
+		/* c starts a component */
+		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || c[2] == '\0')) {
+			*why = "has a '..' component";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

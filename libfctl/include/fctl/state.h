@@ -184,12 +184,6 @@ uint64_t fctl_sci_make(const uint8_t mac[6], uint16_t port);
 void fctl_sci_format(uint64_t sci, char out[24]); /* "52:54:00:fa:01:00/1" */
 int fctl_sci_parse(const char *s, uint64_t *sci);  /* same format, or 16 hex digits */
 
-/* Whether id may name a file-backend key: a relative path below the key base directory
- * (the profile's), not empty, not absolute, with no '..' component. Returns 0, or -EINVAL
- * with *why set to a static phrase ("is an absolute path", ...). The profile's validation
- * and the file backend both apply it: a key id from a profile never leaves the base. */
-int fctl_keyref_file_id_check(const char *id, const char **why);
-
 /* KEYID of a key reference: SHA-256("fabricctl-keyid\0" backend "\0" id "\0" version)[0..15].
  * Deterministic and key-free, so an offline plan can compare SAs without the key. */
 void fctl_keyid_from_ref(const struct fctl_keyref *ref, uint8_t keyid[FCTL_KEYID_LEN]);

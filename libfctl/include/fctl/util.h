@@ -66,6 +66,12 @@ void fctl_memzero(void *p, size_t n);
 bool fctl_memeq_ct(const void *a, const void *b, size_t n);
 
 /* Parsing. All reject trailing garbage, signs and overflow. */
+/* Whether a relative path given by a user stays below the directory it is resolved
+ * against: not empty, not absolute, no '..' component. Returns 0, or -EINVAL with *why
+ * set to a static phrase ("is an absolute path", ...). The profile's validation and the
+ * file key backend both apply it to a file key's id: it never leaves the key base. */
+int fctl_path_below_check(const char *id, const char **why);
+
 int fctl_parse_u64(const char *s, uint64_t *out);          /* decimal or 0x hex */
 int fctl_parse_duration(const char *s, uint64_t *seconds); /* 90, 90s, 5m, 24h, 30d, 1h30m */
 int fctl_parse_mac(const char *s, uint8_t mac[6]);
