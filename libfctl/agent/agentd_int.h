@@ -236,7 +236,7 @@ struct fctl_wreq {
 void fctl_agentd_sweep_timeouts(struct agent *a);
 /* The epoll timeout until the next deadline, -1 for none. */
 int fctl_agentd_next_timeout(struct agent *a);
-/* One line "fabricctl-agent: ..." on stderr. */
+/* One line of the agent's log, to the program's sink (fctl_agent_log_set); none set: dropped. */
 void fctl_agentd_log(const char *fmt, ...) FCTL_PRINTF(1, 2);
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t fctl_agentd_now_ms(void);
