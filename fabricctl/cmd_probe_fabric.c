@@ -23,7 +23,7 @@
 #define MAX_LINKS 64
 
 struct pf {
-	const char *profile_file, *inventory, *cert, *key, *ca, *junit;
+	const char *profile_file, *inventory, *cert, *key, *ca, *junit, *audit_log, *change;
 	const char *links[MAX_LINKS];
 	size_t n_links;
 	bool json, quiet, allow_clear;
@@ -41,6 +41,7 @@ static const struct option pf_opts[] = {
 	{ "iters", required_argument, NULL, 'i' },    { "size", required_argument, NULL, 's' },
 	{ "qp-timeout", required_argument, NULL, 'Q' },
 	{ "allow-cleartext", no_argument, NULL, 'c' }, { "quiet", no_argument, NULL, 'q' },
+	{ "audit-log", required_argument, NULL, 'L' }, { "change", required_argument, NULL, 'G' },
 	{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 };
 
@@ -101,6 +102,8 @@ static int pf_parse(struct pf *f, int argc, char **argv)
 		case 's': r = add_extra(f, "size", optarg); break;
 		case 'Q': r = add_extra(f, "qp_timeout", optarg); break;
 		case 'c': f->allow_clear = true; break;
+		case 'L': f->audit_log = optarg; break;
+		case 'G': f->change = optarg; break;
 		case 'q': f->quiet = true; break;
 		case 'h': cli_usage_cmd("probe"); return EXIT_OK;
 		default: return EXIT_USAGE;
@@ -122,6 +125,7 @@ static int pf_parse(struct pf *f, int argc, char **argv)
 	f->cert = f->cert ? f->cert : getenv("FCTL_CERT");
 	f->key = f->key ? f->key : getenv("FCTL_KEY");
 	f->ca = f->ca ? f->ca : getenv("FCTL_CA");
+	f->change = f->change ? f->change : getenv("FCTL_CHANGE_ID");
 	return -1;
 }
 
@@ -331,6 +335,34 @@ static int report(const struct pf *f, const struct fctl_probe_result *res, size_
 	return rc;
 }
 
+/* One record a link (action probe-fabric), as the single probe records each verdict:
+ * the link, its ends, its verdict and reasons. Negative errno when one was not written. */
+static int audit_links(struct fctl_audit *a, const struct pf *f, const struct fctl_profile *p,
+		       const struct fctl_probe_result *res, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct fctl_probe_item *it = res[i].item;
+		char detail[512], why[FCTL_PROBE_MAX_REASONS * 242] = "";
+		struct cli_audit_event ev = { .action = "probe-fabric",
+					      .result = verdict_name(res[i].verdict),
+					      .host = it->host[1], .change_id = f->change, .p = p };
+		size_t off = 0;
+
+		for (size_t k = 0; k < res[i].n_reasons && off < sizeof(why); k++)
+			off += (size_t)snprintf(why + off, sizeof(why) - off, "%s%s", k ? "; " : "",
+						res[i].reasons[k]);
+		snprintf(detail, sizeof(detail), "link %s vlan %u: %s (serves) -> %s (runs), "
+			 "round %u", it->link, it->vlan, it->host[0], it->host[1], it->round + 1);
+		ev.detail = detail;
+		ev.error = why[0] ? why : NULL;
+		if (cli_audit_record(a, &ev) < 0)
+			ret = -EIO;
+	}
+	return ret;
+}
+
 static double mono(void)
 {
 	struct timespec ts;
@@ -340,7 +372,7 @@ static double mono(void)
 }
 
 static int pf_run(struct pf *f, const struct fctl_profile *p, struct fctl_fabric_opts *fo,
-		  const struct fctl_inventory *inv)
+		  const struct fctl_inventory *inv, struct fctl_audit *audit)
 {
 	struct fctl_probe_item *v = NULL;
 	struct fctl_probe_result *res;
@@ -367,6 +399,11 @@ static int pf_run(struct pf *f, const struct fctl_profile *p, struct fctl_fabric
 		return EXIT_USAGE;
 	}
 	rc = report(f, res, n, rounds, mono() - t0);
+	if (audit_links(audit, f, p, res, n) < 0) {
+		cli_err("probe: AUDIT RECORD NOT WRITTEN: the verdicts above are not all in the "
+			"audit log");
+		rc = EXIT_USAGE;
+	}
 	fctl_probe_results_release(res, n);
 	free(res);
 	free(v);
@@ -380,6 +417,7 @@ int cmd_probe_fabric(int argc, char **argv)
 	struct fctl_inventory inv = { 0 };
 	struct fctl_profile *p = NULL;
 	struct fctl_buf bytes = { 0 };
+	struct fctl_audit *audit = NULL;
 	char err[768];
 	int rc = pf_parse(&f, argc, argv), r;
 
@@ -411,7 +449,14 @@ int cmd_probe_fabric(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	rc = pf_run(&f, p, &fo, &inv);
+	/* verdicts are audited, as the single probe's: no run whose verdicts cannot be */
+	if (cli_audit_open(f.audit_log, &audit) < 0) {
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	rc = pf_run(&f, p, &fo, &inv, audit);
+	if (cli_audit_close(audit) < 0)
+		rc = EXIT_USAGE;
 out:
 	fctl_inventory_release(&inv);
 	fctl_tls_ctx_free(fo.tls);

@@ -426,7 +426,7 @@ static const struct cmd commands[] = {
 	  "       probe --fabric PROFILE [--link NAME]... [--json] [--junit FILE]\n"
 	  "                 [--timeout DUR] [--deadline DUR] [--test T,...] [--iters N] [--size N]\n"
 	  "                 [--qp-timeout N] [--inventory FILE] [--cert F --key F --ca F]\n"
-	  "                 [--allow-cleartext] [--quiet]",
+	  "                 [--allow-cleartext] [--audit-log PATH] [--change ID] [--quiet]",
 	  "RDMA probes over a link (RoCE, RC QP): latency (send_lat, write_lat, read_lat)\n"
 	  "and bandwidth (send_bw, write_bw, read_bw), perftest-compatible and exact\n"
 	  "statistics, loss and retransmissions from the RDMA counters of both ends, the\n"
@@ -442,7 +442,8 @@ static const struct cmd commands[] = {
 	  "need the operator role), in rounds in which no port carries two probes: a\n"
 	  "table per link, the path MTU both ways with don't-fragment echoes, the fabric\n"
 	  "verdict. --timeout is each link's deadline (60s), --deadline the whole run's;\n"
-	  "an agent that does not answer fails its links by name. See docs/probes.md,\n"
+	  "an agent that does not answer fails its links by name. Each link's verdict is an\n"
+	  "audit record (action probe-fabric) where the command runs. See docs/probes.md,\n"
 	  "\"The whole fabric\".\n"
 	  "\n"
 	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"

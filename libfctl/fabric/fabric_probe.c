@@ -56,7 +56,7 @@ static int item_fill(const struct fctl_profile *p, const struct fctl_plink *l,
 	memset(it, 0, sizeof(*it));
 	snprintf(it->link, sizeof(it->link), "%s", l->name);
 	it->vlan = v->id;
-	it->protected_ = (v->macsec ? v->macsec : l->macsec) != NULL;
+	it->protected_ = v->macsec != NULL; /* the link's default is resolved at parse time */
 	for (int e = 0; e < 2; e++) {
 		char vif[FCTL_IFNAMSIZ + 8], mif[FCTL_IFNAMSIZ + 8];
 

@@ -233,6 +233,7 @@ struct call {
 	struct fctl_fabric_result *res;
 	pthread_t t;
 	bool started;
+	double end; /* when its answer came (monotonic seconds) */
 };
 
 static void *call_thread(void *arg)
@@ -240,6 +241,7 @@ static void *call_thread(void *arg)
 	struct call *c = arg;
 
 	fctl_fabric_call(&c->fo, c->type, c->res);
+	c->end = mono_s();
 	return NULL;
 }
 
@@ -317,7 +319,11 @@ int fctl_probe_fabric_run(const struct fctl_probe_run_opts *o, const struct fctl
 			if (v[i].round != r)
 				continue;
 			res[i].item = &v[i];
-			res[i].wall_s = mono_s() - rt0;
+			/* the link's own time: until the later of its two answers */
+			res[i].wall_s = (calls[2 * i].end > calls[2 * i + 1].end ? calls[2 * i].end
+										 : calls[2 * i + 1].end) - rt0;
+			if (res[i].wall_s < 0)
+				res[i].wall_s = 0;
 			if (timeout < 3) {
 				res[i].verdict = FCTL_PROBE_ERROR;
 				reason(&res[i], "not run: the whole run's deadline (%u s) came before "

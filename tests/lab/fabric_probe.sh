@@ -52,7 +52,7 @@ LINKS=("h1-h2 h1:eth0 h2:eth0 101" "h2-h3 h2:eth1 h3:eth0 102" "h3-h4 h3:eth1 h4
 WIRING=h1.eth0=h2.eth0,h2.eth1=h3.eth0,h3.eth1=h4.eth0,h4.eth1=h1.eth1,h1.eth2=h5.eth0,h1.eth3=h3.eth2
 declare -A AGENT=([h1]=10.9.1.1 [h2]=10.9.1.2 [h3]=10.9.3.3 [h4]=10.9.4.4 [h5]=10.9.5.5)
 
-profile() { # extra links (YAML lines)
+profile() {
 	local l name a b vlan ha hb
 	cat <<EOP
 schema: 1
@@ -68,6 +68,16 @@ macsec:
     send_sci: true
     port: 1
     key: { backend: file, id: keys/ring.key }
+  edge2: # a second VLAN of one link under the same key needs its own SCI port
+    cipher: gcm-aes-128
+    icv_len: 16
+    encrypt: true
+    replay_protect: true
+    replay_window: 0
+    validate: strict
+    send_sci: true
+    port: 2
+    key: { backend: file, id: keys/ring.key }
 hosts:
 EOP
 	for h in h1 h2 h3 h4 h5; do
@@ -75,7 +85,8 @@ EOP
 		echo "    agent: ${AGENT[$h]}:7443"
 		echo "    ports:"
 		for p in eth0 eth1 eth2 eth3; do
-			grep -q " $h:$p " <<<" ${LINKS[*]} " && echo "      - { name: $p }"
+			grep -q " $h:$p " <<<" ${LINKS[*]} " &&
+				echo "      - { name: $p, mac: \"52:54:00:fa:0${h#h}:0${p#eth}\" }"
 		done
 	done
 	echo "links:"
@@ -85,7 +96,6 @@ EOP
 		echo "  - { name: $name, a: \"$a\", b: \"$b\", macsec: edge,"
 		echo "      vlans: [ { id: $vlan, mtu: 1400, addresses: { $ha: 10.$vlan.0.${ha#h}/24, $hb: 10.$vlan.0.${hb#h}/24 } } ] }"
 	done
-	printf '%s' "${1:-}"
 	cat <<EOP
 slo:
   latency_p99_us: 800000
@@ -93,13 +103,15 @@ slo:
 EOP
 }
 profile >"$WORK/fabric.yaml"
-# bad input: a VLAN nobody created (so no RDMA device on it) and a cleartext one
-profile "  - { name: h4-h1-extra, a: \"h4:eth1\", b: \"h1:eth1\", macsec: edge,
-      vlans: [ { id: 250, mtu: 1400, addresses: { h4: 10.250.0.4/24, h1: 10.250.0.1/24 } } ] }
-  - { name: h4-h1-clear, a: \"h4:eth1\", b: \"h1:eth1\",
-      vlans: [ { id: 251, addresses: { h4: 10.251.0.4/24, h1: 10.251.0.1/24 } } ] }
-" >"$WORK/bad.yaml"
-"$F" validate -q "$WORK/fabric.yaml" || { fail "profile" "fabric.yaml does not validate"; exit 1; }
+# bad input: h4-h1 with a second VLAN nobody created (so no RDMA device on it), and
+# with a cleartext one
+sed 's/^\(      vlans: \[ { id: 104, .*\) \] }$/\1,\n        { id: 250, mtu: 1400, macsec: edge2, addresses: { h4: 10.250.0.4\/24, h1: 10.250.0.1\/24 } } ] }/' \
+	"$WORK/fabric.yaml" >"$WORK/bad-nordma.yaml"
+sed 's/^\(      vlans: \[ { id: 104, .*\) \] }$/\1,\n        { id: 251, macsec: ~, addresses: { h4: 10.251.0.4\/24, h1: 10.251.0.1\/24 } } ] }/' \
+	"$WORK/fabric.yaml" >"$WORK/bad-clear.yaml"
+for y in fabric bad-nordma bad-clear; do
+	"$F" validate -q "$WORK/$y.yaml" || { fail "profile" "$y.yaml does not validate"; exit 1; }
+done
 
 # --- lab, control addresses, apply, rxe, agents ---------------------------------
 if ! "$LAB" up --hosts 5 --wiring "$WIRING" --lifetime 1800; then
@@ -197,13 +209,14 @@ echo "$out" | sed 's/^/   /'
 	pass "2-clean-run-passes-all" || fail "2-clean-run-passes-all" "exit $rc"
 
 # --- 3. bad input ------------------------------------------------------------------------
-bad() { # name, want (grep -E), probe args...
-	local name=$1 want=$2 o r
-	shift 2
-	o=$(on h1 "$F" probe --fabric "$WORK/bad.yaml" "${OP[@]}" "${PROBE_OPTS[@]}" "$@" 2>&1)
+bad() { # name, profile, want (grep -E), probe args...
+	local name=$1 y=$2 want=$3 o r
+	shift 3
+	o=$(on h1 "$F" probe --fabric "$WORK/$y.yaml" "${OP[@]}" "${PROBE_OPTS[@]}" "$@" 2>&1)
 	r=$?
 	if [ $r = 2 ] && grep -Eq -- "$want" <<<"$o"; then pass "$name"; else fail "$name" "exit $r: $o"; fi
 }
-bad "3-unknown-link" "no link 'nope' in the profile" --link nope
-bad "3-no-rdma-device" "no RDMA device on ms250" --link h4-h1-extra
-bad "3-vlan-without-macsec" "link 'h4-h1-clear' VLAN 251 has no MACsec" --link h4-h1-clear
+bad "3-unknown-link" fabric "no link 'nope' in the profile" --link nope
+# h4-h1/104 passes, /250 cannot run: named, with the interface that has no device
+bad "3-no-rdma-device" bad-nordma "no RDMA device on ms250" --link h4-h1
+bad "3-vlan-without-macsec" bad-clear "link 'h4-h1' VLAN 251 has no MACsec" --link h4-h1

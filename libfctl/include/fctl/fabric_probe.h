@@ -82,7 +82,7 @@ struct fctl_probe_result {
 	enum fctl_probe_verdict verdict;
 	char reasons[FCTL_PROBE_MAX_REASONS][240];
 	size_t n_reasons;
-	double wall_s;
+	double wall_s;	/* from its round's start to the later of its two answers */
 };
 
 struct fctl_probe_run_opts {
