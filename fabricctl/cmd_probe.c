@@ -209,7 +209,7 @@ int cli_probe_request(const struct fctl_agent_request *rq)
 	fflush(stderr);
 	/* the probe's own deadline: whatever it waits for, it is gone by then (SIGALRM
 	 * survives the exec), and the agent answers before the client gives up */
-	alarm((unsigned)dl + 2);
+	alarm((unsigned)dl + 1);
 	execv(bin, av);
 	cli_err("probe: cannot run %s: %s", bin, strerror(errno));
 	return EXIT_USAGE;

@@ -195,14 +195,16 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One echo of `size` bytes of IP packet with DF: 1 answered, 0 not (dropped or too big
- * for this end: -EMSGSIZE), negative errno when it could not be sent. */
-static int echo(int fd, const struct sockaddr_in *to, unsigned size, uint16_t id, uint16_t seq)
+/* One echo of `size` bytes of IP packet with DF, its answer awaited wait_ms: 1 answered,
+ * 0 not (dropped), -EMSGSIZE too big for this end, another negative errno when it could
+ * not be sent. */
+static int echo(int fd, const struct sockaddr_in *to, unsigned size, uint16_t id, uint16_t seq,
+		int wait_ms)
 {
 	static uint8_t pkt[65536], rx[65536];
 	struct icmphdr *ic = (struct icmphdr *)(void *)pkt;
 	size_t len = size - 20;
-	int64_t end = now_ms() + 700;
+	int64_t end = now_ms() + wait_ms;
 
 	memset(pkt, 0xa5, len);
 	ic->type = ICMP_ECHO;
@@ -239,6 +241,8 @@ int probe_pmtu(const char *peer, const char *ifname, unsigned mtu, unsigned *lar
 	int fd, pmtu = IP_PMTUDISC_PROBE, ok = 0;
 	uint16_t id = (uint16_t)getpid(), seq = 0;
 	unsigned lo = 0, hi;
+	int64_t t0;
+	int wait_ms = 3000;
 
 	if (mtu < 68 || mtu > 65535 || inet_pton(AF_INET, peer, &to.sin_addr) != 1) {
 		snprintf(err, errlen, "path MTU: bad peer '%s' or MTU %u", peer, mtu);
@@ -254,9 +258,20 @@ int probe_pmtu(const char *peer, const char *ifname, unsigned mtu, unsigned *lar
 			close(fd);
 		return r;
 	}
-	/* the first echo may wait for the neighbour: three tries at the full size */
-	for (int t = 0; t < 3 && ok == 0; t++)
-		ok = echo(fd, &to, mtu, id, ++seq);
+	/* the round trip first, with a small echo (the first may wait for the neighbour):
+	 * what a lost echo is waited for after it (a delayed link is not a small MTU) */
+	t0 = now_ms();
+	for (int t = 0; t < 2 && ok != 1; t++)
+		ok = echo(fd, &to, 68, id, ++seq, wait_ms);
+	if (ok != 1) {
+		close(fd);
+		*largest = 0; /* no answer at all: not a path MTU question */
+		return 0;
+	}
+	wait_ms = (int)(now_ms() - t0) * 3 + 300;
+	ok = 0;
+	for (int t = 0; t < 2 && ok == 0; t++)
+		ok = echo(fd, &to, mtu, id, ++seq, wait_ms);
 	if (ok == 1) {
 		*largest = mtu;
 		close(fd);
@@ -268,13 +283,11 @@ int probe_pmtu(const char *peer, const char *ifname, unsigned mtu, unsigned *lar
 	while (hi - lo > 1) {
 		unsigned mid = lo + (hi - lo) / 2;
 
-		if (echo(fd, &to, mid, id, ++seq) == 1)
+		if (echo(fd, &to, mid, id, ++seq, wait_ms) == 1)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (echo(fd, &to, lo, id, ++seq) != 1)
-		lo = 0; /* not even the smallest: the peer does not answer at all */
 	close(fd);
 	*largest = lo;
 	return 0;

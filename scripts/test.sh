@@ -475,7 +475,7 @@ rm -rf "$LANES"
 # safety net: no lab outlives the run, whatever happened to a suite
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
-	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
+	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-fabric-probe /var/tmp/fabricctl-lab-agent \
 	/var/tmp/fabricctl-lab-ci-root /var/tmp/fabricctl-lab-ci-tmp /var/tmp/fabricctl-lab-rotation \
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \

@@ -24,10 +24,10 @@ SUITE_EXEC_TIMEOUT=300
 . "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 P=$BUILD/probes/fabricctl-probe
 DROP=$BUILD/tests/lab/fctl_lab_drop
-# The run's bounds: each link 50 s, the whole run 120 s. Emulated RDMA: 12 iterations.
-LINK_S=50
-DEADLINE_S=120
-PROBE_OPTS=(--timeout ${LINK_S}s --deadline ${DEADLINE_S}s --test send_lat,write_bw --iters 12
+# The run's bounds: each link 60 s, the whole run 150 s. Emulated RDMA: 8 iterations.
+LINK_S=60
+DEADLINE_S=150
+PROBE_OPTS=(--timeout ${LINK_S}s --deadline ${DEADLINE_S}s --test send_lat,write_bw --iters 8
 	--qp-timeout 20)
 
 for b in "$F" "$P" "$DROP"; do
@@ -98,7 +98,7 @@ EOP
 	done
 	cat <<EOP
 slo:
-  latency_p99_us: 800000
+  latency_p99_us: 500000
   max_loss: 0
 EOP
 }
@@ -150,19 +150,23 @@ done
 check "agents-answer" on h1 "$F" status --fabric "${OP[@]}" --profile "$WORK/fabric.yaml" --quiet
 
 # --- 1. degraded ------------------------------------------------------------------
+# the dropper on h2, the serving end of h2-h3: write_bw's data arrives there, and a frame
+# dropped there is a sequence gap (loss); dropped on the running end it would only be a
+# lost ACK (a timer retransmission)
 sysmod=/lib/modules/$(on h2 uname -r)/kernel/net/sched/sch_netem.ko
 on h2 sh -c "modprobe sch_netem 2>/dev/null || insmod $sysmod" &&
-	on h2 tc qdisc add dev ms101 root netem delay 2000ms &&
-	on h3 "$DROP" ms102 50 >/dev/null &&
+	on h2 tc qdisc add dev ms101 root netem delay 1200ms &&
+	on h2 "$DROP" ms102 10 >/dev/null &&
 	on h3 ip link set ms103 mtu 1300 &&
 	H5_AGENT=$(on h5 pgrep -o -f "agent --host h5 --listen") &&
 	on h5 kill -STOP "$H5_AGENT" && pass "1-degrade" || fail "1-degrade" "netem, XDP, mtu or SIGSTOP"
 
 t0=$(date +%s)
 out=$(on h1 "$F" probe --fabric "$WORK/fabric.yaml" "${OP[@]}" "${PROBE_OPTS[@]}" --json \
-	--junit "$WORK/run1.xml" --quiet)
+	--junit /tmp/run1.xml --quiet)
 rc=$?
 t1=$(date +%s)
+on h1 cat /tmp/run1.xml >"$WORK/run1.xml" # the guests see this tree read-only
 echo "$out" | jq -r '.links[] | "   \(.link): \(.verdict) \(.reasons)"' 2>/dev/null
 echo "   degraded run: exit $rc, $((t1 - t0)) s wall (deadline $DEADLINE_S s), $(jq -r .rounds <<<"$out" 2>/dev/null) round(s)"
 verdict() { jq -r --arg l "$1" '.links[] | select(.link == $l) | .verdict' <<<"$out" 2>/dev/null; }
@@ -180,9 +184,10 @@ reasons() { jq -r --arg l "$1" '.links[] | select(.link == $l) | .reasons | join
 	pass "1-others-pass" || fail "1-others-pass" "h4-h1 $(verdict h4-h1): $(reasons h4-h1); h1-h3 $(verdict h1-h3): $(reasons h1-h3)"
 [ "$(jq '[.links[] | select(.verdict != "pass")] | length' <<<"$out" 2>/dev/null)" = 4 ] &&
 	pass "1-exactly-four-named" || fail "1-exactly-four-named"
-# the deadline is the feature: the run ends by it whatever hangs (a bound, not a speed)
-[ $((t1 - t0)) -le $((DEADLINE_S + 30)) ] && pass "1-ends-within-deadline" ||
-	fail "1-ends-within-deadline" "$((t1 - t0)) s"
+# the deadline is the feature: the run ends by it whatever hangs (a bound, not a speed;
+# the command's own clock, not the lab's exec)
+jq -en --argjson d "$DEADLINE_S" 'input | .wall_seconds <= $d' <<<"$out" >/dev/null &&
+	pass "1-ends-within-deadline" || fail "1-ends-within-deadline" "$(jq .wall_seconds <<<"$out")"
 jq -en 'input | [.links[] | select(.verdict == "pass") | .tests[] | .macsec_encrypted_delta.a > 0 and
 	.macsec_encrypted_delta.b > 0 and .macsec_refused_delta.a == 0] | length > 0 and all' <<<"$out" >/dev/null &&
 	pass "1-passing-links-encrypted-both-ends" || fail "1-passing-links-encrypted-both-ends"
@@ -200,13 +205,29 @@ EOPY
 # --- 2. nothing degraded -------------------------------------------------------------
 on h5 kill -CONT "$H5_AGENT"
 on h2 tc qdisc del dev ms101 root
-on h3 "$DROP" ms102 off >/dev/null
+on h2 "$DROP" ms102 off >/dev/null
 on h3 ip link set ms103 mtu 1400
 out=$(on h1 "$F" probe --fabric "$WORK/fabric.yaml" "${OP[@]}" "${PROBE_OPTS[@]}")
 rc=$?
 echo "$out" | sed 's/^/   /'
 [ "$rc" = 0 ] && grep -q "6 passed, 0 failed, 0 could not run" <<<"$out" &&
 	pass "2-clean-run-passes-all" || fail "2-clean-run-passes-all" "exit $rc"
+
+# --- bench (bench/fabric_probe_bench.sh sets FCTL_FABRIC_PROBE_BENCH=1): the fabric run
+# against the same links probed one by one ------------------------------------------------
+if [ "${FCTL_FABRIC_PROBE_BENCH:-0}" = 1 ]; then
+	fab=$(on h1 "$F" probe --fabric "$WORK/fabric.yaml" "${OP[@]}" "${PROBE_OPTS[@]}" --json --quiet |
+		jq -r .wall_seconds)
+	sum=0
+	for l in "${LINKS[@]}"; do
+		read -r name _ <<<"$l"
+		w=$(on h1 "$F" probe --fabric "$WORK/fabric.yaml" "${OP[@]}" "${PROBE_OPTS[@]}" --json --quiet \
+			--link "$name" | jq -r .wall_seconds)
+		echo "   $name alone: $w s"
+		sum=$(awk -v a="$sum" -v b="$w" 'BEGIN { printf "%.3f", a + b }')
+	done
+	echo "BENCH fabric probe of ${#LINKS[@]} links: $fab s in one run; one by one: $sum s (ratio $(awk -v a="$sum" -v b="$fab" 'BEGIN { printf "%.2f", a / b }'))"
+fi
 
 # --- 3. bad input ------------------------------------------------------------------------
 bad() { # name, profile, want (grep -E), probe args...

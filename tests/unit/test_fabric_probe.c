@@ -165,6 +165,17 @@ static void verdicts(void **state)
 	assert_string_equal(r.reasons[0], "send_lat: latency p99 9.000 us > 5.000 us");
 	fctl_probe_results_release(&r, 1);
 
+	/* an SLO missed, then the run broke (killed at its deadline): the SLO is the verdict */
+	judge(&r, &it, 3, NULL, 0, 3,
+	      "result test=send_lat size=2 ran=1 pass=0 p50_us=1 p99_us=9 p999_us=9 gbps=-\n"
+	      "reason test=send_lat latency p99 9.000 us > 5.000 us\n"
+	      "result test=write_bw size=65536 ran=0 pass=0 p50_us=- p99_us=- p999_us=- gbps=-\n",
+	      "fabricctl agent: the probe-run worker was killed by signal 14\n");
+	assert_int_equal(r.verdict, FCTL_PROBE_FAIL);
+	assert_string_equal(r.reasons[0], "send_lat: latency p99 9.000 us > 5.000 us");
+	assert_non_null(strstr(r.reasons[1], "killed by signal 14"));
+	fctl_probe_results_release(&r, 1);
+
 	/* the running end's agent never answered */
 	judge(&r, &it, 2, NULL, -ETIMEDOUT, 2, NULL, "no answer within 30 s");
 	assert_int_equal(r.verdict, FCTL_PROBE_ERROR);
