@@ -171,10 +171,13 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		ctl_field_u64(line, "iters", &p.iters);
 		ctl_field_u64(line, "duration_ns", &p.duration_ns);
 		ctl_field_u64(line, "stall_ns", &p.stall_ns);
-		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test)) {
+		/* the client's DONE may come before our loop ends, in every test: its last
+		 * message answered, ours still waits for the completion of its answer (over a
+		 * slow link, more than the 100 ms after which the loop looks at the control
+		 * connection); only ABORT, or anything else, stops it */
+		p.watch_ok = "DONE";
+		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test))
 			p.bidirectional = true;
-			p.watch_ok = "DONE"; /* may come before our loop ends; ABORT still stops it */
-		}
 		ret = fctl_rdma_prepare(ep, &p, &r);
 		if (ret < 0) {
 			ctl_send(fd, "ERR %s", r.err);
