@@ -98,7 +98,7 @@ EOP
 	done
 	cat <<EOP
 slo:
-  latency_p99_us: 500000
+  latency_p99_us: 700000
   max_loss: 0
 EOP
 }
@@ -150,12 +150,15 @@ done
 check "agents-answer" on h1 "$F" status --fabric "${OP[@]}" --profile "$WORK/fabric.yaml" --quiet
 
 # --- 1. degraded ------------------------------------------------------------------
+# 1.6 s of delay one way puts every send_lat sample (half a round trip) at 0.8 s or more,
+# above the 0.7 s SLO whatever the load; healthy links measured up to 0.31 s with six
+# probes at once on a machine at load 15-23
 # the dropper on h2, the serving end of h2-h3: write_bw's data arrives there, and a frame
 # dropped there is a sequence gap (loss); dropped on the running end it would only be a
 # lost ACK (a timer retransmission)
 sysmod=/lib/modules/$(on h2 uname -r)/kernel/net/sched/sch_netem.ko
 on h2 sh -c "modprobe sch_netem 2>/dev/null || insmod $sysmod" &&
-	on h2 tc qdisc add dev ms101 root netem delay 1200ms &&
+	on h2 tc qdisc add dev ms101 root netem delay 1600ms &&
 	on h2 "$DROP" ms102 10 >/dev/null &&
 	on h3 ip link set ms103 mtu 1300 &&
 	H5_AGENT=$(on h5 pgrep -o -f "agent --host h5 --listen") &&
