@@ -262,9 +262,9 @@ host_lane() {
 # The fuzzers are in the queue too (q_fuzz, second): bounded by the clock (each target 60 s
 # on one core), they made the host lane, which they ended, the longest of the three
 # (about 1,630 s of suites in a row in that run).
-# lab-fabric-probe (2026-12-04, alone on a machine at load 15-23, not a whole run): about
-# 250 s of wall, five guests for most of it; its place is next to lab-probe's until a
-# whole run measures it.
+# lab-fabric-probe (2026-12-04, on a machine at load 15-23, not a whole run): 250-333 s of
+# wall (lab up about 100 s of it), its five guests' qemu about 180 s of CPU; its place is
+# next to lab-probe's until a whole run measures it.
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
 # evidence_consistency, evidence_pn and evidence_approvals, about 150 s, 60 s more for evidence_pn
 # and 75-140 s for evidence_approvals (2026-12-04, other jobs running), bash, jq and ssh-keygen
