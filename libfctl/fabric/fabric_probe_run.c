@@ -319,7 +319,7 @@ int fctl_probe_fabric_run(const struct fctl_probe_run_opts *o, const struct fctl
 	}
 	for (unsigned r = 0; r < rounds; r++) {
 		double left = o->deadline_s ? o->deadline_s - (mono_s() - t0) : link_s;
-		unsigned timeout = left < link_s ? (unsigned)left : link_s;
+		unsigned timeout = left <= 0 ? 0 : left < link_s ? (unsigned)left : link_s;
 		double rt0 = mono_s();
 
 		if (timeout >= 3)

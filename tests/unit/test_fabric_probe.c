@@ -190,12 +190,49 @@ static void verdicts(void **state)
 	fctl_profile_free(p);
 }
 
+/* without agents: a run whose deadline leaves no round its time fails every link by
+ * name, and a host with no agent fails its links, without a request sent */
+static void run_without_agents(void **state)
+{
+	struct fctl_profile *p = load();
+	struct fctl_probe_item *v = NULL;
+	struct fctl_probe_result res[8];
+	struct fctl_fabric_opts fo = { .timeout_s = 10 };
+	struct fctl_inventory inv = { 0 };
+	struct fctl_probe_run_opts ro = { .fo = &fo, .inv = &inv, .deadline_s = 1 };
+	char err[256];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(fctl_probe_plan(p, NULL, 0, false, &v, &n, err, sizeof(err)), 0);
+	assert_true(n <= 8);
+	fctl_probe_schedule(v, n);
+	memset(res, 0, sizeof(res));
+	assert_int_equal(fctl_probe_fabric_run(&ro, v, n, res), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(res[i].verdict, FCTL_PROBE_ERROR);
+		assert_non_null(strstr(res[i].reasons[0], "whole run's deadline (1 s)"));
+	}
+	fctl_probe_results_release(res, n);
+	ro.deadline_s = 0;
+	memset(res, 0, sizeof(res));
+	assert_int_equal(fctl_probe_fabric_run(&ro, v, n, res), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(res[i].verdict, FCTL_PROBE_ERROR);
+		assert_non_null(strstr(res[i].reasons[0], "no agent known for h"));
+	}
+	fctl_probe_results_release(res, n);
+	free(v);
+	fctl_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(plan_and_rounds),
 		cmocka_unit_test(plan_refusals),
 		cmocka_unit_test(verdicts),
+		cmocka_unit_test(run_without_agents),
 	};
 
 	return cmocka_run_group_tests(t, NULL, NULL);
