@@ -12,10 +12,12 @@
 
 #include "probe.h"
 
+/* latency in us to the ns, bandwidth in Gb/s to the kb/s (%.6f: emulated links move
+ * a hundredth of a Gb/s) */
 static void num(struct fctl_buf *b, const char *key, double v, bool has)
 {
 	if (has)
-		fctl_buf_printf(b, " %s=%.3f", key, v);
+		fctl_buf_printf(b, " %s=%.*f", key, strcmp(key, "gbps") == 0 ? 6 : 3, v);
 	else
 		fctl_buf_printf(b, " %s=-", key);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fctl/fabric_probe.h"
+#include "probe.h"
 
 static const char yaml[] =
 	"schema: 1\n"
@@ -226,6 +227,59 @@ static void run_without_agents(void **state)
 	fctl_profile_free(p);
 }
 
+/* the contract between the probe (probe_report_lines) and the CLI (fctl_probe_judge) */
+static void lines_round_trip(void **state)
+{
+	struct fctl_profile *p = load();
+	struct probe_result res[2];
+	struct probe_report rep = { .res = res, .n_res = 2 };
+	struct fctl_probe_item it;
+	struct fctl_probe_result r;
+	struct fctl_buf b = { 0 };
+	char err[256];
+
+	(void)state;
+	memset(res, 0, sizeof(res));
+	snprintf(res[0].test, sizeof(res[0].test), "send_lat");
+	res[0].size = 2;
+	res[0].ran = res[0].has_lat = res[0].has_peer = true;
+	res[0].ex.p50_us = 11.5;
+	res[0].ex.p99_us = 42.25;
+	res[0].ex.p999_us = 50;
+	res[0].end[0].loss = 3;
+	res[0].end[1].retrans = 4;
+	res[0].end[0].ms.out_pkts_encrypted = 100;
+	res[0].end[1].ms.out_pkts_encrypted = 101;
+	res[0].end[1].ms.in_pkts_late = 2;
+	res[0].end[0].ms.is_macsec = res[0].end[1].ms.is_macsec = true;
+	res[0].n_reasons = 1;
+	snprintf(res[0].reasons[0], sizeof(res[0].reasons[0]), "loss: 3 (max 0):\nx");
+	snprintf(res[1].test, sizeof(res[1].test), "write_bw");
+	res[1].size = 65536;
+	res[1].ran = res[1].pass = true;
+	res[1].gbps = 0.0125;
+	assert_int_equal(probe_report_lines(&rep, &b), 0);
+	assert_int_equal(fctl_probe_item_find(p, "l2", 20, &it, err, sizeof(err)), 0);
+	judge(&r, &it, 0, NULL, 0, 1, b.data, NULL);
+	assert_int_equal(r.verdict, FCTL_PROBE_FAIL);
+	assert_int_equal(r.n_tests, 2);
+	assert_string_equal(r.tests[0].test, "send_lat");
+	assert_true(r.tests[0].has_lat && !r.tests[0].has_bw && !r.tests[0].pass);
+	assert_true(r.tests[0].p99_us > 42.24 && r.tests[0].p99_us < 42.26);
+	assert_int_equal(r.tests[0].loss[0], 3);
+	assert_int_equal(r.tests[0].retrans[1], 4);
+	assert_int_equal(r.tests[0].encrypted[1], 101);
+	assert_int_equal(r.tests[0].macsec_bad[1], 2);
+	assert_true(r.tests[0].macsec[0] && r.tests[0].macsec[1]);
+	assert_true(r.tests[1].has_bw && r.tests[1].pass && !r.tests[1].has_lat);
+	assert_true(r.tests[1].gbps > 0.0124 && r.tests[1].gbps < 0.0126);
+	/* a reason stays one line, whatever its text held */
+	assert_string_equal(r.reasons[0], "send_lat: loss: 3 (max 0): x");
+	fctl_probe_results_release(&r, 1);
+	fctl_buf_release(&b);
+	fctl_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -233,6 +287,7 @@ int main(void)
 		cmocka_unit_test(plan_refusals),
 		cmocka_unit_test(verdicts),
 		cmocka_unit_test(run_without_agents),
+		cmocka_unit_test(lines_round_trip),
 	};
 
 	return cmocka_run_group_tests(t, NULL, NULL);
