@@ -262,7 +262,7 @@ host_lane() {
 # The fuzzers are in the queue too (q_fuzz, second): bounded by the clock (each target 60 s
 # on one core), they made the host lane, which they ended, the longest of the three
 # (about 1,630 s of suites in a row in that run).
-# lab-fabric-probe (2026-12-04, on a machine at load 15-23, not a whole run): 250-333 s of
+# lab-fabric-probe (2026-12-04, on a machine at load 15-23, not a whole run): 173-333 s of
 # wall (lab up about 100 s of it), its five guests' qemu about 180 s of CPU; its place is
 # next to lab-probe's until a whole run measures it.
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
