@@ -107,6 +107,10 @@ int cmd_status(int argc, char **argv);
  * arguments ask for the local form. */
 int cmd_fabric_dispatch(const char *cmd, int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_probe_fabric(int argc, char **argv); /* probe --fabric (cmd_probe_fabric.c) */
+struct fctl_agent_request;
+/* The agent's probe-serve/probe-run worker: execs fabricctl-probe for this host's end. */
+int cli_probe_request(const struct fctl_agent_request *rq);
 /* Confirmed apply (cmd_confirm.c, docs/apply.md "Confirmed apply"). */
 struct fctl_engine_opts;
 struct fctl_confirm_pending;

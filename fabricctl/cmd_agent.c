@@ -85,6 +85,10 @@ static int run_request(void *ctx, const struct fctl_agent_request *rq)
 		argv[argc++] = "confirm";
 		fn = cmd_confirm;
 		break;
+	case FCTL_MSG_PROBE_SERVE:
+	case FCTL_MSG_PROBE_RUN:
+		cli_audit_set_actor(rq->actor_cert, rq->has_actor_uid, rq->actor_uid);
+		return cli_probe_request(rq);
 	case FCTL_AGENT_MKA_RESTART: /* the agent's own, never a client's */
 		return rq->mka_step ? cli_mka_step(rq) : cli_mka_restart(rq, cli_keymgr_path());
 	default:

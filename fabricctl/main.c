@@ -422,7 +422,11 @@ static const struct cmd commands[] = {
 	  "probe serve [--port P] [--dev DEV] [--once]\n"
 	  "       probe run --peer HOST[:PORT] [--test T,...] [--size N | --sweep]\n"
 	  "                 [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]\n"
-	  "                 [--audit-log PATH] [--change ID]",
+	  "                 [--audit-log PATH] [--change ID]\n"
+	  "       probe --fabric PROFILE [--link NAME]... [--json] [--junit FILE]\n"
+	  "                 [--timeout DUR] [--deadline DUR] [--test T,...] [--iters N] [--size N]\n"
+	  "                 [--qp-timeout N] [--inventory FILE] [--cert F --key F --ca F]\n"
+	  "                 [--allow-cleartext] [--audit-log PATH] [--change ID] [--quiet]",
 	  "RDMA probes over a link (RoCE, RC QP): latency (send_lat, write_lat, read_lat)\n"
 	  "and bandwidth (send_bw, write_bw, read_bw), perftest-compatible and exact\n"
 	  "statistics, loss and retransmissions from the RDMA counters of both ends, the\n"
@@ -432,8 +436,19 @@ static const struct cmd commands[] = {
 	  "Every verdict of 'run' is an audit record (action probe): --audit-log PATH or\n"
 	  "FCTL_AUDIT_LOG, --change ID or FCTL_CHANGE_ID, as for apply (docs/audit.md).\n"
 	  "\n"
+	  "\n"
+	  "'probe --fabric' probes every protected VLAN of every link of PROFILE (or the\n"
+	  "--link ones) through the agents of both ends (end a serves, end b runs; both\n"
+	  "need the operator role), in rounds in which no port carries two probes: a\n"
+	  "table per link, the path MTU both ways with don't-fragment echoes, the fabric\n"
+	  "verdict. --timeout is each link's deadline (60s), --deadline the whole run's;\n"
+	  "an agent that does not answer fails its links by name. Each link's verdict is an\n"
+	  "audit record (action probe-fabric) where the command runs. See docs/probes.md,\n"
+	  "\"The whole fabric\".\n"
+	  "\n"
 	  "Exit: 0 every probe passed, 1 a probe failed its SLO, 2 usage or environment\n"
-	  "error (no RDMA device, peer unreachable, peer gone).\n",
+	  "error (no RDMA device, peer unreachable, peer gone; --fabric: a link could not\n"
+	  "be probed).\n",
 	  "run RDMA latency and bandwidth probes over a link", NULL },
 	{ "audit", cmd_audit,
 	  "audit keygen|verify|show|append|checkpoint|rotate|proof|note|witness [OPTIONS]",

@@ -19,13 +19,15 @@ static const struct {
 	const char *synopsis;
 } cmds[] = {
 	{ "serve", probe_serve,
-	  "serve [--port P] [--dev DEV] [--ib-port N] [--gid-index N] [--once]" },
+	  "serve [--port P] [--dev DEV] [--ib-port N] [--gid-index N] [--once]\n"
+	  "      [--idle-timeout S] [--netdev IF] [--pmtu MTU --pmtu-peer IP]" },
 	{ "run", probe_run,
 	  "run --peer HOST[:PORT] [--dev DEV] [--test T[,T...]] [--size N | --sweep]\n"
 	  "      [--iters N | --duration S] [--profile FILE --link NAME] [--json | --junit]\n"
 	  "      [--qp-timeout N] [--retry-count N] [--rnr-retry N] [--depth N]\n"
 	  "      [--stall-timeout S] [--connect-timeout S] [--gid-index N] [--ib-port N]\n"
 	  "      [--audit-log PATH] [--change ID] [--metrics-textfile PATH] [--state-dir DIR]\n"
+	  "      [--netdev IF] [--wait-peer S] [--pmtu MTU] [--lines]\n"
 	  "    every verdict is an audit record (action probe): --audit-log or FCTL_AUDIT_LOG,\n"
 	  "    --change or FCTL_CHANGE_ID, as for apply\n"
 	  "    the run for monitoring: STATE_DIR/probe/last (--state-dir, default\n"

@@ -126,6 +126,8 @@ void probe_report_verdict(struct probe_report *rep);
 int probe_report_json(const struct probe_report *rep, struct fctl_buf *out);
 int probe_report_junit(const struct probe_report *rep, struct fctl_buf *out);
 int probe_report_text(const struct probe_report *rep, struct fctl_buf *out);
+/* The lines the fabric probe's agents return (report_lines.c, docs/probes.md). */
+int probe_report_lines(const struct probe_report *rep, struct fctl_buf *out);
 
 /* The last run for monitoring (metrics.c, docs/probes.md "Metrics"): the report the
  * agent reads from STATE_DIR/probe/last, and the node_exporter textfile. exit_code is

@@ -26,6 +26,19 @@ void evidence_end(struct evidence *ev, struct fctl_nl *nl, struct probe_end *out
 
 int probe_serve(int argc, char **argv);
 
+/* A fabric probe's end (fabric_end.c). The device and GID index of the RDMA GID whose
+ * network device is ifname, into o (dev, gid_index): 0, or -ENODEV (none) / -EPERM (the
+ * only GID is on ifname's cleartext carrier; err names both GIDs). */
+int probe_netdev_pick(const char *ifname, struct fctl_rdma_opts *o, char *err, size_t errlen);
+/* Don't-fragment ICMP echoes of mtu bytes to peer (IPv4) out of ifname: 1 passed
+ * (*largest = mtu), 0 failed (*largest = the largest size that passed, 0 none), or a
+ * negative errno (err says why). Needs CAP_NET_RAW. */
+int probe_pmtu(const char *peer, const char *ifname, unsigned mtu, unsigned *largest, char *err,
+	       size_t errlen);
+/* The path MTU line both ends print: "pmtu end=ROLE ifname=IF peer=IP mtu=M ok=0|1
+ * largest=N" (or "error=TEXT" when it could not be checked). */
+void probe_pmtu_line(const char *role, const char *peer, const char *ifname, unsigned mtu);
+
 /* Verdicts to the audit log (audit.c). */
 struct fctl_audit;
 const char *probe_audit_log_path(const char *opt); /* --audit-log, FCTL_AUDIT_LOG, default */

@@ -24,7 +24,7 @@
 #define CTL_MS 30000
 #define MAX_RUNS 64
 
-enum out_fmt { OUT_TEXT, OUT_JSON, OUT_JUNIT };
+enum out_fmt { OUT_TEXT, OUT_JSON, OUT_JUNIT, OUT_LINES };
 
 struct run_opts {
 	char host[128];
@@ -50,6 +50,9 @@ struct run_opts {
 	const char *textfile;  /* --metrics-textfile: node_exporter's textfile format */
 	const char *state_dir; /* --state-dir: STATE_DIR/probe/last for the agent */
 	char profile_sha256[65];
+	const char *netdev; /* --netdev: the device and GID of this interface's GID */
+	int wait_peer_ms;   /* --wait-peer: a refused connection is tried again this long */
+	unsigned pmtu;      /* --pmtu: don't-fragment echoes of this size to the peer first */
 };
 
 static int parse_peer(const char *s, struct run_opts *o)
@@ -172,6 +175,20 @@ static int parse_value_opt(const char *opt, const char *v, struct run_opts *o)
 		if (parse_seconds(opt, v, &ns) < 0)
 			return -EINVAL;
 		o->cm_ms = (int)(ns / 1000000) + 1;
+	} else if (strcmp(opt, "--wait-peer") == 0) {
+		uint64_t ns;
+
+		if (parse_seconds(opt, v, &ns) < 0)
+			return -EINVAL;
+		o->wait_peer_ms = (int)(ns / 1000000) + 1;
+	} else if (strcmp(opt, "--netdev") == 0) {
+		o->netdev = v;
+	} else if (strcmp(opt, "--pmtu") == 0) {
+		if (fctl_parse_u64(v, &x) < 0 || x < 68 || x > 65535) {
+			perr("run: --pmtu takes 68..65535 bytes, not '%s'", v);
+			return -EINVAL;
+		}
+		o->pmtu = (unsigned)x;
 	} else if (strcmp(opt, "--profile") == 0) {
 		o->profile = v;
 	} else if (strcmp(opt, "--link") == 0) {
@@ -238,6 +255,10 @@ static int parse_args(int argc, char **argv, struct run_opts *o)
 		}
 		if (strcmp(opt, "--junit") == 0) {
 			o->out = OUT_JUNIT;
+			continue;
+		}
+		if (strcmp(opt, "--lines") == 0) {
+			o->out = OUT_LINES;
 			continue;
 		}
 		if (!v || strncmp(opt, "--", 2) != 0) {
@@ -479,6 +500,11 @@ static int open_session(struct conn *c, const struct run_opts *o,
 	if (fctl_nl_open(NULL, &c->nl) < 0)
 		c->nl = NULL;
 	c->fd = ctl_connect(o->host, o->port, o->connect_ms, err, sizeof(err));
+	/* --wait-peer: the serving end may still be starting (a fabric probe starts both) */
+	for (int waited = 0; c->fd == -ECONNREFUSED && waited < o->wait_peer_ms; waited += 200) {
+		usleep(200000);
+		c->fd = ctl_connect(o->host, o->port, o->connect_ms, err, sizeof(err));
+	}
 	if (c->fd < 0) {
 		perr("run: %s (is 'fabricctl probe serve' running there?)", err);
 		return c->fd;
@@ -620,6 +646,16 @@ int probe_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (o.profile && load_slo(&o, &rep) < 0)
 		return PROBE_EXIT_ERROR;
+	if (o.netdev) {
+		char err[400];
+
+		if (probe_netdev_pick(o.netdev, &o.rdma, err, sizeof(err)) < 0) {
+			perr("run: %s", err);
+			return PROBE_EXIT_ERROR;
+		}
+	}
+	if (o.pmtu && o.netdev)
+		probe_pmtu_line("client", o.host, o.netdev, o.pmtu);
 	/* verdicts are audited: no run whose verdict could not be recorded */
 	if (probe_audit_open(o.audit_log, &audit) < 0) {
 		perr("run: refused: the audit log %s cannot be written (--audit-log PATH or "
@@ -649,6 +685,8 @@ int probe_run(int argc, char **argv)
 		probe_report_json(&rep, &b);
 	else if (o.out == OUT_JUNIT)
 		probe_report_junit(&rep, &b);
+	else if (o.out == OUT_LINES)
+		probe_report_lines(&rep, &b);
 	else
 		probe_report_text(&rep, &b);
 	fwrite(b.data ? b.data : "", 1, b.len, stdout);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,10 @@ struct serve_opts {
 	const char *port;
 	struct fctl_rdma_opts rdma;
 	bool once;
+	int idle_ms;	      /* --idle-timeout: --once gives up when no client came */
+	const char *netdev;   /* --netdev: the device and GID of this interface's GID */
+	unsigned pmtu;	      /* --pmtu: after the session, echoes of this size ... */
+	const char *pmtu_peer; /* ... to this address (--pmtu-peer) */
 };
 
 /* Takes the client's QP parameters from its HELLO line where they are in range. */
@@ -166,10 +171,13 @@ static int session(int fd, const struct serve_opts *so, struct fctl_nl *nl)
 		ctl_field_u64(line, "iters", &p.iters);
 		ctl_field_u64(line, "duration_ns", &p.duration_ns);
 		ctl_field_u64(line, "stall_ns", &p.stall_ns);
-		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test)) {
+		/* the client's DONE may come before our loop ends, in every test: its last
+		 * message answered, ours still waits for the completion of its answer (over a
+		 * slow link, more than the 100 ms after which the loop looks at the control
+		 * connection); only ABORT, or anything else, stops it */
+		p.watch_ok = "DONE";
+		if (ctl_field_u64(line, "bidir", &v) && v == 1 && !fctl_rdma_test_is_lat(p.test))
 			p.bidirectional = true;
-			p.watch_ok = "DONE"; /* may come before our loop ends; ABORT still stops it */
-		}
 		ret = fctl_rdma_prepare(ep, &p, &r);
 		if (ret < 0) {
 			ctl_send(fd, "ERR %s", r.err);
@@ -217,7 +225,7 @@ out:
 int probe_serve(int argc, char **argv)
 {
 	struct serve_opts so = { .port = NULL };
-	char err[200] = "", portbuf[16];
+	char err[400] = "", portbuf[16];
 	struct fctl_rdma_ep *ep = NULL;
 	struct fctl_nl *nl = NULL;
 	int lfd, ret;
@@ -247,12 +255,35 @@ int probe_serve(int argc, char **argv)
 			a++;
 		} else if (strcmp(argv[a], "--once") == 0) {
 			so.once = true;
+		} else if (strcmp(argv[a], "--netdev") == 0 && v) {
+			so.netdev = v;
+			a++;
+		} else if (strcmp(argv[a], "--pmtu-peer") == 0 && v) {
+			so.pmtu_peer = v;
+			a++;
+		} else if ((strcmp(argv[a], "--idle-timeout") == 0 ||
+			    strcmp(argv[a], "--pmtu") == 0) && v) {
+			uint64_t x;
+
+			if (fctl_parse_u64(v, &x) < 0 || !x || x > 65535) {
+				perr("serve: %s takes 1..65535, not '%s'", argv[a], v);
+				return PROBE_EXIT_ERROR;
+			}
+			if (argv[a][2] == 'i')
+				so.idle_ms = (int)x * 1000;
+			else
+				so.pmtu = (unsigned)x;
+			a++;
 		} else {
 			perr("serve: unknown option '%s'", argv[a]);
 			return PROBE_EXIT_ERROR;
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (so.netdev && probe_netdev_pick(so.netdev, &so.rdma, err, sizeof(err)) < 0) {
+		perr("serve: %s", err);
+		return PROBE_EXIT_ERROR;
+	}
 	/* the device must be there before we listen: say so now, not to the first client */
 	so.rdma.max_size = 4096;
 	ret = fctl_rdma_ep_new(&so.rdma, &ep, err, sizeof(err));
@@ -275,8 +306,15 @@ int probe_serve(int argc, char **argv)
 	if (fctl_nl_open(NULL, &nl) < 0)
 		nl = NULL; /* the MACsec check reports it */
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+		int fd;
 
+		if (so.once && so.idle_ms && poll(&pfd, 1, so.idle_ms) == 0) {
+			perr("serve: no client within %d s", so.idle_ms / 1000);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR)
 				continue;
@@ -291,5 +329,8 @@ int probe_serve(int argc, char **argv)
 	}
 	fctl_nl_close(nl);
 	close(lfd);
+	/* the other direction of the path MTU, after the session: it never delays one */
+	if (so.pmtu && so.pmtu_peer && so.netdev)
+		probe_pmtu_line("server", so.pmtu_peer, so.netdev, so.pmtu);
 	return ret < 0 && so.once ? PROBE_EXIT_ERROR : PROBE_EXIT_PASS;
 }

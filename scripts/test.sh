@@ -279,6 +279,9 @@ host_lane() {
 # The fuzzers are in the queue too (q_fuzz, second): bounded by the clock (each target 60 s
 # on one core), they made the host lane, which they ended, the longest of the three
 # (about 1,630 s of suites in a row in that run).
+# lab-fabric-probe (2026-12-04, on a machine at load 15-23, not a whole run): 173-333 s of
+# wall (lab up about 100 s of it), its five guests' qemu about 180 s of CPU; its place is
+# next to lab-probe's until a whole run measures it.
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
 # evidence_consistency, evidence_pn and evidence_approvals, about 150 s, 60 s more for evidence_pn
 # and 75-140 s for evidence_approvals (2026-12-04, other jobs running), bash, jq and ssh-keygen
@@ -287,8 +290,8 @@ host_lane() {
 # against the old suite's 91 s, the two started together on a machine at load 10
 # (2026-12-04), so about 140 s idle: its place is that estimate's until a whole run measures it.
 QUEUE=(q_rotation q_fuzz q_security_evidence q_mka q_confirm q_ci_tmp q_ci_root q_rotation_612
-	q_nonce q_package q_rekey q_probe q_metrics q_agent q_apply_612 q_slurm q_wiring q_apply
-	q_netlink_612 q_netlink q_smoke q_pull)
+	q_nonce q_package q_rekey q_probe q_fabric_probe q_metrics q_agent q_apply_612 q_slurm q_wiring
+	q_apply q_netlink_612 q_netlink q_smoke q_pull)
 q_security_evidence() {
 	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 		tests/security/run.sh "$ROOT/build"
@@ -359,6 +362,10 @@ q_pull() { lab_suite lab-pull 1200 pull tests/lab/pull.sh; }
 # each key; the wire read frame by frame shows no (SCI, PN) twice under one key
 q_nonce() { lab_suite lab-nonce 900 nonce tests/lab/nonce.sh; }
 q_probe() { lab_suite lab-probe 900 probe tests/lab/probe.sh; }
+# the fabric probe (issue 31): five VMs, six MACsec links with soft-RoCE, agents on all;
+# a delay, a loss, an MTU and a stopped agent each named, the rest passing, within the
+# run's deadline; a clean run; bad input (tests/lab/fabric_probe.sh)
+q_fabric_probe() { lab_suite lab-fabric-probe 900 fabric-probe tests/lab/fabric_probe.sh; }
 # confirmed apply: confirm in time; a change that cuts the path to the host rolled back by
 # the host's watchdog at the deadline; the CLI killed -9 after its apply; the same through
 # h2's agent (apply/confirm --target, a viewer's confirm refused)
@@ -488,7 +495,7 @@ rm -rf "$LANES"
 # safety net: no lab outlives the run, whatever happened to a suite
 for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricctl-lab-apply \
 	/var/tmp/fabricctl-lab-apply-asan /var/tmp/fabricctl-lab-wiring \
-	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-agent \
+	/var/tmp/fabricctl-lab-probe /var/tmp/fabricctl-lab-fabric-probe /var/tmp/fabricctl-lab-agent \
 	/var/tmp/fabricctl-lab-ci-root /var/tmp/fabricctl-lab-ci-tmp /var/tmp/fabricctl-lab-rotation \
 	/var/tmp/fabricctl-lab-metrics \
 	/var/tmp/fabricctl-lab-nl-612 /var/tmp/fabricctl-lab-apply-612 /var/tmp/fabricctl-lab-rotation-612 \

@@ -61,6 +61,7 @@ int fctl_agentd_wreq_encode(const struct fctl_agent_request *rq, const struct fc
 	put(b, "audit_log", rq->audit_log);
 	put(b, "actor_cert", rq->actor_cert);
 	put(b, "mka_port", rq->mka_port);
+	put(b, "probe", rq->probe);
 	if (rq->mka_kill)
 		put(b, "mka_kill", "1");
 	if (rq->mka_step)
@@ -130,6 +131,8 @@ static int wreq_decode(char *data, size_t len, struct fctl_agent_request *rq, st
 			rq->actor_cert = v;
 		else if (strcmp(k, "mka_port") == 0)
 			rq->mka_port = v;
+		else if (strcmp(k, "probe") == 0)
+			rq->probe = v;
 		else if (strcmp(k, "mka_kill") == 0)
 			rq->mka_kill = true;
 		else if (strcmp(k, "mka_step") == 0)

@@ -205,9 +205,12 @@ static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		.actor_cert = c->kind == C_TLS ? c->who : NULL,
 		.has_actor_uid = c->kind != C_TLS && c->has_uid,
 		.actor_uid = c->uid,
+		.probe = (m->present & FCTL_HAS_PROBE) ? m->probe : NULL,
 	};
 
-	fctl_agentd_exec_worker(a, c->fd_out, c->fd_err, &rq, !c->req_writes);
+	/* a probe opens RDMA devices and pins memory: not in the read-only sandbox */
+	fctl_agentd_exec_worker(a, c->fd_out, c->fd_err, &rq,
+				!c->req_writes && !fctl_proto_is_probe(m->type));
 }
 
 int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)

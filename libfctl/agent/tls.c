@@ -43,6 +43,9 @@ bool fctl_role_allows(enum fctl_role r, uint8_t type, uint32_t options)
 	bool write = type == FCTL_MSG_ROLLBACK || type == FCTL_MSG_RECOVER ||
 		     type == FCTL_MSG_CONFIRM ||
 		     (type == FCTL_MSG_APPLY && !(options & FCTL_OPT_DRY_RUN));
+	/* probe-serve and probe-run start RDMA traffic on a link: an operator's decision,
+	 * as a change is (docs/probes.md, "The whole fabric") */
+	bool traffic = fctl_proto_is_probe(type);
 
 	switch (r) {
 	case FCTL_ROLE_LOCAL:
@@ -50,7 +53,7 @@ bool fctl_role_allows(enum fctl_role r, uint8_t type, uint32_t options)
 		return true;
 	case FCTL_ROLE_VIEWER:
 	case FCTL_ROLE_KEY_CUSTODIAN:
-		return !write;
+		return !write && !traffic;
 	default:
 		return type == FCTL_MSG_HELLO;
 	}

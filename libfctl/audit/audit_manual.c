@@ -12,18 +12,19 @@
  * Every action fabricctl's programs write (docs/audit.md "Manual records"): the CLI's
  * (apply, rollback, recover, drift, confirm, confirm-rollback, teardown, node-check), the
  * packet-number ledger's anchor (sa-ledger, after a change's record), the writer's own
- * log-repair, the probe's verdicts, the agent's (its connections, front-end,
+ * log-repair, the probe's verdicts (probe, and probe-fabric: `probe --fabric`), the agent's (its connections, front-end,
  * pull mode, drift repair, and each request by its protocol type name: fctl_proto_type_name),
  * and two families: key-* (keymgr: key-rotation, key-state) and mka-* (the agent's MKA
  * supervision). tests/unit/test_audit.c checks that every protocol type name is here.
  */
 static const char *const tool_actions[] = {
 	"apply", "rollback", "recover", "drift", "drift-repair", "confirm", "confirm-rollback",
-	"teardown", "node-check", "log-repair", "probe", "connect", "frontend", "pull",
-	"request", "sa-ledger",
+	"teardown", "node-check", "log-repair", "probe", "probe-fabric", "connect", "frontend",
+	"pull", "request", "sa-ledger",
 	/* the agent's requests, by protocol type name */
 	"hello", "status", "plan", "show", "diff", "history", "sa-dump", "rxsa-install",
 	"txsa-stage", "txsa-switch", "encoding-sa", "sa-retire", "sa-batch", "response",
+	"probe-serve", "probe-run",
 };
 static const char *const tool_families[] = { "key-", "mka-" };
 

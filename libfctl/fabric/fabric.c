@@ -66,14 +66,18 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 			req.present |= FCTL_HAS_HOST;
 			snprintf(req.host, sizeof(req.host), "%s", h->name);
 		}
+		if (fctl_proto_is_probe(r->type)) {
+			req.present |= FCTL_HAS_PROBE;
+			snprintf(req.probe, sizeof(req.probe), "%s", r->probe ? r->probe : "");
+		}
 		if (r->type == FCTL_MSG_PLAN || r->type == FCTL_MSG_APPLY ||
-		    r->type == FCTL_MSG_DIFF) {
+		    r->type == FCTL_MSG_DIFF || fctl_proto_is_probe(r->type)) {
 			size_t n = 0;
 
 			req.present |= FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME;
 			req.profile = o->profile;
 			req.profile_len = (uint32_t)o->profile_len;
-			if (r->type != FCTL_MSG_APPLY && o->profile_for &&
+			if ((r->type == FCTL_MSG_PLAN || r->type == FCTL_MSG_DIFF) && o->profile_for &&
 			    (part = o->profile_for(o->profile_for_ctx, h, &n))) {
 				req.profile = part;
 				req.profile_len = (uint32_t)n;

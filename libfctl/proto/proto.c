@@ -42,6 +42,7 @@ static const struct tlv_desc tlvs[] = {
 	{ FCTL_TLV_SA_OPS, FCTL_HAS_SA_OPS, K_BYTES, FCTL_SA_OPS_MAX * FCTL_SA_OP_LEN, "sa-ops" },
 	{ FCTL_TLV_CONFIRM, FCTL_HAS_CONFIRM, K_U32, 4, "confirm" },
 	{ FCTL_TLV_SIGS, FCTL_HAS_SIGS, K_BYTES, FCTL_PROTO_MAX_SIGS_LEN, "sigs" },
+	{ FCTL_TLV_PROBE, FCTL_HAS_PROBE, K_STR, FCTL_PROTO_MAX_STR, "probe" },
 };
 
 #define PROFILE_TLVS (FCTL_HAS_HOST | FCTL_HAS_PROFILE | FCTL_HAS_PROFILE_NAME | FCTL_HAS_OPTIONS)
@@ -89,6 +90,10 @@ static const struct type_desc types[] = {
 	  FCTL_HAS_IFNAME | FCTL_HAS_AN },
 	{ FCTL_MSG_SA_BATCH, "sa-batch", FCTL_HAS_SA_OPS | FCTL_HAS_HOST, FCTL_HAS_SA_OPS },
 	{ FCTL_MSG_CONFIRM, "confirm", FCTL_HAS_HOST | FCTL_HAS_OPTIONS, 0 },
+	{ FCTL_MSG_PROBE_SERVE, "probe-serve", PROFILE_TLVS | FCTL_HAS_PROBE,
+	  FCTL_HAS_PROFILE | FCTL_HAS_PROBE },
+	{ FCTL_MSG_PROBE_RUN, "probe-run", PROFILE_TLVS | FCTL_HAS_PROBE,
+	  FCTL_HAS_PROFILE | FCTL_HAS_PROBE },
 	{ FCTL_MSG_RESPONSE, "response",
 	  FCTL_HAS_RESULT | FCTL_HAS_ERROR | FCTL_HAS_OUTPUT | FCTL_HAS_ROLE | FCTL_HAS_AGENT |
 		  FCTL_HAS_VERSION_MAX,
@@ -114,6 +119,11 @@ static const struct tlv_desc *tlv_find(uint16_t t)
 bool fctl_proto_is_sa_request(uint8_t type)
 {
 	return type >= FCTL_MSG_SA_DUMP && type <= FCTL_MSG_SA_BATCH;
+}
+
+bool fctl_proto_is_probe(uint8_t type)
+{
+	return type == FCTL_MSG_PROBE_SERVE || type == FCTL_MSG_PROBE_RUN;
 }
 
 const char *fctl_proto_type_name(uint8_t type)
@@ -519,6 +529,9 @@ static int tlv_store(struct fctl_msg *m, const struct tlv_desc *d, const uint8_t
 	case FCTL_TLV_HOST:
 		r = len ? set_str(m->host, v, len) : -EPROTO;
 		break;
+	case FCTL_TLV_PROBE:
+		r = len ? set_str(m->probe, v, len) : -EPROTO;
+		break;
 	case FCTL_TLV_PROFILE:
 		m->profile = v;
 		m->profile_len = len;
@@ -731,6 +744,12 @@ static int tlv_value(const struct fctl_msg *m, const struct tlv_desc *d, uint8_t
 	case FCTL_TLV_HOST:
 		*v = m->host;
 		*len = strnlen(m->host, sizeof(m->host));
+		if (!*len)
+			return -EINVAL;
+		break;
+	case FCTL_TLV_PROBE:
+		*v = m->probe;
+		*len = strnlen(m->probe, sizeof(m->probe));
 		if (!*len)
 			return -EINVAL;
 		break;

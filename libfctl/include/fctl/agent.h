@@ -106,6 +106,9 @@ struct fctl_agent_request {
 	const char *mka_port;
 	bool mka_kill;
 	bool mka_step; /* instead of a restart: one step of the port's CAK rotation */
+	/* probe-serve, probe-run: the probe spec (FCTL_TLV_PROBE); the worker keeps the
+	 * agent's privileges (RDMA memory, raw ICMP) but is not a writer */
+	const char *probe;
 };
 
 /* The exit status of a rotation step worker (mka_step) that moved the rotation on: the

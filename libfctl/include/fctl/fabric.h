@@ -67,6 +67,8 @@ struct fctl_fabric_result {
 			   * have: its answer did not come before the deadline (-ETIMEDOUT) */
 	size_t profile_sent; /* plan, diff, apply: the profile bytes this host was sent
 			      * (less than the profile's with opts.profile_for) */
+	const char *probe;   /* probe-serve, probe-run: the spec sent (FCTL_TLV_PROBE), set
+			      * by the caller, borrowed */
 };
 
 enum fctl_fabric_event {

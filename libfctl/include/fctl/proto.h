@@ -39,7 +39,7 @@
 #define FCTL_PROTO_MAX_SIGS_LEN \
 	(FCTL_PROTO_MAX_SIGS * (1u + FCTL_PROTO_MAX_SIG_NAME + 4u + FCTL_PROTO_MAX_SIG))
 /* The last request type; counters and metrics size their tables by it. */
-#define FCTL_MSG_LAST FCTL_MSG_CONFIRM
+#define FCTL_MSG_LAST FCTL_MSG_PROBE_RUN
 
 enum fctl_msg_type {
 	FCTL_MSG_HELLO = 1,
@@ -60,6 +60,9 @@ enum fctl_msg_type {
 	FCTL_MSG_SA_RETIRE = 15,   /* ifname, an [, sci: RX SA of that SC, else TX SA] */
 	FCTL_MSG_SA_BATCH = 16,    /* sa-ops: N of the requests 10..15 (one phase, one host) */
 	FCTL_MSG_CONFIRM = 17,     /* host, options: confirm the pending apply --confirm */
+	/* the fabric probe (docs/probes.md, "The whole fabric"): profile, probe spec; operator */
+	FCTL_MSG_PROBE_SERVE = 18, /* serve one probe of a link's VLAN, then answer */
+	FCTL_MSG_PROBE_RUN = 19,   /* run it towards the link's other end, answer its lines */
 	FCTL_MSG_RESPONSE = 0x80,
 };
 
@@ -95,6 +98,9 @@ enum fctl_tlv_type {
 	 * Not critical: an agent that predates it skips it, and its host's policy (if any)
 	 * then finds no signature and refuses, as before. */
 	FCTL_TLV_SIGS = 0x0018,
+	/* string (probe-serve, probe-run): the probe spec, space-separated key=value words
+	 * (link, vlan, port, tests, iters, size, deadline): what the agent checks and runs */
+	FCTL_TLV_PROBE = 0x8019,
 };
 
 enum {
@@ -129,6 +135,7 @@ enum {
 	FCTL_HAS_SA_OPS = 1u << 21,
 	FCTL_HAS_CONFIRM = 1u << 22,
 	FCTL_HAS_SIGS = 1u << 23,
+	FCTL_HAS_PROBE = 1u << 24,
 };
 
 /*
@@ -158,6 +165,8 @@ enum {
 
 /* Whether type is one of the SA-level (key-custodian) requests. */
 bool fctl_proto_is_sa_request(uint8_t type);
+/* Whether type is probe-serve or probe-run: requests that start RDMA traffic. */
+bool fctl_proto_is_probe(uint8_t type);
 
 struct fctl_msg {
 	uint8_t version; /* header version (decode); encode always writes FCTL_PROTO_VERSION */
@@ -198,6 +207,8 @@ struct fctl_msg {
 	/* apply: the signature records, in the frame (checked: fctl_proto_sig_next) */
 	const uint8_t *sigs;
 	uint32_t sigs_len;
+	/* probe-serve, probe-run: the probe spec (FCTL_HAS_PROBE) */
+	char probe[FCTL_PROTO_MAX_STR + 1];
 };
 
 struct fctl_proto_hdr {
