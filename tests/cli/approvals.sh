@@ -20,6 +20,7 @@
 #
 # usage: tests/cli/approvals.sh FABRICCTL
 set -u
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 F=${1:-build/fabricctl/fabricctl}
 case $F in /*) ;; *) F=$(pwd)/$F ;; esac
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -91,7 +92,7 @@ unset FCTL_AUDIT_LOG FCTL_CHANGE_ID
 . "$HERE/expect.sh"
 H="--host h1 --state-dir $T/sd --audit-log $T/audit.log"
 # history_has VERSION: the history lists it
-history_n() { "$F" history --json --state-dir "$T/sd" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+history_n() { "$F" history --json --state-dir "$T/sd" 2>/dev/null | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
 last_audit() { tail -1 "$T/audit.log"; }
 
 ip link add eth9 type bridge || no "ip link add eth9"
@@ -171,7 +172,7 @@ chmod 600 eve
 run "approve: a name with a slash is refused" 2 "must be a file name" approve --key bob --name ../x p8.yaml
 run "approvals: met (0)" 0 "approved: 2 of 2 required signed \(alice@example.org SHA256:.*, bob@example.org SHA256:" approvals p8.yaml
 run "approvals --json" 0 - approvals --json p8.yaml
-python3 -c "import json; d=json.load(open('$T/out'))['approvals']; assert d['met'] and d['counted']==2 and d['required']==2 and d['missing']==['carol@example.org','dave@example.org'] and all(s['digest'].startswith('sha256:') and s['fingerprint'].startswith('SHA256:') for s in d['signatures'])" 2>"$T/err" &&
+"$PY" -c "import json; d=json.load(open('$T/out'))['approvals']; assert d['met'] and d['counted']==2 and d['required']==2 and d['missing']==['carol@example.org','dave@example.org'] and all(s['digest'].startswith('sha256:') and s['fingerprint'].startswith('SHA256:') for s in d['signatures'])" 2>"$T/err" &&
 	ok "approvals --json: counted, missing, digests" || no "approvals --json: counted, missing, digests"
 run "approved: applies" 0 "already matches appr version 8" apply $H p8.yaml
 last_audit | grep -Eq '"result":"unchanged",.*"approvals":\["alice@example.org SHA256:[A-Za-z0-9+/]{43} sha256:[0-9a-f]{64}","bob@example.org SHA256:[A-Za-z0-9+/]{43} sha256:[0-9a-f]{64}"\]\}$' &&
@@ -220,7 +221,7 @@ agent_stop() {
 # raw_sig NAME: an apply of p8.yaml whose one signature file is called NAME, sent as raw
 # frames (the CLI sends only plain names); prints the agent's exit code and its error
 raw_sig() {
-	python3 - "$T/agent.sock" "$T/p8.yaml" "$1" <<'PY'
+	"$PY" - "$T/agent.sock" "$T/p8.yaml" "$1" <<'PY'
 import socket, struct, sys
 sock, prof, name = sys.argv[1], open(sys.argv[2], 'rb').read(), sys.argv[3].encode()
 data = open(sys.argv[2] + '.sig.d/alice.sig', 'rb').read()

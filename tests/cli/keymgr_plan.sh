@@ -5,13 +5,14 @@
 # it contacts nobody and writes nothing (no state dir, no audit log, no textfile).
 #   keymgr_plan.sh KEYMGR REPO
 set -eu
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 KM=$1
 REPO=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "keymgr_plan: FAIL: $*" >&2; exit 1; }
 
-python3 "$REPO/bench/gen_rotation_profile.py" "$T/p" --links 1500 --versions 1 >/dev/null
+"$PY" "$REPO/bench/gen_rotation_profile.py" "$T/p" --links 1500 --versions 1 >/dev/null
 P=$T/p/rot.yaml
 export FCTL_AUDIT_LOG="$T/audit.log"
 

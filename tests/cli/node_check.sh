@@ -9,6 +9,7 @@
 # (tests/lab/slurm.sh). Prints PASS/FAIL per case; exits non-zero on any FAIL.
 # usage: tests/cli/node_check.sh FABRICCTL SOURCE_DIR
 set -u
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 FCTL=$1
 SRC=$2
 case $FCTL in /*) ;; *) FCTL=$(pwd)/$FCTL ;; esac
@@ -40,7 +41,7 @@ check none-applied 1 --state-dir "$T/empty"
 has none-applied-says "no profile applied on this host"
 
 # a profile whose host h3 has ports but no link: it applies here with no netlink write
-python3 - "$SRC/profiles/lab-pair.yaml" "$T/p.yaml" <<'PY'
+"$PY" - "$SRC/profiles/lab-pair.yaml" "$T/p.yaml" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 s = s.replace("  - name: h2\n", "  - name: h3\n    ports:\n      - { name: eth0, mac: \"52:54:00:fa:03:00\", mtu: 1500 }\n  - name: h2\n", 1)

@@ -19,6 +19,7 @@
 # Prints PASS/FAIL per check and "report: N passed, M failed"; exit 1 on a failure, 2 when
 # it cannot run (a missing tool, chromium included, is a failure, never a skip).
 set -uo pipefail
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 F=${1:-${FCTL_BUILD_DIR:-$ROOT/build}/fabricctl/fabricctl}
 PASS=0 FAIL=0
@@ -26,7 +27,7 @@ pass() { echo "PASS $1"; PASS=$((PASS + 1)); }
 fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 cannot() { echo "report: cannot run: $*" >&2; echo "report: $PASS passed, $((FAIL + 1)) failed"; exit 2; }
 [ -x "$F" ] || cannot "no fabricctl at $F (build first, or give its path)"
-for t in openssl jq sha256sum tar python3; do command -v $t >/dev/null || cannot "needs $t"; done
+for t in openssl jq sha256sum tar "$PY"; do command -v $t >/dev/null || cannot "needs $t"; done
 CHROMIUM=${FCTL_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 [ -n "$CHROMIUM" ] || cannot "needs chromium (Debian's package 'chromium': scripts/deps.sh)"
 export NO_COLOR=1 LC_ALL=C
@@ -199,7 +200,7 @@ rm -f "$OUT_PNG"
 timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --hide-scrollbars \
 	--screenshot="$OUT_PNG" --window-size=1280,4000 "file://$H" >/dev/null 2>"$T/chromium.err"
 # the PNG's size from its IHDR; not blank: a one-colour page has a handful of byte values
-if python3 - "$OUT_PNG" "$ROOT/tests/evidence" <<'EOF'; then
+if "$PY" - "$OUT_PNG" "$ROOT/tests/evidence" <<'EOF'; then
 import sys, zlib
 sys.path.insert(0, sys.argv[2])
 from report_picture import png_chunks
@@ -222,7 +223,7 @@ ALL=$T/all.html
 "$F" evidence --log "$T/host/audit.log" --operator auditor --html "$ALL" >"$T/out" 2>&1 ||
 	fail "evidence --html of the whole log" "$(head -c 300 "$T/out")"
 # what Chromium laid out, measured in a copy with a script (the page itself allows none)
-python3 - "$ALL" "$T/geom.html" <<'EOF'
+"$PY" - "$ALL" "$T/geom.html" <<'EOF'
 import re, sys
 h = open(sys.argv[1], encoding="utf-8").read()
 h = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", h, count=1)
@@ -259,7 +260,7 @@ EOF
 P=(--hide-scrollbars --force-device-scale-factor=1 --window-size=1280,2000)
 timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --dump-dom "file://$T/geom.html" \
 	>"$T/geom.dom" 2>"$T/chromium.err"
-python3 -c 'import html, re, sys
+"$PY" -c 'import html, re, sys
 m = re.search(r"<pre id=\"fctl-geom\"[^>]*>(.*?)</pre>", open(sys.argv[1], encoding="utf-8").read(), re.S)
 sys.exit(1) if not m else print(html.unescape(m.group(1)))' "$T/geom.dom" >"$T/geom.json" ||
 	fail "Chromium measured the timeline (an instrumented copy)" "$(tail -c 300 "$T/chromium.err")"
@@ -268,7 +269,7 @@ timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" 
 	"file://$ALL" >/dev/null 2>"$T/chromium.err"
 [ -n "${FCTL_REPORT_PNG:-}" ] && cp "$T/all.png" "${OUT_PNG%.png}-timeline.png" && cp "$ALL" "${OUT_PNG%.png}-timeline.html"
 if [ -s "$T/all.png" ] && [ -s "$T/geom.json" ]; then
-	python3 "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
+	"$PY" "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
 	while read -r verdict rest; do
 		case $verdict in PASS) pass "picture: $rest" ;; FAIL) fail "picture: $rest" ;; esac
 	done <"$T/pic.out"

@@ -20,6 +20,7 @@
 # Not checked here: the API server's admission, a kubelet's behaviour (see
 # docs/kubernetes.md). Usage: tests/kubernetes/manifests.sh FABRICCTL SOURCE_DIR
 set -u
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's (python3-yaml): a pyenv shim first in PATH costs ~0.6 s of CPU a start
 F=$1
 SRC=$2
 K=$SRC/examples/kubernetes
@@ -28,7 +29,7 @@ trap 'rm -rf "$T"' EXIT INT TERM
 np=0 nf=0
 ok() { np=$((np + 1)); echo "PASS: $1"; }
 no() { nf=$((nf + 1)); echo "FAIL: $1${2:+: $2}"; }
-for t in yamllint kubectl python3; do
+for t in yamllint kubectl "$PY"; do
 	command -v $t >/dev/null || { no "tools" "$t is missing (scripts/deps.sh)"; exit 1; }
 done
 
@@ -38,7 +39,7 @@ out=$(yamllint -f parsable -d '{extends: default, rules: {line-length: {max: 100
 KUBECONFIG=$T/no-cluster kubectl create configmap fabricctl-profile -n fabricctl \
 	--from-file=profile.yaml="$K/profile.yaml" --dry-run=client -o yaml >"$T/cm.yaml" 2>"$T/err" &&
 	ok kubectl-create-configmap-offline || no kubectl-create-configmap-offline "$(cat "$T/err")"
-python3 - "$K/configmap.yaml" "$T/cm.yaml" <<'PY' && ok configmap-equals-kubectl || no configmap-equals-kubectl
+"$PY" - "$K/configmap.yaml" "$T/cm.yaml" <<'PY' && ok configmap-equals-kubectl || no configmap-equals-kubectl
 import sys, yaml
 ours = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d["metadata"]["name"] == "fabricctl-profile"][0]
 theirs = yaml.safe_load(open(sys.argv[2]))
@@ -47,13 +48,13 @@ sys.exit(0 if ours["data"] == theirs["data"] and ours["metadata"]["namespace"] =
 PY
 
 "$F" help agent >"$T/agent-help" 2>&1 || no agent-help
-out=$(python3 "$SRC/tests/kubernetes/check_manifests.py" "$K" "$T/agent-help" 2>&1)
+out=$("$PY" "$SRC/tests/kubernetes/check_manifests.py" "$K" "$T/agent-help" 2>&1)
 [ $? -eq 0 ] && ok "check_manifests ($(echo "$out" | tail -1))" || no check_manifests "$out"
 # the checker can fail: a DaemonSet with an extra capability is refused
 mkdir "$T/bad"
 cp "$K"/*.yaml "$T/bad/"
 sed -i 's/add: \["NET_ADMIN", "SETUID", "SETGID"\]/add: ["NET_ADMIN", "SETUID", "SETGID", "SYS_ADMIN"]/' "$T/bad/daemonset.yaml"
-python3 "$SRC/tests/kubernetes/check_manifests.py" "$T/bad" "$T/agent-help" >"$T/out" 2>&1 &&
+"$PY" "$SRC/tests/kubernetes/check_manifests.py" "$T/bad" "$T/agent-help" >"$T/out" 2>&1 &&
 	no checker-refuses-sys-admin || { grep -q SYS_ADMIN "$T/out" && ok checker-refuses-sys-admin ||
 		no checker-refuses-sys-admin "$(cat "$T/out")"; }
 
@@ -69,7 +70,7 @@ elif [ ! -d "$M/node_modules/kubernetes-models" ] ||
 else
 	# every object of every file, as JSON for node ("FILE#N": the Nth document); a file of no
 	# Kubernetes object (profile.yaml, the fabricctl profile the ConfigMap carries) is named
-	python3 - "$K" "$T/objects.json" "$T/mutants.json" <<'PY'
+	"$PY" - "$K" "$T/objects.json" "$T/mutants.json" <<'PY'
 import glob, json, os, sys, yaml
 objs = []
 for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.yaml"))):

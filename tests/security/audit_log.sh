@@ -13,6 +13,7 @@
 # No root needed. Prints PASS/FAIL per check and "audit_log: N passed, M failed".
 # FABRICCTL overrides the binary ($FCTL_BUILD_DIR/fabricctl/fabricctl).
 set -uo pipefail
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=${FABRICCTL:-$BUILD/fabricctl/fabricctl}
@@ -24,7 +25,7 @@ check() { # name, condition (a command) ...
 	shift
 	if "$@"; then pass "$name"; else fail "$name" "$(head -c 600 "$T/out" 2>/dev/null | tr '\n' ' ')"; fi
 }
-for t in jq python3 openssl; do
+for t in jq "$PY" openssl; do
 	command -v $t >/dev/null || { echo "audit_log: $t is missing" >&2; exit 2; }
 done
 [ -x "$F" ] || { echo "audit_log: no fabricctl at $F" >&2; exit 2; }
@@ -47,7 +48,7 @@ first_notes() { awk -v n="$1" 'BEGIN{RS=""; ORS="\n\n"} NR<=2*n' "$2"; }
 jqt() { [ -s "${*: -1}" ] && jq -e "$@" >/dev/null 2>&1; }
 # rechain LOG: recompute every prev (the attacker's tool); edits come before it
 rechain() {
-	python3 - "$1" <<'EOF'
+	"$PY" - "$1" <<'EOF'
 import hashlib, re, sys
 p = sys.argv[1]
 lines = open(p, 'rb').read().split(b'\n')[:-1]
@@ -68,7 +69,7 @@ resign() { rm -f "$1.checkpoints"; "$F" audit checkpoint --log "$1" >/dev/null 2
 forge() {
 	newlog "$1"
 	fill 3
-	python3 - "$LOG" "$2" "$3" <<'EOF'
+	"$PY" - "$LOG" "$2" "$3" <<'EOF'
 import datetime, hashlib, re, sys
 p, old, new = sys.argv[1:4]
 lines = open(p, 'rb').read().decode().split('\n')[:-1]

@@ -10,6 +10,7 @@
 # its key page is locked. key_residue.py sends the requests and reads the memory.
 # Prints PASS/FAIL per check and "key_residue: N passed, M failed"; needs root.
 set -uo pipefail
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
@@ -19,7 +20,7 @@ fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 die() { echo "key_residue: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (it reads the agent's memory)"
 [ -x "$F" ] || die "no $F: build first"
-for c in python3 ip setpriv openssl; do command -v $c >/dev/null || die "$c missing"; done
+for c in "$PY" ip setpriv openssl; do command -v $c >/dev/null || die "$c missing"; done
 T=$(mktemp -d /var/tmp/fctl-sec-keyres.XXXXXX) || exit 2
 NS=fctl-keyres-$$
 PID=
@@ -32,7 +33,7 @@ trap cleanup EXIT
 
 "$ROOT/scripts/pki.sh" "$T/pki" kr=127.0.0.1 >/dev/null || die "scripts/pki.sh failed"
 ip netns add "$NS" || die "cannot create network namespace $NS"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # uid 0 with every capability, but a group of its own: /proc/PID/status then belongs to
 # that group while the process is dumpable, and to root once it is not
 setpriv --regid 65534 --clear-groups -- "$F" agent --host kr --listen "127.0.0.1:$PORT" \
@@ -47,7 +48,7 @@ for _ in $(seq 50); do
 done
 grep -q serving "$T/agent.log" || { cat "$T/agent.log" >&2; die "the agent did not start"; }
 
-python3 "$ROOT/tests/security/key_residue.py" --pid "$PID" --listen "127.0.0.1:$PORT" \
+"$PY" "$ROOT/tests/security/key_residue.py" --pid "$PID" --listen "127.0.0.1:$PORT" \
 	--socket "$T/agent.sock" --pki "$T/pki" >"$T/py.out" 2>"$T/py.err"
 rc=$?
 sed -n 's/^  /  /p' "$T/py.out"

@@ -16,6 +16,7 @@
 #     cannot be written.
 # Prints PASS/FAIL per check, "nodecheck_failclosed: N passed, M failed".
 set -uo pipefail
+PY=${FCTL_PYTHON:-/usr/bin/python3} # Debian's: a pyenv shim first in PATH costs ~0.6 s of CPU a start
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${FCTL_BUILD_DIR:-$ROOT/build}
 F=$BUILD/fabricctl/fabricctl
@@ -25,7 +26,7 @@ fail() { echo "FAIL $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 die() { echo "nodecheck_failclosed: cannot run: $*" >&2; exit 2; }
 [ -x "$F" ] || die "no $F (build first)"
 command -v flock >/dev/null || die "no flock"
-command -v python3 >/dev/null || die "no python3"
+command -v "$PY" >/dev/null || die "no python3"
 unset FCTL_AUDIT_LOG SLURMD_NODENAME
 export NO_COLOR=1
 T=$(mktemp -d /tmp/fctl-sec-nodecheck.XXXXXX) || die "mktemp"
@@ -63,7 +64,7 @@ not_drained() {
 }
 
 # a profile whose host h3 has a port but no link: it applies with no netlink write
-python3 - "$ROOT/profiles/lab-pair.yaml" "$T/p.yaml" <<'PY'
+"$PY" - "$ROOT/profiles/lab-pair.yaml" "$T/p.yaml" <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 s = s.replace("  - name: h2\n", "  - name: h3\n    ports:\n      - { name: eth0, mac: \"52:54:00:fa:03:00\", mtu: 1500 }\n  - name: h2\n", 1)

@@ -4,10 +4,11 @@
 # but this one, each a reproduction of one finding that fails on the code before its
 # fix. Usage: run.sh BUILD_DIR. FCTL_SECURITY_EXCLUDE="NAME ..." leaves the named tests
 # out of this run, each named in the output as not run here (test.sh's ASan run leaves
-# out evidence_tamper and evidence_consistency: they attack verify.sh, which is bash, openssl
-# and python whatever the build, and the release build's run has them); FCTL_SECURITY_ONLY
-# ="NAME ..." runs only the named ones (test.sh runs those two as a suite of their own, so
-# that the host lane's chain of suites is shorter). Prints each test's output and
+# out the tests that start no program of this build: the four evidence_* tests attack
+# verify.sh, which is bash, openssl and python whatever the build; lab_dir checks lab.sh;
+# unit_hardening reads the unit file with systemd-analyze; the release build's run has
+# them); FCTL_SECURITY_ONLY="NAME ..." runs only the named ones (test.sh runs the evidence_*
+# tests as a suite of their own, so that the host lane's chain of suites is shorter). Prints each test's output and
 # "security: N passed, M failed" (tests); exits non-zero on any failure. Needs root.
 # FCTL_SECURITY_JOBS: how many tests run at once (default 3).
 set -uo pipefail
