@@ -127,31 +127,62 @@ void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 		snprintf(buf, len, "TLS error");
 }
 
-/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left,
- * no session tickets. */
+/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left. */
 static void set_common(SSL_CTX *ctx)
 {
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers;
-	 * no client of ours resumes a session, and a TLS 1.3 server sends two tickets
-	 * after every handshake by default: work on both ends (a session encoded with
-	 * the client's chain, sealed, sent, parsed, kept) for nothing, on every one of a
-	 * fan-out's thousands of connections. Every connection is a full handshake,
-	 * its certificate checked against the CRL. */
-	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT | SSL_OP_NO_TICKET);
-	SSL_CTX_set_num_tickets(ctx, 0);
+	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
+	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
 }
 
-/* The peer's certificate required and verified (a server: with the reason kept). */
+/*
+ * A ticket the server decrypted (its own, sealed with this context's keys) resumes only a
+ * TLS 1.3 session (a resumption with (EC)DHE: OpenSSL's default, no early data) whose
+ * client certificate is still valid now; anything else is a full handshake (and the
+ * client's certificate checked against the CRL again).
+ */
+static SSL_TICKET_RETURN ticket_check(SSL *ssl, SSL_SESSION *ss, const unsigned char *keyname,
+				      size_t keyname_len, SSL_TICKET_STATUS status, void *arg)
+{
+	X509 *peer;
+
+	(void)ssl, (void)keyname, (void)keyname_len, (void)arg;
+	if (status == SSL_TICKET_FATAL_ERR_MALLOC || status == SSL_TICKET_FATAL_ERR_OTHER)
+		return SSL_TICKET_RETURN_ABORT;
+	if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW)
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	peer = SSL_SESSION_get0_peer(ss);
+	if (SSL_SESSION_get_protocol_version(ss) != TLS1_3_VERSION || !peer ||
+	    X509_cmp_current_time(X509_get0_notBefore(peer)) >= 0 ||
+	    X509_cmp_current_time(X509_get0_notAfter(peer)) <= 0)
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	return SSL_TICKET_RETURN_USE_RENEW;
+}
+
+/*
+ * The peer's certificate required and verified (a server: with the reason kept). A
+ * server issues one TLS 1.3 ticket a handshake (stateless: no server-side cache), which
+ * a fan-out's next run resumes: no certificate chain sent, signed or verified on either
+ * end. A ticket carries the client's certificate, whose roles are evaluated again on
+ * every connection (fctl_tls_peer_roles).
+ */
 static void set_verify(SSL_CTX *ctx, bool server)
 {
+	static const unsigned char sid_ctx[] = "fabricctl-agent";
+
 	if (server)
 		CRYPTO_THREAD_run_once(&failed_once, failed_init);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
 			   server ? verify_cb : NULL);
-	if (server)
-		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	if (!server)
+		return;
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+	SSL_CTX_set_num_tickets(ctx, 1);
+	SSL_CTX_set_timeout(ctx, FCTL_TLS_TICKET_LIFETIME);
+	SSL_CTX_set_max_early_data(ctx, 0);
+	SSL_CTX_set_session_ticket_cb(ctx, NULL, ticket_check, NULL);
 }
 
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,

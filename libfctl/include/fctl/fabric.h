@@ -67,6 +67,7 @@ struct fctl_fabric_result {
 			   * have: its answer did not come before the deadline (-ETIMEDOUT) */
 	size_t profile_sent; /* plan, diff, apply: the profile bytes this host was sent
 			      * (less than the profile's with opts.profile_for) */
+	bool tls_resumed;    /* its TLS handshake resumed a cached session */
 };
 
 enum fctl_fabric_event {
