@@ -50,11 +50,12 @@ void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
 
 /*
  * TLS 1.3 session resumption (docs/agent.md, "Session resumption"). A server context
- * sends one ticket after each handshake (FCTL_TLS_TICKET_LIFETIME seconds), sealed with
- * keys of that context alone: a new context (every agent reload) invalidates them all. It
- * resumes only TLS 1.3 sessions whose client certificate is still within its validity;
- * the roles are evaluated on every connection from that certificate, as after a full
- * handshake. A client resumes only with a cache attached to its context:
+ * sends one ticket after each handshake (FCTL_TLS_TICKET_LIFETIME seconds): the id of a
+ * session that context alone keeps (64 at most), so a new context (every agent reload)
+ * forgets them all. It resumes a session once, only over TLS 1.3, and only while its
+ * client certificate is within its validity; the roles are evaluated on every connection
+ * from that certificate, as after a full handshake. A client resumes only with a cache
+ * attached to its context:
  */
 #define FCTL_TLS_TICKET_LIFETIME 3600
 /* The user's cache file: $XDG_CACHE_HOME/fabricctl/tls-sessions (an absolute
