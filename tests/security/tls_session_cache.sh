@@ -28,16 +28,7 @@ mkdir -p "$T/sa" "$T/pa" "$T/aa"
 	--key "$PKI/server-localhost.key" --ca "$PKI/ca.crt" --netns "$NETNS" --state-dir "$T/sa" \
 	--host a --profile-dir "$T/pa" --audit-log "$T/aa/agent.log" --drift-interval 0 \
 	2>"$T/agenta.err" &
-FLEET_PIDS=($!)
-cleanup() {
-	fleet_stop
-	if [ -n "$AGENT_PID" ]; then
-		kill "$AGENT_PID" 2>/dev/null
-		wait "$AGENT_PID" 2>/dev/null
-	fi
-	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	rm -rf -- "$T"
-}
+FLEET_PIDS=($!) # stopped by the library's cleanup, by PID
 for _ in $(seq 100); do
 	"$F" status --target "unix:$T/socka" >/dev/null 2>&1 && break
 	sleep 0.1

@@ -18,16 +18,6 @@ set -uo pipefail
 NAME=tls_tickets
 . "$(dirname "${BASH_SOURCE[0]}")/lib/agent.bash"
 
-cleanup() {
-	fleet_stop
-	if [ -n "$AGENT_PID" ]; then
-		kill "$AGENT_PID" 2>/dev/null
-		wait "$AGENT_PID" 2>/dev/null
-	fi
-	[ -n "$NETNS" ] && ip netns del "$NETNS" 2>/dev/null
-	rm -rf -- "$T"
-}
-
 # shellcheck disable=SC2046
 start_agent $(agent_args)
 fleet_start 1 # agent B: the same CA and server certificate, its own ticket keys

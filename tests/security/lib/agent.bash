@@ -33,6 +33,7 @@ T=$(mktemp -d /tmp/fctl-sec-"$NAME".XXXXXX) || die "mktemp"
 chmod 0755 "$T"
 
 cleanup() {
+	fleet_stop # the fleet's agents (fleet_start), when a test has one
 	if [ -n "$AGENT_PID" ]; then
 		kill "$AGENT_PID" 2>/dev/null
 		wait "$AGENT_PID" 2>/dev/null
