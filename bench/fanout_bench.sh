@@ -368,7 +368,7 @@ if [ -n "$PERF" ]; then
 	echo "  perf: $PERF/status.perf.txt"
 fi
 
-# the TLS handshakes alone: connect, mutual TLS handshake, close; as many at once as
+# full TLS handshakes alone (no session resumed): connect, mutual TLS handshake, close; as many at once as
 # the CLI's default pool
 par=${PARALLEL:-$(( N / 16 > 64 ? (N / 16 > 1024 ? 1024 : N / 16) : 64 ))}
 tls_s=$(python3 - "$W/inventory" "$PKI" "$par" <<'EOPY' || die "the TLS pass failed"
@@ -483,7 +483,7 @@ print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI C
 print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered, %.0f profile bytes sent each (of %d)" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok, sent_avg, os.path.getsize(w + "/fleet.yaml")))
 print("  status CPU: CLI %.2f s + agents %.2f s = %.2f ms per agent (the 2 cores' floor for status: %.2f s)" % (
     sc, acpu, (sc + acpu) * 1e3 / n, (sc + acpu) / cores))
-print("  TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
+print("  full TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
 print("  %d hung + %d dead: status %.2f s (exit %d), %d of %d named right, %d hosts wrong" % (nh, nd, ft, frc, rep, nh + nd, wrong))
 print("BENCH " + json.dumps({
     "agents": n, "cores": cores, "netns": netns, "parallel": par, "timeout": timeout,
