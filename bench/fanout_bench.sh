@@ -135,6 +135,9 @@ EOPY
 
 sh "$ROOT/scripts/pki.sh" "$W/pki" h1=127.0.0.1 >/dev/null || die "pki.sh failed"
 PKI=$W/pki
+# the CLI's TLS session cache (docs/agent.md, "Session resumption") in the bench's own
+# directory: the warm-up run fills it, the measured runs resume its sessions
+export XDG_CACHE_HOME=$W/cache
 VIEWER=(--cert "$PKI/client-viewer.crt" --key "$PKI/client-viewer.key" --ca "$PKI/ca.crt")
 python3 - "$W" "${PORTS[@]}" <<'EOPY'
 import sys
@@ -365,7 +368,7 @@ if [ -n "$PERF" ]; then
 	echo "  perf: $PERF/status.perf.txt"
 fi
 
-# the TLS handshakes alone: connect, mutual TLS handshake, close; as many at once as
+# full TLS handshakes alone (no session resumed): connect, mutual TLS handshake, close; as many at once as
 # the CLI's default pool
 par=${PARALLEL:-$(( N / 16 > 64 ? (N / 16 > 1024 ? 1024 : N / 16) : 64 ))}
 tls_s=$(python3 - "$W/inventory" "$PKI" "$par" <<'EOPY' || die "the TLS pass failed"
@@ -454,6 +457,12 @@ ns_s, up_s, pss, netns, cores = float(sys.argv[11]), float(sys.argv[12]), int(sy
 plan_timeout, load0, load1 = sys.argv[16], float(sys.argv[17]), float(sys.argv[18])
 status_ok, plan_ok, acpu = int(sys.argv[19]), int(sys.argv[20]), float(sys.argv[21])
 ksm, memused = sys.argv[22] == "1", int(sys.argv[23])
+def resumed(name):
+    try:
+        return sum(bool(h.get("tls_resumed")) for h in json.load(open("%s/%s.json" % (w, name)))["hosts"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+st_res, pl_res = resumed("status"), resumed("plan")
 def t(name):
     e, m, u, s = open("%s/%s.time" % (w, name)).read().splitlines()[-1].split()
     return float(e), int(m), float(u) + float(s)
@@ -470,11 +479,11 @@ print("agents %d (%s), %d cores, pool %d, deadline %s (plan %s), load average %.
     n, "own netns each" if netns else "no netns", cores, par, timeout, plan_timeout, load0, load1))
 print("  start: netns %.1f s, agents listening %.1f s; agents' PSS %.0f MiB (%.0f KiB each%s), MemAvailable down %.0f MiB (%.0f KiB each)" % (
     ns_s, up_s, pss / 1024, pss / n, ", KSM-merged" if ksm else "", memused / 1024, memused / n))
-print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered" % (st, st * 1e3 / n, sm / 1024, sc, status_ok))
+print("  status --fabric  %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered, %d TLS sessions resumed" % (st, st * 1e3 / n, sm / 1024, sc, status_ok, st_res))
 print("  plan --fabric    %7.2f s  %6.2f ms/agent  CLI peak RSS %6.1f MiB  CLI CPU %.2f s  %d answered, %.0f profile bytes sent each (of %d)" % (pl, pl * 1e3 / n, pm / 1024, pc, plan_ok, sent_avg, os.path.getsize(w + "/fleet.yaml")))
 print("  status CPU: CLI %.2f s + agents %.2f s = %.2f ms per agent (the 2 cores' floor for status: %.2f s)" % (
     sc, acpu, (sc + acpu) * 1e3 / n, (sc + acpu) / cores))
-print("  TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
+print("  full TLS handshakes alone %.2f s = %.0f%% of status" % (tls_s, 100 * tls_s / st))
 print("  %d hung + %d dead: status %.2f s (exit %d), %d of %d named right, %d hosts wrong" % (nh, nd, ft, frc, rep, nh + nd, wrong))
 print("BENCH " + json.dumps({
     "agents": n, "cores": cores, "netns": netns, "parallel": par, "timeout": timeout,
@@ -483,7 +492,7 @@ print("BENCH " + json.dumps({
     "plan_ms_per_agent": round(pl * 1e3 / n, 3),
     "plan_profile_bytes_per_agent": round(sent_avg), "profile_bytes": os.path.getsize(w + "/fleet.yaml"),
     "cli_peak_rss_kb": max(sm, pm, fm), "status_rss_kb": sm, "plan_rss_kb": pm,
-    "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2), "status_agents_cpu_s": round(acpu, 2),
+    "status_tls_resumed": st_res, "plan_tls_resumed": pl_res, "status_cpu_s": round(sc, 2), "plan_cpu_s": round(pc, 2), "status_agents_cpu_s": round(acpu, 2),
     "status_cpu_ms_per_agent": round((sc + acpu) * 1e3 / n, 3),
     "tls_only_s": tls_s, "tls_share": round(tls_s / st, 3),
     "agents_pss_kb": pss, "agents_mem_kb": memused, "ksm": ksm, "netns_s": round(ns_s, 2), "agents_up_s": round(up_s, 2),

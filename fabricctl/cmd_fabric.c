@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,6 +372,8 @@ static void json_host(struct fctl_buf *o, const struct fctl_fabric_result *r, co
 	fctl_buf_printf(o, ",\"phase\":\"%s\",\"exit\":%d", phase, r->exit);
 	if (r->profile_sent)
 		fctl_buf_printf(o, ",\"profile_bytes\":%zu", r->profile_sent);
+	if (r->tls_resumed)
+		fctl_buf_puts(o, ",\"tls_resumed\":true");
 	if (r->has_prev)
 		fctl_buf_printf(o, ",\"previous_version\":%" PRIu64, r->prev);
 	fctl_buf_puts(o, ",\"output\":");
@@ -547,11 +550,36 @@ static int run_fabric(struct remote *rm)
 	return rc;
 }
 
+/* The user's TLS session cache attached to ctx (docs/agent.md, "Session resumption"):
+ * FCTL_TLS_CACHE=off for none, =PATH for another file. A cache refused (owner, mode) or
+ * unreadable is said and the run goes on with full handshakes. True when attached. */
+static bool session_cache(const char *cmd, struct ssl_ctx_st *ctx)
+{
+	const char *env = getenv("FCTL_TLS_CACHE");
+	char path[PATH_MAX], err[768] = "";
+	int r;
+
+	if (env && strcmp(env, "off") == 0)
+		return false;
+	if (env && env[0] == '/')
+		r = snprintf(path, sizeof(path), "%s", env) < (int)sizeof(path) ? 0 : -ENAMETOOLONG;
+	else
+		r = fctl_tls_cache_path(path, sizeof(path));
+	if (r < 0)
+		return false;
+	r = fctl_tls_cache_attach(ctx, path, err, sizeof(err));
+	if (r != 0)
+		cli_err("%s: warning: %s%s", cmd, err,
+			r == -EPERM ? ": not used (remove the file, or FCTL_TLS_CACHE=off)" : "");
+	return r >= 0;
+}
+
 static int remote_main(struct remote *rm, int argc, char **argv)
 {
 	char err[768] = "";
 	size_t n_bytes = 0;
 	int rc = parse(rm, argc, argv), r;
+	bool cache = false;
 
 	if (rc >= 0)
 		return rc;
@@ -596,10 +624,13 @@ static int remote_main(struct remote *rm, int argc, char **argv)
 			rc = EXIT_USAGE;
 			goto out;
 		}
+		cache = session_cache(rm->cmd, rm->o.tls);
 	}
 	rm->o.progress = progress;
 	rm->o.progress_ctx = rm;
 	rc = rm->target ? run_target(rm) : run_fabric(rm);
+	if (cache && fctl_tls_cache_save(rm->o.tls, err, sizeof(err)) < 0)
+		cli_err("%s: warning: %s", rm->cmd, err);
 out:
 	fctl_inventory_release(&rm->inv);
 	fctl_tls_ctx_free(rm->o.tls);

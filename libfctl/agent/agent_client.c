@@ -19,6 +19,7 @@
 
 #include "fctl/agent.h"
 #include "fctl/tls.h"
+#include "tls_int.h"
 
 struct fctl_agent_conn {
 	int fd;
@@ -205,6 +206,10 @@ static int tls_handshake(struct fctl_agent_conn *c, const char *endpoint, const 
 		r = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1 ? 0 : -EINVAL;
 	else
 		r = SSL_set1_host(c->ssl, host) == 1 ? 0 : -EINVAL;
+	if (r < 0)
+		return r;
+	/* a session of this endpoint's from the context's cache, when it has one */
+	r = fctl_tls_cache_offer(c->ssl, endpoint, host);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -414,6 +419,11 @@ bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c)
 	if (c->ssl && SSL_pending(c->ssl) > 0)
 		return false;
 	return poll(&p, 1, 0) == 0; /* readable while idle: closed, or an alert */
+}
+
+bool fctl_agent_conn_tls_resumed(const struct fctl_agent_conn *c)
+{
+	return c && c->ssl && SSL_session_reused(c->ssl) == 1;
 }
 
 void fctl_agent_conn_free(struct fctl_agent_conn *c)

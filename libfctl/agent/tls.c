@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -130,31 +131,148 @@ void fctl_tls_error(struct ssl_st *ssl, char *buf, size_t len)
 		snprintf(buf, len, "TLS error");
 }
 
-/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left,
- * no session tickets. */
+/* What every context of ours has: TLS 1.2 and later, partial writes, no plaintext left. */
 static void set_common(SSL_CTX *ctx)
 {
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers;
-	 * no client of ours resumes a session, and a TLS 1.3 server sends two tickets
-	 * after every handshake by default: work on both ends (a session encoded with
-	 * the client's chain, sealed, sent, parsed, kept) for nothing, on every one of a
-	 * fan-out's thousands of connections. Every connection is a full handshake,
-	 * its certificate checked against the CRL. */
-	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT | SSL_OP_NO_TICKET);
-	SSL_CTX_set_num_tickets(ctx, 0);
+	/* requests carry SAKs: no plaintext copy left in OpenSSL's record buffers */
+	SSL_CTX_set_options(ctx, SSL_OP_CLEANSE_PLAINTEXT);
 }
 
-/* The peer's certificate required and verified (a server: with the reason kept). */
+/*
+ * The server's sessions (TLS 1.3 stateful tickets: the ticket is the session's id): kept
+ * parsed in the context that issued them, FCTL_TLS_SESSIONS at most, the oldest dropped
+ * first. A stateless ticket would carry the client's certificate, and decoding it on every
+ * resumption cost more than the handshake it saved (OpenSSL 3.0's key decoders). Each
+ * session resumes once (a resumption is given a new one), only over TLS 1.3 (with
+ * (EC)DHE: OpenSSL's default; no early data), and only while its client certificate is
+ * within its validity; a TLS 1.2 session is never kept. A server context is used by one
+ * thread (the agent's TLS front-end).
+ */
+#define FCTL_TLS_SESSIONS 64
+struct sess_store {
+	SSL_SESSION *v[FCTL_TLS_SESSIONS];
+	unsigned next;
+};
+
+static CRYPTO_ONCE store_once = CRYPTO_ONCE_STATIC_INIT;
+static int store_idx = -1;
+
+static void store_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+		       void *argp)
+{
+	struct sess_store *st = ptr;
+
+	(void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+	for (size_t i = 0; st && i < FCTL_ARRAY_SIZE(st->v); i++)
+		SSL_SESSION_free(st->v[i]);
+	free(st);
+}
+
+static void store_init(void)
+{
+	store_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, store_free);
+}
+
+static struct sess_store *store_of(SSL_CTX *ctx)
+{
+	return store_idx >= 0 ? SSL_CTX_get_ex_data(ctx, store_idx) : NULL;
+}
+
+/* The slot holding the session of this id, or NULL. */
+static SSL_SESSION **store_find(struct sess_store *st, const unsigned char *id, size_t len)
+{
+	for (size_t i = 0; st && i < FCTL_ARRAY_SIZE(st->v); i++) {
+		unsigned int n = 0;
+		const unsigned char *sid = st->v[i] ? SSL_SESSION_get_id(st->v[i], &n) : NULL;
+
+		if (sid && n == len && CRYPTO_memcmp(sid, id, len) == 0)
+			return &st->v[i];
+	}
+	return NULL;
+}
+
+/* A new session of a handshake: a copy kept when TLS 1.3. A copy: OpenSSL marks the
+ * connection's own session not resumable when the connection ends without a close_notify,
+ * a TLS 1.2 rule that would cost a client closing abruptly its ticket. Returns 0: the
+ * session itself stays the connection's. */
+static int store_new(SSL *ssl, SSL_SESSION *sess)
+{
+	struct sess_store *st = store_of(SSL_get_SSL_CTX(ssl));
+	SSL_SESSION *copy;
+
+	if (!st || SSL_version(ssl) != TLS1_3_VERSION ||
+	    SSL_SESSION_get_protocol_version(sess) != TLS1_3_VERSION ||
+	    !(copy = SSL_SESSION_dup(sess)))
+		return 0;
+	SSL_SESSION_free(st->v[st->next]);
+	st->v[st->next] = copy;
+	st->next = (st->next + 1) % FCTL_ARRAY_SIZE(st->v);
+	return 0;
+}
+
+/* The session a client's ticket names, taken out of the store (used once), when it may
+ * resume: TLS 1.3, not expired, its client certificate valid now. */
+static SSL_SESSION *store_get(SSL *ssl, const unsigned char *id, int len, int *copy)
+{
+	SSL_SESSION **p = len > 0 ? store_find(store_of(SSL_get_SSL_CTX(ssl)), id, (size_t)len)
+				  : NULL;
+	SSL_SESSION *s = p ? *p : NULL;
+	X509 *peer = s ? SSL_SESSION_get0_peer(s) : NULL;
+
+	*copy = 0;
+	if (!s)
+		return NULL;
+	*p = NULL;
+	if (SSL_version(ssl) != TLS1_3_VERSION || !peer ||
+	    SSL_SESSION_get_protocol_version(s) != TLS1_3_VERSION ||
+	    SSL_SESSION_get_time(s) + SSL_SESSION_get_timeout(s) <= time(NULL) ||
+	    X509_cmp_current_time(X509_get0_notBefore(peer)) >= 0 ||
+	    X509_cmp_current_time(X509_get0_notAfter(peer)) <= 0) {
+		SSL_SESSION_free(s);
+		return NULL;
+	}
+	return s; /* the store's reference, now OpenSSL's */
+}
+
+/*
+ * The peer's certificate required and verified (a server: with the reason kept). A
+ * server issues one ticket a handshake, which a fan-out's next run resumes: no
+ * certificate chain sent, signed or verified on either end. A session holds the client's
+ * certificate, whose roles are evaluated again on every connection (fctl_tls_peer_roles).
+ */
 static void set_verify(SSL_CTX *ctx, bool server)
 {
+	static const unsigned char sid_ctx[] = "fabricctl-agent";
+	struct sess_store *st;
+
 	if (server)
 		CRYPTO_THREAD_run_once(&failed_once, failed_init);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
 			   server ? verify_cb : NULL);
-	if (server)
+	if (!server)
+		return;
+	CRYPTO_THREAD_run_once(&store_once, store_init);
+	st = fctl_calloc(1, sizeof(*st));
+	if (!st || store_idx < 0 || SSL_CTX_set_ex_data(ctx, store_idx, st) != 1) {
+		free(st); /* no store: no session kept, every handshake a full one */
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+		SSL_CTX_set_num_tickets(ctx, 0);
+		SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+		return;
+	}
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_INTERNAL |
+						    SSL_SESS_CACHE_NO_AUTO_CLEAR);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET); /* TLS 1.3: stateful tickets */
+	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+	SSL_CTX_set_num_tickets(ctx, 1);
+	SSL_CTX_set_timeout(ctx, FCTL_TLS_TICKET_LIFETIME);
+	SSL_CTX_set_max_early_data(ctx, 0);
+	SSL_CTX_sess_set_new_cb(ctx, store_new);
+	/* no remove callback: store_get alone decides (once, TLS 1.3, in time, a valid
+	 * certificate) */
+	SSL_CTX_sess_set_get_cb(ctx, store_get);
 }
 
 int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char *ca,

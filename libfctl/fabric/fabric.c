@@ -29,6 +29,7 @@ static void result_reset(struct fctl_fabric_result *r)
 	r->status = 0;
 	r->exit = 0;
 	r->profile_sent = 0;
+	r->tls_resumed = false;
 }
 
 static void no_answer(struct fctl_fabric_result *r, int status, const char *why)
@@ -59,6 +60,7 @@ static void call_host(const struct fctl_fabric_opts *o, uint32_t options,
 								 : FCTL_FABRIC_DEFAULT_TIMEOUT,
 			       &c, err, sizeof(err));
 	if (e == 0) {
+		r->tls_resumed = fctl_agent_conn_tls_resumed(c);
 		req.options = options;
 		req.present = FCTL_HAS_OPTIONS;
 		if (strcmp(h->name, h->endpoint) != 0) {

@@ -89,6 +89,14 @@ int __wrap_fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsi
 int __wrap_fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req,
 			   struct fctl_msg *resp, struct fctl_buf *frame, char *err, size_t errlen);
 void __wrap_fctl_agent_conn_free(struct fctl_agent_conn *c);
+bool __wrap_fctl_agent_conn_tls_resumed(const struct fctl_agent_conn *c);
+
+/* the fake connections are numbers, not connections: none resumed a TLS session */
+bool __wrap_fctl_agent_conn_tls_resumed(const struct fctl_agent_conn *c)
+{
+	(void)c;
+	return false;
+}
 
 int __wrap_fctl_agent_connect(const char *endpoint, struct ssl_ctx_st *ctx, unsigned timeout_s,
 			      struct fctl_agent_conn **out, char *err, size_t errlen)

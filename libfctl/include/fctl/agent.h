@@ -268,6 +268,8 @@ int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s);
 /* Whether an idle connection is still usable: nothing to read (no close, no TLS alert
  * from the agent, whose idle timeout may have ended it) and no error. Never blocks. */
 bool fctl_agent_conn_idle_ok(const struct fctl_agent_conn *c);
+/* Whether c's TLS handshake resumed a session of ctx's cache (fctl_tls_cache_attach). */
+bool fctl_agent_conn_tls_resumed(const struct fctl_agent_conn *c);
 void fctl_agent_conn_free(struct fctl_agent_conn *c);
 
 #endif

@@ -69,6 +69,7 @@ struct fctl_fabric_result {
 			      * (less than the profile's with opts.profile_for) */
 	const char *probe;   /* probe-serve, probe-run: the spec sent (FCTL_TLV_PROBE), set
 			      * by the caller, borrowed */
+	bool tls_resumed;    /* its TLS handshake resumed a cached session */
 };
 
 enum fctl_fabric_event {

@@ -49,6 +49,37 @@ int fctl_tls_ctx_new(bool server, const char *cert, const char *key, const char 
 void fctl_tls_ctx_free(struct ssl_ctx_st *ctx);
 
 /*
+ * TLS 1.3 session resumption (docs/agent.md, "Session resumption"). A server context
+ * sends one ticket after each handshake (FCTL_TLS_TICKET_LIFETIME seconds): the id of a
+ * session that context alone keeps (64 at most), so a new context (every agent reload)
+ * forgets them all. It resumes a session once, only over TLS 1.3, and only while its
+ * client certificate is within its validity; the roles are evaluated on every connection
+ * from that certificate, as after a full handshake. A client resumes only with a cache
+ * attached to its context:
+ */
+#define FCTL_TLS_TICKET_LIFETIME 3600
+/* The user's cache file: $XDG_CACHE_HOME/fabricctl/tls-sessions (an absolute
+ * XDG_CACHE_HOME), else $HOME/.cache/fabricctl/tls-sessions; -ENOENT without either. */
+int fctl_tls_cache_path(char *buf, size_t len);
+/*
+ * Attaches the session cache of file path to a client context (freed with it) and
+ * reads the file's sessions. The file must be a regular file (not a symbolic link) of the
+ * effective user, mode 0600 or stricter, in a directory of that user that neither group
+ * nor others may write; its sessions are used only when it was written under the same
+ * client certificate and trust store (certificates and CRLs), and each is offered only to
+ * the endpoint it came from, after its server certificate verified again for the host
+ * dialled (a ticket of agent A is never offered as agent B). Returns 0 (no file yet is
+ * 0), 1 with err filled (not a cache file of this version: nothing of it is used, the
+ * cache is attached empty and fctl_tls_cache_save replaces the file), or -EPERM (owner
+ * or mode wrong: the cache is neither read nor written) or another negative errno, err
+ * filled: the context then works without a cache, each connection a full handshake.
+ */
+int fctl_tls_cache_attach(struct ssl_ctx_st *ctx, const char *path, char *err, size_t errlen);
+/* Writes the context's sessions back (the directory created 0700, the file replaced
+ * atomically, 0600): 0 (also when no cache is attached) or a negative errno with err. */
+int fctl_tls_cache_save(struct ssl_ctx_st *ctx, char *err, size_t errlen);
+
+/*
  * Loads the CRLs of a PEM file (one or more) into a server context's trust store
  * and makes it check client chains against them: the leaf (X509_V_FLAG_CRL_CHECK),
  * every certificate of the chain when the file holds CRLs of more than one CA

@@ -33,6 +33,7 @@ T=$(mktemp -d /tmp/fctl-sec-"$NAME".XXXXXX) || die "mktemp"
 chmod 0755 "$T"
 
 cleanup() {
+	fleet_stop # the fleet's agents (fleet_start), when a test has one
 	if [ -n "$AGENT_PID" ]; then
 		kill "$AGENT_PID" 2>/dev/null
 		wait "$AGENT_PID" 2>/dev/null
@@ -61,6 +62,8 @@ mkdir -p "$T/state" "$T/profiles" "$T/audit"
 SOCK=$T/agent.sock
 # the workers' commands write their own audit records: here, not in /var/lib
 export FCTL_AUDIT_LOG=$T/audit/worker.log
+# the CLI's TLS session cache (docs/agent.md, "Session resumption"): here, not in ~/.cache
+export XDG_CACHE_HOME=$T/cache
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
