@@ -19,6 +19,7 @@
 #endif
 
 #include "fctl/profile.h"
+#include "profile_sections_int.h"
 #include "yaml_tree_int.h"
 
 struct ctx {
@@ -577,7 +578,7 @@ static void parse_end(struct ctx *c, const struct ynode *n, struct fctl_link_end
 static void parse_vlan(struct ctx *c, const struct ynode *n, struct fctl_plink *l)
 {
 	static const char *const keys[] = { "id", "protocol", "mtu", "macsec", "ifname",
-					    "addresses" };
+					    "addresses", "qos" };
 	static const char *const ifkeys[] = { "vlan", "macsec" };
 	struct fctl_vlan *vl;
 	const struct ynode *v;
@@ -627,6 +628,8 @@ static void parse_vlan(struct ctx *c, const struct ynode *n, struct fctl_plink *
 		if ((w = get(v, "macsec")))
 			vl->macsec_ifname = get_str(c, w, "ifname.macsec", FCTL_IFNAMSIZ - 1);
 	}
+	if ((v = get(n, "qos")))
+		fctl_profile_qos_parse(c->file, c->d, v, vl);
 	if ((v = get(n, "addresses")) && is_type(c, v, YNODE_MAP, "addresses")) {
 		for (size_t i = 0; i < ymap_len(v); i++) {
 			const struct ynode *hk = v->kids[2 * i], *hv = v->kids[2 * i + 1];

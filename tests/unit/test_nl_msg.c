@@ -456,6 +456,43 @@ static void setup_vlan_add_carrier(struct fctl_op *op)
 	op->changes = 0;
 }
 
+static void setup_qos(struct fctl_vlan_qos *q)
+{
+	q->egress[0].prio = 3;
+	q->egress[0].pcp = 3;
+	q->egress[1].prio = 7; /* a removal: the kernel drops a mapping set to PCP 0 */
+	q->egress[1].pcp = 0;
+	q->n_egress = 2;
+	q->ingress[3] = 5;
+}
+
+static void setup_change_qos(struct fctl_op *op)
+{
+	setup_vlan_add(op);
+	op->kind = FCTL_OP_LINK_CHANGE;
+	op->changes = FCTL_CHG_QOS;
+	setup_qos(&op->link.qos);
+}
+
+static void setup_vlan_add_qos(struct fctl_op *op)
+{
+	setup_vlan_add(op);
+	setup_qos(&op->link.qos);
+	op->link.qos.n_egress = 1;
+}
+
+static void setup_change_qos_macsec(struct fctl_op *op)
+{
+	setup_change_window(op);
+	op->changes = FCTL_CHG_QOS;
+}
+
+static void setup_change_qos_pcp8(struct fctl_op *op)
+{
+	setup_change_qos(op);
+	op->link.qos.egress[0].pcp = 8;
+}
+
 static void setup_up(struct fctl_op *op)
 {
 	op->kind = FCTL_OP_LINK_UP;
@@ -666,6 +703,68 @@ static void check_vlan_add_carrier(struct nlmsghdr *nlh, struct nlattr **tb)
 	assert_null(tb[IFLA_AF_SPEC]);
 }
 
+/* the mappings of one IFLA_VLAN_*_QOS list, as from:to pairs into out */
+static size_t qos_list(const struct nlattr *list, uint32_t out[][2], size_t max)
+{
+	const struct nlattr *a;
+	size_t n = 0;
+	int rem;
+
+	nla_for_each_nested(a, list, rem) {
+		const struct ifla_vlan_qos_mapping *m = nla_data(a);
+
+		assert_int_equal(nla_type(a), IFLA_VLAN_QOS_MAPPING);
+		assert_int_equal(nla_len(a), sizeof(*m));
+		assert_true(n < max);
+		out[n][0] = m->from;
+		out[n++][1] = m->to;
+	}
+	return n;
+}
+
+static void check_change_qos(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	struct nlattr *info[IFLA_INFO_MAX + 1], *d[IFLA_VLAN_MAX + 1];
+	uint32_t m[16][2];
+
+	(void)nlh;
+	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_LINKINFO));
+	assert_int_equal(nla_parse_nested(d, IFLA_VLAN_MAX, linkinfo_data(tb, "vlan", info), NULL),
+			 0);
+	assert_int_equal(attr_set(d, IFLA_VLAN_MAX),
+			 BIT(IFLA_VLAN_EGRESS_QOS) | BIT(IFLA_VLAN_INGRESS_QOS));
+	assert_int_equal(qos_list(d[IFLA_VLAN_EGRESS_QOS], m, 16), 2);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 3);
+	assert_int_equal(m[1][0], 7);
+	assert_int_equal(m[1][1], 0);
+	/* all eight PCPs: the ones not mapped as 0, which clears them */
+	assert_int_equal(qos_list(d[IFLA_VLAN_INGRESS_QOS], m, 16), 8);
+	for (uint32_t p = 0; p < 8; p++) {
+		assert_int_equal(m[p][0], p);
+		assert_int_equal(m[p][1], p == 3 ? 5 : 0);
+	}
+}
+
+static void check_vlan_add_qos(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	struct nlattr *info[IFLA_INFO_MAX + 1], *d[IFLA_VLAN_MAX + 1];
+	uint32_t m[16][2];
+
+	(void)nlh;
+	assert_int_equal(nla_parse_nested(d, IFLA_VLAN_MAX, linkinfo_data(tb, "vlan", info), NULL),
+			 0);
+	assert_int_equal(nla_get_u16(d[IFLA_VLAN_ID]), 100);
+	assert_non_null(d[IFLA_VLAN_EGRESS_QOS]);
+	assert_int_equal(qos_list(d[IFLA_VLAN_EGRESS_QOS], m, 16), 1);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 3);
+	assert_non_null(d[IFLA_VLAN_INGRESS_QOS]);
+	assert_int_equal(qos_list(d[IFLA_VLAN_INGRESS_QOS], m, 16), 1);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 5);
+}
+
 static void check_up(struct nlmsghdr *nlh, struct nlattr **tb)
 {
 	struct ifinfomsg *ifi = nlmsg_data(nlh);
@@ -717,6 +816,11 @@ static struct link_case link_cases[] = {
 	{ "reject: addrgen change without a mode", setup_change_addrgen_unset, IFINDEX, 0, -EINVAL,
 	  NULL },
 	{ "reject: addrgen mode 4", setup_change_addrgen_bad, IFINDEX, 0, -EINVAL, NULL },
+	{ "vlan change qos maps", setup_change_qos, IFINDEX, 0, 0, check_change_qos },
+	{ "vlan add with qos maps", setup_vlan_add_qos, 0, PARENT, 0, check_vlan_add_qos },
+	{ "reject: qos change on a macsec link", setup_change_qos_macsec, IFINDEX, 0, -EINVAL,
+	  NULL },
+	{ "reject: qos pcp 8", setup_change_qos_pcp8, IFINDEX, 0, -EINVAL, NULL },
 	{ "link up by name", setup_up, 0, 0, 0, check_up },
 	{ "link down by index", setup_down, IFINDEX, 0, 0, check_down },
 	{ "link del by name", setup_del, 0, 0, 0, check_del },

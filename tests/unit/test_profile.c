@@ -822,6 +822,65 @@ static const struct pcase link_cases[] = {
 	    { "mtu", 29, 28, NULL } } }, /* the last one, once per end */
 };
 
+#define QOS(q) HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n" \
+			 "      - id: 100\n        qos: " q "\n"
+static const struct pcase qos_cases[] = {
+	{ "qos egress pcp 8", QOS("{ egress: { 3: 8 } }"), 0, 1, { { "out-of-range", 25, 29, NULL } } },
+	{ "qos unknown key", QOS("{ egres: { 3: 3 } }"), 0, 1, { { "unknown-key", 25, 16, NULL } } },
+	{ "qos roce against egress", QOS("{ roce: true, egress: { 3: 5 } }"), 0, 1,
+	  { { "conflict", 25, 22, NULL } } },
+	{ "qos roce against ingress", QOS("{ roce: true, ingress: { 3: 1 } }"), 0, 1,
+	  { { "conflict", 25, 22, NULL } } },
+	{ "qos ingress pcp 8", QOS("{ ingress: { 8: 1 } }"), 0, 1, { { "out-of-range", 25, 27, NULL } } },
+	{ "qos egress not a map", QOS("{ egress: [3, 3] }"), 0, 1, { { "wrong-type", 25, 24, NULL } } },
+	{ "qos roce not a bool", QOS("{ roce: yes }"), 0, 1, { { "wrong-type", 25, 22, NULL } } },
+	{ "qos priority a word", QOS("{ egress: { high: 3 } }"), 0, 1, { { "wrong-type", 25, 26, NULL } } },
+	{ "qos valid", QOS("{ egress: { 0: 0, 4294967295: 7 }, ingress: { 7: 99 }, roce: true }"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+};
+
+static void test_qos_rules(void **state)
+{
+	(void)state;
+	check_cases(qos_cases, FCTL_ARRAY_SIZE(qos_cases));
+}
+
+/* The model: the RoCE shorthand merged into the maps, a PCP 0 mapping dropped, sorted. */
+static void test_qos_model(void **state)
+{
+	static const char y[] = QOS("{ egress: { 6: 6, 0: 0, 5: 5 }, ingress: { 1: 2 }, roce: true }");
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	const struct fctl_vlan_qos *q;
+	struct fctl_host_state *hs = NULL;
+	struct fctl_buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(fctl_profile_parse("q.yaml", (const unsigned char *)y, strlen(y), &d, &p), 0);
+	fctl_profile_validate(p, &d);
+	assert_int_equal(d.n_errors, 0);
+	q = &p->links[0].vlans[0].qos;
+	assert_true(p->links[0].vlans[0].qos_roce);
+	assert_int_equal(q->n_egress, 3);
+	assert_int_equal(q->egress[0].prio, 3);
+	assert_int_equal(q->egress[0].pcp, 3);
+	assert_int_equal(q->egress[1].prio, 5);
+	assert_int_equal(q->egress[2].prio, 6);
+	assert_int_equal(q->ingress[1], 2);
+	assert_int_equal(q->ingress[3], 3);
+	assert_int_equal(q->ingress[0], 0);
+	/* rendered onto the VLAN device, and shown as a profile that validates */
+	assert_int_equal(fctl_profile_render_host(p, "h1", &hs), 0);
+	assert_true(fctl_vlan_qos_equal(&fctl_host_state_find(hs, "eth0.100")->qos, q));
+	assert_int_equal(fctl_state_to_profile(hs, &b), 0);
+	assert_non_null(strstr(b.data, "egress: { 3: 3, 5: 5, 6: 6 }"));
+	assert_non_null(strstr(b.data, "ingress: { 1: 2, 3: 3 }"));
+	fctl_buf_release(&b);
+	fctl_host_state_free(hs);
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+}
+
 static void test_link_rules(void **state)
 {
 	check_cases(link_cases, FCTL_ARRAY_SIZE(link_cases));
@@ -1148,6 +1207,11 @@ static void test_showconf_validates(void **state)
 	snprintf(l->parent, sizeof(l->parent), "eth0");
 	l->vid = 100;
 	showconf_validates(hs);
+	l->qos.egress[0].prio = 3;
+	l->qos.egress[0].pcp = 3;
+	l->qos.n_egress = 1;
+	l->qos.ingress[3] = 3;
+	showconf_validates(hs);
 	fctl_host_state_free(hs);
 }
 
@@ -1164,6 +1228,8 @@ int main(void)
 		cmocka_unit_test(test_policy_rules),
 		cmocka_unit_test(test_pn_exhaustion_warning),
 		cmocka_unit_test(test_link_rules),
+		cmocka_unit_test(test_qos_rules),
+		cmocka_unit_test(test_qos_model),
 		cmocka_unit_test(test_must_secure),
 		cmocka_unit_test(test_key_ids),
 		cmocka_unit_test(test_key_file),
