@@ -212,6 +212,12 @@ static bool needs_recreate(const struct fctl_link *c, const struct fctl_link *w,
 			fctl_buf_printf(d, "%sport %u -> %u", d->len ? ", " : "", cm->port,
 					wm->port);
 		}
+		/* the kernel changes offload only on a SecY that is down and has no SC or
+		 * SA (macsec_update_offload: -EBUSY), so a live SecY is rebuilt with it */
+		if (cm->offload != wm->offload)
+			fctl_buf_printf(d, "%soffload %s -> %s", d->len ? ", " : "",
+					fctl_offload_name(cm->offload),
+					fctl_offload_name(wm->offload));
 	}
 	return d->len > 0;
 }
@@ -277,12 +283,6 @@ static unsigned link_changes(const struct fctl_link *c, const struct fctl_link *
 		if (cm->scb != wm->scb) {
 			ch |= FCTL_CHG_SCB;
 			onoff(d, "scb", cm->scb, wm->scb);
-		}
-		if (cm->offload != wm->offload) {
-			ch |= FCTL_CHG_OFFLOAD;
-			fctl_buf_printf(d, "%soffload %s -> %s", d->len ? ", " : "",
-					fctl_offload_name(cm->offload),
-					fctl_offload_name(wm->offload));
 		}
 		if (cm->encoding_sa != wm->encoding_sa) {
 			ch |= FCTL_CHG_ENCODING_SA;

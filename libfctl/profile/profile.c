@@ -476,7 +476,7 @@ static int parse_speed(const char *s, uint64_t *mbps)
 
 static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h)
 {
-	static const char *const keys[] = { "name", "mac", "mtu", "speed" };
+	static const char *const keys[] = { "name", "mac", "mtu", "speed", "driver" };
 	struct fctl_port *pt;
 	const struct ynode *v;
 	uint64_t u;
@@ -504,6 +504,8 @@ static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h
 		if (get_u64(c, v, "mtu", 68, 65535, &u) == 0)
 			pt->mtu = (uint32_t)u;
 	}
+	if ((v = get(n, "driver")))
+		fctl_profile_driver_parse(c->file, c->d, v, pt);
 	if ((v = get(n, "speed")) && scalar(c, v, "speed")) {
 		pt->pos_speed = pos_of(v);
 		if (parse_speed(v->str, &pt->speed_mbps) < 0)

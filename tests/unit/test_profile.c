@@ -839,6 +839,77 @@ static const struct pcase qos_cases[] = {
 	  { { NULL, 0, 0, NULL } } },
 };
 
+/* lines 1-23; a finding's column: cipher 13, icv_len 14, replay_window 20, validate 15 */
+#define OFFL(cipher, icv, window, validate, driver)                                                \
+	HDR "macsec:\n  p1:\n    cipher: " cipher "\n    icv_len: " icv "\n    offload: mac\n"      \
+	    "    replay_protect: true\n    replay_window: " window "\n    validate: " validate "\n" \
+	    "    must_secure: false\n    key: { backend: file, id: nonexistent/k.key }\n"          \
+	    "hosts:\n  - name: h1\n    ports:\n"                                                 \
+	    "      - { name: eth0, mac: \"52:54:00:00:01:00\", driver: " driver " }\n"             \
+	    "  - name: h2\n    ports:\n      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"     \
+	    "links:\n  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }] }\n"
+static const struct pcase offload_cases[] = {
+	{ "mlx5: all it takes", OFFL("gcm-aes-xpn-256", "16", "256", "strict", "mlx5_core"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "mlx5: validate check", OFFL("gcm-aes-128", "16", "64", "check", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 12, 15, "validate strict" } } },
+	{ "mlx5: icv 12", OFFL("gcm-aes-128", "12", "32", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 8, 14, NULL } } },
+	{ "mlx5: window 0", OFFL("gcm-aes-128", "16", "0", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 11, 20, NULL } } },
+	{ "mlx5: window 100", OFFL("gcm-aes-128", "16", "100", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 11, 20, NULL } } },
+	{ "mlx5: three at once", OFFL("gcm-aes-128", "8", "512", "disabled", "mlx5_core"), 0, 3,
+	  { { "offload-driver", 8, 14, NULL }, { "offload-driver", 11, 20, NULL },
+	    { "offload-driver", 12, 15, NULL } } },
+	{ "atlantic: xpn", OFFL("gcm-aes-xpn-128", "16", "0", "strict", "atlantic"), 0, 1,
+	  { { "offload-driver", 7, 13, "aq_mdo_add_secy" } } },
+	{ "atlantic: gcm-aes-256 and any window", OFFL("gcm-aes-256", "12", "7", "check", "atlantic"),
+	  0, 0, { { NULL, 0, 0, NULL } } },
+	{ "another driver: no limits known", OFFL("gcm-aes-128", "8", "7", "check", "ixgbe"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "driver not a name", OFFL("gcm-aes-128", "16", "64", "strict", "\"mlx5 core\""), 0, 1,
+	  { { "bad-value", 18, 57, NULL } } },
+};
+
+static void test_offload_drivers(void **state)
+{
+	static const char four[] =
+		HDR "macsec:\n"
+		"  p1: { offload: mac, replay_protect: true, replay_window: 0, port: 1,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p2: { offload: mac, replay_protect: true, replay_window: 0, port: 2,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p3: { offload: mac, replay_protect: true, replay_window: 0, port: 3,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p4: { offload: mac, replay_protect: true, replay_window: 0, port: 4,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"hosts:\n  - name: h1\n    ports:\n"
+		"      - { name: eni1np1, mac: \"52:54:00:00:01:00\", driver: netdevsim }\n"
+		"  - name: h2\n    ports:\n      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"
+		"links:\n  - a: h1:eni1np1\n    b: h2:eth0\n    vlans:\n"
+		"      - { id: 100, macsec: p1 }\n      - { id: 101, macsec: p2 }\n"
+		"      - { id: 102, macsec: p3 }\n      - { id: 103, macsec: p4 }\n";
+	struct fctl_diags d = { 0 };
+	size_t n = 0;
+
+	(void)state;
+	check_cases(offload_cases, FCTL_ARRAY_SIZE(offload_cases));
+	/* netdevsim holds three SecYs a port: the fourth VLAN is refused, at its line */
+	run("four.yaml", four, strlen(four), &d);
+	for (size_t i = 0; i < d.n; i++) {
+		if (d.v[i].severity != FCTL_SEV_ERROR)
+			continue;
+		assert_string_equal(d.v[i].code, "offload-limit");
+		assert_int_equal(d.v[i].line, 24);
+		n++;
+	}
+	if (n != 1)
+		dump(&d);
+	assert_int_equal(n, 1);
+	fctl_diags_release(&d);
+}
+
 static void test_qos_rules(void **state)
 {
 	(void)state;
@@ -1230,6 +1301,7 @@ int main(void)
 		cmocka_unit_test(test_link_rules),
 		cmocka_unit_test(test_qos_rules),
 		cmocka_unit_test(test_qos_model),
+		cmocka_unit_test(test_offload_drivers),
 		cmocka_unit_test(test_must_secure),
 		cmocka_unit_test(test_key_ids),
 		cmocka_unit_test(test_key_file),

@@ -87,6 +87,10 @@ struct fctl_port {
 	struct fctl_pos pos_mtu;
 	uint64_t speed_mbps; /* the port's line rate ('speed: 400G'), 0 when not given */
 	struct fctl_pos pos_speed;
+	/* the port's kernel driver ('driver: mlx5_core'), "" when not given: its MACsec
+	 * offload limits are checked at validate */
+	char driver[FCTL_IFNAMSIZ];
+	struct fctl_pos pos_driver;
 };
 
 struct fctl_host {
