@@ -214,6 +214,14 @@ if out=$(on node-a "$F" diff "$WORK/triangle.yaml" 2>&1); then
 else
 	fail "qos-diff-clean" "$out"
 fi
+# DCB, read only: the lab's virtio NIC has none, which the plan says (no DCB, PFC unchecked)
+if out=$(on node-a "$F" plan --json "$WORK/triangle.yaml" 2>/dev/null) &&
+	jq -en 'input | [.findings[] | select(.code == "pfc-unknown" and .severity == "warning"
+		and (.message | test("port .p0. has no DCB")))] | length == 1' <<<"$out" >/dev/null; then
+	pass "qos-pfc-no-dcb"
+else
+	fail "qos-pfc-no-dcb" "$out"
+fi
 # drift: a mapping set by hand is found, and apply takes it away in place
 on node-a ip link set dev p0.101 type vlan egress-qos-map 6:2 >/dev/null 2>&1
 if out=$(on node-a "$F" diff "$WORK/triangle.yaml" 2>&1); then

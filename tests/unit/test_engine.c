@@ -59,6 +59,10 @@ struct fake {
 	bool traffic;
 	char wire[600];
 	bool withheld_ok; /* an address on a SecY with no TX SA is the expected fail-secure state */
+	/* eth0's DCB as dcbnl answers: dcb_r < 0 is the answer's error (-EOPNOTSUPP: no DCB) */
+	int dcb_r;
+	uint8_t pfc_en;
+	long dcb_asks;
 };
 
 static char tmp[] = "/tmp/fctl-test-engine-XXXXXX";
@@ -107,6 +111,7 @@ static void fake_init(struct fake *f)
 	memset(f, 0, sizeof(*f));
 	f->hs = fctl_host_state_new("h1");
 	f->fail_at = f->crash_at = -1;
+	f->pfc_en = 0xff; /* PFC on every priority: no finding */
 	assert_non_null(f->hs);
 }
 
@@ -603,6 +608,22 @@ static int fake_link_exists(void *sess, const char *name)
 	return strcmp(name, "eth0") == 0 || fctl_host_state_find(f->hs, name) != NULL;
 }
 
+static int fake_dcb_get(void *sess, const char *port, struct fctl_dcb *out)
+{
+	struct fake *f = sess;
+
+	f->dcb_asks++;
+	if (strcmp(port, "eth0") != 0)
+		return -ENODEV;
+	if (f->dcb_r < 0)
+		return f->dcb_r;
+	memset(out, 0, sizeof(*out));
+	out->has_pfc = true;
+	out->pfc_cap = 8;
+	out->pfc_en = f->pfc_en;
+	return 0;
+}
+
 static const struct fctl_engine_ops fake_ops = {
 	.open = fake_open,
 	.close = fake_close,
@@ -610,6 +631,7 @@ static const struct fctl_engine_ops fake_ops = {
 	.exec = fake_exec,
 	.get_stats = fake_get_stats,
 	.link_exists = fake_link_exists,
+	.dcb_get = fake_dcb_get,
 };
 
 /* --- profiles, keys, state directories --- */
@@ -1140,6 +1162,56 @@ static void test_qos_maps(void **st)
 	fake_release(&r.f);
 	rollback_every_op(NULL, q1);
 	crash_every_point(q1, q2);
+}
+
+/* The plan reads the port's DCB (read only) and warns when PFC is not on a PCP a VLAN's
+ * egress map sends (q1: PCPs 3 and 5), or when the port has no DCB to ask. */
+static const struct fctl_diag *pfc_finding(struct run *r, const struct fctl_profile *p,
+					   struct fctl_live_plan *lp)
+{
+	char err[512];
+	uint64_t writes = r->f.writes;
+
+	assert_int_equal(fctl_engine_plan(p, &r->o, lp, err, sizeof(err)), 0);
+	assert_int_equal(r->f.writes, writes); /* a plan writes nothing */
+	for (size_t i = 0; i < lp->findings.n; i++)
+		if (strncmp(lp->findings.v[i].code, "pfc-", 4) == 0) {
+			assert_int_equal(lp->findings.v[i].severity, FCTL_SEV_WARNING);
+			return &lp->findings.v[i];
+		}
+	return NULL;
+}
+
+static void test_qos_pfc(void **st)
+{
+	struct fctl_live_plan lp;
+	const struct fctl_diag *g;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_null(pfc_finding(&r, q1, &lp)); /* PFC on all eight */
+	assert_true(r.f.dcb_asks > 0);
+	fctl_live_plan_release(&lp);
+	r.f.pfc_en = 0x08; /* on 3 only: 5 is not */
+	g = pfc_finding(&r, q1, &lp);
+	assert_non_null(g);
+	assert_string_equal(g->code, "pfc-off");
+	assert_non_null(strstr(g->msg, "PCP 5 of port 'eth0'"));
+	fctl_live_plan_release(&lp);
+	r.f.dcb_r = -EOPNOTSUPP; /* virtio_net: no DCB */
+	g = pfc_finding(&r, q1, &lp);
+	assert_non_null(g);
+	assert_string_equal(g->code, "pfc-unknown");
+	assert_non_null(strstr(g->msg, "has no DCB"));
+	assert_non_null(strstr(g->msg, "PCP 3,5"));
+	fctl_live_plan_release(&lp);
+	/* no QoS map: nothing asked */
+	r.f.dcb_asks = 0;
+	assert_null(pfc_finding(&r, v1, &lp));
+	assert_int_equal(r.f.dcb_asks, 0);
+	fctl_live_plan_release(&lp);
+	fake_release(&r.f);
 }
 
 /* A carrier from before the fix: up, generating addresses, its link-local one in place. */
@@ -2351,6 +2423,7 @@ int main(void)
 		cmocka_unit_test(test_missing_key_refuses),
 		cmocka_unit_test(test_old_carrier_converges),
 		cmocka_unit_test(test_qos_maps),
+		cmocka_unit_test(test_qos_pfc),
 		cmocka_unit_test(test_rollback_every_op_first_apply),
 		cmocka_unit_test(test_rollback_every_op_change),
 		cmocka_unit_test(test_crash_every_point_first_apply),

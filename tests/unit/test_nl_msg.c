@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <linux/dcbnl.h>
 #include <linux/if_addr.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
@@ -969,6 +970,63 @@ static void test_errno(void **state)
 	assert_int_equal(fctl_nl_errno(0), 0);
 }
 
+/* ------------------------------------------------------------------ dcbnl */
+
+/* An RTM_GETDCB answer to DCB_CMD_IEEE_GET as the kernel lays it out (dcbnl_ieee_fill,
+ * net/dcb/dcbnl.c): dcbmsg, DCB_ATTR_IFNAME "p0", DCB_ATTR_IEEE { DCB_ATTR_IEEE_PFC
+ * struct ieee_pfc { pfc_cap 8, pfc_en 0x08: PFC on priority 3 } }, DCB_ATTR_DCBX 0x09
+ * (host, IEEE). Written byte by byte, little-endian, as a ConnectX port with
+ * `mlnx_qos --pfc 0,0,0,1,0,0,0,0` answers (no DCB NIC on the build machine records one). */
+static const uint8_t dcb_reply[] = {
+	0xb4, 0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0x00, 0x00, 0x07, 0x00, 0x01, 0x00,
+	0x70, 0x30, 0x00, 0x00, 0x90, 0x00, 0x0d, 0x00, 0x8c, 0x00, 0x02, 0x00,
+	0x08, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x0e, 0x00, 0x09, 0x00, 0x00, 0x00,
+};
+
+static void test_dcb(void **state)
+{
+	uint8_t buf[sizeof(dcb_reply)];
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	struct nlattr *tb[DCB_ATTR_MAX + 1];
+	struct nl_msg *msg = NULL;
+	struct fctl_dcb d;
+
+	(void)state;
+	memcpy(buf, dcb_reply, sizeof(buf));
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), 0);
+	assert_true(d.has_pfc);
+	assert_int_equal(d.pfc_cap, 8);
+	assert_int_equal(d.pfc_en, 0x08);
+	assert_int_equal(d.dcbx, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
+	/* another command's answer, a PFC attribute cut short: not a DCB answer */
+	((struct dcbmsg *)NLMSG_DATA(nlh))->cmd = DCB_CMD_GCAP;
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), -EBADMSG);
+	memcpy(buf, dcb_reply, sizeof(buf));
+	buf[32] = 4 + 8; /* DCB_ATTR_IEEE_PFC's nla_len: 8 bytes of struct ieee_pfc */
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), -EBADMSG);
+	/* the request: RTM_GETDCB, DCB_CMD_IEEE_GET, the port's name */
+	assert_int_equal(fctl_nl_dcb_build_get("p0", &msg), 0);
+	nlh = nlmsg_hdr(msg);
+	assert_int_equal(nlh->nlmsg_type, RTM_GETDCB);
+	assert_int_equal(((struct dcbmsg *)nlmsg_data(nlh))->cmd, DCB_CMD_IEEE_GET);
+	assert_int_equal(nlmsg_parse(nlh, sizeof(struct dcbmsg), tb, DCB_ATTR_MAX, NULL), 0);
+	assert_string_equal(nla_get_string(tb[DCB_ATTR_IFNAME]), "p0");
+	fctl_nl_msg_free(msg);
+	assert_int_equal(fctl_nl_dcb_build_get("", &msg), -EINVAL);
+}
+
 static void test_msg_free_null(void **state)
 {
 	(void)state;
@@ -978,7 +1036,7 @@ static void test_msg_free_null(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[FCTL_ARRAY_SIZE(sa_cases) + FCTL_ARRAY_SIZE(rxsc_cases) +
-				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 3];
+				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 4];
 	size_t n = 0;
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(sa_cases); i++)
@@ -996,6 +1054,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){ "neighbour carried to a new SecY", test_neigh, NULL, NULL,
 					  NULL };
 	tests[n++] = (struct CMUnitTest){ "nle to errno", test_errno, NULL, NULL, NULL };
+	tests[n++] = (struct CMUnitTest){ "dcbnl answer parsed, request built", test_dcb, NULL, NULL,
+					  NULL };
 	tests[n++] = (struct CMUnitTest){ "msg free accepts NULL", test_msg_free_null, NULL, NULL,
 					  NULL };
 	return cmocka_run_group_tests_name("nl_msg", tests, NULL, NULL);
