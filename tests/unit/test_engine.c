@@ -1206,6 +1206,16 @@ static void test_qos_pfc(void **st)
 	assert_non_null(strstr(g->msg, "has no DCB"));
 	assert_non_null(strstr(g->msg, "PCP 3,5"));
 	fctl_live_plan_release(&lp);
+	/* a warning, not a refusal: the apply goes through and reports it */
+	{
+		struct fctl_apply_result res;
+
+		assert_int_equal(apply(&r, q1, &res), 0);
+		assert_false(res.refused);
+		assert_int_equal(res.findings.n, 1);
+		assert_string_equal(res.findings.v[0].code, "pfc-unknown");
+		fctl_apply_result_release(&res);
+	}
 	/* no QoS map: nothing asked */
 	r.f.dcb_asks = 0;
 	assert_null(pfc_finding(&r, v1, &lp));
