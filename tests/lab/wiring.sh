@@ -222,6 +222,14 @@ if out=$(on node-a "$F" plan --json "$WORK/triangle.yaml" 2>/dev/null) &&
 else
 	fail "qos-pfc-no-dcb" "$out"
 fi
+# and node-check carries it as a warning that fails nothing
+if out=$(on node-a "$F" node-check --json 2>/dev/null) &&
+	jq -en 'input | .healthy and ([.checks[] | select(.check == "pfc" and .ok
+		and (.text | test("^warning: port .p0. has no DCB")))] | length == 1)' <<<"$out" >/dev/null; then
+	pass "qos-pfc-node-check"
+else
+	fail "qos-pfc-node-check" "$out"
+fi
 # drift: a mapping set by hand is found, and apply takes it away in place
 on node-a ip link set dev p0.101 type vlan egress-qos-map 6:2 >/dev/null 2>&1
 if out=$(on node-a "$F" diff "$WORK/triangle.yaml" 2>&1); then
