@@ -24,6 +24,8 @@ PKGS=(
 	dpkg-dev fakeroot lintian
 	# the qemu lab: Debian's stock kernel has MACsec, VLAN and soft-RoCE
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 iputils-ping curl procps
+	# the wire as a switch sees it: the VLAN tag's PCP in front of MACsec (tests/lab/wiring.sh)
+	tcpdump
 	rdma-core ibverbs-utils perftest
 	# MKA (802.1X key agreement) in the lab: Debian 12's wpa_supplicant 2.10, driver macsec_linux
 	wpasupplicant

@@ -437,6 +437,9 @@ spare_drain() {
 if want lab; then
 	suite lab-setup 900 scripts/lab.sh setup
 	suite lab-setup-6.12 1200 scripts/lab.sh setup --kernel 6.12
+	# netdevsim.ko for the 6.12 guests (apply-6.12's offload checks), built once from
+	# Debian's linux-source-6.12 and cached: 30-40 s of CPU, about 1.5 min on an idle machine
+	suite lab-netdevsim 900 scripts/lab-netdevsim.sh
 fi
 # The lanes run side by side: host, lab and spare (FCTL_TEST_LANES=2: host and lab;
 # FCTL_TEST_LANES=1: host, then lab, one after the other). Each lane's

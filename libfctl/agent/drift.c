@@ -62,6 +62,10 @@ int fctl_drift_check(const struct fctl_engine_opts *o, struct fctl_drift_report 
 		}
 		for (size_t i = 0; i < plan->n_ops; i++)
 			add_ifname(rep.ifnames, sizeof(rep.ifnames), plan->ops[i].ifname);
+		for (size_t i = 0; i < lp.findings.n && !rep.pfc[0]; i++)
+			if (strncmp(lp.findings.v[i].code, "pfc-", 4) == 0)
+				snprintf(rep.pfc, sizeof(rep.pfc), "%s [%s]", lp.findings.v[i].msg,
+					 lp.findings.v[i].code);
 	}
 	fctl_live_plan_release(&lp);
 	fctl_profile_free(p);

@@ -228,6 +228,9 @@ int fctl_nodecheck_run(const struct fctl_nodecheck_opts *o, struct fctl_nodechec
 		}
 	if (e == 0)
 		e = check_drift(out, &d, de, derr);
+	/* PFC on the QoS maps' PCPs, as the ports' DCB says: a warning, not a failure */
+	if (e == 0 && de == 0 && d.pfc[0])
+		e = add(out, "pfc", NULL, true, "warning: %s", d.pfc);
 	if (e == 0)
 		e = check_probe(o, out);
 	for (size_t i = 0; e == 0 && i < links.n; i++)

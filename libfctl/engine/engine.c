@@ -573,7 +573,8 @@ static int arm_record(struct eng *e, const struct fctl_profile *p, struct fctl_c
 }
 
 /* What an apply checks of its plan before anything is written: the parents of the links it
- * creates exist (else refused, res->findings says where the profile names them), and,
+ * creates exist (else refused, res->findings says where the profile names them; the PFC
+ * warnings are reported there too, and refuse nothing), and,
  * with o->expect, that the live state and the plan are the sealed ones (else -ESTALE). */
 static int plan_checks(struct eng *e, const struct fctl_profile *p,
 		       const struct fctl_host_state *live, const struct fctl_host_state *want,
@@ -600,10 +601,15 @@ static int plan_checks(struct eng *e, const struct fctl_profile *p,
 			 "from it (the last applied profile or a key rotation changed); nothing "
 			 "was changed: plan again", e->host);
 		r = -ESTALE;
-	} else if (!e->o->dry_run && res->findings.n) {
-		snprintf(res->error, sizeof(res->error),
-			 "refused: %s; nothing was changed", res->findings.v[0].msg);
-		r = -ENODEV;
+	} else if (!e->o->dry_run) {
+		/* a missing parent refuses the apply; the PFC warnings (pfc-*) do not */
+		for (size_t i = 0; i < res->findings.n && r == 0; i++) {
+			if (strcmp(res->findings.v[i].code, "parent-missing") != 0)
+				continue;
+			snprintf(res->error, sizeof(res->error),
+				 "refused: %s; nothing was changed", res->findings.v[i].msg);
+			r = -ENODEV;
+		}
 	}
 	res->refused = r < 0;
 	return r;

@@ -7,6 +7,8 @@
 
 #include <openssl/evp.h>
 
+#include "fctl/nl.h"
+
 #include "engine_int.h"
 
 struct names {
@@ -246,6 +248,51 @@ static int live_lines(const struct eng *e, const struct fctl_host_state *live, s
 	return r;
 }
 
+/* PFC on the PCPs the VLANs' egress maps send, per port, as the port's DCB says (read
+ * only): warnings, never part of the seal (docs/profile.md, "qos"). */
+static void pfc_findings(struct eng *e, const struct fctl_profile *p,
+			 const struct fctl_host_state *want, struct fctl_diags *findings)
+{
+	const struct fctl_engine_ops *ops = e->kern.ops;
+	const char *file = p && p->file ? p->file : "-";
+
+	for (size_t i = 0; ops->dcb_get && want && i < want->n_links; i++) {
+		const struct fctl_link *l = &want->links[i];
+		struct fctl_pos pos = port_pos(p, e->host, l->parent);
+		struct fctl_dcb dcb;
+		unsigned int pcps = 0, off;
+		char list[32] = "";
+		int r;
+
+		for (size_t j = 0; l->kind == FCTL_LINK_VLAN && j < l->qos.n_egress; j++)
+			pcps |= 1u << l->qos.egress[j].pcp;
+		if (!pcps)
+			continue;
+		r = ops->dcb_get(e->kern.sess, l->parent, &dcb);
+		off = r == 0 && dcb.has_pfc ? pcps & ~(unsigned int)dcb.pfc_en : pcps;
+		for (unsigned int b = 0; b < FCTL_VLAN_PCPS; b++)
+			if (off & (1u << b))
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%u",
+					 list[0] ? "," : "", b);
+		if (r < 0)
+			fctl_diag_add(findings, FCTL_SEV_WARNING, file, pos.line, pos.col,
+				      "pfc-unknown",
+				      "PFC on those priorities is the NIC's and the switch's to run",
+				      "port '%s' %s: whether PFC runs on PCP %s, which VLAN '%s' "
+				      "sends, is not checked",
+				      l->parent, r == -EOPNOTSUPP ? "has no DCB (dcbnl)"
+								: "did not answer dcbnl",
+				      list, l->name);
+		else if (off)
+			fctl_diag_add(findings, FCTL_SEV_WARNING, file, pos.line, pos.col, "pfc-off",
+				      "enable PFC on them (dcb pfc set dev PORT prio-pfc N:on, or the "
+				      "NIC's own tool) and on the switch",
+				      "PFC is off on PCP %s of port '%s' (dcbnl pfc_en 0x%02x), to which "
+				      "VLAN '%s' maps traffic: frames there can be dropped, not paused",
+				      list, l->parent, dcb.pfc_en, l->name);
+	}
+}
+
 int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
 			   const struct fctl_host_state *live, const struct fctl_host_state *want,
 			   const struct fctl_plan *plan, struct fctl_diags *findings,
@@ -280,6 +327,8 @@ int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
 				      op->link.kind == FCTL_LINK_VLAN ? "VLAN" : "MACsec link",
 				      op->ifname);
 	}
+	if (r == 0)
+		pfc_findings(e, p, want, findings);
 	if (r == 0 && b.oom)
 		r = -ENOMEM;
 	if (r == 0 && (EVP_Digest(b.data, b.len, seal->live_sha256, &n, EVP_sha256(), NULL) != 1 ||

@@ -48,6 +48,11 @@ static int nl_neigh_copy(void *sess, const char *from, const char *to, const uin
 	return fctl_nl_neigh_copy(sess, from, to, macs, n_macs, err);
 }
 
+static int nl_dcb_get(void *sess, const char *port, struct fctl_dcb *out)
+{
+	return fctl_nl_dcb_get(sess, port, out);
+}
+
 const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.open = nl_open,
 	.close = nl_close,
@@ -56,4 +61,5 @@ const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.get_stats = nl_get_stats,
 	.link_exists = nl_link_exists,
 	.neigh_copy = nl_neigh_copy,
+	.dcb_get = nl_dcb_get,
 };

@@ -212,6 +212,12 @@ static bool needs_recreate(const struct fctl_link *c, const struct fctl_link *w,
 			fctl_buf_printf(d, "%sport %u -> %u", d->len ? ", " : "", cm->port,
 					wm->port);
 		}
+		/* the kernel changes offload only on a SecY that is down and has no SC or
+		 * SA (macsec_update_offload: -EBUSY), so a live SecY is rebuilt with it */
+		if (cm->offload != wm->offload)
+			fctl_buf_printf(d, "%soffload %s -> %s", d->len ? ", " : "",
+					fctl_offload_name(cm->offload),
+					fctl_offload_name(wm->offload));
 	}
 	return d->len > 0;
 }
@@ -231,6 +237,13 @@ static unsigned link_changes(const struct fctl_link *c, const struct fctl_link *
 		ch |= FCTL_CHG_ADDRGEN;
 		fctl_buf_printf(d, "%saddrgenmode %s -> %s", d->len ? ", " : "",
 				fctl_addrgen_name(c->addrgen), fctl_addrgen_name(w->addrgen));
+	}
+	if (w->kind == FCTL_LINK_VLAN && !fctl_vlan_qos_equal(&c->qos, &w->qos)) {
+		ch |= FCTL_CHG_QOS;
+		fctl_buf_printf(d, "%sqos ", d->len ? ", " : "");
+		fctl_vlan_qos_format(&c->qos, d);
+		fctl_buf_puts(d, " -> ");
+		fctl_vlan_qos_format(&w->qos, d);
 	}
 	if (w->kind == FCTL_LINK_MACSEC) {
 		const struct fctl_macsec *cm = &c->macsec, *wm = &w->macsec;
@@ -270,12 +283,6 @@ static unsigned link_changes(const struct fctl_link *c, const struct fctl_link *
 		if (cm->scb != wm->scb) {
 			ch |= FCTL_CHG_SCB;
 			onoff(d, "scb", cm->scb, wm->scb);
-		}
-		if (cm->offload != wm->offload) {
-			ch |= FCTL_CHG_OFFLOAD;
-			fctl_buf_printf(d, "%soffload %s -> %s", d->len ? ", " : "",
-					fctl_offload_name(cm->offload),
-					fctl_offload_name(wm->offload));
 		}
 		if (cm->encoding_sa != wm->encoding_sa) {
 			ch |= FCTL_CHG_ENCODING_SA;
@@ -347,6 +354,29 @@ static bool has_str(char *const *v, size_t n, const char *s)
 	return false;
 }
 
+/* The kernel removes an egress mapping when it is set to PCP 0: the op lists the
+ * mappings cur has and the op's link has not, with PCP 0. */
+static void qos_removals(struct builder *b, struct fctl_op *op, const struct fctl_vlan_qos *cur)
+{
+	struct fctl_vlan_qos *q = &op->link.qos;
+	size_t n = q->n_egress;
+
+	for (size_t i = 0; i < cur->n_egress; i++) {
+		bool kept = false;
+
+		for (size_t j = 0; j < n && !kept; j++)
+			kept = q->egress[j].prio == cur->egress[i].prio;
+		if (kept)
+			continue;
+		if (q->n_egress >= FCTL_VLAN_QOS_MAX) {
+			b->err = -E2BIG;
+			return;
+		}
+		q->egress[q->n_egress].prio = cur->egress[i].prio;
+		q->egress[q->n_egress++].pcp = 0;
+	}
+}
+
 static void diff_link(struct builder *b, const struct fctl_link *c, const struct fctl_link *w)
 {
 	struct fctl_buf d = { 0 };
@@ -360,6 +390,8 @@ static void diff_link(struct builder *b, const struct fctl_link *c, const struct
 		op = add_op(b, FCTL_OP_LINK_CHANGE, w);
 		if (op)
 			op->changes = ch;
+		if (op && (ch & FCTL_CHG_QOS))
+			qos_removals(b, op, &c->qos);
 		set_detail(b, op, &d);
 	}
 	fctl_buf_release(&d);
@@ -535,6 +567,10 @@ static void text_link_attrs(struct fctl_buf *o, const struct fctl_link *l)
 	if (l->kind == FCTL_LINK_VLAN) {
 		fctl_buf_printf(o, "vlan %s on %s (%s id %u", l->name, l->parent,
 				fctl_vlan_proto_name(l->proto), l->vid);
+		if (!fctl_vlan_qos_empty(&l->qos)) {
+			fctl_buf_puts(o, ", qos ");
+			fctl_vlan_qos_format(&l->qos, o);
+		}
 	} else {
 		const struct fctl_macsec *m = &l->macsec;
 
@@ -687,6 +723,8 @@ int fctl_plan_to_json(const struct fctl_plan *p, struct fctl_buf *o)
 			if (op->link.kind == FCTL_LINK_VLAN) {
 				fctl_buf_printf(o, ",\"vid\":%u,\"protocol\":\"%s\"", op->link.vid,
 						fctl_vlan_proto_name(op->link.proto));
+				if (!fctl_vlan_qos_empty(&op->link.qos))
+					fctl_vlan_qos_to_json(&op->link.qos, o);
 			} else {
 				fctl_sci_format(op->link.macsec.sci, sci);
 				fctl_buf_printf(o, ",\"sci\":\"%s\",\"cipher\":\"%s\",\"icv_len\":%u",

@@ -438,6 +438,8 @@ int fctl_host_state_to_json(const struct fctl_host_state *hs, struct fctl_buf *o
 		if (l->kind == FCTL_LINK_VLAN) {
 			fctl_buf_printf(o, ",\"vid\":%u,\"protocol\":\"%s\"", l->vid,
 					fctl_vlan_proto_name(l->proto));
+			if (!fctl_vlan_qos_empty(&l->qos))
+				fctl_vlan_qos_to_json(&l->qos, o);
 		} else {
 			const struct fctl_macsec *m = &l->macsec;
 

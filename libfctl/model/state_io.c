@@ -2,7 +2,8 @@
 /*
  * Text form of a host state, one object per line:
  *   state HOST
- *   link vlan NAME parent=P mtu=N up=0|1 [addrgen=M] vid=N proto=802.1q
+ *   link vlan NAME parent=P mtu=N up=0|1 [addrgen=M] vid=N proto=802.1q [egress=P:C,..]
+ *        [ingress=C:P,..]
  *   link macsec NAME parent=P mtu=N up=0|1 [addrgen=M] sci=HEX port=N cipher=C icv=N ...
  *   key NAME backend=B id=ID version=N
  *   txsa NAME an=N active=0|1 pn=N keyid=HEX [ssci=N salt=HEX]
@@ -63,7 +64,9 @@ int fctl_host_state_save(const struct fctl_host_state *hs, struct fctl_buf *o)
 		if (l->has_addrgen)
 			fctl_buf_printf(o, " addrgen=%s", fctl_addrgen_name(l->addrgen));
 		if (l->kind == FCTL_LINK_VLAN) {
-			fctl_buf_printf(o, " vid=%u proto=%s\n", l->vid, fctl_vlan_proto_name(l->proto));
+			fctl_buf_printf(o, " vid=%u proto=%s", l->vid, fctl_vlan_proto_name(l->proto));
+			fctl_vlan_qos_put_tokens(&l->qos, o);
+			fctl_buf_putc(o, '\n');
 		} else {
 			fctl_buf_printf(o,
 					" sci=%016" PRIx64 " port=%u cipher=%s icv=%u encrypt=%d protect=%d"
@@ -252,6 +255,11 @@ static int parse_link(struct fctl_host_state *hs, const struct line *ln)
 		    fctl_vlan_proto_from_name(val(ln, "proto"), &l->proto) < 0)
 			return -EINVAL;
 		l->vid = (uint16_t)u;
+		/* the QoS maps: absent when empty, and in journals written before they were kept */
+		if (fctl_vlan_qos_parse_list(val(ln, "egress"), true, &l->qos) < 0 ||
+		    fctl_vlan_qos_parse_list(val(ln, "ingress"), false, &l->qos) < 0)
+			return -EINVAL;
+		fctl_vlan_qos_normalize(&l->qos);
 		return 0;
 	} else {
 		struct fctl_macsec *m = &l->macsec;

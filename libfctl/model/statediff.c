@@ -35,6 +35,21 @@ int fctl_link_to_lines(const struct fctl_link *l, struct fctl_buf *o)
 	if (l->kind == FCTL_LINK_VLAN) {
 		fctl_buf_printf(o, "  vid %u\n  protocol %s\n", l->vid,
 				fctl_vlan_proto_name(l->proto));
+		if (l->qos.n_egress) {
+			fctl_buf_puts(o, "  egress-qos-map");
+			for (size_t i = 0; i < l->qos.n_egress; i++)
+				fctl_buf_printf(o, " %" PRIu32 ":%u", l->qos.egress[i].prio,
+						l->qos.egress[i].pcp);
+			fctl_buf_putc(o, '\n');
+		}
+		unsigned any = 0;
+
+		for (unsigned p = 0; p < FCTL_VLAN_PCPS; p++)
+			if (l->qos.ingress[p])
+				fctl_buf_printf(o, "%s %u:%" PRIu32, any++ ? "" : "  ingress-qos-map",
+						p, l->qos.ingress[p]);
+		if (any)
+			fctl_buf_putc(o, '\n');
 	} else {
 		const struct fctl_macsec *m = &l->macsec;
 

@@ -96,6 +96,14 @@ int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl
 int fctl_nli_read_macsec_sas(struct fctl_nl *nl, struct fctl_host_state *hs);
 
 /* Host order SCI <-> the big-endian u64 the kernel carries in its attributes. */
+/* nl_vlan.c: a VLAN's IFLA_LINKINFO {kind vlan, data {...}}. create: ID, PROTOCOL and the
+ * QoS maps it has (a list only when not empty); change: INGRESS_QOS of all 8 PCPs and
+ * EGRESS_QOS as the op lists it (PCP 0 entries included). read: the maps of a dumped
+ * link, in normal form. */
+struct rtnl_link;
+int fctl_nli_put_vlan_data(struct nl_msg *msg, const struct fctl_link *l, bool create);
+void fctl_nli_vlan_read_qos(struct rtnl_link *l, struct fctl_vlan_qos *q);
+
 uint64_t fctl_nli_sci_to_wire(uint64_t sci);
 uint64_t fctl_nli_sci_from_wire(uint64_t wire);
 

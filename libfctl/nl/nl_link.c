@@ -138,30 +138,28 @@ out:
 	return r;
 }
 
+/* Built by hand, as the MACsec link's: the QoS lists exactly as the op holds them. */
 static int build_vlan_add(const struct fctl_op *op, int parent_ifindex, struct nl_msg **out)
 {
-	struct rtnl_link *l;
 	struct nl_msg *msg = NULL;
 	int r;
 
-	l = rtnl_link_vlan_alloc();
-	if (!l)
-		return -ENOMEM;
-	rtnl_link_set_name(l, op_ifname(op));
-	rtnl_link_set_link(l, parent_ifindex);
-	if (op->link.has_mtu)
-		rtnl_link_set_mtu(l, op->link.mtu);
-	r = rtnl_link_vlan_set_id(l, op->link.vid);
-	if (r >= 0)
-		r = rtnl_link_vlan_set_protocol(
-			l, htons(op->link.proto == FCTL_VLAN_8021AD ? ETH_P_8021AD : ETH_P_8021Q));
-	if (r >= 0)
-		r = rtnl_link_build_add_request(l, NLM_F_CREATE | NLM_F_EXCL, &msg);
-	rtnl_link_put(l);
+	r = link_msg_new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0, 0, 0, &msg);
 	if (r < 0)
-		return fctl_nl_errno(r);
+		return r;
+	r = -EMSGSIZE;
+	if (nla_put_string(msg, IFLA_IFNAME, op_ifname(op)) < 0 ||
+	    nla_put_u32(msg, IFLA_LINK, (uint32_t)parent_ifindex) < 0 ||
+	    (op->link.has_mtu && nla_put_u32(msg, IFLA_MTU, op->link.mtu) < 0))
+		goto fail;
+	r = fctl_nli_put_vlan_data(msg, &op->link, true);
+	if (r < 0)
+		goto fail;
 	*out = msg;
 	return 0;
+fail:
+	fctl_nl_msg_free(msg);
+	return r;
 }
 
 static int build_macsec_add(const struct fctl_op *op, int parent_ifindex, struct nl_msg **out)
@@ -216,9 +214,10 @@ static int build_link_change(const struct fctl_op *op, int ifindex, struct nl_ms
 	unsigned int macsec_chg = op->changes & MACSEC_ALL_CHG;
 	int r;
 
-	if (op->changes & ~(MACSEC_ALL_CHG | FCTL_CHG_MTU | FCTL_CHG_ADDRGEN))
+	if (op->changes & ~(MACSEC_ALL_CHG | FCTL_CHG_MTU | FCTL_CHG_ADDRGEN | FCTL_CHG_QOS))
 		return -EINVAL;
-	if (macsec_chg && op->link.kind != FCTL_LINK_MACSEC)
+	if ((macsec_chg && op->link.kind != FCTL_LINK_MACSEC) ||
+	    ((op->changes & FCTL_CHG_QOS) && op->link.kind != FCTL_LINK_VLAN))
 		return -EINVAL;
 	if (!op->changes)
 		return -EINVAL;
@@ -243,6 +242,11 @@ static int build_link_change(const struct fctl_op *op, int ifindex, struct nl_ms
 		if (r < 0)
 			goto fail;
 		nla_nest_end(msg, info);
+	}
+	if (op->changes & FCTL_CHG_QOS) {
+		r = fctl_nli_put_vlan_data(msg, &op->link, false);
+		if (r < 0)
+			goto fail;
 	}
 	if (op->changes & FCTL_CHG_ADDRGEN) {
 		r = put_addrgen(msg, op->link.addrgen);
@@ -651,6 +655,7 @@ static int fill_link(struct fctl_host_state *hs, const struct ixent *ix, size_t 
 		fl->vid = (uint16_t)rtnl_link_vlan_get_id(c->l);
 		fl->proto = proto > 0 && ntohs((uint16_t)proto) == ETH_P_8021AD ? FCTL_VLAN_8021AD
 										 : FCTL_VLAN_8021Q;
+		fctl_nli_vlan_read_qos(c->l, &fl->qos);
 		return 0;
 	}
 	return fill_macsec(c->l, &fl->macsec);

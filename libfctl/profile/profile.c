@@ -19,6 +19,7 @@
 #endif
 
 #include "fctl/profile.h"
+#include "profile_sections_int.h"
 #include "yaml_tree_int.h"
 
 struct ctx {
@@ -475,7 +476,7 @@ static int parse_speed(const char *s, uint64_t *mbps)
 
 static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h)
 {
-	static const char *const keys[] = { "name", "mac", "mtu", "speed" };
+	static const char *const keys[] = { "name", "mac", "mtu", "speed", "driver" };
 	struct fctl_port *pt;
 	const struct ynode *v;
 	uint64_t u;
@@ -503,6 +504,8 @@ static void parse_port(struct ctx *c, const struct ynode *n, struct fctl_host *h
 		if (get_u64(c, v, "mtu", 68, 65535, &u) == 0)
 			pt->mtu = (uint32_t)u;
 	}
+	if ((v = get(n, "driver")))
+		fctl_profile_driver_parse(c->file, c->d, v, pt);
 	if ((v = get(n, "speed")) && scalar(c, v, "speed")) {
 		pt->pos_speed = pos_of(v);
 		if (parse_speed(v->str, &pt->speed_mbps) < 0)
@@ -577,7 +580,7 @@ static void parse_end(struct ctx *c, const struct ynode *n, struct fctl_link_end
 static void parse_vlan(struct ctx *c, const struct ynode *n, struct fctl_plink *l)
 {
 	static const char *const keys[] = { "id", "protocol", "mtu", "macsec", "ifname",
-					    "addresses" };
+					    "addresses", "qos" };
 	static const char *const ifkeys[] = { "vlan", "macsec" };
 	struct fctl_vlan *vl;
 	const struct ynode *v;
@@ -627,6 +630,8 @@ static void parse_vlan(struct ctx *c, const struct ynode *n, struct fctl_plink *
 		if ((w = get(v, "macsec")))
 			vl->macsec_ifname = get_str(c, w, "ifname.macsec", FCTL_IFNAMSIZ - 1);
 	}
+	if ((v = get(n, "qos")))
+		fctl_profile_qos_parse(c->file, c->d, v, vl);
 	if ((v = get(n, "addresses")) && is_type(c, v, YNODE_MAP, "addresses")) {
 		for (size_t i = 0; i < ymap_len(v); i++) {
 			const struct ynode *hk = v->kids[2 * i], *hv = v->kids[2 * i + 1];

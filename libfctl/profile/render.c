@@ -44,6 +44,7 @@ static int render_vlan(const struct fctl_profile *p, const char *base, const str
 	snprintf(vl->parent, sizeof(vl->parent), "%s", pt->name);
 	vl->vid = v->id;
 	vl->proto = v->proto;
+	vl->qos = v->qos;
 	vl->mtu = top_mtu + overhead;
 	vl->has_mtu = true;
 	vl->up = true;

@@ -103,6 +103,30 @@ static void policy(struct fctl_buf *o, const struct fctl_link *m)
 	}
 }
 
+/* A VLAN device's priority maps, as the profile's `qos:` section. */
+static void show_qos(struct fctl_buf *o, const struct fctl_vlan_qos *q)
+{
+	bool any = false;
+
+	if (fctl_vlan_qos_empty(q))
+		return;
+	fctl_buf_puts(o, "        qos:\n");
+	for (size_t i = 0; i < q->n_egress; i++)
+		fctl_buf_printf(o, "%s%" PRIu32 ": %u", i ? ", " : "          egress: { ",
+				q->egress[i].prio, q->egress[i].pcp);
+	if (q->n_egress)
+		fctl_buf_puts(o, " }\n");
+	for (unsigned p = 0; p < FCTL_VLAN_PCPS; p++) {
+		if (!q->ingress[p])
+			continue;
+		fctl_buf_printf(o, "%s%u: %" PRIu32, any ? ", " : "          ingress: { ", p,
+				q->ingress[p]);
+		any = true;
+	}
+	if (any)
+		fctl_buf_puts(o, " }\n");
+}
+
 int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 {
 	const char *host = hs->host && *hs->host ? hs->host : "localhost";
@@ -191,6 +215,7 @@ int fctl_state_to_profile(const struct fctl_host_state *hs, struct fctl_buf *o)
 			if (m)
 				fctl_buf_printf(o, ", macsec: %s", m->name);
 			fctl_buf_puts(o, " }\n");
+			show_qos(o, &w->qos);
 			if (top->n_addrs > 1)
 				fctl_buf_printf(o, "        # %zu addresses live; a profile holds one "
 						   "per host and VLAN\n",

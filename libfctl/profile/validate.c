@@ -18,6 +18,7 @@
 
 #include "fctl/profile.h"
 #include "host_index_int.h"
+#include "profile_sections_int.h"
 
 #define XPN_MAX_WINDOW ((1u << 30) - 1)
 
@@ -818,6 +819,7 @@ void fctl_profile_validate(struct fctl_profile *p, struct fctl_diags *d)
 		   scis[i - 1].pos.line);
 	}
 	check_sci_keys(&vc, scis, n_sci);
+	fctl_profile_offload_check(p, d);
 	/* interface names are unique per host */
 	if (n_ifn > 1)
 		qsort(ifns, n_ifn, sizeof(*ifns), cmp_ifn);

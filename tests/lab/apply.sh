@@ -17,6 +17,9 @@
 #  8. the carrier VLAN under the SecY holds no IPv6 address of any scope and has
 #     addrgenmode none; a carrier made by hand (link-local address and all) is
 #     converged in place by the next apply
+#  9. (kernel 6.12) MACsec offload on a netdevsim port: apply with offload mac,
+#     idempotent re-apply, an in-place change, an offload change planned as a
+#     disruptive rebuild, a late failure in it rolled back, offload off and back
 #
 # Prints PASS/FAIL per check and "apply_lab: N passed, M failed"; exits non-zero
 # on any failure, including a lab that cannot start (never skips).
@@ -368,3 +371,62 @@ check "8-ping-after-convergence" ping_ok
 out=$(on h1 "$F" apply --json "$WORK/v2.yaml")
 [ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "unchanged 0" ] &&
 	pass "8-converged-carrier-stays" || fail "8-converged-carrier-stays" "$(jq -c '{result,netlink_writes}' <<<"$out")"
+
+# --- 9. MACsec offload on netdevsim (the 6.12 kernel only) ---------------------------
+# netdevsim implements the MACsec offload API (v6.6+), Debian does not build it:
+# scripts/lab-netdevsim.sh builds it from Debian's linux-source-6.12 and headers once
+# and caches it (/var/cache/fabricctl-lab). h1 gets a netdevsim port, nsim0; the
+# profile offloads VLAN 300's SecY on it (offload: mac). Its own state directory keeps
+# it apart from the lab-pair profile's links. netdevsim moves no frame of an offloaded
+# SecY: what is checked is what the kernel and the driver accept and report.
+if [[ ${FCTL_LAB_KERNEL:-} == 6.12 ]]; then
+	NS="--state-dir /run/fctl-nsim-state" # guest-local: the host root is read-only there
+	nsim_offload() { # jq path on ip -d -j link show ms300's info_data: offload mode
+		on h1 ip -d -j link show dev ms300 | jq -r '.[0].linkinfo.info_data.offload // "none"'
+	}
+	if ! ko=$(bash "$ROOT/scripts/lab-netdevsim.sh" 2>"$WORK/nsim-build.err"); then
+		fail "9-netdevsim-built" "$(tail -n 5 "$WORK/nsim-build.err")"
+	elif ! why=$(on h1 sh -c "modprobe psample && insmod '$ko' && echo '1 1' >/sys/bus/netdevsim/new_device &&
+		for i in \$(seq 50); do [ -d /sys/bus/netdevsim/devices/netdevsim1/net ] && break; sleep 0.1; done &&
+		n=\$(ls /sys/bus/netdevsim/devices/netdevsim1/net) && ip link set dev \"\$n\" name nsim0 &&
+		ip link set dev nsim0 address 52:54:00:fa:01:99 && ip link set dev nsim0 up" 2>&1); then
+		fail "9-netdevsim-port" "$why"
+	else
+		pass "9-netdevsim-port"
+		cp "$ROOT/tests/lab/profiles/nsim-offload.yaml" "$WORK/nsim.yaml"
+		sed 's/replay_window: 64/replay_window: 128/; s/version: 1/version: 2/' "$WORK/nsim.yaml" >"$WORK/nsim-w128.yaml"
+		sed 's/offload: mac/offload: none/; s/version: 1/version: 3/' "$WORK/nsim.yaml" >"$WORK/nsim-off.yaml"
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim.yaml")
+		[ "$(jq -r .result <<<"$out")" = applied ] && [ "$(nsim_offload)" = mac ] &&
+			pass "9-apply-offload-mac" || fail "9-apply-offload-mac" "$(jq -c '{result,failed_op,error}' <<<"$out") offload $(nsim_offload)"
+		[ "$(on h1 "$F" show --json $NS | jq -r '[.links[] | select(.name == "ms300") | .offload][0]')" = mac ] &&
+			pass "9-show-offload" || fail "9-show-offload"
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim.yaml")
+		[ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "unchanged 0" ] &&
+			pass "9-reapply-idempotent" || fail "9-reapply-idempotent" "$(jq -c '{result,netlink_writes}' <<<"$out")"
+		NSIM_V1=$(dump h1)
+		# in place with offload on: the replay window (the driver's mdo_upd_secy)
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim-w128.yaml")
+		[ "$(jq -r '"\(.result) \([.plan.ops[].op] | join(","))"' <<<"$out")" = "applied change-link" ] &&
+			pass "9-window-in-place" || fail "9-window-in-place" "$(jq -c '{result,ops: [.plan.ops[]?.op],error}' <<<"$out")"
+		# offload off: the kernel refuses it on a live SecY (-EBUSY), so the plan rebuilds it
+		plan=$(on h1 "$F" apply --dry-run --json $NS "$WORK/nsim-off.yaml")
+		jq -en 'input | [.plan.ops[] | select(.ifname == "ms300" and .op == "delete-link")][0] |
+			.disruptive and (.detail | test("offload mac -> off"))' <<<"$plan" >/dev/null &&
+			pass "9-offload-change-planned-disruptive" || fail "9-offload-change-planned-disruptive" "$(jq -c .plan.ops <<<"$plan")"
+		# a late failure in that rebuild: back to the offloaded SecY exactly
+		n=$(jq '.plan.ops | length' <<<"$plan")
+		out=$("$LAB" exec --timeout 120 --env "FCTL_TEST_FAIL_AT_OP=$((n - 1))" h1 -- "$F" apply --json $NS "$WORK/nsim-off.yaml")
+		[ "$(jq -r '"\(.result) \(.restored_exactly)"' <<<"$out")" = "rolled-back true" ] && [ "$(nsim_offload)" = mac ] &&
+			pass "9-rollback-keeps-offload" || fail "9-rollback-keeps-offload" "$(jq -c '{result,failed_op,error}' <<<"$out") offload $(nsim_offload)"
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim-off.yaml")
+		[ "$(jq -r .result <<<"$out")" = applied ] && [ "$(nsim_offload)" = off ] &&
+			pass "9-offload-off-applied" || fail "9-offload-off-applied" "$(jq -c '{result,failed_op,error}' <<<"$out") offload $(nsim_offload)"
+		# and back, then the version before by rollback
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim.yaml")
+		[ "$(jq -r .result <<<"$out")" = applied ] && [ "$(dump h1)" = "$NSIM_V1" ] &&
+			pass "9-offload-back-exact" || fail "9-offload-back-exact" "$(jq -c '{result,error}' <<<"$out") $(diff <(echo "$NSIM_V1") <(dump h1) | head -10)"
+		on h1 "$F" teardown -q $NS || fail "9-teardown"
+		on h1 sh -c 'echo 1 >/sys/bus/netdevsim/del_device' || fail "9-netdevsim-removed"
+	fi
+fi

@@ -8,6 +8,9 @@
 #   - each link carries traffic (IPv6 link-local ping between its two ends)
 #   - `fabricctl apply` of that same profile succeeds without --host, and a
 #     ping over each MACsec VLAN succeeds, encrypted (counters)
+#   - VLAN 101's QoS map (`qos: { roce: true }`): the kernel's maps, no drift, drift
+#     set by hand found and repaired, and SO_PRIORITY 3 traffic leaving with PCP 3 in
+#     the clear 802.1Q tag in front of the MACsec frame, as tcpdump on the peer sees it
 #
 # Before any VM: `lab up --profile --dry-run` gives the expected wiring, and
 # lab.sh refuses bad --wiring/--mac/--name/--ifname up front.
@@ -196,4 +199,78 @@ if why=$(on node-c ping -c 2 -i 0.3 -W 3 -M 'do' -s 7000 10.103.0.1 2>&1); then
 	pass "macsec-jumbo-vlan103"
 else
 	fail "macsec-jumbo-vlan103" "$why"
+fi
+
+# --- VLAN 101's priority map: the PCP a switch reads, in front of the SecTAG -------
+# The profile's `qos: { roce: true }` on VLAN 101: the kernel holds egress 3:3 and
+# ingress 3:3 on node-a's p0.101, which `diff` finds in step with the profile.
+qos_of() { # host, vlan device: "egress F:T,...;ingress F:T,..." as the kernel reports
+	on "$1" ip -d -j link show dev "$2" | jq -r '.[0].linkinfo.info_data |
+		"egress \([.egress_qos[]? | "\(.from):\(.to)"] | join(",")); ingress \([.ingress_qos[]? | "\(.from):\(.to)"] | join(","))"'
+}
+same "qos-kernel-maps" "egress 3:3; ingress 3:3" "$(qos_of node-a p0.101)"
+if out=$(on node-a "$F" diff "$WORK/triangle.yaml" 2>&1); then
+	pass "qos-diff-clean"
+else
+	fail "qos-diff-clean" "$out"
+fi
+# DCB, read only: the lab's virtio NIC has none, which the plan says (no DCB, PFC unchecked)
+if out=$(on node-a "$F" plan --json "$WORK/triangle.yaml" 2>/dev/null) &&
+	jq -en 'input | [.findings[] | select(.code == "pfc-unknown" and .severity == "warning"
+		and (.message | test("port .p0. has no DCB")))] | length == 1' <<<"$out" >/dev/null; then
+	pass "qos-pfc-no-dcb"
+else
+	fail "qos-pfc-no-dcb" "$out"
+fi
+# and node-check carries it as a warning that fails nothing
+if out=$(on node-a "$F" node-check --json 2>/dev/null) &&
+	jq -en 'input | .healthy and ([.checks[] | select(.check == "pfc" and .ok
+		and (.text | test("^warning: port .p0. has no DCB")))] | length == 1)' <<<"$out" >/dev/null; then
+	pass "qos-pfc-node-check"
+else
+	fail "qos-pfc-node-check" "$out"
+fi
+# drift: a mapping set by hand is found, and apply takes it away in place
+on node-a ip link set dev p0.101 type vlan egress-qos-map 6:2 >/dev/null 2>&1
+if out=$(on node-a "$F" diff "$WORK/triangle.yaml" 2>&1); then
+	fail "qos-drift-found" "diff found nothing: $out"
+elif grep -q "egress-qos-map 3:3 6:2" <<<"$out"; then
+	pass "qos-drift-found"
+else
+	fail "qos-drift-found" "$out"
+fi
+if out=$(on node-a "$F" apply --json "$WORK/triangle.yaml" 2>&1) &&
+	[ "$(jq -r '[.plan.ops[]? | .op] | join(",")' <<<"$out" 2>/dev/null)" = change-link ]; then
+	same "qos-drift-repaired" "egress 3:3; ingress 3:3" "$(qos_of node-a p0.101)"
+else
+	fail "qos-drift-repaired" "$out"
+fi
+
+# Traffic with SO_PRIORITY 3 leaves node-a with PCP 3 in the clear tag, SO_PRIORITY 5
+# (not mapped) with PCP 0; the payload behind the tag is MACsec (EtherType 0x88e5).
+# tcpdump on node-b's p0 (the peer's lower device) sees the frames as a switch would.
+QOS_SEND='import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for prio, size in ((3, 1000), (5, 1200)):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, prio)
+    for _ in range(3):
+        s.sendto(b"q" * size, ("10.101.0.2", 9))'
+on node-b rm -f /run/qos.cap /run/qos.err
+job=$("$LAB" exec-bg --timeout 90 node-b -- sh -c 'exec timeout 60 tcpdump -Z root -l -c 6 -e -nn -i p0 \
+	"ether src 0c:42:a1:00:0a:00 and greater 1000 and vlan 101" >/run/qos.cap 2>/run/qos.err')
+if on node-b sh -c 'for i in $(seq 300); do grep -q listening /run/qos.err 2>/dev/null && exit 0; sleep 0.1; done; exit 1'; then
+	on node-a python3 -c "$QOS_SEND"
+	"$LAB" wait --timeout 90 node-b "$job" >/dev/null
+	# "LENGTH PCP ETHERTYPE" per frame, e.g. "1082 3 0x88e5"
+	got=$(on node-b cat /run/qos.cap | sed -nE 's/.*length ([0-9]+): vlan 101, p ([0-7]), ethertype [^(]*\((0x[0-9a-f]+)\).*/\1 \2 \3/p' | sort -n | uniq -c | awk '{ print $1 "x" $2 "/p" $3 "/" $4 }' | paste -sd' ')
+	# three small frames (SO_PRIORITY 3) with PCP 3, three 200 bytes larger with PCP 0
+	if [[ $got =~ ^3x([0-9]+)/p3/0x88e5\ 3x([0-9]+)/p0/0x88e5$ ]] &&
+		((BASH_REMATCH[2] - BASH_REMATCH[1] == 200)); then
+		pass "qos-pcp-on-the-wire"
+	else
+		fail "qos-pcp-on-the-wire" "frames (count x length/pcp/ethertype): '$got'; capture: $(on node-b cat /run/qos.cap /run/qos.err | head -n 12)"
+	fi
+else
+	fail "qos-pcp-on-the-wire" "tcpdump did not start: $(on node-b cat /run/qos.err)"
+	"$LAB" wait --timeout 90 node-b "$job" >/dev/null 2>&1
 fi

@@ -59,6 +59,10 @@ struct fake {
 	bool traffic;
 	char wire[600];
 	bool withheld_ok; /* an address on a SecY with no TX SA is the expected fail-secure state */
+	/* eth0's DCB as dcbnl answers: dcb_r < 0 is the answer's error (-EOPNOTSUPP: no DCB) */
+	int dcb_r;
+	uint8_t pfc_en;
+	long dcb_asks;
 };
 
 static char tmp[] = "/tmp/fctl-test-engine-XXXXXX";
@@ -107,6 +111,7 @@ static void fake_init(struct fake *f)
 	memset(f, 0, sizeof(*f));
 	f->hs = fctl_host_state_new("h1");
 	f->fail_at = f->crash_at = -1;
+	f->pfc_en = 0xff; /* PFC on every priority: no finding */
 	assert_non_null(f->hs);
 }
 
@@ -298,6 +303,25 @@ static int link_add(struct fake *f, const struct fctl_op *op)
 	return 0;
 }
 
+/* As the kernel's vlan_changelink: every ingress mapping given is set; an egress
+ * mapping to PCP 0 is removed (neither kept nor dumped), the others are set. */
+static void qos_change(struct fctl_vlan_qos *l, const struct fctl_vlan_qos *op)
+{
+	memcpy(l->ingress, op->ingress, sizeof(l->ingress));
+	for (size_t i = 0; i < op->n_egress; i++) {
+		size_t j = 0;
+
+		while (j < l->n_egress && l->egress[j].prio != op->egress[i].prio)
+			j++;
+		if (j == l->n_egress) {
+			assert_true(l->n_egress < FCTL_VLAN_QOS_MAX);
+			l->n_egress++;
+		}
+		l->egress[j] = op->egress[i];
+	}
+	fctl_vlan_qos_normalize(l); /* drops the PCP 0 ones, sorts */
+}
+
 static void link_change(struct fctl_link *l, const struct fctl_op *op)
 {
 	struct fctl_macsec *m = &l->macsec;
@@ -326,6 +350,8 @@ static void link_change(struct fctl_link *l, const struct fctl_op *op)
 		m->encoding_sa = w->encoding_sa;
 	if (c & FCTL_CHG_OFFLOAD)
 		m->offload = w->offload;
+	if (c & FCTL_CHG_QOS)
+		qos_change(&l->qos, &op->link.qos);
 	if (c & FCTL_CHG_ADDRGEN) {
 		l->addrgen = op->link.addrgen;
 		l->has_addrgen = true;
@@ -582,6 +608,22 @@ static int fake_link_exists(void *sess, const char *name)
 	return strcmp(name, "eth0") == 0 || fctl_host_state_find(f->hs, name) != NULL;
 }
 
+static int fake_dcb_get(void *sess, const char *port, struct fctl_dcb *out)
+{
+	struct fake *f = sess;
+
+	f->dcb_asks++;
+	if (strcmp(port, "eth0") != 0)
+		return -ENODEV;
+	if (f->dcb_r < 0)
+		return f->dcb_r;
+	memset(out, 0, sizeof(*out));
+	out->has_pfc = true;
+	out->pfc_cap = 8;
+	out->pfc_en = f->pfc_en;
+	return 0;
+}
+
 static const struct fctl_engine_ops fake_ops = {
 	.open = fake_open,
 	.close = fake_close,
@@ -589,6 +631,7 @@ static const struct fctl_engine_ops fake_ops = {
 	.exec = fake_exec,
 	.get_stats = fake_get_stats,
 	.link_exists = fake_link_exists,
+	.dcb_get = fake_dcb_get,
 };
 
 /* --- profiles, keys, state directories --- */
@@ -643,7 +686,26 @@ static const char profile_v2_tail[] = "      - id: 300\n"
 				      "        macsec: pol3\n"
 				      "        addresses: { h1: 10.30.0.1/24, h2: 10.30.0.2/24 }\n";
 
-static struct fctl_profile *v1, *v2;
+static struct fctl_profile *v1, *v2, *q1, *q2;
+
+/* q1, q2: v1 with QoS maps on VLAN 100's device (docs/profile.md, "qos"); q2 changes
+ * one egress mapping, removes another and the ingress one */
+static const char qos_q1[] = "        qos: { egress: { 3: 3, 5: 5 }, ingress: { 3: 3 } }\n";
+static const char qos_q2[] = "        qos: { egress: { 5: 4, 7: 1 } }\n";
+
+/* text with line inserted after its first "macsec: pol\n" */
+static void insert_after_pol(char *text, size_t size, const char *line)
+{
+	char *at = strstr(text, "macsec: pol\n");
+	size_t tail;
+
+	assert_non_null(at);
+	at += strlen("macsec: pol\n");
+	tail = strlen(at);
+	assert_true(strlen(text) + strlen(line) < size);
+	memmove(at + strlen(line), at, tail + 1);
+	memcpy(at, line, strlen(line));
+}
 
 static void write_file(const char *name, const char *text, mode_t mode)
 {
@@ -690,8 +752,16 @@ static int setup(void **st)
 	snprintf(text, sizeof(text), profile_head, 2, 64, ", version: 1", "10.100.1.1/24");
 	strcat(text, profile_v2_tail);
 	write_file("v2.yaml", text, 0644);
+	snprintf(text, sizeof(text), profile_head, 3, 0, "", "10.100.0.1/24");
+	insert_after_pol(text, sizeof(text), qos_q1);
+	write_file("q1.yaml", text, 0644);
+	snprintf(text, sizeof(text), profile_head, 4, 0, "", "10.100.0.1/24");
+	insert_after_pol(text, sizeof(text), qos_q2);
+	write_file("q2.yaml", text, 0644);
 	v1 = load("v1.yaml");
 	v2 = load("v2.yaml");
+	q1 = load("q1.yaml");
+	q2 = load("q2.yaml");
 	return 0;
 }
 
@@ -705,6 +775,8 @@ static int teardown(void **st)
 	(void)st;
 	fctl_profile_free(v1);
 	fctl_profile_free(v2);
+	fctl_profile_free(q1);
+	fctl_profile_free(q2);
 	return nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -1032,6 +1104,124 @@ static void crash_every_point(const struct fctl_profile *from, const struct fctl
 		free(after);
 		fake_release(&r.f);
 	}
+}
+
+/* QoS maps: created with the VLAN, changed in place (one non-disruptive change-link op,
+ * mappings removed), gone again; every failure and crash restores the state exactly. */
+static void test_qos_maps(void **st)
+{
+	struct fctl_apply_result res;
+	struct fctl_link *l;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_int_equal(apply(&r, q1, &res), 0);
+	assert_int_equal(res.plan->n_ops, 1);
+	assert_int_equal(res.plan->ops[0].kind, FCTL_OP_LINK_CHANGE);
+	assert_int_equal(res.plan->ops[0].changes, FCTL_CHG_QOS);
+	assert_false(res.plan->ops[0].disruptive);
+	assert_string_equal(res.plan->ops[0].ifname, "eth0.100");
+	fctl_apply_result_release(&res);
+	l = fctl_host_state_find(r.f.hs, "eth0.100");
+	assert_non_null(l);
+	assert_int_equal(l->qos.n_egress, 2);
+	assert_int_equal(fctl_vlan_qos_pcp(&l->qos, 3), 3);
+	assert_int_equal(fctl_vlan_qos_pcp(&l->qos, 5), 5);
+	assert_int_equal(l->qos.ingress[3], 3);
+	assert_converged(&r, q1);
+	/* 3 removed (sent as 3 -> 0), 5 changed, 7 added, the ingress map emptied */
+	assert_int_equal(apply(&r, q2, &res), 0);
+	assert_int_equal(res.plan->n_ops, 1);
+	assert_int_equal(res.plan->ops[0].link.qos.n_egress, 3);
+	assert_int_equal(fctl_vlan_qos_pcp(&res.plan->ops[0].link.qos, 3), 0);
+	fctl_apply_result_release(&res);
+	l = fctl_host_state_find(r.f.hs, "eth0.100");
+	assert_int_equal(l->qos.n_egress, 2);
+	assert_int_equal(fctl_vlan_qos_pcp(&l->qos, 3), 0);
+	assert_int_equal(fctl_vlan_qos_pcp(&l->qos, 5), 4);
+	assert_int_equal(fctl_vlan_qos_pcp(&l->qos, 7), 1);
+	assert_int_equal(l->qos.ingress[3], 0);
+	assert_converged(&r, q2);
+	/* drift: someone maps priority 6 by hand; the plan puts it back */
+	l->qos.egress[l->qos.n_egress].prio = 6;
+	l->qos.egress[l->qos.n_egress].pcp = 2;
+	l->qos.n_egress++;
+	fctl_vlan_qos_normalize(&l->qos);
+	assert_int_equal(apply(&r, q2, &res), 0);
+	assert_int_equal(res.plan->n_ops, 1);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, q2);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	fctl_apply_result_release(&res);
+	assert_true(fctl_vlan_qos_empty(&fctl_host_state_find(r.f.hs, "eth0.100")->qos));
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+	rollback_every_op(NULL, q1);
+	crash_every_point(q1, q2);
+}
+
+/* The plan reads the port's DCB (read only) and warns when PFC is not on a PCP a VLAN's
+ * egress map sends (q1: PCPs 3 and 5), or when the port has no DCB to ask. */
+static const struct fctl_diag *pfc_finding(struct run *r, const struct fctl_profile *p,
+					   struct fctl_live_plan *lp)
+{
+	char err[512];
+	uint64_t writes = r->f.writes;
+
+	assert_int_equal(fctl_engine_plan(p, &r->o, lp, err, sizeof(err)), 0);
+	assert_int_equal(r->f.writes, writes); /* a plan writes nothing */
+	for (size_t i = 0; i < lp->findings.n; i++)
+		if (strncmp(lp->findings.v[i].code, "pfc-", 4) == 0) {
+			assert_int_equal(lp->findings.v[i].severity, FCTL_SEV_WARNING);
+			return &lp->findings.v[i];
+		}
+	return NULL;
+}
+
+static void test_qos_pfc(void **st)
+{
+	struct fctl_live_plan lp;
+	const struct fctl_diag *g;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_null(pfc_finding(&r, q1, &lp)); /* PFC on all eight */
+	assert_true(r.f.dcb_asks > 0);
+	fctl_live_plan_release(&lp);
+	r.f.pfc_en = 0x08; /* on 3 only: 5 is not */
+	g = pfc_finding(&r, q1, &lp);
+	assert_non_null(g);
+	assert_string_equal(g->code, "pfc-off");
+	assert_non_null(strstr(g->msg, "PCP 5 of port 'eth0'"));
+	fctl_live_plan_release(&lp);
+	r.f.dcb_r = -EOPNOTSUPP; /* virtio_net: no DCB */
+	g = pfc_finding(&r, q1, &lp);
+	assert_non_null(g);
+	assert_string_equal(g->code, "pfc-unknown");
+	assert_non_null(strstr(g->msg, "has no DCB"));
+	assert_non_null(strstr(g->msg, "PCP 3,5"));
+	fctl_live_plan_release(&lp);
+	/* a warning, not a refusal: the apply goes through and reports it */
+	{
+		struct fctl_apply_result res;
+
+		assert_int_equal(apply(&r, q1, &res), 0);
+		assert_false(res.refused);
+		assert_int_equal(res.findings.n, 1);
+		assert_string_equal(res.findings.v[0].code, "pfc-unknown");
+		fctl_apply_result_release(&res);
+	}
+	/* no QoS map: nothing asked */
+	r.f.dcb_asks = 0;
+	assert_null(pfc_finding(&r, v1, &lp));
+	assert_int_equal(r.f.dcb_asks, 0);
+	fctl_live_plan_release(&lp);
+	fake_release(&r.f);
 }
 
 /* A carrier from before the fix: up, generating addresses, its link-local one in place. */
@@ -2242,6 +2432,8 @@ int main(void)
 		cmocka_unit_test(test_fail_secure_order),
 		cmocka_unit_test(test_missing_key_refuses),
 		cmocka_unit_test(test_old_carrier_converges),
+		cmocka_unit_test(test_qos_maps),
+		cmocka_unit_test(test_qos_pfc),
 		cmocka_unit_test(test_rollback_every_op_first_apply),
 		cmocka_unit_test(test_rollback_every_op_change),
 		cmocka_unit_test(test_crash_every_point_first_apply),

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <linux/dcbnl.h>
 #include <linux/if_addr.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
@@ -456,6 +457,43 @@ static void setup_vlan_add_carrier(struct fctl_op *op)
 	op->changes = 0;
 }
 
+static void setup_qos(struct fctl_vlan_qos *q)
+{
+	q->egress[0].prio = 3;
+	q->egress[0].pcp = 3;
+	q->egress[1].prio = 7; /* a removal: the kernel drops a mapping set to PCP 0 */
+	q->egress[1].pcp = 0;
+	q->n_egress = 2;
+	q->ingress[3] = 5;
+}
+
+static void setup_change_qos(struct fctl_op *op)
+{
+	setup_vlan_add(op);
+	op->kind = FCTL_OP_LINK_CHANGE;
+	op->changes = FCTL_CHG_QOS;
+	setup_qos(&op->link.qos);
+}
+
+static void setup_vlan_add_qos(struct fctl_op *op)
+{
+	setup_vlan_add(op);
+	setup_qos(&op->link.qos);
+	op->link.qos.n_egress = 1;
+}
+
+static void setup_change_qos_macsec(struct fctl_op *op)
+{
+	setup_change_window(op);
+	op->changes = FCTL_CHG_QOS;
+}
+
+static void setup_change_qos_pcp8(struct fctl_op *op)
+{
+	setup_change_qos(op);
+	op->link.qos.egress[0].pcp = 8;
+}
+
 static void setup_up(struct fctl_op *op)
 {
 	op->kind = FCTL_OP_LINK_UP;
@@ -666,6 +704,68 @@ static void check_vlan_add_carrier(struct nlmsghdr *nlh, struct nlattr **tb)
 	assert_null(tb[IFLA_AF_SPEC]);
 }
 
+/* the mappings of one IFLA_VLAN_*_QOS list, as from:to pairs into out */
+static size_t qos_list(const struct nlattr *list, uint32_t out[][2], size_t max)
+{
+	const struct nlattr *a;
+	size_t n = 0;
+	int rem;
+
+	nla_for_each_nested(a, list, rem) {
+		const struct ifla_vlan_qos_mapping *m = nla_data(a);
+
+		assert_int_equal(nla_type(a), IFLA_VLAN_QOS_MAPPING);
+		assert_int_equal(nla_len(a), sizeof(*m));
+		assert_true(n < max);
+		out[n][0] = m->from;
+		out[n++][1] = m->to;
+	}
+	return n;
+}
+
+static void check_change_qos(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	struct nlattr *info[IFLA_INFO_MAX + 1], *d[IFLA_VLAN_MAX + 1];
+	uint32_t m[16][2];
+
+	(void)nlh;
+	assert_int_equal(attr_set(tb, IFLA_MAX), BIT(IFLA_LINKINFO));
+	assert_int_equal(nla_parse_nested(d, IFLA_VLAN_MAX, linkinfo_data(tb, "vlan", info), NULL),
+			 0);
+	assert_int_equal(attr_set(d, IFLA_VLAN_MAX),
+			 BIT(IFLA_VLAN_EGRESS_QOS) | BIT(IFLA_VLAN_INGRESS_QOS));
+	assert_int_equal(qos_list(d[IFLA_VLAN_EGRESS_QOS], m, 16), 2);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 3);
+	assert_int_equal(m[1][0], 7);
+	assert_int_equal(m[1][1], 0);
+	/* all eight PCPs: the ones not mapped as 0, which clears them */
+	assert_int_equal(qos_list(d[IFLA_VLAN_INGRESS_QOS], m, 16), 8);
+	for (uint32_t p = 0; p < 8; p++) {
+		assert_int_equal(m[p][0], p);
+		assert_int_equal(m[p][1], p == 3 ? 5 : 0);
+	}
+}
+
+static void check_vlan_add_qos(struct nlmsghdr *nlh, struct nlattr **tb)
+{
+	struct nlattr *info[IFLA_INFO_MAX + 1], *d[IFLA_VLAN_MAX + 1];
+	uint32_t m[16][2];
+
+	(void)nlh;
+	assert_int_equal(nla_parse_nested(d, IFLA_VLAN_MAX, linkinfo_data(tb, "vlan", info), NULL),
+			 0);
+	assert_int_equal(nla_get_u16(d[IFLA_VLAN_ID]), 100);
+	assert_non_null(d[IFLA_VLAN_EGRESS_QOS]);
+	assert_int_equal(qos_list(d[IFLA_VLAN_EGRESS_QOS], m, 16), 1);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 3);
+	assert_non_null(d[IFLA_VLAN_INGRESS_QOS]);
+	assert_int_equal(qos_list(d[IFLA_VLAN_INGRESS_QOS], m, 16), 1);
+	assert_int_equal(m[0][0], 3);
+	assert_int_equal(m[0][1], 5);
+}
+
 static void check_up(struct nlmsghdr *nlh, struct nlattr **tb)
 {
 	struct ifinfomsg *ifi = nlmsg_data(nlh);
@@ -717,6 +817,11 @@ static struct link_case link_cases[] = {
 	{ "reject: addrgen change without a mode", setup_change_addrgen_unset, IFINDEX, 0, -EINVAL,
 	  NULL },
 	{ "reject: addrgen mode 4", setup_change_addrgen_bad, IFINDEX, 0, -EINVAL, NULL },
+	{ "vlan change qos maps", setup_change_qos, IFINDEX, 0, 0, check_change_qos },
+	{ "vlan add with qos maps", setup_vlan_add_qos, 0, PARENT, 0, check_vlan_add_qos },
+	{ "reject: qos change on a macsec link", setup_change_qos_macsec, IFINDEX, 0, -EINVAL,
+	  NULL },
+	{ "reject: qos pcp 8", setup_change_qos_pcp8, IFINDEX, 0, -EINVAL, NULL },
 	{ "link up by name", setup_up, 0, 0, 0, check_up },
 	{ "link down by index", setup_down, IFINDEX, 0, 0, check_down },
 	{ "link del by name", setup_del, 0, 0, 0, check_del },
@@ -865,6 +970,63 @@ static void test_errno(void **state)
 	assert_int_equal(fctl_nl_errno(0), 0);
 }
 
+/* ------------------------------------------------------------------ dcbnl */
+
+/* An RTM_GETDCB answer to DCB_CMD_IEEE_GET as the kernel lays it out (dcbnl_ieee_fill,
+ * net/dcb/dcbnl.c): dcbmsg, DCB_ATTR_IFNAME "p0", DCB_ATTR_IEEE { DCB_ATTR_IEEE_PFC
+ * struct ieee_pfc { pfc_cap 8, pfc_en 0x08: PFC on priority 3 } }, DCB_ATTR_DCBX 0x09
+ * (host, IEEE). Written byte by byte, little-endian, as a ConnectX port with
+ * `mlnx_qos --pfc 0,0,0,1,0,0,0,0` answers (no DCB NIC on the build machine records one). */
+static const uint8_t dcb_reply[] = {
+	0xb4, 0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0x00, 0x00, 0x07, 0x00, 0x01, 0x00,
+	0x70, 0x30, 0x00, 0x00, 0x90, 0x00, 0x0d, 0x00, 0x8c, 0x00, 0x02, 0x00,
+	0x08, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x0e, 0x00, 0x09, 0x00, 0x00, 0x00,
+};
+
+static void test_dcb(void **state)
+{
+	uint8_t buf[sizeof(dcb_reply)];
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	struct nlattr *tb[DCB_ATTR_MAX + 1];
+	struct nl_msg *msg = NULL;
+	struct fctl_dcb d;
+
+	(void)state;
+	memcpy(buf, dcb_reply, sizeof(buf));
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), 0);
+	assert_true(d.has_pfc);
+	assert_int_equal(d.pfc_cap, 8);
+	assert_int_equal(d.pfc_en, 0x08);
+	assert_int_equal(d.dcbx, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
+	/* another command's answer, a PFC attribute cut short: not a DCB answer */
+	((struct dcbmsg *)NLMSG_DATA(nlh))->cmd = DCB_CMD_GCAP;
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), -EBADMSG);
+	memcpy(buf, dcb_reply, sizeof(buf));
+	buf[32] = 4 + 8; /* DCB_ATTR_IEEE_PFC's nla_len: 8 bytes of struct ieee_pfc */
+	assert_int_equal(fctl_nl_dcb_parse(nlh, &d), -EBADMSG);
+	/* the request: RTM_GETDCB, DCB_CMD_IEEE_GET, the port's name */
+	assert_int_equal(fctl_nl_dcb_build_get("p0", &msg), 0);
+	nlh = nlmsg_hdr(msg);
+	assert_int_equal(nlh->nlmsg_type, RTM_GETDCB);
+	assert_int_equal(((struct dcbmsg *)nlmsg_data(nlh))->cmd, DCB_CMD_IEEE_GET);
+	assert_int_equal(nlmsg_parse(nlh, sizeof(struct dcbmsg), tb, DCB_ATTR_MAX, NULL), 0);
+	assert_string_equal(nla_get_string(tb[DCB_ATTR_IFNAME]), "p0");
+	fctl_nl_msg_free(msg);
+	assert_int_equal(fctl_nl_dcb_build_get("", &msg), -EINVAL);
+}
+
 static void test_msg_free_null(void **state)
 {
 	(void)state;
@@ -874,7 +1036,7 @@ static void test_msg_free_null(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[FCTL_ARRAY_SIZE(sa_cases) + FCTL_ARRAY_SIZE(rxsc_cases) +
-				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 3];
+				FCTL_ARRAY_SIZE(link_cases) + FCTL_ARRAY_SIZE(addr_cases) + 4];
 	size_t n = 0;
 
 	for (size_t i = 0; i < FCTL_ARRAY_SIZE(sa_cases); i++)
@@ -892,6 +1054,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest){ "neighbour carried to a new SecY", test_neigh, NULL, NULL,
 					  NULL };
 	tests[n++] = (struct CMUnitTest){ "nle to errno", test_errno, NULL, NULL, NULL };
+	tests[n++] = (struct CMUnitTest){ "dcbnl answer parsed, request built", test_dcb, NULL, NULL,
+					  NULL };
 	tests[n++] = (struct CMUnitTest){ "msg free accepts NULL", test_msg_free_null, NULL, NULL,
 					  NULL };
 	return cmocka_run_group_tests_name("nl_msg", tests, NULL, NULL);

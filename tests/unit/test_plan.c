@@ -28,9 +28,10 @@ struct knobs {
 	unsigned icv;
 	unsigned port;
 	bool no_first_link;
+	const char *offload; /* NULL: none */
 };
 
-static const struct knobs base = { "gcm-aes-128", 0, 100, 1, "", true, 16, 1, false };
+static const struct knobs base = { "gcm-aes-128", 0, 100, 1, "", true, 16, 1, false, NULL };
 
 static struct fctl_profile *make(const struct knobs *k)
 {
@@ -48,7 +49,7 @@ static struct fctl_profile *make(const struct knobs *k)
 		 "schema: 1\nprofile: { name: t, version: 1 }\n"
 		 "macsec:\n"
 		 "  p:\n"
-		 "    cipher: %s\n    icv_len: %u\n    port: %u\n"
+		 "    cipher: %s\n    icv_len: %u\n    port: %u\n    offload: %s\n"
 		 "    replay_protect: true\n    replay_window: %u\n"
 		 "    key: { backend: file, id: nonexistent/k.key, version: %u }\n"
 		 "hosts:\n"
@@ -59,7 +60,8 @@ static struct fctl_profile *make(const struct knobs *k)
 		 "      - { name: eth0, mac: \"52:54:00:00:02:00\", mtu: 9000 }\n"
 		 "      - { name: eth1, mac: \"52:54:00:00:02:01\", mtu: 1500 }\n"
 		 "links:\n%s%s",
-		 k->cipher, k->icv, k->port, k->window, k->key_version,
+		 k->cipher, k->icv, k->port, k->offload ? k->offload : "none", k->window,
+		 k->key_version,
 		 k->no_first_link ? "" : first,
 		 k->second_link ? "  - a: h1:eth1\n    b: h2:eth1\n    vlans:\n"
 				  "      - { id: 300, addresses: { h1: \"fd00::1/64\" } }\n"
@@ -328,6 +330,16 @@ static void test_plan_cipher_recreates(void **state)
 	p = plan(&base, &to, "h1");
 	assert_int_equal(p->ops[0].kind, FCTL_OP_LINK_DEL);
 	assert_non_null(strstr(p->ops[0].detail, "sci 52:54:00:00:01:00/1 -> 52:54:00:00:01:00/2"));
+	fctl_plan_free(p);
+	/* and offload: the kernel refuses to change it on a SecY that is up or has SCs and
+	 * SAs (macsec_update_offload, -EBUSY), so the SecY is rebuilt with it */
+	to = base;
+	to.offload = "mac";
+	p = plan(&base, &to, "h1");
+	expect_ops(p, want, FCTL_ARRAY_SIZE(want));
+	assert_non_null(strstr(p->ops[0].detail, "offload off -> mac"));
+	assert_int_equal(p->ops[1].link.macsec.offload, FCTL_OFFLOAD_MAC);
+	assert_int_equal(fctl_plan_count_disruptive(p), 1);
 	fctl_plan_free(p);
 }
 

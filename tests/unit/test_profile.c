@@ -822,6 +822,136 @@ static const struct pcase link_cases[] = {
 	    { "mtu", 29, 28, NULL } } }, /* the last one, once per end */
 };
 
+#define QOS(q) HDR POLICY HOSTS "links:\n  - a: h1:eth0\n    b: h2:eth0\n    vlans:\n" \
+			 "      - id: 100\n        qos: " q "\n"
+static const struct pcase qos_cases[] = {
+	{ "qos egress pcp 8", QOS("{ egress: { 3: 8 } }"), 0, 1, { { "out-of-range", 25, 29, NULL } } },
+	{ "qos unknown key", QOS("{ egres: { 3: 3 } }"), 0, 1, { { "unknown-key", 25, 16, NULL } } },
+	{ "qos roce against egress", QOS("{ roce: true, egress: { 3: 5 } }"), 0, 1,
+	  { { "conflict", 25, 22, NULL } } },
+	{ "qos roce against ingress", QOS("{ roce: true, ingress: { 3: 1 } }"), 0, 1,
+	  { { "conflict", 25, 22, NULL } } },
+	{ "qos ingress pcp 8", QOS("{ ingress: { 8: 1 } }"), 0, 1, { { "out-of-range", 25, 27, NULL } } },
+	{ "qos egress not a map", QOS("{ egress: [3, 3] }"), 0, 1, { { "wrong-type", 25, 24, NULL } } },
+	{ "qos roce not a bool", QOS("{ roce: yes }"), 0, 1, { { "wrong-type", 25, 22, NULL } } },
+	{ "qos priority a word", QOS("{ egress: { high: 3 } }"), 0, 1, { { "wrong-type", 25, 26, NULL } } },
+	{ "qos valid", QOS("{ egress: { 0: 0, 4294967295: 7 }, ingress: { 7: 99 }, roce: true }"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+};
+
+/* lines 1-23; a finding's column: cipher 13, icv_len 14, replay_window 20, validate 15 */
+#define OFFL(cipher, icv, window, validate, driver)                                                \
+	HDR "macsec:\n  p1:\n    cipher: " cipher "\n    icv_len: " icv "\n    offload: mac\n"      \
+	    "    replay_protect: true\n    replay_window: " window "\n    validate: " validate "\n" \
+	    "    must_secure: false\n    key: { backend: file, id: nonexistent/k.key }\n"          \
+	    "hosts:\n  - name: h1\n    ports:\n"                                                 \
+	    "      - { name: eth0, mac: \"52:54:00:00:01:00\", driver: " driver " }\n"             \
+	    "  - name: h2\n    ports:\n      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"     \
+	    "links:\n  - { a: h1:eth0, b: h2:eth0, vlans: [{ id: 100, macsec: p1 }] }\n"
+static const struct pcase offload_cases[] = {
+	{ "mlx5: all it takes", OFFL("gcm-aes-xpn-256", "16", "256", "strict", "mlx5_core"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "mlx5: validate check", OFFL("gcm-aes-128", "16", "64", "check", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 12, 15, "validate strict" } } },
+	{ "mlx5: icv 12", OFFL("gcm-aes-128", "12", "32", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 8, 14, NULL } } },
+	{ "mlx5: window 0", OFFL("gcm-aes-128", "16", "0", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 11, 20, NULL } } },
+	{ "mlx5: window 100", OFFL("gcm-aes-128", "16", "100", "strict", "mlx5_core"), 0, 1,
+	  { { "offload-driver", 11, 20, NULL } } },
+	{ "mlx5: three at once", OFFL("gcm-aes-128", "8", "512", "disabled", "mlx5_core"), 0, 3,
+	  { { "offload-driver", 8, 14, NULL }, { "offload-driver", 11, 20, NULL },
+	    { "offload-driver", 12, 15, NULL } } },
+	{ "atlantic: xpn", OFFL("gcm-aes-xpn-128", "16", "0", "strict", "atlantic"), 0, 1,
+	  { { "offload-driver", 7, 13, "aq_mdo_add_secy" } } },
+	{ "atlantic: gcm-aes-256 and any window", OFFL("gcm-aes-256", "12", "7", "check", "atlantic"),
+	  0, 0, { { NULL, 0, 0, NULL } } },
+	{ "another driver: no limits known", OFFL("gcm-aes-128", "8", "7", "check", "ixgbe"), 0, 0,
+	  { { NULL, 0, 0, NULL } } },
+	{ "driver not a name", OFFL("gcm-aes-128", "16", "64", "strict", "\"mlx5 core\""), 0, 1,
+	  { { "bad-value", 18, 57, NULL } } },
+};
+
+static void test_offload_drivers(void **state)
+{
+	static const char four[] =
+		HDR "macsec:\n"
+		"  p1: { offload: mac, replay_protect: true, replay_window: 0, port: 1,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p2: { offload: mac, replay_protect: true, replay_window: 0, port: 2,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p3: { offload: mac, replay_protect: true, replay_window: 0, port: 3,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"  p4: { offload: mac, replay_protect: true, replay_window: 0, port: 4,"
+		" key: { backend: file, id: nonexistent/k.key } }\n"
+		"hosts:\n  - name: h1\n    ports:\n"
+		"      - { name: eni1np1, mac: \"52:54:00:00:01:00\", driver: netdevsim }\n"
+		"  - name: h2\n    ports:\n      - { name: eth0, mac: \"52:54:00:00:02:00\" }\n"
+		"links:\n  - a: h1:eni1np1\n    b: h2:eth0\n    vlans:\n"
+		"      - { id: 100, macsec: p1 }\n      - { id: 101, macsec: p2 }\n"
+		"      - { id: 102, macsec: p3 }\n      - { id: 103, macsec: p4 }\n";
+	struct fctl_diags d = { 0 };
+	size_t n = 0;
+
+	(void)state;
+	check_cases(offload_cases, FCTL_ARRAY_SIZE(offload_cases));
+	/* netdevsim holds three SecYs a port: the fourth VLAN is refused, at its line */
+	run("four.yaml", four, strlen(four), &d);
+	for (size_t i = 0; i < d.n; i++) {
+		if (d.v[i].severity != FCTL_SEV_ERROR)
+			continue;
+		assert_string_equal(d.v[i].code, "offload-limit");
+		assert_int_equal(d.v[i].line, 24);
+		n++;
+	}
+	if (n != 1)
+		dump(&d);
+	assert_int_equal(n, 1);
+	fctl_diags_release(&d);
+}
+
+static void test_qos_rules(void **state)
+{
+	(void)state;
+	check_cases(qos_cases, FCTL_ARRAY_SIZE(qos_cases));
+}
+
+/* The model: the RoCE shorthand merged into the maps, a PCP 0 mapping dropped, sorted. */
+static void test_qos_model(void **state)
+{
+	static const char y[] = QOS("{ egress: { 6: 6, 0: 0, 5: 5 }, ingress: { 1: 2 }, roce: true }");
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	const struct fctl_vlan_qos *q;
+	struct fctl_host_state *hs = NULL;
+	struct fctl_buf b = { 0 };
+
+	(void)state;
+	assert_int_equal(fctl_profile_parse("q.yaml", (const unsigned char *)y, strlen(y), &d, &p), 0);
+	fctl_profile_validate(p, &d);
+	assert_int_equal(d.n_errors, 0);
+	q = &p->links[0].vlans[0].qos;
+	assert_true(p->links[0].vlans[0].qos_roce);
+	assert_int_equal(q->n_egress, 3);
+	assert_int_equal(q->egress[0].prio, 3);
+	assert_int_equal(q->egress[0].pcp, 3);
+	assert_int_equal(q->egress[1].prio, 5);
+	assert_int_equal(q->egress[2].prio, 6);
+	assert_int_equal(q->ingress[1], 2);
+	assert_int_equal(q->ingress[3], 3);
+	assert_int_equal(q->ingress[0], 0);
+	/* rendered onto the VLAN device, and shown as a profile that validates */
+	assert_int_equal(fctl_profile_render_host(p, "h1", &hs), 0);
+	assert_true(fctl_vlan_qos_equal(&fctl_host_state_find(hs, "eth0.100")->qos, q));
+	assert_int_equal(fctl_state_to_profile(hs, &b), 0);
+	assert_non_null(strstr(b.data, "egress: { 3: 3, 5: 5, 6: 6 }"));
+	assert_non_null(strstr(b.data, "ingress: { 1: 2, 3: 3 }"));
+	fctl_buf_release(&b);
+	fctl_host_state_free(hs);
+	fctl_profile_free(p);
+	fctl_diags_release(&d);
+}
+
 static void test_link_rules(void **state)
 {
 	check_cases(link_cases, FCTL_ARRAY_SIZE(link_cases));
@@ -1148,6 +1278,11 @@ static void test_showconf_validates(void **state)
 	snprintf(l->parent, sizeof(l->parent), "eth0");
 	l->vid = 100;
 	showconf_validates(hs);
+	l->qos.egress[0].prio = 3;
+	l->qos.egress[0].pcp = 3;
+	l->qos.n_egress = 1;
+	l->qos.ingress[3] = 3;
+	showconf_validates(hs);
 	fctl_host_state_free(hs);
 }
 
@@ -1164,6 +1299,9 @@ int main(void)
 		cmocka_unit_test(test_policy_rules),
 		cmocka_unit_test(test_pn_exhaustion_warning),
 		cmocka_unit_test(test_link_rules),
+		cmocka_unit_test(test_qos_rules),
+		cmocka_unit_test(test_qos_model),
+		cmocka_unit_test(test_offload_drivers),
 		cmocka_unit_test(test_must_secure),
 		cmocka_unit_test(test_key_ids),
 		cmocka_unit_test(test_key_file),

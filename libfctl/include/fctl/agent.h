@@ -173,6 +173,8 @@ struct fctl_drift_report {
 	size_t ops;          /* operations that would bring the host back: 0 = no drift */
 	char summary[512];   /* the first operations, "create-link ms100; add-addr ms100" */
 	char ifnames[256];   /* the interfaces those operations touch, space-separated */
+	/* the plan's first PFC warning (pfc-off, pfc-unknown: docs/profile.md "qos"), "" none */
+	char pfc[384];
 };
 
 /* Plans the last applied profile (history version 0) against the live state. */

@@ -32,6 +32,7 @@
 #define FCTL_APPLY_MAX_KCVS 64
 
 struct fctl_nl_err;
+struct fctl_dcb;
 struct fctl_nl_stats;
 
 /*
@@ -62,6 +63,8 @@ struct fctl_engine_ops {
 	/* fctl_nl_neigh_copy (MKA's CAK rotation, fctl/engine_kernel.h); NULL: -EOPNOTSUPP */
 	int (*neigh_copy)(void *sess, const char *from, const char *to, const uint8_t (*macs)[6],
 			  size_t n_macs, struct fctl_nl_err *err);
+	/* fctl_nl_dcb_get: a port's DCB (read only; -EOPNOTSUPP: none); NULL: not asked */
+	int (*dcb_get)(void *sess, const char *port, struct fctl_dcb *out);
 };
 
 /* What a saved plan (plan --out, apply --plan; docs/cli.md "Saved plans") binds beside

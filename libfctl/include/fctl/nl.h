@@ -24,6 +24,7 @@
 
 struct fctl_nl;
 struct nl_msg;
+struct nlmsghdr;
 
 /* What went wrong, for the user. */
 struct fctl_nl_err {
@@ -70,6 +71,21 @@ int fctl_nl_read_state(struct fctl_nl *nl, const char *host, const char *const *
  * when it is neither VLAN nor MACsec.
  */
 int fctl_nl_read_link(struct fctl_nl *nl, const char *ifname, struct fctl_host_state **out);
+
+/* A port's DCB settings as dcbnl reports them (IEEE 802.1Qaz/Qbb; nl_dcb.c), read only. */
+struct fctl_dcb {
+	bool has_pfc;
+	uint8_t pfc_cap; /* traffic classes that can run PFC */
+	uint8_t pfc_en;  /* bit N: PFC on priority N */
+	uint8_t dcbx;    /* DCB_CAP_DCBX_* of the device, 0 when not reported */
+};
+/* RTM_GETDCB DCB_CMD_IEEE_GET of ifname: 0 with *out, -EOPNOTSUPP when the device's
+ * driver has no DCB (virtio_net, veth), -ENODEV without the device, or a negative errno. */
+int fctl_nl_dcb_get(struct fctl_nl *nl, const char *ifname, struct fctl_dcb *out);
+/* The request, and the parser of its answer (one RTM_GETDCB message): -EBADMSG when it
+ * is not a DCB_CMD_IEEE_GET answer with DCB_ATTR_IEEE. */
+int fctl_nl_dcb_build_get(const char *ifname, struct nl_msg **out);
+int fctl_nl_dcb_parse(struct nlmsghdr *nlh, struct fctl_dcb *out);
 
 /* Whether a link (of any kind: a port, a bond, a VLAN) of that name exists: 1, 0 when
  * none does, or a negative errno when the kernel could not be asked. */

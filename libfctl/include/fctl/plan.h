@@ -50,6 +50,9 @@ enum {
 	FCTL_CHG_ENCODING_SA = 1u << 9,
 	FCTL_CHG_OFFLOAD = 1u << 10,
 	FCTL_CHG_ADDRGEN = 1u << 11, /* IPv6 address generation (link.addrgen) */
+	/* a VLAN's QoS maps (link.qos): the op's egress map also lists, with PCP 0, each
+	 * mapping the link has and should not, which is how the kernel removes one */
+	FCTL_CHG_QOS = 1u << 12,
 };
 
 struct fctl_op {

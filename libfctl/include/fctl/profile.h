@@ -87,6 +87,10 @@ struct fctl_port {
 	struct fctl_pos pos_mtu;
 	uint64_t speed_mbps; /* the port's line rate ('speed: 400G'), 0 when not given */
 	struct fctl_pos pos_speed;
+	/* the port's kernel driver ('driver: mlx5_core'), "" when not given: its MACsec
+	 * offload limits are checked at validate */
+	char driver[FCTL_IFNAMSIZ];
+	struct fctl_pos pos_driver;
 };
 
 struct fctl_host {
@@ -128,6 +132,11 @@ struct fctl_vlan {
 	char *vlan_ifname;   /* optional override of "<port>.<id>" per host: same on both ends */
 	char *macsec_ifname; /* optional override of "ms<id>" */
 	struct fctl_pos pos_ifname;
+	/* `qos:` the VLAN device's priority maps, the RoCE shorthand merged in (empty: none,
+	 * which is also what a VLAN without the section wants) */
+	struct fctl_vlan_qos qos;
+	bool qos_roce;
+	struct fctl_pos pos_qos;
 	struct fctl_addr_entry *addrs;
 	size_t n_addrs;
 	size_t cap_addrs;

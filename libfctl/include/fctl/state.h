@@ -123,6 +123,42 @@ struct fctl_macsec {
 	struct fctl_keyref key;
 };
 
+/* A VLAN's 802.1Q priority maps (the kernel's egress-qos-map and ingress-qos-map,
+ * IFLA_VLAN_EGRESS_QOS / IFLA_VLAN_INGRESS_QOS). egress: skb priority -> PCP, sorted by
+ * skb priority, PCPs 1..7 only: the kernel neither keeps nor reports a mapping to PCP 0
+ * (its default), so a state never holds one (a LINK_CHANGE op does: to remove a mapping
+ * it sends it with PCP 0). ingress: PCP -> skb priority; 0 is "not mapped" (the kernel's
+ * default, not reported either). */
+#define FCTL_VLAN_QOS_MAX 64 /* egress mappings a state holds; a profile gives at most 16 */
+#define FCTL_VLAN_PCPS 8
+
+struct fctl_vlan_qos_map {
+	uint32_t prio; /* skb priority (SO_PRIORITY) */
+	uint8_t pcp;   /* 0..7 */
+};
+
+struct fctl_vlan_qos {
+	struct fctl_vlan_qos_map egress[FCTL_VLAN_QOS_MAX];
+	uint8_t n_egress;
+	uint32_t ingress[FCTL_VLAN_PCPS]; /* by PCP */
+};
+
+/* Sorts a map's egress entries by skb priority; a later entry of the same priority wins. */
+void fctl_vlan_qos_normalize(struct fctl_vlan_qos *q);
+bool fctl_vlan_qos_equal(const struct fctl_vlan_qos *a, const struct fctl_vlan_qos *b);
+bool fctl_vlan_qos_empty(const struct fctl_vlan_qos *q);
+/* The PCP the egress map gives skb priority prio (0 when it has no mapping). */
+uint8_t fctl_vlan_qos_pcp(const struct fctl_vlan_qos *q, uint32_t prio);
+/* "egress 3:3 5:5, ingress 3:3" style text ("none" when empty); for diffs and plans. */
+void fctl_vlan_qos_format(const struct fctl_vlan_qos *q, struct fctl_buf *out);
+/* The state file's tokens: " egress=P:C,P:C ingress=C:P" (each only when not empty). */
+void fctl_vlan_qos_put_tokens(const struct fctl_vlan_qos *q, struct fctl_buf *out);
+/* Parses one token's value ("3:3,5:5") into q's egress (egress) or ingress map, adding to
+ * what q holds; 0 or -EINVAL. */
+/* Appends ,"qos":{"egress":[{"priority":P,"pcp":C}..],"ingress":[{"pcp":C,"priority":P}..]} */
+void fctl_vlan_qos_to_json(const struct fctl_vlan_qos *q, struct fctl_buf *out);
+int fctl_vlan_qos_parse_list(const char *s, bool egress, struct fctl_vlan_qos *q);
+
 enum fctl_link_kind {
 	FCTL_LINK_VLAN,
 	FCTL_LINK_MACSEC,
@@ -145,6 +181,7 @@ struct fctl_link {
 	/* VLAN */
 	uint16_t vid;
 	enum fctl_vlan_proto proto;
+	struct fctl_vlan_qos qos;
 	/* MACsec */
 	struct fctl_macsec macsec;
 	/* addresses ("10.0.0.1/24", "fd00::1/64"), sorted */
