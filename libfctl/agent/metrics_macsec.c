@@ -86,6 +86,19 @@ static void secy_gauges(const struct secy *v, size_t n, struct fctl_buf *o)
 	for (size_t i = 0; i < n; i++)
 		fctl_mx_sample_u64(o, "fabricctl_macsec_encoding_sa", v[i].set,
 				   v[i].l->macsec.encoding_sa);
+	/* an info series (always 1): the offload in its label, to join on the SecY's labels
+	 * rather than adding a label to every SecY series */
+	fctl_mx_head(o, "fabricctl_macsec_secy_offload_info", "gauge",
+		     "Always 1; offload: where the kernel runs the SecY's MACsec (off: in "
+		     "software, mac or phy: the NIC).");
+	for (size_t i = 0; i < n; i++) {
+		char set[512];
+
+		snprintf(set, sizeof(set), "%s", v[i].set);
+		fctl_mx_label(set, sizeof(set), "offload",
+			      fctl_offload_name(v[i].l->macsec.offload));
+		fctl_mx_sample_u64(o, "fabricctl_macsec_secy_offload_info", set, 1);
+	}
 }
 
 enum sa_what { SA_ACTIVE, SA_NEXT_PN, SA_USED };

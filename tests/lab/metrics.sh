@@ -10,7 +10,8 @@
 #
 #  1. both targets up, the rule groups loaded
 #  2. after apply: fabricctl_macsec_secy_encrypting == 1 for ms100 with
-#     link="h1-h2.100" on both hosts, fabricctl_profile_version == 1
+#     link="h1-h2.100" on both hosts, its fabricctl_macsec_secy_offload_info says offload
+#     off (joined on the SecY's labels), fabricctl_profile_version == 1
 #  3. a probe run (soft-RoCE on ms100, --state-dir the agent's) on h1: the seven
 #     fabricctl_probe_* families of link h1-h2 appear, fabricctl_probe_pass is its verdict
 #  4. drift made with `ip` on h2 (encrypt off): fabricctl_link_drift == 1 for
@@ -224,6 +225,10 @@ for h in h1 h2; do
 	pq prom_wait "fabricctl_macsec_secy_encrypting{host=\"$h\",link=\"$LINK\",ifname=\"ms100\"} == 1" 60 &&
 		pass "2-$h-encrypting-$LINK" ||
 		fail "2-$h-encrypting-$LINK" "$(pq prom_query "fabricctl_macsec_secy_encrypting{host=\"$h\"}" | head -c 400)"
+	# the offload of the SecY, joined on its labels as docs/agent.md shows (software here)
+	pq prom_wait "fabricctl_macsec_secy_encrypting{host=\"$h\",ifname=\"ms100\"} * on(host, link, ifname) group_left(offload) fabricctl_macsec_secy_offload_info{offload=\"off\"} == 1" 30 &&
+		pass "2-$h-offload-info-off" ||
+		fail "2-$h-offload-info-off" "$(pq prom_query "fabricctl_macsec_secy_offload_info{host=\"$h\"}" | head -c 400)"
 	pq prom_wait "fabricctl_profile_version{instance=\"10.9.12.${h#h}:9443\"} == 1" 30 &&
 		pass "2-$h-profile-version-1" ||
 		fail "2-$h-profile-version-1" "$(pq prom_query 'fabricctl_profile_version' | head -c 400)"
