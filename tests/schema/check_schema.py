@@ -124,6 +124,9 @@ INVALID = {
     "kms-key-without-version": (BASE.replace("backend: file, id: keys/p.key",
                                              "backend: kmip, id: p") % ("", "100")),
     "schema-version": (BASE.replace("schema: 1", "schema: 2") % ("", "100")),
+    "speed-without-unit": (BASE.replace('name: eth0, mac: "52:54:00:00:00:01"',
+                                        'name: eth0, mac: "52:54:00:00:00:01", speed: "400"') %
+                           ("", "100")),
     # MKA (docs/mka.md): exactly one of key and mka, gcm-aes-128 only, a CKN of 1..32 bytes
     "key-and-mka": (BASE % ("    mka: { cak: { backend: file, id: keys/c.key }, ckn: \"00\" }",
                             "100")),
@@ -175,6 +178,16 @@ def main():
             result(by_schema and by_fabricctl, "invalid " + name,
                    "schema %s, fabricctl %s" % ("refuses" if by_schema else "accepts",
                                                 "refuses" if by_fabricctl else "accepts"))
+        # a port's line rate as fabricctl reads it (400G, 2.5G, 100M) is valid for both
+        for sp in ("400G", "2.5G", "100M"):
+            path = os.path.join(d, "speed.yaml")
+            with open(path, "w") as f:
+                f.write(BASE.replace('name: eth0, mac: "52:54:00:00:00:01"',
+                                     'name: eth0, mac: "52:54:00:00:00:01", speed: "%s"' % sp)
+                        % ("", "100"))
+            errs = schema_errors(v, path)
+            result(not errs and fabricctl_valid(fabricctl, path), "speed-%s-valid-by-both" % sp,
+                   "; ".join(errs[:3]) or "fabricctl validate refuses it")
         # the control: the same profile without a broken rule passes both
         path = os.path.join(d, "control.yaml")
         with open(path, "w") as f:
