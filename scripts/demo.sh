@@ -6,9 +6,10 @@
 #      and planned offline against version 1, as CI shows it to the reviewer
 #   3. two lab hosts booted from the profile (qemu, Debian's stock kernel)
 #   4. version 2 applied on both hosts through netlink; a ping over MACsec
-#   5. RDMA probes over RoCE on the MACsec device (soft-RoCE): verdict PASS
-#   6. the MACsec key rotated make-before-break by keymgr through the agents
-#      (mutual TLS, key-custodian) under a sequence-numbered UDP stream both
+#   5. the agents started (mutual TLS); every protected link probed through them
+#      (probe --fabric: RoCE over the MACsec device, soft-RoCE): verdict PASS
+#   6. the MACsec key rotated make-before-break by keymgr through the same agents
+#      (key-custodian) under a sequence-numbered UDP stream both
 #      ways: 0 packets lost
 #   7. the audit logs collected and verified, an evidence bundle signed by two
 #      keys made for the demo, checked by the bundle's verify.sh with pinned keys
@@ -193,55 +194,58 @@ done
 guest h1 "$F" diff "$V2"
 
 # --- 5 --------------------------------------------------------------------------
-step "5. RDMA probes: RoCE v2 over MACsec (soft-RoCE rxe0 on ms100), judged by the profile's SLOs"
+step "5. RDMA probes of every protected link through the agents: RoCE v2 over MACsec, judged by the profile's SLOs"
 mkdir -p "$D/probe"
-for h in h1 h2; do
-	guest "$h" rdma link add rxe0 type rxe netdev ms100
-done
-guest_shown h2 "$F" probe serve --once --dev rxe0 "&"
-SERVER=$("$F" lab exec-bg --timeout 900 h2 -- "$F" probe serve --once --dev rxe0)
-ok=0
-for _ in $(seq 60); do
-	on h2 ss -Hltn 'sport = :18516' | grep -q . && { ok=1; break; }
-	sleep 0.5
-done
-[ "$ok" = 1 ] || die "'probe serve' on h2 does not listen"
-note "h2 serves on port 18516; h1 runs send latency and write bandwidth (200 iterations each)"
-PROBE=(probe run --peer 10.100.0.2 --dev rxe0 --test send_lat,write_bw --iters 200 --qp-timeout 20
-	--profile "$V2" --link h1-h2 --change "$CHANGE" --json)
-guest_shown h1 "$F" "${PROBE[@]}" ">" build/demo/probe/probe-h1-h2.json
-tick_start "probing"
-rc=0
-on h1 "$F" "${PROBE[@]}" >"$D/probe/probe-h1-h2.json" || rc=$?
-tick_stop
-"$F" lab wait --timeout 60 h2 "$SERVER" >/dev/null 2>&1 || "$F" lab kill h2 "$SERVER" >/dev/null 2>&1 || true
-jq -r '.results[] | "   \(.test) \(.size_bytes) B: p50 \(.latency_p50_us // "-") us, p99 \(.latency_p99_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, loss \([.ends[].loss_packets] | add), retransmissions \([.ends[].retransmissions] | add), MACsec encrypting on both ends \([.ends[].macsec | .is_macsec and .encrypt and .out_pkts_encrypted_delta > 0] | all): \(if .pass then "pass" else "FAIL: \(.reasons | join("; "))" end)"' \
-	"$D/probe/probe-h1-h2.json" | tee "$D/probe/probe-h1-h2.txt" || true
-VERDICT=$(jq -r 'if .pass == true then "PASS" else "FAIL" end' "$D/probe/probe-h1-h2.json" 2>/dev/null || echo "no report")
-echo "   probe verdict: $VERDICT (exit $rc)" | tee -a "$D/probe/probe-h1-h2.txt"
-[ "$rc" = 0 ] && [ "$VERDICT" = PASS ] || die "the probe verdict is $VERDICT (exit $rc)"
-
-# --- 6 --------------------------------------------------------------------------
-step "6. key rotation through the agents, under a sequence-numbered stream both ways"
-R=$D/rotation
-mkdir -p "$R"
-# a demo CA: server certificates for the agents on the lab wire's untagged
-# addresses, a key-custodian client certificate for keymgr (scripts/pki.sh)
+# a demo CA: server certificates for the agents on the lab wire's untagged addresses, an
+# operator client certificate for the probe and a key-custodian one for keymgr (step 6)
 run_to "$D/pki.log" scripts/pki.sh "$D/pki" h1=10.9.12.1 h2=10.9.12.2
 chmod 644 "$D"/pki/*.key # a demo CA: the guests' sandboxed agent workers read them over 9p
 ID=$D/pki
 KC=(--cert "$ID/client-key-custodian.crt" --key "$ID/client-key-custodian.key" --ca "$ID/ca.crt")
+OPC=(--cert "$ID/client-operator.crt" --key "$ID/client-operator.key" --ca "$ID/ca.crt")
 AGENTS=(--agent h1=10.9.12.1:7443 --agent h2=10.9.12.2:7443)
+printf 'h1 10.9.12.1:7443\nh2 10.9.12.2:7443\n' >"$D/inventory"
 KS=/var/lib/fabricctl/keymgr # keymgr's journal and history, on h1
 guest h1 ip addr add 10.9.12.1/24 dev eth0
 guest h2 ip addr add 10.9.12.2/24 dev eth0
 for h in h1 h2; do
+	guest "$h" rdma link add rxe0 type rxe netdev ms100
 	guest_shown "$h" "$F" agent --host "$h" --listen 0.0.0.0:7443 --cert "$ID/server-$h.crt" \
 		--key "$ID/server-$h.key" --ca "$ID/ca.crt" --audit-log /var/lib/fabricctl/agent-audit.log "&"
 	AG[$h]=$("$F" lab exec-bg "$h" -- "$F" agent --host "$h" --listen 0.0.0.0:7443 \
 		--cert "$ID/server-$h.crt" --key "$ID/server-$h.key" --ca "$ID/ca.crt" \
 		--audit-log /var/lib/fabricctl/agent-audit.log --drift-interval 30s)
 done
+note "waiting for both agents to answer over mutual TLS"
+ok=0
+for i in $(seq 60); do
+	on h1 "$F" status --fabric --inventory "$D/inventory" "${OPC[@]}" --quiet >/dev/null 2>&1 && { ok=1; break; }
+	[ $((i % 10)) = 0 ] && note "... agents not answering yet ($i s)"
+	sleep 1
+done
+[ "$ok" = 1 ] || die "the agents do not answer (status --fabric)"
+note "every protected link of the profile (here one, h1-h2 on VLAN 100): its two ends' agents"
+note "serve and run send latency and write bandwidth (200 iterations each) on the RDMA device"
+note "whose GID is on the SecY, after a don't-fragment check of the VLAN's MTU both ways"
+PROBE=(probe --fabric "$V2" --inventory "$D/inventory" "${OPC[@]}" --test send_lat,write_bw
+	--iters 200 --qp-timeout 20 --timeout 300s --deadline 600s --change "$CHANGE")
+guest_shown h1 "$F" "${PROBE[@]}" --json ">" build/demo/probe/fabric-probe.json
+tick_start "probing"
+rc=0
+on h1 "$F" "${PROBE[@]}" --json >"$D/probe/fabric-probe.json" || rc=$?
+tick_stop
+jq -r '.links[] | . as $l | .tests[] | "   \($l.link) VLAN \($l.vlan) \(.test) \(.size_bytes) B: p50 \(.latency_p50_us // "-") us, p99 \(.latency_p99_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, loss \(.loss_packets.a + .loss_packets.b), retransmissions \(.retransmissions.a + .retransmissions.b), MACsec-encrypted packets a/b +\(.macsec_encrypted_delta.a)/+\(.macsec_encrypted_delta.b): \(if .pass then "pass" else "FAIL" end)"' \
+	"$D/probe/fabric-probe.json" | tee "$D/probe/fabric-probe.txt" || true
+jq -r '.links[] | select(.verdict != "pass") | "   \(.link): \(.verdict): \(.reasons | join("; "))"' \
+	"$D/probe/fabric-probe.json" | tee -a "$D/probe/fabric-probe.txt" || true
+VERDICT=$(jq -r 'if .pass == true then "PASS" else "FAIL" end' "$D/probe/fabric-probe.json" 2>/dev/null || echo "no report")
+echo "   fabric probe verdict: $VERDICT (exit $rc)" | tee -a "$D/probe/fabric-probe.txt"
+[ "$rc" = 0 ] && [ "$VERDICT" = PASS ] || die "the fabric probe verdict is $VERDICT (exit $rc)"
+
+# --- 6 --------------------------------------------------------------------------
+step "6. key rotation through the agents, under a sequence-numbered stream both ways"
+R=$D/rotation
+mkdir -p "$R"
 KEYS=("${KC[@]}" "${AGENTS[@]}" --state-dir "$KS")
 # keymgr writes its rotation records into h1's log, after apply's and the probe's
 # (it reads no $FCTL_AUDIT_LOG: the log is named)
@@ -371,7 +375,7 @@ step_end
 printf '   %-24s %s\n' \
 	"profile (applied)" "build/demo/profiles/lab-pair-v2.yaml (version 1 beside it)" \
 	"plan (v2 from v1)" "build/demo/plan.txt, plan.md, plan.json" \
-	"probe report" "build/demo/probe/probe-h1-h2.json (summary: probe-h1-h2.txt)" \
+	"probe report" "build/demo/probe/fabric-probe.json (summary: fabric-probe.txt)" \
 	"rotation journal/record" "build/demo/rotation/keymgr/rotations.log, agent-record-h{1,2}/, rotate-*.txt, stream-*.txt" \
 	"audit logs" "build/demo/audit/h{1,2}/audit.log (+ .checkpoints, audit.pub; agents' logs in agent/)" \
 	"evidence bundle" "${B#"$ROOT/"}" \
