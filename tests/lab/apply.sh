@@ -19,7 +19,9 @@
 #     converged in place by the next apply
 #  9. (kernel 6.12) MACsec offload on a netdevsim port: apply with offload mac,
 #     idempotent re-apply, an in-place change, an offload change planned as a
-#     disruptive rebuild, a late failure in it rolled back, offload off and back
+#     disruptive rebuild, a late failure in it rolled back, offload off and back;
+#     then a key rotation's SA steps through the agent's SA door (RX install, TX
+#     stage, switch, retire), each reaching netdevsim's callback, offload still mac
 #
 # Prints PASS/FAIL per check and "apply_lab: N passed, M failed"; exits non-zero
 # on any failure, including a lab that cannot start (never skips).
@@ -384,9 +386,62 @@ if [[ ${FCTL_LAB_KERNEL:-} == 6.12 ]]; then
 	nsim_offload() { # jq path on ip -d -j link show ms300's info_data: offload mode
 		on h1 ip -d -j link show dev ms300 | jq -r '.[0].linkinfo.info_data.offload // "none"'
 	}
+	# The SA steps of a key rotation on the offloaded SecY, through the agent's SA door
+	# as keymgr sends them (tests/lab/sa_batch.c on the agent's Unix socket; the writes
+	# are fctl_engine_sa_write's): install an RX SA on the next AN, stage the TX SA
+	# inactive, switch (UPD_TXSA active, then the encoding SA), retire the old RX and TX
+	# SA. After each step: the kernel's view of ms300 (ip -j macsec show) has the SAs
+	# on/off as the step leaves them, the SecY still says offload mac, and netdevsim's
+	# own debug lines (dyndbg=+p at insmod) name the callback the step reached with its
+	# AN. net/macsec.c has no software fallback for an SA of an offloaded SecY: a
+	# refused mdo_* callback fails the request, the SA left as it was (macsec_add_rxsa &c.).
+	nsim_rotation() {
+		local sab=$BUILD/tests/lab/sa_batch sock=/run/fctl-nsim-agent.sock ag m old new peer kid
+		[ -x "$sab" ] || { fail "9-rot-sa-batch" "$sab is missing: build first"; return; }
+		on h1 mkdir -p /run/fctl-nsim-agent
+		ag=$("$LAB" exec-bg h1 -- "$F" agent --host h1 --socket $sock $NS --drift-interval 0 \
+			--audit-log /run/fctl-nsim-audit.log --profile-dir /run/fctl-nsim-agent)
+		if ! on h1 sh -c "for i in \$(seq 100); do [ -S $sock ] && exit 0; sleep 0.2; done; exit 1"; then
+			fail "9-rot-agent-up" "no socket $sock"
+			"$LAB" kill h1 "$ag" >/dev/null 2>&1
+			return
+		fi
+		m=$(on h1 ip -j macsec show ms300)
+		old=$(jq -r '.[0].encoding_sa' <<<"$m")
+		new=$(((old + 1) % 4))
+		peer=$(jq -r '.[0].rx_sc[0].sci | ltrimstr("0x")' <<<"$m")
+		kid=$(openssl rand -hex 16)
+		(umask 022 && openssl rand -hex 16 >"$WORK/nsim-rot.key")
+		nsim_step() { # name, sa_batch script, jq test on ms300's view, callback:AN lines netdevsim must log
+			local name=$1 view out bad="" cb log re
+			printf '%b' "$2" >"$WORK/nsim-sab-$name"
+			out=$(on h1 sh -c 'dmesg -C; "$1" unix:"$2" ms300 <"$3" 2>&1; echo "exit $?"' sab "$sab" "$sock" "$WORK/nsim-sab-$name")
+			view=$(on h1 ip -j macsec show ms300)
+			grep -q '^exit 0$' <<<"$out" || bad="$bad agent: $(tr '\n' ' ' <<<"$out");"
+			jq -e --argjson o "$old" --argjson n "$new" "$3" <<<"$view" >/dev/null || bad="$bad kernel: $(jq -c '.[0] | {encoding_sa, sa_list, rx: [.rx_sc[]?.sa_list]}' <<<"$view");"
+			[ "$(nsim_offload)" = mac ] || bad="$bad offload $(nsim_offload);"
+			log=$(on h1 dmesg)
+			for cb in $4; do # add_rxsa:AN (the SA callbacks log their AN last), or upd_secy
+				[[ $cb == *:* ]] && re="nsim_macsec_${cb%%:*}: .*AN ${cb##*:}\$" || re="nsim_macsec_$cb: "
+				grep -q "$re" <<<"$log" || bad="$bad netdevsim logged no $cb;"
+			done
+			[ -z "$bad" ] && pass "9-rot-$name" || fail "9-rot-$name" "$bad"
+		}
+		local tx='[.[0].sa_list[]? | select(.an == $n)][0]' rx='[.[0].rx_sc[0].sa_list[]? | select(.an == $n)][0]'
+		nsim_step rx-install "rx-install $new $peer $WORK/nsim-rot.key $kid\n" \
+			"($rx | .active == true and .key == \"$kid\") and .[0].encoding_sa == \$o" "add_rxsa:$new"
+		nsim_step tx-stage "tx-stage $new $WORK/nsim-rot.key $kid\n" \
+			"($tx | .active == false and .key == \"$kid\") and .[0].encoding_sa == \$o" "add_txsa:$new"
+		nsim_step switch "switch $new 2 $kid\n" \
+			"($tx | .active == true) and .[0].encoding_sa == \$n" "upd_txsa:$new upd_secy"
+		nsim_step retire-old "retire $old $peer\nretire $old\n" \
+			"([.[0].sa_list[]?.an, .[0].rx_sc[0].sa_list[]?.an] | unique) == [\$n] and .[0].encoding_sa == \$n" \
+			"del_rxsa:$old del_txsa:$old"
+		"$LAB" kill h1 "$ag" >/dev/null 2>&1 || fail "9-rot-agent-stopped"
+	}
 	if ! ko=$(bash "$ROOT/scripts/lab-netdevsim.sh" 2>"$WORK/nsim-build.err"); then
 		fail "9-netdevsim-built" "$(tail -n 5 "$WORK/nsim-build.err")"
-	elif ! why=$(on h1 sh -c "modprobe psample && insmod '$ko' && echo '1 1' >/sys/bus/netdevsim/new_device &&
+	elif ! why=$(on h1 sh -c "modprobe psample && insmod '$ko' dyndbg=+p && echo '1 1' >/sys/bus/netdevsim/new_device &&
 		for i in \$(seq 50); do [ -d /sys/bus/netdevsim/devices/netdevsim1/net ] && break; sleep 0.1; done &&
 		n=\$(ls /sys/bus/netdevsim/devices/netdevsim1/net) && ip link set dev \"\$n\" name nsim0 &&
 		ip link set dev nsim0 address 52:54:00:fa:01:99 && ip link set dev nsim0 up" 2>&1); then
@@ -426,6 +481,7 @@ if [[ ${FCTL_LAB_KERNEL:-} == 6.12 ]]; then
 		out=$(on h1 "$F" apply --json $NS "$WORK/nsim.yaml")
 		[ "$(jq -r .result <<<"$out")" = applied ] && [ "$(dump h1)" = "$NSIM_V1" ] &&
 			pass "9-offload-back-exact" || fail "9-offload-back-exact" "$(jq -c '{result,error}' <<<"$out") $(diff <(echo "$NSIM_V1") <(dump h1) | head -10)"
+		nsim_rotation
 		on h1 "$F" teardown -q $NS || fail "9-teardown"
 		on h1 sh -c 'echo 1 >/sys/bus/netdevsim/del_device' || fail "9-netdevsim-removed"
 	fi

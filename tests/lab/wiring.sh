@@ -11,6 +11,9 @@
 #   - VLAN 101's QoS map (`qos: { roce: true }`): the kernel's maps, no drift, drift
 #     set by hand found and repaired, and SO_PRIORITY 3 traffic leaving with PCP 3 in
 #     the clear 802.1Q tag in front of the MACsec frame, as tcpdump on the peer sees it
+#   - soft-RoCE (rxe on VLAN 101's SecY) with traffic class 104: TOS 104 inside, PCP 0
+#     in the clear tag (rxe leaves skb->priority 0); PCP 3 once a tc skbedit on the
+#     SecY's egress turns DSCP 26 into skb priority 3
 #
 # Before any VM: `lab up --profile --dry-run` gives the expected wiring, and
 # lab.sh refuses bad --wiring/--mac/--name/--ifname up front.
@@ -274,3 +277,52 @@ else
 	fail "qos-pcp-on-the-wire" "tcpdump did not start: $(on node-b cat /run/qos.err)"
 	"$LAB" wait --timeout 90 node-b "$job" >/dev/null 2>&1
 fi
+
+# Soft-RoCE with the profile's traffic class: rxe on both ends of VLAN 101's SecY, an
+# ib_send_bw from node-a with --tclass 104 (DSCP 26, RoCE's class in the RoCE
+# shorthand's sources). rxe writes the traffic class into the IPv4 TOS of the packet it
+# builds itself and hands it to ip_local_out with skb->priority never set (0): no socket
+# priority, no TOS -> priority (docs/profile.md, "qos", soft-RoCE). So what holds and is
+# checked: node-b's MACsec device (decrypted) sees RoCEv2 (UDP 4791) with TOS 104,
+# and node-b's p0 sees those frames with the clear VLAN 101 tag, PCP 0 (skb priority 0
+# has no mapping) and MACsec behind it. With a tc skbedit on ms101's egress (DSCP 26 ->
+# skb priority 3, the documented fix), the same traffic leaves with PCP 3.
+ROCE_SNIFF='exec timeout 60 tcpdump -Z root -l -c 5 -e -nn -i "$1" "$2" >"/run/roce-$3.cap" 2>"/run/roce-$3.err"'
+roce_round() { # tag: ib_send_bw node-a -> node-b over rxe101 under two captures on node-b;
+	# prints "PCPS|TOS-FRAMES": the PCPs seen on p0 (sorted, unique) and how many RoCE
+	# frames with TOS 104 ms101 saw
+	local j1 j2 srv
+	on node-b rm -f /run/roce-"$1"-*.cap /run/roce-"$1"-*.err
+	j1=$("$LAB" exec-bg --timeout 90 node-b -- sh -c "$ROCE_SNIFF" s p0 \
+		"ether src 0c:42:a1:00:0a:00 and vlan 101 and greater 1000" "$1-wire")
+	j2=$("$LAB" exec-bg --timeout 90 node-b -- sh -c "$ROCE_SNIFF" s ms101 \
+		"udp dst port 4791 and ip[1] == 104 and greater 1000" "$1-in")
+	on node-b sh -c "for i in \$(seq 300); do grep -q listening /run/roce-$1-wire.err 2>/dev/null &&
+		grep -q listening /run/roce-$1-in.err 2>/dev/null && exit 0; sleep 0.1; done; exit 1" || return 1
+	srv=$("$LAB" exec-bg --timeout 120 node-b -- ib_send_bw -d rxe101 -x 1 -n 50 -s 4096 --tclass 104)
+	for _ in $(seq 60); do on node-b ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.5; done
+	on node-a ib_send_bw -d rxe101 -x 1 -n 50 -s 4096 --tclass 104 10.101.0.2 >"$WORK/roce-$1.out" 2>&1
+	"$LAB" wait --timeout 120 node-b "$srv" >/dev/null 2>&1
+	"$LAB" wait --timeout 90 node-b "$j1" >/dev/null 2>&1
+	"$LAB" wait --timeout 90 node-b "$j2" >/dev/null 2>&1
+	echo "$(on node-b cat /run/roce-"$1"-wire.cap | sed -nE 's/.*vlan 101, p ([0-7]), ethertype [^(]*\((0x[0-9a-f]+)\).*/p\1\/\2/p' |
+		sort -u | paste -sd,)|$(on node-b cat /run/roce-"$1"-in.cap | grep -c 'length')"
+}
+roce_ok=1
+for h in node-a node-b; do on "$h" rdma link add rxe101 type rxe netdev ms101 || roce_ok=0; done
+if [ "$roce_ok" = 1 ] && got=$(roce_round plain); then
+	same "roce-tclass-pcp-0-tos-104" "p0/0x88e5|5" "$got"
+	if on node-a sh -c 'tc qdisc add dev ms101 clsact &&
+		tc filter add dev ms101 egress protocol ip flower ip_tos 0x68/0xfc action skbedit priority 3'; then
+		got=$(roce_round skbedit) && same "roce-dscp-skbedit-pcp-3" "p3/0x88e5|5" "$got" ||
+			fail "roce-dscp-skbedit-pcp-3" "tcpdump did not start: $(on node-b cat /run/roce-skbedit-*.err)"
+	else
+		fail "roce-dscp-skbedit-pcp-3" "tc clsact/flower/skbedit on ms101 refused"
+	fi
+	on node-a tc qdisc del dev ms101 clsact >/dev/null 2>&1
+else
+	fail "roce-tclass-pcp-0-tos-104" "rxe101 or tcpdump did not start: $(on node-b cat /run/roce-plain-*.err 2>&1)"
+fi
+[ -s "$WORK/roce-plain.out" ] && grep -q 'BW average' "$WORK/roce-plain.out" ||
+	fail "roce-send-bw-ran" "$(tail -n 5 "$WORK/roce-plain.out" 2>/dev/null)"
+for h in node-a node-b; do on "$h" rdma link delete rxe101 >/dev/null 2>&1; done
