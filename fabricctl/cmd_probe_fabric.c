@@ -26,7 +26,7 @@ struct pf {
 	const char *profile_file, *inventory, *cert, *key, *ca, *junit, *audit_log, *change;
 	const char *links[MAX_LINKS];
 	size_t n_links;
-	bool json, quiet, allow_clear;
+	bool json, quiet, allow_clear, matrix_p50;
 	unsigned link_s, deadline_s;
 	char extra[200];
 };
@@ -42,6 +42,7 @@ static const struct option pf_opts[] = {
 	{ "qp-timeout", required_argument, NULL, 'Q' },
 	{ "allow-cleartext", no_argument, NULL, 'c' }, { "quiet", no_argument, NULL, 'q' },
 	{ "audit-log", required_argument, NULL, 'L' }, { "change", required_argument, NULL, 'G' },
+	{ "matrix", required_argument, NULL, 'M' },
 	{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 };
 
@@ -105,6 +106,13 @@ static int pf_parse(struct pf *f, int argc, char **argv)
 		case 'L': f->audit_log = optarg; break;
 		case 'G': f->change = optarg; break;
 		case 'q': f->quiet = true; break;
+		case 'M':
+			if (strcmp(optarg, "p50") && strcmp(optarg, "p99")) {
+				cli_err("probe: --matrix expects p50 or p99");
+				return EXIT_USAGE;
+			}
+			f->matrix_p50 = !strcmp(optarg, "p50");
+			break;
 		case 'h': cli_usage_cmd("probe"); return EXIT_OK;
 		default: return EXIT_USAGE;
 		}
@@ -299,9 +307,15 @@ static void progress(void *ctx, const struct fctl_probe_result *r)
 static int report(const struct pf *f, const struct fctl_probe_result *res, size_t n,
 		  unsigned rounds, double wall)
 {
+	struct fctl_probe_matrix m = { 0 };
 	struct fctl_buf b = { 0 };
 	size_t fail = 0, err = 0;
 	int rc;
+
+	if (fctl_probe_matrix_build(res, n, !f->matrix_p50, &m) < 0) {
+		cli_err("probe: out of memory");
+		return EXIT_USAGE;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		fail += res[i].verdict == FCTL_PROBE_FAIL;
@@ -317,19 +331,24 @@ static int report(const struct pf *f, const struct fctl_probe_result *res, size_
 				fctl_buf_putc(&b, ',');
 			json_link(&b, &res[i]);
 		}
-		fctl_buf_puts(&b, "]}\n");
+		fctl_buf_puts(&b, "],\"latency_matrix\":");
+		fctl_probe_matrix_json(&m, &b);
+		fctl_buf_puts(&b, "}\n");
 	} else {
 		fctl_buf_printf(&b, "%-18s %-9s %9s %9s %9s %9s %9s %9s %13s %s\n", "LINK/VLAN",
 				"TEST", "P50_US", "P99_US", "P999_US", "GBPS", "LOSS A/B",
 				"RETR A/B", "ENCRYPTED A/B", "VERDICT");
 		for (size_t i = 0; i < n; i++)
 			text_link(&b, &res[i]);
+		fctl_buf_putc(&b, '\n');
+		fctl_probe_matrix_text(&m, &b);
 		fctl_buf_printf(&b, "fabric probe: %zu link%s in %u round%s, %.1f s: %zu passed, "
 				    "%zu failed, %zu could not run\n", n, n == 1 ? "" : "s", rounds,
 				rounds == 1 ? "" : "s", wall, n - fail - err, fail, err);
 	}
 	cli_write(stdout, &b);
 	fctl_buf_release(&b);
+	fctl_probe_matrix_release(&m);
 	if (f->junit && junit(f->junit, res, n) < 0)
 		rc = EXIT_USAGE;
 	return rc;
