@@ -26,7 +26,7 @@ struct pf {
 	const char *profile_file, *inventory, *cert, *key, *ca, *junit, *audit_log, *change;
 	const char *links[MAX_LINKS];
 	size_t n_links;
-	bool json, quiet, allow_clear;
+	bool json, quiet, allow_clear, matrix_p50;
 	unsigned link_s, deadline_s;
 	char extra[200];
 };
@@ -42,6 +42,7 @@ static const struct option pf_opts[] = {
 	{ "qp-timeout", required_argument, NULL, 'Q' },
 	{ "allow-cleartext", no_argument, NULL, 'c' }, { "quiet", no_argument, NULL, 'q' },
 	{ "audit-log", required_argument, NULL, 'L' }, { "change", required_argument, NULL, 'G' },
+	{ "matrix", required_argument, NULL, 'M' },
 	{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 };
 
@@ -105,6 +106,13 @@ static int pf_parse(struct pf *f, int argc, char **argv)
 		case 'L': f->audit_log = optarg; break;
 		case 'G': f->change = optarg; break;
 		case 'q': f->quiet = true; break;
+		case 'M':
+			if (strcmp(optarg, "p50") && strcmp(optarg, "p99")) {
+				cli_err("probe: --matrix expects p50 or p99");
+				return EXIT_USAGE;
+			}
+			f->matrix_p50 = !strcmp(optarg, "p50");
+			break;
 		case 'h': cli_usage_cmd("probe"); return EXIT_OK;
 		default: return EXIT_USAGE;
 		}
@@ -299,9 +307,15 @@ static void progress(void *ctx, const struct fctl_probe_result *r)
 static int report(const struct pf *f, const struct fctl_probe_result *res, size_t n,
 		  unsigned rounds, double wall)
 {
+	struct fctl_probe_matrix m = { 0 };
 	struct fctl_buf b = { 0 };
 	size_t fail = 0, err = 0;
 	int rc;
+
+	if (fctl_probe_matrix_build(res, n, !f->matrix_p50, &m) < 0) {
+		cli_err("probe: out of memory");
+		return EXIT_USAGE;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		fail += res[i].verdict == FCTL_PROBE_FAIL;
@@ -317,47 +331,94 @@ static int report(const struct pf *f, const struct fctl_probe_result *res, size_
 				fctl_buf_putc(&b, ',');
 			json_link(&b, &res[i]);
 		}
-		fctl_buf_puts(&b, "]}\n");
+		fctl_buf_puts(&b, "],\"latency_matrix\":");
+		fctl_probe_matrix_json(&m, &b);
+		fctl_buf_puts(&b, "}\n");
 	} else {
 		fctl_buf_printf(&b, "%-18s %-9s %9s %9s %9s %9s %9s %9s %13s %s\n", "LINK/VLAN",
 				"TEST", "P50_US", "P99_US", "P999_US", "GBPS", "LOSS A/B",
 				"RETR A/B", "ENCRYPTED A/B", "VERDICT");
 		for (size_t i = 0; i < n; i++)
 			text_link(&b, &res[i]);
+		fctl_buf_putc(&b, '\n');
+		fctl_probe_matrix_text(&m, &b);
 		fctl_buf_printf(&b, "fabric probe: %zu link%s in %u round%s, %.1f s: %zu passed, "
 				    "%zu failed, %zu could not run\n", n, n == 1 ? "" : "s", rounds,
 				rounds == 1 ? "" : "s", wall, n - fail - err, fail, err);
 	}
 	cli_write(stdout, &b);
 	fctl_buf_release(&b);
+	fctl_probe_matrix_release(&m);
 	if (f->junit && junit(f->junit, res, n) < 0)
 		rc = EXIT_USAGE;
 	return rc;
 }
 
-/* One record a link (action probe-fabric), as the single probe records each verdict:
- * the link, its ends, its verdict and reasons. Negative errno when one was not written. */
+/* One probe-fabric record: detail "TEST size=N link=L vlan=V a=A b=B round=R: figures" (the
+ * single probe's "TEST size=N link=L: figures", which the evidence bundle turns into a
+ * test-result statement; docs/audit.md). */
+static int audit_one(struct fctl_audit *a, const struct pf *f, const struct fctl_profile *p,
+		     const struct fctl_probe_result *r, const char *test, bool pass,
+		     const char *figures)
+{
+	const struct fctl_probe_item *it = r->item;
+	char detail[768], why[FCTL_PROBE_MAX_REASONS * 242] = "";
+	struct cli_audit_event ev = { .action = "probe-fabric", .host = it->host[1],
+				      .change_id = f->change, .p = p, .detail = detail };
+	size_t off = 0;
+
+	ev.result = r->verdict == FCTL_PROBE_ERROR ? "error" : pass ? "pass" : "fail";
+	for (size_t k = 0; !pass && k < r->n_reasons && off < sizeof(why); k++)
+		off += (size_t)snprintf(why + off, sizeof(why) - off, "%s%s", k ? "; " : "",
+					r->reasons[k]);
+	snprintf(detail, sizeof(detail), "%s link=%s vlan=%u a=%s b=%s round=%u: %s", test,
+		 it->link, it->vlan, it->host[0], it->host[1], it->round + 1, figures);
+	ev.error = why[0] ? why : NULL;
+	return cli_audit_record(a, &ev) < 0 ? -EIO : 0;
+}
+
+/* One record per link and test, one per link for its path MTU, one "run" record for a
+ * link that could not be measured. Negative errno when one was not written. */
 static int audit_links(struct fctl_audit *a, const struct pf *f, const struct fctl_profile *p,
 		       const struct fctl_probe_result *res, size_t n)
 {
 	int ret = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct fctl_probe_item *it = res[i].item;
-		char detail[512], why[FCTL_PROBE_MAX_REASONS * 242] = "";
-		struct cli_audit_event ev = { .action = "probe-fabric",
-					      .result = verdict_name(res[i].verdict),
-					      .host = it->host[1], .change_id = f->change, .p = p };
-		size_t off = 0;
+		const struct fctl_probe_result *r = &res[i];
+		char fig[400], name[48];
 
-		for (size_t k = 0; k < res[i].n_reasons && off < sizeof(why); k++)
-			off += (size_t)snprintf(why + off, sizeof(why) - off, "%s%s", k ? "; " : "",
-						res[i].reasons[k]);
-		snprintf(detail, sizeof(detail), "link %s vlan %u: %s (serves) -> %s (runs), "
-			 "round %u", it->link, it->vlan, it->host[0], it->host[1], it->round + 1);
-		ev.detail = detail;
-		ev.error = why[0] ? why : NULL;
-		if (cli_audit_record(a, &ev) < 0)
+		for (size_t t = 0; t < r->n_tests; t++) {
+			const struct fctl_probe_test *x = &r->tests[t];
+			int o = snprintf(fig, sizeof(fig), "ran=%d", x->ran);
+
+			if (x->has_lat)
+				o += snprintf(fig + o, sizeof(fig) - (size_t)o, " latency_p50_us=%.3f "
+					      "latency_p99_us=%.3f latency_p999_us=%.3f", x->p50_us, x->p99_us,
+					      x->p999_us);
+			if (x->has_bw)
+				o += snprintf(fig + o, sizeof(fig) - (size_t)o, " bandwidth_gbps=%.6f",
+					      x->gbps);
+			snprintf(fig + o, sizeof(fig) - (size_t)o, " loss=%" PRIu64 "/%" PRIu64
+				 " retrans=%" PRIu64 "/%" PRIu64 " encrypted=%" PRIu64 "/%" PRIu64
+				 " refused=%" PRIu64 "/%" PRIu64, x->loss[1], x->loss[0],
+				 x->retrans[1], x->retrans[0], x->encrypted[1], x->encrypted[0],
+				 x->macsec_bad[1], x->macsec_bad[0]);
+			snprintf(name, sizeof(name), "%s size=%" PRIu32, x->test, x->size);
+			if (audit_one(a, f, p, r, name, x->pass, fig) < 0)
+				ret = -EIO;
+		}
+		if (r->pmtu[0].checked || r->pmtu[1].checked) {
+			bool ok = (!r->pmtu[0].checked || r->pmtu[0].ok) &&
+				  (!r->pmtu[1].checked || r->pmtu[1].ok);
+
+			snprintf(fig, sizeof(fig), "mtu=%u largest_a=%u largest_b=%u", r->item->mtu,
+				 r->pmtu[0].largest, r->pmtu[1].largest);
+			if (audit_one(a, f, p, r, "path_mtu", ok, fig) < 0)
+				ret = -EIO;
+		}
+		if (r->verdict == FCTL_PROBE_ERROR &&
+		    audit_one(a, f, p, r, "run", false, "could not be measured") < 0)
 			ret = -EIO;
 	}
 	return ret;

@@ -426,7 +426,8 @@ static const struct cmd commands[] = {
 	  "       probe --fabric PROFILE [--link NAME]... [--json] [--junit FILE]\n"
 	  "                 [--timeout DUR] [--deadline DUR] [--test T,...] [--iters N] [--size N]\n"
 	  "                 [--qp-timeout N] [--inventory FILE] [--cert F --key F --ca F]\n"
-	  "                 [--allow-cleartext] [--audit-log PATH] [--change ID] [--quiet]",
+	  "                 [--allow-cleartext] [--audit-log PATH] [--change ID] [--quiet]\n"
+	  "                 [--matrix p50|p99]",
 	  "RDMA probes over a link (RoCE, RC QP): latency (send_lat, write_lat, read_lat)\n"
 	  "and bandwidth (send_bw, write_bw, read_bw), perftest-compatible and exact\n"
 	  "statistics, loss and retransmissions from the RDMA counters of both ends, the\n"
@@ -441,7 +442,8 @@ static const struct cmd commands[] = {
 	  "--link ones) through the agents of both ends (end a serves, end b runs; both\n"
 	  "need the operator role), in rounds in which no port carries two probes: a\n"
 	  "table per link, the path MTU both ways with don't-fragment echoes, the fabric\n"
-	  "verdict. --timeout is each link's deadline (60s), --deadline the whole run's;\n"
+	  "verdict, a hosts x hosts latency matrix (p99, or --matrix p50). --timeout is\n"
+	  "each link's deadline (60s), --deadline the whole run's;\n"
 	  "an agent that does not answer fails its links by name. Each link's verdict is an\n"
 	  "audit record (action probe-fabric) where the command runs. See docs/probes.md,\n"
 	  "\"The whole fabric\".\n"

@@ -306,7 +306,8 @@ static bool statement(struct ev *e, const struct rec *r, struct fctl_buf *b)
 		for (size_t k = 0; k < r->nkcv; k++)
 			fctl_buf_printf(b, "%s\"%s\"", k ? "," : "", r->kcvs[k]);
 		fctl_buf_puts(b, "]}}\n");
-	} else if (!strcmp(r->action, "probe")) {
+	} else if (!strcmp(r->action, "probe") || !strcmp(r->action, "probe-fabric")) {
+		/* a probe-fabric record is one link's test: "TEST size=N link=L vlan=V ...: " */
 		bool passed = r->result && (!strcmp(r->result, "pass") ||
 					    !strcmp(r->result, "passed") ||
 					    !strcmp(r->result, "ok"));

@@ -290,7 +290,8 @@ static const char css[] =
 	"svg .axis{stroke:#57606a}svg .tick{font-size:11px;fill:#57606a}"
 	"svg .lane{font-size:13px;font-weight:600;fill:#1f2328}svg .lanen{font-size:11px;"
 	"fill:#57606a}svg .lanea{fill:#fbfcfd}svg .laneb{fill:#f3f5f7}svg .lbl{font-size:11px;"
-	"fill:#424a53}svg .val{font-size:10px;fill:#424a53}svg .rowlbl{font-size:12px;fill:#1f2328}"
+	"fill:#424a53}svg .val{font-size:10px;fill:#424a53}svg .hmv{font-size:13px;fill:#1f2328}"
+	"svg .rowlbl{font-size:12px;fill:#1f2328}"
 	"svg .band{fill:#0969da;fill-opacity:.06;stroke:#0969da;stroke-opacity:.35;"
 	"stroke-dasharray:4 3}svg .bandlbl{font-size:11px;fill:#0969da;font-weight:600}"
 	"svg .rotbar{fill:#8250df;fill-opacity:.18}svg .overlap{fill:#bf8700;fill-opacity:.35}"
@@ -678,6 +679,7 @@ static void section_latency(struct fctl_buf *b, const struct ehrec *r, size_t n)
 			 "not histogram buckets: the buckets are in the probe's own JSON report "
 			 "(<code>probe run --json</code>), not in the audit log.</p>\n");
 	fctl_eh_svg_latency(b, r, n);
+	fctl_eh_svg_heatmap(b, r, n);
 	fctl_buf_puts(b, "<div class=\"tw\"><table class=\"dense\"><tr><th>seq</th><th>probe</th>"
 			 "<th>host, link</th><th>iterations</th>"
 			 "<th>typical µs</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th>"

@@ -85,6 +85,9 @@ void fctl_eh_section_verify(struct fctl_buf *b, const struct fctl_evidence_html_
 /* The plots, inline SVG appended to b. */
 void fctl_eh_svg_timeline(struct fctl_buf *b, const struct ehrec *r, size_t n);
 void fctl_eh_svg_latency(struct fctl_buf *b, const struct ehrec *r, size_t n);
+/* The fabric probe's latency heatmap (probe-fabric records with a p99, hosts x hosts);
+ * nothing when there is none. */
+void fctl_eh_svg_heatmap(struct fctl_buf *b, const struct ehrec *r, size_t n);
 void fctl_eh_svg_counters(struct fctl_buf *b, const struct ehrec *const *p, size_t n);
 
 /* The strings of the JSON array field key of a record line ("key_ids", "kcv") into

@@ -13,6 +13,7 @@
 # an instrumented copy, and its screenshot checked region by region: each change label drawn
 # whole and clear of the SVG's edge, each mark painted and background between neighbours (no
 # overlap), a key id after an error on a line of its own.
+# The fabric probe's records: a test-result statement each, the heatmap in report.html.
 # Then a 301-record window: the compact page (time slices, a summary of the changes, every
 # record once in a compact row, escaped), small, read by Chromium.
 # usage: report.sh [FABRICCTL] (default $FCTL_BUILD_DIR/fabricctl/fabricctl)
@@ -281,6 +282,56 @@ if grep -q '<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>
 	pass "an error and the key id after it are two lines of the cell"
 else
 	fail "an error and the key id after it are two lines of the cell"
+fi
+
+# --- the fabric probe: a test-result statement per link and test, the latency heatmap ---------
+FL=$T/fab/audit.log
+mkdir -p "$T/fab" && "$F" audit keygen --out "$T/fab" >/dev/null || cannot "audit keygen"
+pf() { # RESULT HOST DETAIL: one probe-fabric record as probe --fabric writes it
+	"$F" audit append --log "$FL" --change CHG-F --action probe-fabric --result "$1" --host "$2" --detail "$3"
+}
+fl() { echo "ran=1 latency_p50_us=$1 latency_p99_us=$2 latency_p999_us=$2 loss=0/0 retrans=0/0 encrypted=900/901 refused=0/0"; }
+{ pf pass h2 "send_lat size=2 link=l1 vlan=101 a=h1 b=h2 round=1: $(fl 4.000 9.500)" &&
+	pf fail h3 "send_lat size=2 link=l2 vlan=102 a=h2 b=h3 round=1: $(fl 40.000 88.000)" &&
+	pf pass h4 "send_lat size=2 link=l3 vlan=103 a=h3 b=h4 round=1: $(fl 5.000 12.000)" &&
+	pf pass h1 "write_bw size=65536 link=l4 vlan=104 a=h4 b=h1 round=1: ran=1 bandwidth_gbps=9.100000 loss=0/0 retrans=0/0 encrypted=9/9 refused=0/0" &&
+	pf error h3 "run link=l5 vlan=105 a=h1 b=h3 round=1: could not be measured"; } >"$T/append.err" 2>&1 ||
+	cannot "audit append (fabric probe): $(head -c 300 "$T/append.err")"
+"$F" evidence --log "$FL" --change CHG-F --operator auditor "${S[@]}" --out "$T/fab.tar" >"$T/out" 2>&1 ||
+	fail "evidence of the fabric probe's records" "$(head -c 300 "$T/out")"
+mkdir "$T/fb" && tar -xf "$T/fab.tar" -C "$T/fb" || cannot "tar -xf (fabric probe)"
+if (cd "$T/fb" && bash ./verify.sh --signer-pub "$T/alice/audit.pub" --signer-pub "$T/bob/audit.pub" \
+	--audit-pub "$T/fab/audit.pub") >"$T/verify.out" 2>&1 && grep -q "verify.sh: [0-9]* passed, 0 failed" "$T/verify.out"; then
+	pass "verify.sh passes on the fabric probe's bundle"
+else
+	fail "verify.sh passes on the fabric probe's bundle" "$(grep -E '^FAIL' "$T/verify.out" | head -3 | tr '\n' ' ')"
+fi
+st=$(jq -c '.payload | @base64d | fromjson | select(.predicateType == "https://in-toto.io/attestation/test-result/v0.1"
+	and .predicate.fabricctl.action == "probe-fabric") | [.predicate.result, (.predicate.passedTests + .predicate.failedTests)[0]]' \
+	"$T/fb/attestations.intoto.jsonl" 2>/dev/null)
+if [ "$(grep -c . <<<"$st")" = 5 ] && grep -qF '["FAILED","send_lat size=2 link=l2 vlan=102 a=h2 b=h3 round=1"]' <<<"$st" &&
+	grep -qF '["PASSED","write_bw size=65536 link=l4 vlan=104 a=h4 b=h1 round=1"]' <<<"$st" &&
+	grep -qF '["FAILED","run link=l5 vlan=105 a=h1 b=h3 round=1"]' <<<"$st"; then
+	pass "a test-result statement per probe-fabric record, PASSED/FAILED, naming the link and test"
+else
+	fail "a test-result statement per probe-fabric record, PASSED/FAILED, naming the link and test" "$(tr '\n' ' ' <<<"$st" | head -c 400)"
+fi
+FH=$T/fb/report.html
+heat=$(sed -n '/aria-label="fabric latency heatmap/,/<\/svg>/p' "$FH")
+if [ "$(grep -o '<rect ' <<<"$heat" | wc -l)" = 16 ] && grep -qF '>88.0</text>' <<<"$heat" &&
+	grep -qF 'h2 - h3: p99 88.000 us' <<<"$heat" && grep -qF 'h1 - h3: no link probed' <<<"$heat" &&
+	[ "$(grep -o 'class="rowlbl"[^>]*>h[1-4]</text>' <<<"$heat" | wc -l)" = 8 ] && ! grep -q '<script' "$FH"; then
+	pass "report.html: an inline SVG heatmap of 4 x 4 hosts, the p99 of each link, labelled"
+else
+	fail "report.html: an inline SVG heatmap of 4 x 4 hosts, the p99 of each link, labelled" "$(head -c 300 <<<"$heat")"
+fi
+timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$FH" \
+	>"$T/dom3.html" 2>"$T/chromium.err"
+if grep -qF 'fabric latency heatmap' "$T/dom3.html" && grep -qF '>88.0</text>' "$T/dom3.html" &&
+	grep -qF '</html>' "$T/dom3.html"; then
+	pass "Chromium renders the heatmap"
+else
+	fail "Chromium renders the heatmap" "$(tail -c 300 "$T/chromium.err")"
 fi
 
 # --- a large window: the compact page (docs/audit.md "The report") -----------------------------

@@ -8,7 +8,7 @@
 #     on h3-h4 below the profile's, h5's agent stopped (SIGSTOP): exactly those four
 #     links fail with the right reason (latency, loss, path MTU naming h3's port and
 #     the largest size that passed, h5 not answering), the other two pass, exit 2,
-#     within the run's deadline; JSON and JUnit agree
+#     within the run's deadline; JSON and JUnit agree; the latency matrix holds the delay
 #  2. nothing degraded: every link passes, exit 0
 #  3. bad input, no traffic: an unknown link name, a VLAN without an RDMA device, a
 #     VLAN without MACsec (the fabric probe requires encryption): exit 2, named
@@ -194,6 +194,13 @@ jq -en --argjson d "$DEADLINE_S" 'input | .wall_seconds <= $d' <<<"$out" >/dev/n
 jq -en 'input | [.links[] | select(.verdict == "pass") | .tests[] | .macsec_encrypted_delta.a > 0 and
 	.macsec_encrypted_delta.b > 0 and .macsec_refused_delta.a == 0] | length > 0 and all' <<<"$out" >/dev/null &&
 	pass "1-passing-links-encrypted-both-ends" || fail "1-passing-links-encrypted-both-ends"
+# the latency matrix: h1-h2's p99 holds the netem delay, both ways; h1-h5 a link with no
+# figure, h2-h5 no link
+jq -en 'input | .latency_matrix as $m | ($m.hosts | index("h1")) as $a | ($m.hosts | index("h2")) as $b |
+	($m.hosts | index("h5")) as $e | $m.percentile == "p99" and $m.us[$a][$b] > 100000 and
+	$m.us[$a][$b] == $m.us[$b][$a] and $m.us[$a][$e] == null and $m.links[$a][$e] and
+	($m.links[$b][$e] | not)' <<<"$out" >/dev/null &&
+	pass "1-latency-matrix" || fail "1-latency-matrix" "$(jq -c .latency_matrix <<<"$out")"
 if python3 - "$WORK/run1.xml" <<'EOPY'; then pass "1-junit-one-case-per-link-and-test"; else fail "1-junit-one-case-per-link-and-test"; fi
 import sys, xml.dom.minidom as m
 d = m.parse(sys.argv[1])
@@ -214,6 +221,7 @@ out=$(on h1 "$F" probe --fabric "$WORK/fabric.yaml" "${OP[@]}" "${PROBE_OPTS[@]}
 rc=$?
 echo "$out" | sed 's/^/   /'
 [ "$rc" = 0 ] && grep -q "6 passed, 0 failed, 0 could not run" <<<"$out" &&
+	grep -q "^latency p99 (us), hosts x hosts:" <<<"$out" &&
 	pass "2-clean-run-passes-all" || fail "2-clean-run-passes-all" "exit $rc"
 
 # --- bench (bench/fabric_probe_bench.sh sets FCTL_FABRIC_PROBE_BENCH=1): the fabric run

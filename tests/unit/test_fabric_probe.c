@@ -280,6 +280,56 @@ static void lines_round_trip(void **state)
 	fctl_profile_free(p);
 }
 
+/* hosts x hosts: the figure of each link's latency test both ways, '-' no link, '?' a link
+ * without figure; of two links between a pair, the larger */
+static void latency_matrix(void **state)
+{
+	struct fctl_probe_item it[4] = { 0 };
+	struct fctl_probe_result r[4];
+	struct fctl_probe_matrix m = { 0 };
+	struct fctl_buf b = { 0 };
+	const char *ends[4][2] = { { "h1", "h2" }, { "h2", "h3" }, { "h3", "h4" }, { "h2", "h1" } };
+
+	(void)state;
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 4; i++) {
+		snprintf(it[i].host[0], sizeof(it[i].host[0]), "%s", ends[i][0]);
+		snprintf(it[i].host[1], sizeof(it[i].host[1]), "%s", ends[i][1]);
+		r[i].item = &it[i];
+		r[i].n_tests = 2;
+		snprintf(r[i].tests[0].test, sizeof(r[i].tests[0].test), "write_bw");
+		r[i].tests[0].ran = r[i].tests[0].has_bw = true;
+		snprintf(r[i].tests[1].test, sizeof(r[i].tests[1].test), "send_lat");
+		r[i].tests[1].ran = r[i].tests[1].has_lat = true;
+		r[i].tests[1].p50_us = 10 + i;
+		r[i].tests[1].p99_us = 20 + i;
+	}
+	r[2].n_tests = 0; /* h3-h4 could not run */
+	assert_int_equal(fctl_probe_matrix_build(r, 4, true, &m), 0);
+	assert_int_equal(m.n_hosts, 4);
+	assert_string_equal(m.hosts[3], "h4");
+	fctl_probe_matrix_text(&m, &b);
+	assert_non_null(b.data);
+	assert_string_equal(b.data,
+			    "latency p99 (us), hosts x hosts:\n"
+			    "                 h1        h2        h3        h4\n"
+			    "h1                -      23.0         -         -\n"
+			    "h2             23.0         -      21.0         -\n"
+			    "h3                -      21.0         -         ?\n"
+			    "h4                -         -         ?         -\n");
+	fctl_buf_release(&b);
+	fctl_probe_matrix_release(&m);
+	assert_int_equal(fctl_probe_matrix_build(r, 2, false, &m), 0);
+	fctl_probe_matrix_json(&m, &b);
+	assert_string_equal(b.data, "{\"percentile\":\"p50\",\"hosts\":[\"h1\",\"h2\",\"h3\"],"
+				    "\"us\":[[null,10.000,null],[10.000,null,11.000],"
+				    "[null,11.000,null]],\"links\":[[false,true,false],"
+				    "[true,false,true],[false,true,false]]}");
+	fctl_buf_release(&b);
+	fctl_probe_matrix_release(&m);
+	fctl_probe_matrix_release(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -288,6 +338,7 @@ int main(void)
 		cmocka_unit_test(verdicts),
 		cmocka_unit_test(run_without_agents),
 		cmocka_unit_test(lines_round_trip),
+		cmocka_unit_test(latency_matrix),
 	};
 
 	return cmocka_run_group_tests(t, NULL, NULL);

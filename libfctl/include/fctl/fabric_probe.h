@@ -17,6 +17,7 @@
 
 #include "fctl/fabric.h"
 #include "fctl/profile.h"
+#include "fctl/util.h"
 
 #define FCTL_PROBE_BASE_PORT 18600 /* control port of probe i: base + i */
 #define FCTL_PROBE_MAX_TESTS 6
@@ -106,5 +107,30 @@ void fctl_probe_results_release(struct fctl_probe_result *res, size_t n);
 /* Parses the agents' answers of r (serve and run) into its tests, path MTU and verdict
  * (exposed for the unit test). */
 void fctl_probe_judge(struct fctl_probe_result *r, unsigned link_deadline_s);
+
+/* The latency matrix (docs/probes.md, "The latency matrix"): the hosts that end a probed
+ * link, in the order they first appear (end a, then end b, link by link), and for each
+ * pair the p50 or p99 (us) of the first latency test of the links between them; of
+ * several links (or VLANs) between a pair, the largest figure. Symmetric. */
+enum fctl_probe_cell { FCTL_PROBE_CELL_NONE, FCTL_PROBE_CELL_NOFIG, FCTL_PROBE_CELL_US };
+
+struct fctl_probe_matrix {
+	size_t n_hosts;
+	const char **hosts;	    /* into the results' items */
+	enum fctl_probe_cell *kind; /* n_hosts * n_hosts: no link, a link without figure, us */
+	double *us;
+	bool p99;		    /* the figure is the p99 (else the p50) */
+};
+
+/* Builds m (zeroed by the caller) from res[0..n): 0 or -ENOMEM (m untouched). */
+int fctl_probe_matrix_build(const struct fctl_probe_result *res, size_t n, bool p99,
+			    struct fctl_probe_matrix *m);
+/* The matrix as text into b: a header line, then one row a host; '-' no link, '?' a link
+ * with no latency figure (it could not run, or ran no latency test). */
+void fctl_probe_matrix_text(const struct fctl_probe_matrix *m, struct fctl_buf *b);
+/* As JSON into b: {"percentile":"p99","hosts":[...],"us":[[null,1.5,...],...]}; null where
+ * no figure, and "links" with true where a link joins the pair. */
+void fctl_probe_matrix_json(const struct fctl_probe_matrix *m, struct fctl_buf *b);
+void fctl_probe_matrix_release(struct fctl_probe_matrix *m);
 
 #endif
