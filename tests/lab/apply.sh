@@ -18,7 +18,8 @@
 #     addrgenmode none; a carrier made by hand (link-local address and all) is
 #     converged in place by the next apply
 #  9. (kernel 6.12) MACsec offload on a netdevsim port: apply with offload mac,
-#     idempotent re-apply, an in-place change, an offload change planned as a
+#     idempotent re-apply, drift made by hand seen by diff and repaired, an in-place
+#     change, an offload change planned as a
 #     disruptive rebuild, a late failure in it rolled back, offload off and back;
 #     then a key rotation's SA steps through the agent's SA door (RX install, TX
 #     stage, switch, retire), each reaching netdevsim's callback, offload still mac
@@ -460,6 +461,18 @@ if [[ ${FCTL_LAB_KERNEL:-} == 6.12 ]]; then
 		[ "$(jq -r '"\(.result) \(.netlink_writes)"' <<<"$out")" = "unchanged 0" ] &&
 			pass "9-reapply-idempotent" || fail "9-reapply-idempotent" "$(jq -c '{result,netlink_writes}' <<<"$out")"
 		NSIM_V1=$(dump h1)
+		# drift on the offloaded SecY: its replay window changed by hand (the driver's
+		# mdo_upd_secy) is what diff reports, with the SecY's offload; apply repairs it
+		# and the SecY is still offloaded
+		on h1 ip link set dev ms300 type macsec window 32 || fail "9-drift-made" "ip link set ms300 window 32"
+		out=$(on h1 "$F" diff --json $NS "$WORK/nsim.yaml")
+		rc=$?
+		[ "$rc" = 1 ] && jq -e '[.. | strings | select(test("ms300"))] | length > 0' <<<"$out" >/dev/null &&
+			pass "9-drift-seen-by-diff" || fail "9-drift-seen-by-diff" "exit $rc: $(head -c 400 <<<"$out")"
+		out=$(on h1 "$F" apply --json $NS "$WORK/nsim.yaml")
+		[ "$(jq -r .result <<<"$out")" = applied ] && [ "$(nsim_offload)" = mac ] &&
+			on h1 "$F" diff $NS "$WORK/nsim.yaml" >/dev/null &&
+			pass "9-drift-repaired-offload-kept" || fail "9-drift-repaired-offload-kept" "$(jq -c '{result,error}' <<<"$out") offload $(nsim_offload)"
 		# in place with offload on: the replay window (the driver's mdo_upd_secy)
 		out=$(on h1 "$F" apply --json $NS "$WORK/nsim-w128.yaml")
 		[ "$(jq -r '"\(.result) \([.plan.ops[].op] | join(","))"' <<<"$out")" = "applied change-link" ] &&
