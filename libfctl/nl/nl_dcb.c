@@ -50,13 +50,16 @@ int fctl_nl_dcb_parse(struct nlmsghdr *nlh, struct fctl_dcb *out)
 	if (nla_parse_nested(ieee, DCB_ATTR_IEEE_MAX, tb[DCB_ATTR_IEEE], NULL) < 0)
 		return -EBADMSG;
 	if (ieee[DCB_ATTR_IEEE_PFC]) {
-		const struct ieee_pfc *pfc = nla_data(ieee[DCB_ATTR_IEEE_PFC]);
+		/* copied out: netlink aligns attributes to 4 bytes, struct ieee_pfc (its
+		 * __u64 counters) wants 8, so reading it in place is misaligned */
+		struct ieee_pfc pfc;
 
-		if (nla_len(ieee[DCB_ATTR_IEEE_PFC]) < (int)sizeof(*pfc))
+		if (nla_len(ieee[DCB_ATTR_IEEE_PFC]) < (int)sizeof(pfc))
 			return -EBADMSG;
+		memcpy(&pfc, nla_data(ieee[DCB_ATTR_IEEE_PFC]), sizeof(pfc));
 		d.has_pfc = true;
-		d.pfc_cap = pfc->pfc_cap;
-		d.pfc_en = pfc->pfc_en;
+		d.pfc_cap = pfc.pfc_cap;
+		d.pfc_en = pfc.pfc_en;
 	}
 	if (tb[DCB_ATTR_DCBX] && nla_len(tb[DCB_ATTR_DCBX]) >= 1)
 		d.dcbx = nla_get_u8(tb[DCB_ATTR_DCBX]);
