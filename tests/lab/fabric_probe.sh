@@ -24,11 +24,13 @@ SUITE_EXEC_TIMEOUT=300
 . "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 P=$BUILD/probes/fabricctl-probe
 DROP=$BUILD/tests/lab/fctl_lab_drop
-# The run's bounds: each link 60 s, the whole run 150 s. Emulated RDMA: 8 iterations.
-LINK_S=60
-DEADLINE_S=150
+# The run's bounds: each link 120 s (the delayed link's 4 s round trips), the whole run
+# 300 s. Emulated RDMA: 8 iterations; QP ACK timeout 2^21 x 4.096 us = 8.6 s, above
+# that link's round trip.
+LINK_S=120
+DEADLINE_S=300
 PROBE_OPTS=(--timeout ${LINK_S}s --deadline ${DEADLINE_S}s --test send_lat,write_bw --iters 8
-	--qp-timeout 20)
+	--qp-timeout 21)
 
 for b in "$F" "$P" "$DROP"; do
 	[ -x "$b" ] || { fail "build" "$b is missing: build first (cmake --build $BUILD)"; exit 1; }
@@ -98,7 +100,7 @@ EOP
 	done
 	cat <<EOP
 slo:
-  latency_p99_us: 700000
+  latency_p99_us: 1500000
   max_loss: 0
 EOP
 }
@@ -150,15 +152,17 @@ done
 check "agents-answer" on h1 "$F" status --fabric "${OP[@]}" --profile "$WORK/fabric.yaml" --quiet
 
 # --- 1. degraded ------------------------------------------------------------------
-# 1.6 s of delay one way puts every send_lat sample (half a round trip) at 0.8 s or more,
-# above the 0.7 s SLO whatever the load; healthy links measured up to 0.31 s with six
-# probes at once on a machine at load 15-23
+# 4 s of delay one way puts every send_lat sample (half a round trip) at 2 s or more,
+# above the 1.5 s SLO whatever the load (a floor, not a speed); healthy links measured up
+# to 0.31 s with six probes at once at load 15-23, and 0.77 s in a whole test.sh run,
+# where 1.6 s of delay against a 0.7 s SLO failed a healthy link: the SLO is twice the
+# worst healthy figure seen
 # the dropper on h2, the serving end of h2-h3: write_bw's data arrives there, and a frame
 # dropped there is a sequence gap (loss); dropped on the running end it would only be a
 # lost ACK (a timer retransmission)
 sysmod=/lib/modules/$(on h2 uname -r)/kernel/net/sched/sch_netem.ko
 on h2 sh -c "modprobe sch_netem 2>/dev/null || insmod $sysmod" &&
-	on h2 tc qdisc add dev ms101 root netem delay 1600ms &&
+	on h2 tc qdisc add dev ms101 root netem delay 4000ms &&
 	on h2 "$DROP" ms102 10 >/dev/null &&
 	on h3 ip link set ms103 mtu 1300 &&
 	H5_AGENT=$(on h5 pgrep -o -f "agent --host h5 --listen") &&
