@@ -259,10 +259,11 @@ int probe_pmtu(const char *peer, const char *ifname, unsigned mtu, unsigned *lar
 		return r;
 	}
 	/* the round trip first, with a small echo (the first may wait for the neighbour):
-	 * what a lost echo is waited for after it (a delayed link is not a small MTU) */
+	 * what a lost echo is waited for after it (a delayed link is not a small MTU). The
+	 * second echo waits 10 s: a link whose round trip is past 3 s is slow, not silent */
 	t0 = now_ms();
 	for (int t = 0; t < 2 && ok != 1; t++)
-		ok = echo(fd, &to, 68, id, ++seq, wait_ms);
+		ok = echo(fd, &to, 68, id, ++seq, t ? 10000 : wait_ms);
 	if (ok != 1) {
 		close(fd);
 		*largest = 0; /* no answer at all: not a path MTU question */
