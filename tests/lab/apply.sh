@@ -464,7 +464,7 @@ if [[ ${FCTL_LAB_KERNEL:-} == 6.12 ]]; then
 		# drift on the offloaded SecY: its replay window changed by hand (the driver's
 		# mdo_upd_secy) is what diff reports, with the SecY's offload; apply repairs it
 		# and the SecY is still offloaded
-		on h1 ip link set dev ms300 type macsec window 32 || fail "9-drift-made" "ip link set ms300 window 32"
+		out=$(on h1 ip link set dev ms300 type macsec replay on window 32 2>&1) || fail "9-drift-made" "ip link set ms300 type macsec replay on window 32: $out"
 		out=$(on h1 "$F" diff --json $NS "$WORK/nsim.yaml")
 		rc=$?
 		[ "$rc" = 1 ] && jq -e '[.. | strings | select(test("ms300"))] | length > 0' <<<"$out" >/dev/null &&
