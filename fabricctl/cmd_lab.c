@@ -179,7 +179,8 @@ static void print_shell_word(const char *s)
 static const char *const profile_owned[] = { "--wiring", "--hosts", "--mac", "--ifname", "--mtu",
 					     "--name" };
 /* lab.sh up options that take a value: the value is passed on unread. */
-static const char *const with_value[] = { "--dir", "--mem", "--lifetime", "--boot-timeout" };
+static const char *const with_value[] = { "--dir", "--mem", "--lifetime", "--boot-timeout",
+					  "--mgmt-port" };
 
 static bool in_list(const char *arg, const char *const *list, size_t n, bool prefix_eq)
 {

@@ -5,7 +5,8 @@
 # Started by scripts/lab-guest-init.sh with LAB_HOST and LAB_SHARE set.  It
 # sets the hostname from "$LAB_SHARE/hostname", names the NICs after their MAC
 # addresses as "$LAB_SHARE/nics" says ("MAC IFNAME MTU" per line), sets their
-# MTU, brings them up, writes "$LAB_SHARE/ready", then serves commands that
+# MTU, brings them up (mgmt0, the management NIC, with 10.0.2.15/24 when there is
+# one), writes "$LAB_SHARE/ready", then serves commands that
 # scripts/lab.sh drops into the share:
 #
 #   $LAB_SHARE/jobs/ID/job      NUL-separated: "fctl-lab-job-1", the timeout in seconds
@@ -80,6 +81,11 @@ for mac in "${!want_name[@]}"; do
 	fi
 	ip link set dev "${want_name[$mac]}" up || log "warning: ${want_name[$mac]} not up"
 done
+# The management NIC (lab.sh up --mgmt-port): qemu's user network answers 10.0.2.15,
+# where the build host's forward arrives.
+if [[ -e /sys/class/net/mgmt0 ]]; then
+	ip addr add 10.0.2.15/24 dev mgmt0 || log "warning: no address on mgmt0"
+fi
 
 mkdir -p "$Q" "$J" || log "warning: cannot create $Q or $J"
 

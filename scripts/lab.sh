@@ -7,9 +7,13 @@
 #   lab.sh setup [--kernel SERIES]
 #   lab.sh up [--kernel SERIES] [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
 #             [--wiring SPEC] [--mac HOST.PORT=MAC]... [--ifname HOST.PORT=NAME]...
-#             [--mtu HOST.PORT=MTU]... [--name HOST=NAME]...
+#             [--mtu HOST.PORT=MTU]... [--name HOST=NAME]... [--mgmt-port PORT]
 #       SPEC: comma-separated hA.ethP=hB.ethQ (a link) or hA.ethP (a NIC with no
 #       peer), e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0,h3.eth1=h1.eth1
+#       --mgmt-port PORT: each guest also gets a management NIC, mgmt0 (10.0.2.15/24,
+#       qemu's user network with restrict=on: the guest reaches nothing through it), and
+#       its TCP PORT is forwarded from a free port on the build host's 127.0.0.1, which
+#       'status' reports as the host's "mgmt" endpoint (an agent's, for a CLI on this host)
 #   lab.sh exec [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh exec-bg [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh wait [--dir DIR] [--timeout SEC] HOST JOB
@@ -756,6 +760,14 @@ start_qemu() {
 		nicargs+=(-device "virtio-net-pci,netdev=n$i,mac=$mac,addr=$(printf '0x%x' $((8 + ${port#eth})))")
 		i=$((i + 1))
 	done <"$LAB_DIR/nics.tsv"
+	# the management NIC: qemu's user network, isolated (restrict=on: no packet of the
+	# guest's leaves it), with one forward from the build host's loopback to the guest
+	if [[ -f $hd/mgmt ]]; then
+		local hp gp mmac
+		read -r hp gp mmac <"$hd/mgmt"
+		nicargs+=(-netdev "user,id=mg,restrict=on,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:$hp-10.0.2.15:$gp"
+			-device "virtio-net-pci,netdev=mg,mac=$mmac,addr=0x1f")
+	fi
 	# qboot (Debian's qemu-system-data) loads the kernel at once where SeaBIOS takes
 	# seconds under TCG: 1 to 3 s off every guest's boot (docs/lab.md, "Boot time")
 	local -a fw=()
@@ -799,6 +811,7 @@ cmd_up() {
 	local hosts=2 hosts_given=0 mem=512 lifetime=1800 boot_timeout=180
 	WIRING=
 	OPT_MAC=() OPT_IFNAME=() OPT_MTU=() OPT_NAME=()
+	local mgmt_port=
 	while (($#)); do
 		case "$1" in
 		--kernel) need_val "--kernel needs a series, e.g. 6.1 or 6.12" "${2-}" && kernel_series "$2" && shift 2 ;;
@@ -815,6 +828,7 @@ cmd_up() {
 		--mem) need_val "--mem needs MB" "${2-}" && mem=$2 && shift 2 ;;
 		--lifetime) need_val "--lifetime needs seconds" "${2-}" && lifetime=$2 && shift 2 ;;
 		--boot-timeout) need_val "--boot-timeout needs seconds" "${2-}" && boot_timeout=$2 && shift 2 ;;
+		--mgmt-port) need_val "--mgmt-port needs a TCP port" "${2-}" && mgmt_port=$2 && shift 2 ;;
 		*) usage_die "up: unknown argument '$1'" ;;
 		esac
 	done
@@ -822,6 +836,7 @@ cmd_up() {
 	need_range "$mem" 256 65536 "--mem must be 256..65536 (MB)"
 	need_range "$lifetime" 10 604800 "--lifetime must be 10..604800 (s)"
 	need_range "$boot_timeout" 1 3600 "--boot-timeout must be 1..3600 (s)"
+	[[ -z $mgmt_port ]] || need_range "$mgmt_port" 1 65535 "--mgmt-port must be 1..65535"
 	# The whole wiring is checked before anything starts.
 	plan_topology "$hosts" "$hosts_given" "$WIRING"
 	hosts=$TOPO_HOSTS
@@ -863,7 +878,10 @@ cmd_up() {
 	done
 	nlinks=${#LINKS[@]}
 	((nlinks == 0)) && nlinks=1
-	pick_ports "$nlinks" | nic_table "$hosts" >"$LAB_DIR/nics.tsv"
+	# one draw for the wires and the management forwards: no port twice
+	local -a ports=()
+	mapfile -t ports < <(pick_ports $((nlinks + hosts)))
+	printf '%s\n' "${ports[@]:0:nlinks}" | nic_table "$hosts" >"$LAB_DIR/nics.tsv"
 	: >"$LAB_DIR/names.tsv"
 	for ((i = 1; i <= hosts; i++)); do
 		echo "h$i ${HOST_NAME[$i]}" >>"$LAB_DIR/names.tsv"
@@ -871,6 +889,14 @@ cmd_up() {
 		# per NIC (it names NICs by MAC).
 		echo "${HOST_NAME[$i]}" >"$LAB_DIR/h$i/hostname"
 		awk -v h="h$i" '$1 == h { print $3, $8, $9 }' "$LAB_DIR/nics.tsv" >"$LAB_DIR/h$i/nics"
+		# the management NIC (--mgmt-port): "HOSTPORT GUESTPORT MAC", read by start_qemu
+		# (a reboot keeps it) and status; the runner names it mgmt0 and addresses it
+		if [[ -n $mgmt_port ]]; then
+			local mmac
+			mmac=$(printf '52:54:00:fb:00:%02x' "$i")
+			echo "${ports[nlinks + i - 1]#* } $mgmt_port $mmac" >"$LAB_DIR/h$i/mgmt"
+			echo "$mmac mgmt0 1500" >>"$LAB_DIR/h$i/nics"
+		fi
 	done
 	cat >"$LAB_DIR/lab.state" <<-EOF
 		hosts=$hosts
@@ -1043,7 +1069,7 @@ cmd_status() {
 		*) usage_die "status: unknown argument '$1'" ;;
 		esac
 	done
-	local hosts kver deadline expired i h pid ready alive boot rc=0 nup=0
+	local hosts kver deadline expired i h pid ready alive boot mgmt rc=0 nup=0
 	if ! hosts=$(state_get hosts) || [[ -z $hosts ]]; then
 		if ((json)); then
 			jq -n --arg dir "$LAB_DIR" '{dir: $dir, up: false, hosts: [], nics: [], links: [], wiring: ""}'
@@ -1064,12 +1090,15 @@ cmd_status() {
 		if pid=$(qemu_pid "$h"); then alive=true; else alive=false pid=0; fi
 		[[ -f $LAB_DIR/$h/ready ]] && ready=true || ready=false
 		boot=$(cat "$LAB_DIR/$h/boot_seconds" 2>/dev/null || echo null)
+		mgmt=null
+		[[ -f $LAB_DIR/$h/mgmt ]] && read -r mgmt _ <"$LAB_DIR/$h/mgmt" && mgmt="\"127.0.0.1:$mgmt\""
+
 		[[ $alive == true && $ready == true ]] && nup=$((nup + 1))
 		hosts_json=$(jq -c --arg h "$h" --arg name "$name" --argjson pid "$pid" --argjson alive "$alive" \
-			--argjson ready "$ready" --argjson boot "$boot" \
+			--argjson ready "$ready" --argjson boot "$boot" --argjson mgmt "$mgmt" \
 			--arg console "$LAB_DIR/$h/console.log" --arg share "$LAB_DIR/$h" \
 			'. + [{host: $h, name: $name, pid: $pid, alive: $alive, ready: $ready, boot_seconds: $boot,
-			       console: $console, share: $share}]' <<<"$hosts_json")
+			       console: $console, share: $share, mgmt: $mgmt}]' <<<"$hosts_json")
 	done
 	# nics.tsv of a lab started before ifname and mtu existed has 7 columns.
 	local names_json='{}'
@@ -1104,7 +1133,7 @@ cmd_status() {
 			  hosts: $hosts, nics: $nics, links: $links, wiring: $wiring}'
 	else
 		echo "lab $LAB_DIR: $nup/$hosts hosts up, kernel $kver, lifetime ends in $((deadline - $(date +%s))) s${expired:+ (EXPIRED)}"
-		jq -r '.[] | "  \(.host)\(if .name != .host then " (\(.name))" else "" end)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)"' <<<"$hosts_json"
+		jq -r '.[] | "  \(.host)\(if .name != .host then " (\(.name))" else "" end)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)\(if .mgmt then "  mgmt \(.mgmt)" else "" end)"' <<<"$hosts_json"
 		echo "  wiring (loopback sockets on 127.0.0.1):"
 		jq -r 'def nic: "\(.host).\(.port)\(if .ifname != .port then " (\(.ifname))" else "" end)";
 			. as $all | .[] | . as $n | "    \(nic)  \(.mac)\(if .mtu != 1500 then "  mtu \(.mtu)" else "" end)  <->  \(if .peer_host then ($all[] | select(.host == $n.peer_host and .port == $n.peer_port) | nic) else "(unconnected)" end)"' <<<"$nics_json"
