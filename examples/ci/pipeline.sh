@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The CI pipeline for profile changes, as fabricctl commands (docs/audit.md, "CI"):
 #   prepare -> validate -> plan --offline against the previous version
-#   -> (--lab) lab up from the profile, apply on every lab host, probe every link
-#      when the profile has an slo section, collect each host's audit log
-#   -> (--sign) one signed evidence bundle per lab host
+#   -> (--lab) lab up from the profile, apply on every lab host, and when the profile
+#      has an slo section: an agent on every host and one fabric probe of every link
+#      through them (fabricctl probe --fabric), then each audit log collected
+#   -> (--sign) one signed evidence bundle per lab host, and one for the probe's log
 # Writes JUnit XML (one testcase per step) for the CI system to display, and the
 # step outputs under OUT. Exit 0 only when every step passed.
 #
@@ -18,19 +19,25 @@
 #                     on every host, probe every link (needs root and qemu; docs/lab.md)
 #   --sign KEY        sign the evidence bundles (repeat for dual control); without it the
 #                     evidence step is skipped and says so
-#   --probe-args A    options for 'probe run' (default: $FCTL_CI_PROBE_ARGS or
-#                     "--test send_lat,write_bw --iters 200 --qp-timeout 20")
+#   --probe-args A    options for 'probe --fabric' (default: $FCTL_CI_PROBE_ARGS or
+#                     "--test send_lat,write_bw --iters 200 --qp-timeout 20 --timeout 300s
+#                     --deadline 900s")
 # Environment: FABRICCTL (the fabricctl binary; default: fabricctl on PATH), FCTL_LAB_DIR
 # (the lab's directory, as for 'fabricctl lab').
 #
 # Key files: the profile is copied into OUT/work with throwaway LAB-ONLY keys for its
 # file-backend key references (fabricctl lab keys); validate and plan read that copy, the
 # lab applies it. The keys are deleted when the pipeline ends. Real keys never enter CI.
+# The agents of the fabric probe use a throwaway CA made in OUT/work/pki, deleted as well:
+# each guest's agent listens on its management NIC, which the lab forwards from this
+# machine's 127.0.0.1 (fabricctl lab up --mgmt-port, docs/lab.md); the probe runs here
+# with an operator certificate and writes its verdicts into its own audit log.
 set -uo pipefail
 
 FCTL=${FABRICCTL:-fabricctl}
 PROFILE='' FROM='' BASE=HEAD~1 OUT=ci-out LAB=0 CHANGE=${CI_COMMIT_SHORT_SHA:-${GITHUB_SHA:-local}}
-PROBE_ARGS=${FCTL_CI_PROBE_ARGS:---test send_lat,write_bw --iters 200 --qp-timeout 20}
+PROBE_ARGS=${FCTL_CI_PROBE_ARGS:---test send_lat,write_bw --iters 200 --qp-timeout 20 --timeout 300s --deadline 900s}
+AGENT_PORT=7443 # the agents' port in the guests, forwarded from 127.0.0.1 by the lab
 SIGN=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -107,7 +114,8 @@ cleanup() {
 	[ $LAB_UP = 1 ] && "$FCTL" lab down >/dev/null 2>&1
 	LAB_UP=0
 	# the throwaway keys never leave the run (OUT is uploaded as an artifact)
-	rm -rf "$WORK/keys" "$WORK/.keys"
+	stop_agents
+	rm -rf "$WORK/keys" "$WORK/.keys" "$WORK/pki" "$WORK/probe-audit/audit.key"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -154,34 +162,105 @@ lab_exec() { # host, env K=V..., --, command...
 	"$FCTL" lab exec --timeout 600 "${envs[@]}" "$h" -- "$@"
 }
 share_of() { local x; for x in "${HOSTS[@]}"; do [ "${x%% *}" = "$1" ] && echo "${x#* }"; done; }
+mgmt_of() { local x; for x in "${MGMT[@]}"; do [ "${x%% *}" = "$1" ] && echo "${x#* }"; done; }
+MGMT=() # "name 127.0.0.1:PORT" of each lab host: its agent, forwarded by the lab
+OPC=(--cert "$WORK/pki/operator.crt" --key "$WORK/pki/operator.key" --ca "$WORK/pki/ca.crt")
+# the probe's sessions with throwaway agents are not kept in the user's cache
+export FCTL_TLS_CACHE=off
 
-probe_link() { # link, a-host, a-macsec, a-addr, b-host, b-macsec, b-addr
-	local link=$1 ah=$2 am=$3 bh=$5 bm=$6 baddr=$7 job rc ok=0 args
-	local ashare bshare
-	ashare=$(share_of "$ah") bshare=$(share_of "$bh")
-	[ -n "$ashare" ] && [ -n "$bshare" ] || { echo "$ah or $bh is not a lab host"; return 2; }
-	# soft-RoCE on the MACsec device of each end: RoCE v2 over MACsec over the VLAN
-	for e in "$ah $am" "$bh $bm"; do
-		set -- $e
-		lab_exec "$1" -- sh -c "rdma link show rxe_$2 >/dev/null 2>&1 || rdma link add rxe_$2 type rxe netdev $2" ||
-			{ echo "cannot add rxe_$2 on $1"; return 2; }
+# A throwaway CA for the lab's agents: a server certificate per host naming the address
+# the probe dials (127.0.0.1, the lab's forward; each agent still refuses a request for
+# a host it is not), an operator client certificate for the probe. EC P-256, 1 day.
+lab_pki() { # host names...
+	local d=$WORK/pki h
+	mkdir -p "$d" && chmod 700 "$d" || return 1
+	cert() { # name subject extensions (signed by the CA)
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/$1.key" 2>/dev/null &&
+			openssl req -new -key "$d/$1.key" -subj "$2" -out "$d/$1.csr" 2>/dev/null &&
+			printf '%s\n' "$3" >"$d/$1.ext" &&
+			openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+				-days 1 -extfile "$d/$1.ext" -out "$d/$1.crt" 2>/dev/null && rm -f "$d/$1.csr" "$d/$1.ext"
+	}
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/ca.key" 2>/dev/null &&
+		openssl req -x509 -new -key "$d/ca.key" -days 1 -subj "/O=fabricctl CI lab/CN=lab CA" \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+			-out "$d/ca.crt" 2>/dev/null || return 1
+	for h in "$@"; do
+		cert "server-$h" "/O=fabricctl CI lab/CN=$h" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:$h,IP:127.0.0.1" || return 1
 	done
-	job=$("$FCTL" lab exec-bg --timeout 900 "$bh" -- "$FCTL" probe serve --once --dev "rxe_$bm") ||
-		{ echo "cannot start 'probe serve' on $bh"; return 2; }
-	for _ in $(seq 60); do
-		lab_exec "$bh" -- ss -Hltn 'sport = :18516' 2>/dev/null | grep -q . && { ok=1; break; }
-		sleep 0.5
+	cert operator "/O=fabricctl CI lab/OU=operator/CN=ci-pipeline" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=clientAuth
+subjectAltName=URI:fabricctl:role:operator" || return 1
+	# the guests' agents read their keys as root over the lab's 9p share
+	chmod 644 "$d"/*.crt "$d"/server-*.key
+	echo "a throwaway CA in $d: $# server certificates, one operator certificate"
+}
+
+AGENT_JOBS=() # "host job" of each agent started
+stop_agents() {
+	local x
+	for x in "${AGENT_JOBS[@]}"; do
+		"$FCTL" lab kill "${x%% *}" "${x#* }" >/dev/null 2>&1
+		"$FCTL" lab wait --timeout 30 "${x%% *}" "${x#* }" >/dev/null 2>&1
 	done
-	[ $ok = 1 ] || { echo "'probe serve' on $bh does not listen"; "$FCTL" lab kill "$bh" "$job"; return 2; }
+	AGENT_JOBS=()
+}
+
+# soft-RoCE on each link end's MACsec device (RoCE v2 over MACsec over the VLAN: the
+# protected traffic), an agent on every host on its management NIC, the inventory of
+# their forwards; waits until every agent answers (status --fabric)
+start_agents() {
+	local l ah am bh bm x n s ep job i
+	lab_pki "${HOSTS[@]%% *}" || { echo "cannot make the lab CA"; return 2; }
+	while IFS=$'\t' read -r l ah am _ bh bm _ _; do
+		[ -n "$l" ] || continue
+		for x in "$ah $am" "$bh $bm"; do
+			set -- $x
+			lab_exec "$1" -- sh -c "rdma link show rxe_$2 >/dev/null 2>&1 || rdma link add rxe_$2 type rxe netdev $2" ||
+				{ echo "cannot add rxe_$2 on $1"; return 2; }
+		done
+	done <<<"$LINKS"
+	: >"$WORK/inventory"
+	for x in "${HOSTS[@]}"; do
+		n=${x%% *} s=${x#* }
+		ep=$(mgmt_of "$n")
+		[ -n "$ep" ] || { echo "$n has no management forward (lab up --mgmt-port)"; return 2; }
+		echo "$n $ep" >>"$WORK/inventory"
+		# the agent audits into the host's log, after the apply's records
+		job=$("$FCTL" lab exec-bg --timeout 1800 "$n" -- "$FCTL" agent --host "$n" \
+			--listen "0.0.0.0:$AGENT_PORT" --cert "$WORK/pki/server-$n.crt" \
+			--key "$WORK/pki/server-$n.key" --ca "$WORK/pki/ca.crt" --audit-log "$s/audit.log") ||
+			{ echo "cannot start the agent on $n"; return 2; }
+		AGENT_JOBS+=("$n $job")
+		echo "agent on $n (lab job $job): $ep on this machine -> $n mgmt0:$AGENT_PORT"
+	done
+	for i in $(seq 120); do
+		"$FCTL" status --fabric --inventory "$WORK/inventory" "${OPC[@]}" --quiet >/dev/null 2>&1 &&
+			{ echo "every agent answers over mutual TLS (after ${i}s)"; return 0; }
+		sleep 1
+	done
+	"$FCTL" status --fabric --inventory "$WORK/inventory" "${OPC[@]}"
+	echo "the agents do not all answer after 120 s"
+	return 2
+}
+
+# every protected link at once, through the agents: verdicts into the probe's own log
+probe_fabric() {
+	local args rc
 	read -ra args <<<"$PROBE_ARGS"
-	lab_exec "$ah" "FCTL_AUDIT_LOG=$ashare/audit.log" "FCTL_CHANGE_ID=$CHANGE" -- \
-		"$FCTL" probe run --peer "$baddr" --dev "rxe_$am" "${args[@]}" --profile "$NEW" --link "$link" \
-		--change "$CHANGE" --json >"$OUT/probe-$link.json"
+	mkdir -p "$WORK/probe-audit" || return 2
+	"$FCTL" probe --fabric "$NEW" --inventory "$WORK/inventory" "${OPC[@]}" "${args[@]}" \
+		--audit-log "$WORK/probe-audit/audit.log" --change "$CHANGE" \
+		--junit "$OUT/probe-fabric.junit.xml" --json >"$OUT/probe-fabric.json"
 	rc=$?
-	jq -r '.results[] | "  \(.test) \(.size_bytes) B: p99 \(.latency_p99_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, loss \([.ends[].loss_packets] | add), retrans \([.ends[].retransmissions] | add), macsec \([.ends[].macsec | .is_macsec and .encrypt] | all): \(if .pass then "pass" else "FAIL: \(.reasons | join("; "))" end)"' \
-		"$OUT/probe-$link.json" 2>/dev/null
-	"$FCTL" lab wait --timeout 60 "$bh" "$job" >/dev/null 2>&1 || "$FCTL" lab kill "$bh" "$job" >/dev/null 2>&1
-	echo "probe run exit $rc (0 pass, 1 an SLO failed, 2 error); verdicts audited in $ah's log"
+	jq -r '.links[] | . as $l | (.tests[]? | "  \($l.link) VLAN \($l.vlan) \(.test) \(.size_bytes) B: p99 \(.latency_p99_us // "-") us, \(.bandwidth_gbps // "-") Gb/s, loss \(.loss_packets.a + .loss_packets.b), retrans \(.retransmissions.a + .retransmissions.b), MACsec-encrypted +\(.macsec_encrypted_delta.a)/+\(.macsec_encrypted_delta.b): \(if .pass then "pass" else "FAIL" end)"),
+		"  \($l.link): \($l.verdict)\(if ($l.reasons | length) > 0 then ": \($l.reasons | join("; "))" else "" end)"' \
+		"$OUT/probe-fabric.json" 2>/dev/null
+	echo "probe --fabric exit $rc (0 every link passed, 1 an SLO failed, 2 a link could not be probed)"
 	return $rc
 }
 
@@ -200,10 +279,10 @@ collect() { # name share: the host's audit log (not its private checkpoint key) 
 }
 
 if [ $LAB = 1 ]; then
-	if step lab-up "$FCTL" lab up --profile "$NEW" --lifetime 1800; then
+	if step lab-up "$FCTL" lab up --profile "$NEW" --lifetime 1800 --mgmt-port "$AGENT_PORT"; then
 		LAB_UP=1
-		while read -r n s; do HOSTS+=("$n $s"); done < <("$FCTL" lab status --json 2>/dev/null |
-			jq -r '.hosts[] | "\(.name // .host) \(.share)"' 2>/dev/null)
+		while read -r n s m; do HOSTS+=("$n $s") MGMT+=("$n $m"); done < <("$FCTL" lab status --json 2>/dev/null |
+			jq -r '.hosts[] | "\(.name // .host) \(.share) \(.mgmt // "")"' 2>/dev/null)
 		[ ${#HOSTS[@]} -gt 0 ] || failed lab-status "'lab status --json' names no hosts"
 		for x in "${HOSTS[@]}"; do
 			n=${x%% *} s=${x#* }
@@ -220,9 +299,14 @@ if [ $LAB = 1 ]; then
 			if [ -z "$LINKS" ]; then
 				failed probe "the profile has an slo section but no link with a MACsec VLAN addressed on both ends"
 			fi
-			while IFS=$'\t' read -r l ah am aa bh bm ba _; do
-				[ -n "$l" ] && step "probe-$l" probe_link "$l" "$ah" "$am" "$aa" "$bh" "$bm" "$ba"
-			done <<<"$LINKS"
+			if [ -n "$LINKS" ] && step agents start_agents; then
+				step probe-fabric probe_fabric
+			elif [ -n "$LINKS" ]; then
+				failed probe-fabric "the agents did not start (step agents)"
+			fi
+			stop_agents
+			# the probe's log is collected and bundled as a host's is
+			[ -s "$WORK/probe-audit/audit.log" ] && HOSTS+=("fabric-probe $WORK/probe-audit")
 		else
 			skipped probe "the profile has no slo section"
 		fi
@@ -237,7 +321,8 @@ else
 	skipped probe "--lab not given: the probes measure the lab's links"
 fi
 
-# 4. evidence: one bundle per lab host, from its own (verified) log
+# 4. evidence: one bundle per lab host, and one for the fabric probe, each from its own
+# (verified) log
 if [ ${#SIGN[@]} -eq 0 ]; then
 	skipped evidence "no --sign key"
 elif [ $LAB = 0 ]; then
@@ -248,8 +333,11 @@ else
 	for x in "${HOSTS[@]}"; do
 		n=${x%% *}
 		if [ -s "$OUT/audit/$n/audit.log" ]; then
+			# the probe's log has no packet-number ledger (it wrote no SA)
+			ledger=()
+			[ -f "$OUT/audit/$n/sa-ledger" ] && ledger=(--ledger "$OUT/audit/$n/sa-ledger")
 			step "evidence-$n" "$FCTL" evidence --log "$OUT/audit/$n/audit.log" \
-				--pubkey "$OUT/audit/$n/audit.pub" --ledger "$OUT/audit/$n/sa-ledger" \
+				--pubkey "$OUT/audit/$n/audit.pub" "${ledger[@]}" \
 				--change "$CHANGE" --profile "$NEW" "${SIGN[@]}" --out "$OUT/evidence-$CHANGE-$n.tar"
 		else
 			failed "evidence-$n" "no audit log was collected from $n"

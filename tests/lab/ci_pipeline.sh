@@ -3,7 +3,9 @@
 # profiles/lab-pair.yaml (TCG latency SLOs) against an earlier version (--from), two signing keys
 # (dual control), the lab booted from the profile, apply on both hosts, the
 # probes over RoCE on the MACsec device, each host's audit log collected, one
-# evidence bundle per host. Then:
+# evidence bundle per host. With the profile's slo section: an agent on every host (its
+# management NIC forwarded from 127.0.0.1, a throwaway CA) and one fabric probe of every
+# link through them, its verdicts in its own log and bundle. Then:
 #
 #  pipeline     exit 0, with --out under /tmp (a guest tmpfs the lab keeps visible)
 #  junit        junit.xml is well-formed; the expected testcases, no failure, no
@@ -11,11 +13,12 @@
 #  evidence     each host's bundle passes the bundled verify.sh (openssl, jq,
 #               sha256sum, tar) with both signers and the host's audit key pinned;
 #               the bundles hold the apply records (profile-apply statements) and
-#               h1's the probe verdicts (test-result statements, PASSED, figures), and
-#               the PN ranges of the apply's SAs (the guest's ledger, anchored by its log)
+#               the PN ranges of the apply's SAs (the guest's ledger, anchored by its log);
+#               the fabric probe's bundle its verdicts (test-result statements, PASSED,
+#               figures: latency, loss, MACsec counters, the path MTU both ways)
 #  failure      a second run with an SLO no link meets and no --sign: exit 1, the
-#               probe step is a JUnit failure with the reason, only evidence is
-#               skipped, the failed verdict is in h1's audit log
+#               probe-fabric step is a JUnit failure with the reason, only evidence is
+#               skipped, the failed verdict is in the probe's audit log
 #  clean        no throwaway key left in OUT, the lab is down
 #
 # Prints PASS/FAIL per check and "ci_pipeline: N passed, M failed"; exits non-zero
@@ -89,7 +92,7 @@ rc=$?
 # probe step is the one failed step and that is its reason; any other failure, or the
 # same one twice, fails below.
 if [ $rc != 0 ] && grep -q "no completion for .* during the write_bw run" "$T/pipeline.out" &&
-	[ "$(grep -c '^--- .*: FAIL' "$T/pipeline.out")" = 1 ] && grep -q '^--- probe-h1-h2: FAIL' "$T/pipeline.out"; then
+	[ "$(grep -c '^--- .*: FAIL' "$T/pipeline.out")" = 1 ] && grep -q '^--- probe-fabric: FAIL' "$T/pipeline.out"; then
 	echo "NOTE pipeline-rerun: the probe's write_bw stalled (soft-RoCE under emulation); the pipeline runs once more"
 	run_pipeline
 	rc=$?
@@ -109,14 +112,15 @@ for tc in d.getElementsByTagName("testcase"):
 EOF
 )
 if [ $? = 0 ]; then pass "junit-well-formed"; else fail "junit-well-formed" "$cases"; fi
-want="prepare validate plan lab-up apply-h1 apply-h2 probe-h1-h2 audit-h1 audit-h2 evidence-h1 evidence-h2"
+want="prepare validate plan lab-up apply-h1 apply-h2 agents probe-fabric audit-h1 audit-h2 audit-fabric-probe"
+want+=" evidence-h1 evidence-h2 evidence-fabric-probe"
 got=$(awk '{print $1}' <<<"$cases" | tr '\n' ' ' | sed 's/ $//')
 [ "$got" = "$want" ] && pass "junit-expected-testcases" || fail "junit-expected-testcases" "got '$got', want '$want'"
 bad=$(awk '$2 != "ok"' <<<"$cases")
 [ -z "$bad" ] && grep -q 'failures="0"' "$J" && pass "junit-no-failure-no-skip" || fail "junit-no-failure-no-skip" "$bad"
 
 # --- evidence bundles ----------------------------------------------------------------------
-for h in h1 h2; do
+for h in h1 h2 fabric-probe; do
 	b=$OUT/evidence-$CHANGE-$h.tar x=$T/x-$h
 	mkdir -p "$x"
 	if [ -f "$b" ] && tar -xf "$b" -C "$x"; then
@@ -129,6 +133,9 @@ for h in h1 h2; do
 	else
 		fail "evidence-$h-verify-sh" "no bundle $b"
 	fi
+	# the statements (verify.sh checked their DSSE signatures), one JSON object a line
+	jq -c '.payload | @base64d | fromjson' "$x/attestations.intoto.jsonl" >"$T/statements-$h.jsonl" 2>/dev/null
+	[ "$h" = fabric-probe ] && continue # no SA, no apply: its verdicts are checked below
 	# the packet-number evidence (docs/audit.md): the apply's SA door wrote the guest's ledger,
 	# its sa-ledger record anchors it, the pipeline carried it; a TX and an RX range at least
 	if grep -q "^PASS: pn: no two PN ranges of one key, SCI and direction overlap" "$T/verify-$h.out" &&
@@ -137,8 +144,6 @@ for h in h1 h2; do
 	else
 		fail "evidence-$h-pn-ranges" "$(grep 'pn:' "$T/verify-$h.out" | head -3) $(head -c 300 "$x/pn/ranges.json" 2>/dev/null)"
 	fi
-	# the statements (verify.sh checked their DSSE signatures), one JSON object a line
-	jq -c '.payload | @base64d | fromjson' "$x/attestations.intoto.jsonl" >"$T/statements-$h.jsonl" 2>/dev/null
 	# the apply record of this host, for this change, as a profile-apply statement
 	if jq -se --arg h "$h" --arg c "$CHANGE" 'any(.[]; .predicateType == "https://fabricctl.dev/attestation/profile-apply/v1"
 		and .predicate.host == $h and .predicate.change == $c and .predicate.result == "applied"
@@ -149,30 +154,40 @@ for h in h1 h2; do
 		fail "evidence-$h-apply-records"
 	fi
 done
-# h1 ran the probes (h2 served): its bundle carries the verdicts, with the figures
-x=$T/x-h1
-n=$(jq -s '[.[] | select(.action == "probe")] | length' "$x/audit/slice.jsonl" 2>/dev/null)
-P=$T/probe-statements-h1.jsonl
-jq -c 'select(.predicateType == "https://in-toto.io/attestation/test-result/v0.1")' "$T/statements-h1.jsonl" >"$P" 2>/dev/null
-if [ "${n:-0}" -ge 2 ] && jq -se --arg c "$CHANGE" 'all(.[]; .predicateType == "https://in-toto.io/attestation/test-result/v0.1"
+# the fabric probe's bundle: one record a link and test (send_lat, write_bw, path_mtu),
+# each a test-result statement, with its figures
+x=$T/x-fabric-probe
+n=$(jq -s '[.[] | select(.action == "probe-fabric")] | length' "$x/audit/slice.jsonl" 2>/dev/null)
+P=$T/probe-statements.jsonl
+jq -c 'select(.predicateType == "https://in-toto.io/attestation/test-result/v0.1")' \
+	"$T/statements-fabric-probe.jsonl" >"$P" 2>/dev/null
+if [ "${n:-0}" = 3 ] && jq -se --arg c "$CHANGE" 'all(.[]; .predicateType == "https://in-toto.io/attestation/test-result/v0.1"
 	and .predicate.result == "PASSED" and (.predicate.passedTests | length) == 1
 	and (.predicate.configuration[0].name | startswith("profiles/lab-pair-v1"))
-	and .predicate.fabricctl.change == $c and .predicate.fabricctl.host == "h1")' \
-	"$P" >/dev/null 2>&1 &&
+	and .predicate.fabricctl.change == $c)' "$P" >/dev/null 2>&1 &&
 	[ "$(wc -l <"$P")" = "$n" ]; then
-	pass "evidence-h1-probe-verdicts"
+	pass "evidence-fabric-probe-verdicts"
 else
-	fail "evidence-h1-probe-verdicts" "$n probe records; $(head -c 600 "$P" 2>/dev/null)"
+	fail "evidence-fabric-probe-verdicts" "$n probe-fabric records; $(head -c 600 "$P" 2>/dev/null)"
 fi
-if jq -se 'map(select(.action == "probe")) | length > 0 and all(.[]; .link == "h1-h2" and .secy == "ms100"
-	and (.detail | test("send_lat size=2 link=h1-h2: |write_bw size=65536 link=h1-h2: "))
-	and (.detail | test("loss_packets=0 ")) and (.detail | test(" macsec=ok$"))
-	and .profile.name == "lab-pair")' "$x/audit/slice.jsonl" >/dev/null 2>&1 &&
-	jq -se 'map(select(.action == "probe" and (.detail | startswith("send_lat")))) | .[0].detail | test("latency_p99_us=[0-9]")' \
-		"$x/audit/slice.jsonl" >/dev/null 2>&1; then
+# the figures: latency, no loss and nothing refused at either end, MACsec-encrypted
+# packets counted at both ends, the VLAN's MTU passed both ways
+if jq -se 'map(select(.action == "probe-fabric")) as $r | ($r | length) == 3
+	and all($r[]; .result == "pass" and .profile.name == "lab-pair")
+	and any($r[]; .detail | test("^send_lat size=2 link=h1-h2 vlan=100 a=h1 b=h2 .*latency_p99_us=[0-9].* loss=0/0 .*encrypted=[1-9][0-9]*/[1-9][0-9]* refused=0/0"))
+	and any($r[]; .detail | test("^write_bw size=65536 link=h1-h2 vlan=100 .* loss=0/0 .*encrypted=[1-9][0-9]*/[1-9][0-9]* refused=0/0"))
+	and any($r[]; .detail | test("^path_mtu link=h1-h2 vlan=100 .*mtu=1468 largest_a=1468 largest_b=1468"))' \
+	"$x/audit/slice.jsonl" >/dev/null 2>&1; then
 	pass "probe-records-carry-figures"
 else
-	fail "probe-records-carry-figures" "$(jq -c 'select(.action == "probe")' "$x/audit/slice.jsonl" 2>/dev/null | head -c 800)"
+	fail "probe-records-carry-figures" "$(jq -c 'select(.action == "probe-fabric")' "$x/audit/slice.jsonl" 2>/dev/null | head -c 800)"
+fi
+# the fabric probe's JSON and JUnit beside the pipeline's
+if jq -e '.pass == true and (.links | length) == 1 and .links[0].link == "h1-h2"' "$OUT/probe-fabric.json" >/dev/null 2>&1 &&
+	grep -q '<testcase' "$OUT/probe-fabric.junit.xml" 2>/dev/null; then
+	pass "probe-fabric-json-junit"
+else
+	fail "probe-fabric-json-junit" "$(head -c 400 "$OUT/probe-fabric.json" 2>/dev/null)"
 fi
 
 # --- a failed SLO is a failed step, never a skipped one ---------------------------------------
@@ -181,12 +196,12 @@ rm -rf "$O2"
 (cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh "$T/strict.yaml" --out "$O2" --lab --change CI-TEST-2 \
 	--probe-args "--test send_lat --iters 20 --qp-timeout 20") >"$T/fail.out" 2>&1
 rc=$?
-sed -n '/=== probe/,/--- probe/p' "$T/fail.out"
+sed -n '/=== probe-fabric/,/--- probe-fabric/p' "$T/fail.out"
 if [ $rc = 1 ] && python3 - "$O2/junit.xml" <<'EOF'
 import sys, xml.dom.minidom as m
 d = m.parse(sys.argv[1])
 tc = {t.getAttribute("name"): t for t in d.getElementsByTagName("testcase")}
-f = tc["probe-h1-h2"].getElementsByTagName("failure")
+f = tc["probe-fabric"].getElementsByTagName("failure")
 assert f and "latency p99" in f[0].toxml(), "no latency failure"
 assert tc["evidence"].getElementsByTagName("skipped"), "evidence should be skipped (no --sign)"
 assert sum(1 for t in tc.values() if t.getElementsByTagName("skipped")) == 1
@@ -197,11 +212,12 @@ then
 else
 	fail "slo-failure-is-a-junit-failure" "exit $rc; $(tail -5 "$T/fail.out")"
 fi
-if jq -se 'map(select(.action == "probe")) | length == 1 and .[0].result == "fail" and .[0].change == "CI-TEST-2"
-	and (.[0].error | test("latency p99"))' "$O2/audit/h1/audit.log" >/dev/null 2>&1; then
+if jq -se 'map(select(.action == "probe-fabric" and (.detail | startswith("send_lat ")))) |
+	length == 1 and .[0].result == "fail" and .[0].change == "CI-TEST-2"
+	and (.[0].error | test("latency p99"))' "$O2/audit/fabric-probe/audit.log" >/dev/null 2>&1; then
 	pass "slo-failure-audited"
 else
-	fail "slo-failure-audited" "$(grep probe "$O2/audit/h1/audit.log" 2>/dev/null | head -c 600)"
+	fail "slo-failure-audited" "$(grep probe "$O2/audit/fabric-probe/audit.log" 2>/dev/null | head -c 600)"
 fi
 
 # --- nothing left behind ----------------------------------------------------------------------
