@@ -36,6 +36,7 @@ int probe_report_last(const struct probe_report *rep, int exit_code, double now,
 	fctl_buf_printf(b, "fabricctl-probe-last format=1 time=%.3f exit=%d", now, exit_code);
 	put_safe(b, "peer", rep->peer);
 	put_safe(b, "link", rep->link);
+	put_safe(b, "netdev", rep->netdev);
 	fctl_buf_putc(b, '\n');
 	for (size_t i = 0; i < rep->n_res; i++) {
 		const struct probe_result *r = &rep->res[i];

@@ -109,6 +109,7 @@ struct probe_result {
 struct probe_report {
 	char peer[128];
 	char link[64];	   /* "" without a profile */
+	char netdev[32];   /* --netdev, "" without it */
 	char profile[256]; /* file, "" without one */
 	char profile_name[128];
 	uint64_t profile_version;

@@ -583,16 +583,40 @@ static bool run_all(struct conn *c, const struct run_opts *o, struct probe_repor
 	return env_error;
 }
 
+/* The same report as STATE_DIR/probe/links/LINK@NETDEV, a link's own last run, kept
+ * beside the other links' (the fabric probe runs each link of a host in turn): the
+ * agent's per-link metrics. Only for a run of a profile's link over a named device. */
+static void write_link(const char *state_dir, const struct probe_report *rep,
+		       const struct fctl_buf *b)
+{
+	char path[4200];
+	int r;
+
+	if (!rep->link[0] || !rep->netdev[0])
+		return;
+	/* a link name is a profile's identifier, an interface name has no '/' */
+	if (strchr(rep->link, '/') || rep->link[0] == '.' || strchr(rep->netdev, '/'))
+		return;
+	snprintf(path, sizeof(path), "%s/probe/links/%s@%s", state_dir, rep->link, rep->netdev);
+	r = fctl_mkdir_parents(path, 0755);
+	if (r == 0)
+		r = probe_write_atomic(path, b);
+	if (r < 0)
+		perr("run: %s not written: %s", path, strerror(-r));
+}
+
 /*
  * The run for monitoring, whatever its result: STATE_DIR/probe/last for the agent (with
- * --state-dir, or FCTL_STATE_DIR when that directory exists: a managed host), and the
- * textfile with --metrics-textfile. A file that cannot be written is said on stderr;
- * the exit code stays the run's.
+ * --state-dir, or FCTL_STATE_DIR when that directory exists: a managed host), a run of
+ * a profile's link also as that link's (write_link), and the textfile with
+ * --metrics-textfile. A file that cannot be written is said on stderr; the exit code
+ * stays the run's.
  */
 static void write_last(const struct run_opts *o, const struct probe_report *rep, int rc)
 {
 	struct fctl_buf b = { 0 };
 	struct timespec ts;
+	const char *sd = o->state_dir ? o->state_dir : FCTL_STATE_DIR;
 	char path[4200];
 	struct stat sb;
 	double now;
@@ -601,8 +625,7 @@ static void write_last(const struct run_opts *o, const struct probe_report *rep,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	if (o->state_dir || (stat(FCTL_STATE_DIR, &sb) == 0 && S_ISDIR(sb.st_mode))) {
-		snprintf(path, sizeof(path), "%s/probe/last", o->state_dir ? o->state_dir
-									   : FCTL_STATE_DIR);
+		snprintf(path, sizeof(path), "%s/probe/last", sd);
 		r = fctl_mkdir_parents(path, 0755);
 		if (r == 0)
 			r = probe_report_last(rep, rc, now, &b);
@@ -610,6 +633,8 @@ static void write_last(const struct run_opts *o, const struct probe_report *rep,
 			r = probe_write_atomic(path, &b);
 		if (r < 0)
 			perr("run: %s not written: %s", path, strerror(-r));
+		else
+			write_link(sd, rep, &b);
 	}
 	if (o->textfile) {
 		fctl_buf_reset(&b);
@@ -664,6 +689,8 @@ int probe_run(int argc, char **argv)
 		return PROBE_EXIT_ERROR;
 	}
 	snprintf(rep.peer, sizeof(rep.peer), "%s:%s", o.host, o.port);
+	if (o.netdev)
+		snprintf(rep.netdev, sizeof(rep.netdev), "%s", o.netdev);
 	rep.res = calloc(MAX_RUNS, sizeof(*rep.res));
 	if (!rep.res) {
 		perr("run: out of memory");

@@ -58,12 +58,15 @@ void fctl_mx_link_labels(const struct fctl_metrics_src *src, const struct fctl_m
 /* metrics_macsec.c: the SecY, SA and counter families of the live MACsec links. */
 int fctl_mx_macsec(const struct fctl_metrics_src *src, const struct fctl_mx_links *l,
 		   const struct fctl_host_state *live, struct fctl_buf *o);
-/* metrics_state.c: drift per link, rotation records, the last probe report, audit. */
+/* metrics_state.c: drift per link, rotation records, audit. */
 void fctl_mx_drift_links(const struct fctl_metrics_src *src, const struct fctl_mx_links *l,
 			 struct fctl_buf *o);
 void fctl_mx_rotation(const struct fctl_metrics_src *src, const struct fctl_mx_links *l,
 		      struct fctl_buf *o);
-void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o);
 void fctl_mx_audit(const struct fctl_metrics_src *src, struct fctl_buf *o);
+/* metrics_probe.c: the last probe run (STATE_DIR/probe/last, the fabricctl_probe_*
+ * families) and each link's last run (STATE_DIR/probe/links/LINK@NETDEV, written by
+ * the fabric probe's runs: the fabricctl_probe_link_* families, labelled by netdev). */
+void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o);
 
 #endif

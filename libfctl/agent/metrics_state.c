@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The families a scrape reads from files: drift per link, the rotation records
- * (STATE_DIR/rotation), the last probe report (STATE_DIR/probe/last), the audit log. */
+ * (STATE_DIR/rotation), the audit log (the probe reports: metrics_probe.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -161,94 +161,6 @@ void fctl_mx_rotation(const struct fctl_metrics_src *src, const struct fctl_mx_l
 		closedir(d);
 	rot_write(src, v, n, o);
 	free(v);
-}
-
-/* --- the last probe report ------------------------------------------------------------ */
-
-static void probe_result(const char *base, const char *line, struct fctl_buf *o,
-			 const char *family)
-{
-	static const struct {
-		const char *key, *pct;
-	} lat[] = { { "latency_p50_seconds", "50" },
-		    { "latency_p99_seconds", "99" },
-		    { "latency_p999_seconds", "99.9" } };
-	char set[768], test[32] = "", size[24] = "", v[64];
-
-	if (!fctl_kv_word(line, "test", test, sizeof(test)) ||
-	    !fctl_kv_word(line, "size_bytes", size, sizeof(size)))
-		return;
-	snprintf(set, sizeof(set), "%s", base);
-	fctl_mx_label(set, sizeof(set), "test", test);
-	fctl_mx_label(set, sizeof(set), "size_bytes", size);
-	if (strcmp(family, "fabricctl_probe_latency_seconds") == 0) {
-		for (size_t i = 0; i < FCTL_ARRAY_SIZE(lat); i++) {
-			char s2[800];
-
-			if (!fctl_kv_word(line, lat[i].key, v, sizeof(v)))
-				continue;
-			snprintf(s2, sizeof(s2), "%s", set);
-			fctl_mx_label(s2, sizeof(s2), "percentile", lat[i].pct);
-			fctl_mx_sample(o, family, s2, strtod(v, NULL));
-		}
-		return;
-	}
-	if (fctl_kv_word(line, family + strlen("fabricctl_probe_"), v, sizeof(v)))
-		fctl_mx_sample(o, family, set, strtod(v, NULL));
-}
-
-void fctl_mx_probe(const struct fctl_metrics_src *src, struct fctl_buf *o)
-{
-	static const char *const per_test[][2] = {
-		{ "fabricctl_probe_test_pass", "1 when the test passed its SLO in the last run." },
-		{ "fabricctl_probe_latency_seconds",
-		  "Latency percentiles (50, 99, 99.9; exact, nearest rank) of the last run." },
-		{ "fabricctl_probe_bandwidth_bytes_per_second", "Bandwidth of the last run." },
-		{ "fabricctl_probe_loss_packets", "Packets lost in the last run (both ends)." },
-		{ "fabricctl_probe_retransmissions",
-		  "Retransmissions in the last run (both ends)." },
-	};
-	char path[4200], base[512] = "", v[256];
-	struct fctl_buf f = { 0 };
-	const char *line;
-
-	fctl_probe_last_path(src->eo->state_dir, src->eo->netns, path, sizeof(path));
-	if (fctl_file_read(path, &f) < 0 || !f.len || f.len > (1u << 20)) {
-		fctl_buf_release(&f);
-		return;
-	}
-	line = f.data;
-	fctl_mx_label(base, sizeof(base), "host", src->host);
-	/* "-" is the probe's word for none */
-	fctl_mx_label(base, sizeof(base), "link",
-		      fctl_kv_word(line, "link", v, sizeof(v)) && strcmp(v, "-") ? v : "");
-	fctl_mx_label(base, sizeof(base), "peer",
-		      fctl_kv_word(line, "peer", v, sizeof(v)) && strcmp(v, "-") ? v : "");
-	fctl_mx_head(o, "fabricctl_probe_last_run_timestamp_seconds", "gauge",
-		     "Unix time the last probe run ended.");
-	if (fctl_kv_word(line, "time", v, sizeof(v)))
-		fctl_mx_sample(o, "fabricctl_probe_last_run_timestamp_seconds", base,
-			       strtod(v, NULL));
-	fctl_mx_head(o, "fabricctl_probe_pass", "gauge",
-		     "1 when the last probe run passed (exit 0), 0 when it failed its SLO or "
-		     "could not run.");
-	fctl_mx_sample_u64(o, "fabricctl_probe_pass", base,
-			   fctl_kv_word(line, "exit", v, sizeof(v)) && strcmp(v, "0") == 0);
-	for (size_t k = 0; k < FCTL_ARRAY_SIZE(per_test); k++) {
-		fctl_mx_head(o, per_test[k][0], "gauge", per_test[k][1]);
-		for (const char *p = strstr(f.data, "\nresult "); p;
-		     p = strstr(p + 1, "\nresult ")) {
-			char one[1024];
-			size_t n = strcspn(p + 1, "\n");
-
-			if (n >= sizeof(one))
-				continue;
-			memcpy(one, p + 1, n);
-			one[n] = '\0';
-			probe_result(base, one, o, per_test[k][0]);
-		}
-	}
-	fctl_buf_release(&f);
 }
 
 /* --- the audit log ------------------------------------------------------------------- */

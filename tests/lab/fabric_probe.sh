@@ -140,7 +140,7 @@ for h in h1 h2 h3 h4 h5; do
 	on "$h" sh -c "mkdir -p /var/lib/fabricctl/agent/keys && cp '$WORK/keys/ring.key' /var/lib/fabricctl/agent/keys/"
 	"$LAB" exec-bg --timeout 1500 "$h" -- "$F" agent --host "$h" --listen 0.0.0.0:7443 \
 		--cert "$WORK/pki/server-$h.crt" --key "$WORK/pki/server-$h.key" \
-		--ca "$WORK/pki/ca.crt" --drift-interval 600s >/dev/null || ok=0
+		--ca "$WORK/pki/ca.crt" --drift-interval 600s --metrics 127.0.0.1:9469 >/dev/null || ok=0
 done
 [ $ok = 1 ] && pass "setup-apply-rxe-agents" || { fail "setup-apply-rxe-agents"; exit 1; }
 for h in h1 h2 h3 h4 h5; do
@@ -227,6 +227,25 @@ echo "$out" | sed 's/^/   /'
 [ "$rc" = 0 ] && grep -q "6 passed, 0 failed, 0 could not run" <<<"$out" &&
 	grep -q "^latency p99 (us), hosts x hosts:" <<<"$out" &&
 	pass "2-clean-run-passes-all" || fail "2-clean-run-passes-all" "exit $rc"
+
+# --- 2b. each link's last run in its running end's agent metrics -----------------------
+# end b runs (and keeps STATE_DIR/probe/links/LINK@NETDEV): after the clean run every
+# link's fabricctl_probe_link_pass is 1 there, labelled with its SecY, and each agent's
+# page passes promtool's check (no family twice: the single probe/last families beside)
+ok=1 why=
+: >"$WORK/metrics.all"
+for l in "${LINKS[@]}"; do
+	read -r name _ b vlan <<<"$l"
+	m=$(on "${b%%:*}" curl -sf http://127.0.0.1:9469/metrics) || { ok=0 why+=" ${b%%:*}: no scrape"; continue; }
+	grep -Eq "^fabricctl_probe_link_pass\{host=\"${b%%:*}\",link=\"$name\",peer=\"[^\"]+\",netdev=\"ms$vlan\"\} 1\$" <<<"$m" &&
+		grep -Eq "^fabricctl_probe_link_latency_seconds\{host=\"${b%%:*}\",link=\"$name\",.*test=\"send_lat\".*percentile=\"99\"\} [0-9]" <<<"$m" ||
+		{ ok=0 why+=" $name: $(grep '^fabricctl_probe_link_pass' <<<"$m" | tr '\n' ' ')"; }
+	printf '%s\n' "$m" >"$WORK/metrics-${b%%:*}.txt"
+done
+for f in "$WORK"/metrics-h*.txt; do
+	promtool check metrics <"$f" >"$WORK/promtool.out" 2>&1 || { ok=0 why+=" promtool ${f##*/}: $(head -c 300 "$WORK/promtool.out")"; }
+done
+[ $ok = 1 ] && pass "2b-per-link-metrics-on-running-ends" || fail "2b-per-link-metrics-on-running-ends" "$why"
 
 # --- bench (bench/fabric_probe_bench.sh sets FCTL_FABRIC_PROBE_BENCH=1): the fabric run
 # against the same links probed one by one ------------------------------------------------

@@ -148,6 +148,25 @@ count < <("$PY" "$HERE/families.py" "$T/m3.txt" agent-with-probe "${FAMILIES[@]}
 	"${PROBE_FAMILIES[@]}" 2>&1)
 expect agent-probe-pass "$(sample "$T/m3.txt" '^fabricctl_probe_pass\{host="h1"')" 0
 expect agent-probe-tests "$(grep -c '^fabricctl_probe_test_pass{host="h1"' "$T/m3.txt")" 2
+# each link's last run (the fabric probe's runs keep STATE_DIR/probe/links/LINK@NETDEV):
+# two links from the report above, plus what the agent must pass over: a name without
+# '@', a file that is no probe report
+mkdir -p "$T/state/probe/links"
+sed 's/ netdev=[^ ]*//; s/ link=[^ ]*/ link=h1-h2 netdev=ms100/' "$T/state/probe/last" >"$T/state/probe/links/h1-h2@ms100"
+sed 's/ netdev=[^ ]*//; s/ link=[^ ]*/ link=h1-h3 netdev=ms101/; s/ exit=[0-9]*/ exit=0/' "$T/state/probe/last" \
+	>"$T/state/probe/links/h1-h3@ms101"
+cp "$T/state/probe/last" "$T/state/probe/links/stray"
+echo "not a report" >"$T/state/probe/links/h1-h4@ms102"
+curl -sf "$M" -o "$T/m4.txt"
+promtool_clean agent-with-link-probes "$T/m4.txt"
+count < <("$PY" "$HERE/families.py" "$T/m4.txt" agent-with-link-probes "${FAMILIES[@]}" \
+	"${PROBE_FAMILIES[@]}" "${PROBE_FAMILIES[@]/fabricctl_probe_/fabricctl_probe_link_}" 2>&1)
+expect agent-link-probe-h1-h2 \
+	"$(sample "$T/m4.txt" '^fabricctl_probe_link_pass\{host="h1",link="h1-h2",peer="[^"]*",netdev="ms100"\}')" 0
+expect agent-link-probe-h1-h3 \
+	"$(sample "$T/m4.txt" '^fabricctl_probe_link_pass\{host="h1",link="h1-h3",peer="[^"]*",netdev="ms101"\}')" 1
+expect agent-link-probe-only-reports "$(grep -c '^fabricctl_probe_link_pass{' "$T/m4.txt")" 2
+expect agent-link-probe-tests "$(grep -c '^fabricctl_probe_link_test_pass{host="h1",link="h1-h2"' "$T/m4.txt")" 2
 
 # --- 3. alert rules and the dashboard ------------------------------------------------
 if out=$(promtool check rules "$RULES" 2>&1); then pass rules-check; else fail rules-check "$out"; fi
