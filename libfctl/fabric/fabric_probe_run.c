@@ -163,7 +163,7 @@ static void first_line(const char *s, char *out, size_t len)
 static bool no_answer(struct fctl_probe_result *r, const struct fctl_fabric_result *a,
 		      const char *host, const char *what, unsigned deadline_s)
 {
-	char e[200];
+	char e[360];
 
 	if (a->status == 0)
 		return false;
@@ -179,7 +179,7 @@ static bool no_answer(struct fctl_probe_result *r, const struct fctl_fabric_resu
 void fctl_probe_judge(struct fctl_probe_result *r, unsigned link_deadline_s)
 {
 	const struct fctl_probe_item *it = r->item;
-	char e[200];
+	char e[360];
 	bool failed = false;
 
 	r->n_tests = 0;

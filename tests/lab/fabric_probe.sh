@@ -11,7 +11,8 @@
 #     within the run's deadline; JSON and JUnit agree; the latency matrix holds the delay
 #  2. nothing degraded: every link passes, exit 0
 #  3. bad input, no traffic: an unknown link name, a VLAN without an RDMA device, a
-#     VLAN without MACsec (the fabric probe requires encryption): exit 2, named
+#     VLAN without MACsec (the fabric probe requires encryption), a VLAN whose only RDMA
+#     device is on its cleartext carrier: exit 2, named
 #
 # Prints PASS/FAIL per check and "fabric-probe: N passed, M failed"; exits non-zero on
 # any failure, a lab that cannot start included (never skips). Needs root.
@@ -128,6 +129,9 @@ on h3 sh -c 'for i in eth0 eth1 eth2; do ip link set $i up; done; ip addr add 10
 on h4 sh -c 'ip link set eth0 up && ip link set eth1 up && ip addr add 10.9.4.4/24 dev eth1'
 on h5 sh -c 'ip link set eth0 up && ip addr add 10.9.5.5/24 dev eth0'
 
+declare -A AGJOB=()
+# an agent's own log (its job's stderr in the lab share), for a failed check
+agent_log() { tail -n "${2:-15}" "$FCTL_LAB_DIR/$1/jobs/${AGJOB[$1]:-none}/err" 2>/dev/null | sed "s/^/   $1 agent: /"; }
 ok=1
 for h in h1 h2 h3 h4 h5; do
 	out=$(on "$h" "$F" apply --host "$h" --json "$WORK/fabric.yaml") &&
@@ -138,9 +142,9 @@ for h in h1 h2 h3 h4 h5; do
 		on "$h" rdma link add "rxe$vlan" type rxe netdev "ms$vlan" || ok=0
 	done
 	on "$h" sh -c "mkdir -p /var/lib/fabricctl/agent/keys && cp '$WORK/keys/ring.key' /var/lib/fabricctl/agent/keys/"
-	"$LAB" exec-bg --timeout 1500 "$h" -- "$F" agent --host "$h" --listen 0.0.0.0:7443 \
+	AGJOB[$h]=$("$LAB" exec-bg --timeout 1500 "$h" -- "$F" agent --host "$h" --listen 0.0.0.0:7443 \
 		--cert "$WORK/pki/server-$h.crt" --key "$WORK/pki/server-$h.key" \
-		--ca "$WORK/pki/ca.crt" --drift-interval 600s --metrics 127.0.0.1:9469 >/dev/null || ok=0
+		--ca "$WORK/pki/ca.crt" --drift-interval 600s --metrics 127.0.0.1:9469) || ok=0
 done
 [ $ok = 1 ] && pass "setup-apply-rxe-agents" || { fail "setup-apply-rxe-agents"; exit 1; }
 for h in h1 h2 h3 h4 h5; do
@@ -226,7 +230,7 @@ rc=$?
 echo "$out" | sed 's/^/   /'
 [ "$rc" = 0 ] && grep -q "6 passed, 0 failed, 0 could not run" <<<"$out" &&
 	grep -q "^latency p99 (us), hosts x hosts:" <<<"$out" &&
-	pass "2-clean-run-passes-all" || fail "2-clean-run-passes-all" "exit $rc"
+	pass "2-clean-run-passes-all" || { fail "2-clean-run-passes-all" "exit $rc"; for h in h1 h2 h3 h4 h5; do agent_log "$h"; done; }
 
 # --- 2b. each link's last run in its running end's agent metrics -----------------------
 # end b runs (and keeps STATE_DIR/probe/links/LINK@NETDEV): after the clean run every
@@ -275,3 +279,23 @@ bad "3-unknown-link" fabric "no link 'nope' in the profile" --link nope
 # h4-h1/104 passes, /250 cannot run: named, with the interface that has no device
 bad "3-no-rdma-device" bad-nordma "no RDMA device on ms250" --link h4-h1
 bad "3-vlan-without-macsec" bad-clear "link 'h4-h1' VLAN 251 has no MACsec" --link h4-h1
+# h4-h1/104 with soft-RoCE only on the cleartext carrier: moved from the SecY ms104 to
+# the port under VLAN 104's device (rxe takes no VLAN device), and ms104's address taken
+# away (with it the GID the kernel gives the port's device for the SecY above it: that
+# one the probe would take, its traffic leaving through the SecY, encrypted). The
+# carrier's GIDs remain: RDMA there would leave the host unencrypted, so the probe
+# refuses it, naming the SecY's (none) and the carrier's. The last check: the link
+# stays so.
+ok=1
+for h in h4 h1; do
+	pd=$(on "$h" ip -d -j link show type vlan | jq -r '.[] | select(.linkinfo.info_data.id == 104) | .link') &&
+		[ -n "$pd" ] && on "$h" rdma link delete rxe104 && on "$h" rdma link add "rxec$h" type rxe netdev "$pd" &&
+		on "$h" ip addr flush dev ms104 || { ok=0; echo "   $h: the port under VLAN 104: '$pd'"; }
+done
+if [ $ok = 1 ]; then
+	bad "3-gid-on-cleartext-carrier" fabric \
+		"no RDMA GID on ms104 \(its GID would be none \(no IPv4 address on ms104\)\); device rxech[14] port 1 GID [0-9]+ [0-9a-f:]+ is on eth1, the cleartext carrier of ms104: RDMA there would not be encrypted" \
+		--link h4-h1
+else
+	fail "3-gid-on-cleartext-carrier" "could not move soft-RoCE to VLAN 104's carrier"
+fi

@@ -81,7 +81,7 @@ struct fctl_probe_result {
 	size_t n_tests;
 	struct fctl_probe_pmtu pmtu[2];       /* [0] from end a (server), [1] from end b */
 	enum fctl_probe_verdict verdict;
-	char reasons[FCTL_PROBE_MAX_REASONS][240];
+	char reasons[FCTL_PROBE_MAX_REASONS][400]; /* an agent's refusal names two GIDs */
 	size_t n_reasons;
 	double wall_s;	/* from its round's start to the later of its two answers */
 };
