@@ -35,11 +35,19 @@ an active SA), NEW = (OLD_AN + 1) % 4, with the key of version V
 (keys/l<VID>.key.vV) and the KEYID fabricctl derives for it. Phase order: each
 operation for every link before the next operation. Writes h1-rot.batch and
 h2-rot.batch, mode 0600. They hold keys in clear: benchmark test data.
+With --ip-records also what fabricctl would have recorded after that rotation,
+so that keymgr's next round starts where the ip batch left the kernels (the
+bench interleaves keymgr and ip rounds): ip-rec/rotation/ms<VID> (the agents'
+rotation record: an NEW, version V, the KEYID) and ip-rec/keymgr/current-h1-h2.<VID>
+(keymgr's record of the key in use, with the key's check value, the first 3
+bytes of AES-ECB of a zero block, from `openssl enc`). No key in them.
 """
 import argparse
 import os
 import secrets
+import subprocess
 import sys
+import time
 
 from gen_ports_profile import keyid  # the one copy of libfctl's KEYID derivation
 
@@ -159,6 +167,26 @@ def batch(outdir: str, vids, host: str, old: int, version: int) -> str:
     return "\n".join(s[i] for i in range(len(steps[0])) for s in steps) + "\n"
 
 
+def kcv(key_hex: str) -> str:
+    out = subprocess.run(["openssl", "enc", "-aes-128-ecb", "-nopad", "-K", key_hex],
+                         input=bytes(16), capture_output=True, check=True).stdout
+    return out[:3].hex()
+
+
+def records(outdir: str, vids, old: int, version: int) -> None:
+    new = (old + 1) % 4
+    for sub in ("rotation", "keymgr"):
+        os.makedirs(os.path.join(outdir, "ip-rec", sub), mode=0o755, exist_ok=True)
+    now = int(time.time())
+    for vid in vids:
+        kid = keyid("file", key_id(vid), version)
+        k = read_key(os.path.join(outdir, f"{key_id(vid)}.v{version}"))
+        with open(os.path.join(outdir, "ip-rec", "rotation", f"ms{vid}"), "w") as f:
+            f.write(f"an {new}\nversion {version}\nbusy 0\nkeyid {kid}\n")
+        with open(os.path.join(outdir, "ip-rec", "keymgr", f"current-h1-h2.{vid}"), "w") as f:
+            f.write(f"an {new} version {version} time {now} kcv {kcv(k)} keyid {kid}\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
@@ -170,6 +198,7 @@ def main() -> int:
     ap.add_argument("--stride", type=int, help="VLAN ids between two pairs' first VLANs (default N)")
     ap.add_argument("--ip-batch", type=int, metavar="OLD_AN", help="write the ip -batch files instead")
     ap.add_argument("--batch-version", type=int, metavar="V", help="key version of the ip batch's new SAs")
+    ap.add_argument("--ip-records", action="store_true", help="with --ip-batch: the records after it too")
     a = ap.parse_args()
     stride = a.links if a.stride is None else a.stride
     if not 1 <= a.pairs <= MAX_PAIRS:
@@ -192,6 +221,8 @@ def main() -> int:
             ap.error("--ip-batch takes the old AN 0..3 and needs --batch-version V >= 1")
         for h in ("h1", "h2"):
             write_private(os.path.join(a.outdir, f"{h}-rot.batch"), batch(a.outdir, vids, h, a.ip_batch, a.batch_version))
+        if a.ip_records:
+            records(a.outdir, vids, a.ip_batch, a.batch_version)
         return 0
 
     os.makedirs(os.path.join(a.outdir, "keys"), mode=0o700, exist_ok=True)

@@ -128,7 +128,10 @@ guest_ipbatch() {
 
 # ---------------------------------------------------------------------------
 # Figures from keymgr's JSON, one file per round (also `__analyze N OVERLAP
-# IPB_H1_S IPB_H2_S FILE...` on the host, to check the arithmetic by hand).
+# IPB_H1 IPB_H2 FILE...` on the host, to check the arithmetic by hand). IPB_H1 and
+# IPB_H2: JSON arrays of the ip -batch walls (s) of h1 and h2, round r's ip round
+# right after keymgr round r (or one number each: one ip round after all of them).
+# The ratio S / ip-batch per link is taken per pair of rounds and its median given.
 
 analyze() {
 	local n=$1 overlap=$2 ipb1=$3 ipb2=$4
@@ -157,8 +160,14 @@ analyze() {
 	| ([ $all[] | [ .steps_ms[$steps[]] // 0 ] | add ] | mean) as $S
 	| ([ $per[].wall_ms ] | mean) as $T
 	| (2 * 1000 * $overlap + $n * $S) as $B
-	| ([ $ipb1, $ipb2 ] | max) as $ipb
-	| (if $ipb > 0 then 1000 * $ipb / $n else null end) as $ipl
+	| ([ $ipb1 ] | flatten) as $i1 | ([ $ipb2 ] | flatten) as $i2
+	| [ range(0; [ $i1 | length, $i2 | length ] | min) as $i | [ $i1[$i], $i2[$i] ] | max
+	    | select(. > 0) | 1000 * . / $n ] as $ipls
+	| ($ipls | median) as $ipl
+	| [ range(0; [ $ipls | length, $per | length ] | min) as $i | $per[$i].S_ms / $ipls[$i] ] as $pairs
+	| (if ($ipls | length) == ($per | length) then $pairs | median
+	   elif $ipl then $S / $ipl else null end) as $ratio
+	| (2 * 1000 * $overlap + 10000) as $goalT
 	| { links: $n, rounds: ($rounds | length), overlap_s: $overlap,
 	    steps_ms: ([ $steps[] as $st | { key: $st, value: {
 	        median: ([ $all[] | .steps_ms[$st] // empty ] | median | r3),
@@ -175,7 +184,18 @@ analyze() {
 	    committed: ([ $per[].committed ] | add),
 	    ipbatch_wall_s: { h1: $ipb1, h2: $ipb2 },
 	    ipbatch_per_link_ms: (if $ipl then $ipl | r3 else null end),
-	    ratio_keymgr_step_over_ipbatch: (if $ipl then $S / $ipl | r4 else null end),
+	    ipbatch_per_link_ms_rounds: [ $ipls[] | r3 ],
+	    ratio_keymgr_step_over_ipbatch: (if $ratio then $ratio | r4 else null end),
+	    ratio_per_pair_of_rounds: [ $pairs[] | r4 ],
+	    ratio_is: (if ($ipls | length) == ($per | length) and ($ipls | length) > 0
+	        then "median of per-pair ratios (keymgr round r, then ip round r)" else "mean S / median ip" end),
+	    goal_ratio_le: 5, ratio_met: (if $ratio then $ratio <= 5 else null end),
+	    goal_T_ms_le: $goalT, goal_T_links: 200, T_met: (if $n == 200 then $T <= $goalT else null end),
+	    self_ms_per_link: ([ $rounds[] | select(.total.self_ms) | .total as $t
+	        | $t.self_ms | with_entries(.value = .value / $t.links) ] as $sm
+	        | if ($sm | length) == 0 then null else
+	          ($sm[0] | keys_unsorted) as $ks | [ $ks[] as $k | { key: $k,
+	            value: ([ $sm[][$k] ] | mean | r3) } ] | from_entries end),
 	    rounds_detail: [ $per[] | { wall_ms: (.wall_ms | r3), S_ms: (.S_ms | r3), B_ms: (.B_ms | r3),
 	        ratio_T_over_B: (.ratio_T_over_B | r4), overlap_wait_ms,
 	        kms_ops_per_rotation: (.kms_ops_per_rotation | r4),
@@ -205,8 +225,12 @@ print_table() { # BENCH-json
 		"rounds (KMS ops / agent requests per rotation, connections)  \([.rounds_detail[] | "\(.kms_ops_per_rotation)/\(.agent_requests_per_rotation), \(.agent_connections)"] | join("; "))"' <<<"$b"
 	jq -r 'if .ipbatch_per_link_ms == null then empty else
 		"ip -batch, one rotation, both hosts at once  h1 \(.ipbatch_wall_s.h1) s, h2 \(.ipbatch_wall_s.h2) s (\(.ipbatch_lines_per_host) lines each)",
-		"ip -batch per link (slower host)             \(.ipbatch_per_link_ms) ms",
-		"ratio keymgr S / ip-batch per link           \(.ratio_keymgr_step_over_ipbatch)" end' <<<"$b"
+		"ip -batch per link (slower host; median)     \(.ipbatch_per_link_ms) ms (rounds \(.ipbatch_per_link_ms_rounds | map(tostring) | join(", ")))",
+		"ratio keymgr S / ip-batch per link           \(.ratio_keymgr_step_over_ipbatch) (\(.ratio_is); pairs \(.ratio_per_pair_of_rounds | map(tostring) | join(", ")))",
+		"  goal <= \(.goal_ratio_le): \(if .ratio_met then "met" else "missed by a factor of \(.ratio_keymgr_step_over_ipbatch / .goal_ratio_le * 100 | round / 100)" end)" end' <<<"$b"
+	jq -r '"T(N) goal (\(.goal_T_links) links) 2 x overlap + 10 s = \(.goal_T_ms_le) ms: \(if .T_met == null then "not judged at \(.links) links" elif .T_met then "met" else "missed: T \(.total_wall_ms) ms" end)",
+		(.self_ms_per_link | if . == null then empty else
+		"keymgr self time per link (ms; total.self_ms / links): \(to_entries | map("\(.key) \(.value)") | join(", "))" end)' <<<"$b"
 	jq -r '.rekey_gap | if . == null then empty else
 		"rekey gap: stream \(.stream_rate_pps) packets/s each way on the first VLAN (period \(.period_ms) ms)",
 		"  longest receive gap at a switch            \(.max_gap_at_switch_ms) ms (target <= \(.target_gap_ms_le) ms; \(.switches) switches)",
@@ -447,7 +471,8 @@ main() {
 	printf 'handshake_timeout: 60s\n' >"$WORK/agent.conf"
 	local pki=$WORK/pki prof=$WORK/rot.yaml
 	# with pairs, pair 1 rotates twice a round (alone, then with the others)
-	local versions=$(((PAIRS > 1 ? 2 : 1) * rounds + 1 + profile))
+	# with one pair, every keymgr round is followed by an ip round (one version each)
+	local versions=$((2 * rounds + 1 + profile))
 	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --overlap "$overlap" \
 		--pairs "$PAIRS" --versions "$versions" || die "profile generation failed"
 	# a one-link-per-pair profile of the same agents: "do the agents answer" without 2N dumps
@@ -545,6 +570,58 @@ main() {
 			say "round $k: $n rotated, wall $wall s (guest); keymgr printed text, not JSON (no per-step figures)"
 		fi
 	}
+	# ip_round K VERSION: the peer tool, right after keymgr round K: one ip -batch file per
+	# host (both at once) doing one rotation of every link the way a hand-written script
+	# does it, to key VERSION + 1; then checked (every link on both hosts at the new AN
+	# with only the new SAs) and, untimed, the records fabricctl would have written
+	# copied in (the agents' rotation records, keymgr's current-LINK: no key in them), so
+	# that keymgr's next round starts where the kernels are. The agents keep running
+	# (asked nothing meanwhile; their drift check only reports). IPB1 IPB2 (s), IPB_LINES.
+	local IPB1 IPB2 IPB_LINES ipw1=() ipw2=()
+	ip_round() {
+		local k=$1 v1=$2 an1 an2 v2 jb1 jb2 o1 o2 rc1 rc2 h out
+		an1=$(on h1 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an1=error
+		an2=$(on h2 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an2=error
+		[[ $an1 == "$an2" && $an1 =~ ^[0-3]$ && $v1 =~ ^[0-9]+$ ]] ||
+			die "ip round $k: the links are not all on one AN and key version (h1 AN $an1, h2 AN $an2, version $v1)"
+		v2=$((v1 + 1))
+		((v2 <= versions)) || die "ip round $k: key version $v2 has no file (expected at most $versions)"
+		rm -rf -- "$WORK/ip-rec"
+		python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --ip-batch "$an1" \
+			--batch-version "$v2" --ip-records || die "ip batch generation failed"
+		say "ip round $k: AN $an1 -> $(((an1 + 1) % 4)), key version $v2, $(wc -l <"$WORK/h1-rot.batch") lines per host, both hosts at once, host load $(load1)"
+		jb1=$("$LAB" exec-bg --timeout "$round_timeout" h1 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h1-rot.batch")
+		jb2=$("$LAB" exec-bg --timeout "$round_timeout" h2 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h2-rot.batch")
+		o1=$("$LAB" wait --timeout "$((round_timeout + 30))" h1 "$jb1" 2>&1) || :
+		o2=$("$LAB" wait --timeout "$((round_timeout + 30))" h2 "$jb2" 2>&1) || :
+		read -r _ IPB1 rc1 IPB_LINES <<<"$(grep '^IPBATCH ' <<<"$o1")" || :
+		read -r _ IPB2 rc2 _ <<<"$(grep '^IPBATCH ' <<<"$o2")" || :
+		rm -f -- "$WORK"/h1-rot.batch "$WORK"/h2-rot.batch
+		[[ ${rc1:-x} == 0 ]] || die "h1: ip -batch failed (exit ${rc1:-none}): $(grep -v '^IPBATCH' <<<"$o1" | tail -5)"
+		[[ ${rc2:-x} == 0 ]] || die "h2: ip -batch failed (exit ${rc2:-none}): $(grep -v '^IPBATCH' <<<"$o2" | tail -5)"
+		say "ip round $k: h1 $IPB1 s, h2 $IPB2 s (guest clocks), host load $(load1)"
+		for h in h1 h2; do
+			out=$(on "$h" 120 ip -j macsec show | jq -c --argjson an "$(((an1 + 1) % 4))" \
+				'[.[] | select(.ifname | test("^ms[0-9]+$"))] | {n: length,
+				  ok: ([.[] | select(.encoding_sa == $an and ([.sa_list[].an] == [$an])
+					and ([.rx_sc[].sa_list[].an] == [$an]))] | length)}' 2>/dev/null) || out='{}'
+			jq -e --argjson n "$links" '.n == $n and .ok == $n' <<<"$out" >/dev/null ||
+				die "$h: after ip round $k not every link is one rotation further ($out): the comparison is void"
+			on "$h" 120 sh -c "cp '$WORK'/ip-rec/rotation/ms* /var/lib/fabricctl/rotation/" ||
+				die "$h: the agents' rotation records could not be brought to the ip round's state"
+		done
+		on h1 120 sh -c "cp '$WORK'/ip-rec/keymgr/current-* /var/lib/fabricctl/keymgr/ && chmod 600 /var/lib/fabricctl/keymgr/current-*" ||
+			die "h1: keymgr's records could not be brought to the ip round's state"
+		IP_VERSION=$v2
+	}
+	no_drift() {
+		for h in "${HOSTS[@]}"; do
+			out=$(on "$h" 300 "$FCTL" diff --host "$h" "$prof" 2>&1) ||
+				die "$h: fabricctl diff finds drift after the rotations: $(head -8 <<<"$out")"
+		done
+		say "fabricctl diff: no drift on ${HOSTS[*]} after the rotations"
+	}
+	local IP_VERSION
 	for ((v = 100; v < 100 + links; v++)); do sel1+=("h1-h2.$v"); done # gen_rotation_profile.py's first VID
 	for ((r = 1; r <= rounds; r++)); do
 		if ((PAIRS > 1)); then
@@ -553,66 +630,27 @@ main() {
 		fi
 		keymgr_round "$((++k))" "$((PAIRS * links))" "all $PAIRS pair(s) (round $r/$rounds)"
 		files+=("$ROUND_FILE") walls+=("$ROUND_WALL") loads+=("$ROUND_LOAD")
+		((PAIRS == 1)) || continue
+		((text_only)) && die "keymgr printed no JSON for rotate --json (this build predates it): no per-round versions for the ip rounds"
+		# --- rotated state is not drift (keymgr's last round, before the last ip round)
+		((r == rounds)) && no_drift
+		ip_round "$k" "$(jq '[.links[].new_version] | unique | if length == 1 then .[0] else "mixed" end' "$ROUND_FILE")"
+		ipw1+=("$IPB1") ipw2+=("$IPB2")
 	done
 
 	((profile)) && profile_round "$((k + 1))" "$links" "$prof" "$pki" "$round_timeout"
 
-	# --- rotated state is not drift --------------------------------------------------
-	for h in "${HOSTS[@]}"; do
-		out=$(on "$h" 300 "$FCTL" diff --host "$h" "$prof" 2>&1) ||
-			die "$h: fabricctl diff finds drift after the rotations: $(head -8 <<<"$out")"
-	done
-	say "fabricctl diff: no drift on ${HOSTS[*]} after the rotations"
 	((PAIRS == 1)) || {
+		no_drift
 		pairs_report "$links" "$overlap" "${#files1[@]}" "${files1[@]}" "${files[@]}"
 		return 0
 	}
 
-	# --- the peer tool: one ip -batch per host, one rotation of every link ------------
-	# where the links are now: the AN from the kernels (ip -j macsec show), the key
-	# version from keymgr's last report (text mode: one version per round from 0)
-	local an1 an2 v1 v2
-	an1=$(on h1 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an1=error
-	an2=$(on h2 120 ip -j macsec show | jq '[.[] | select(.ifname | test("^ms[0-9]+$")) | .encoding_sa] | unique | if length == 1 then .[0] else "mixed" end') || an2=error
-	if ((text_only)); then v1=$rounds; else
-		v1=$(jq '[.links[].new_version] | unique | if length == 1 then .[0] else "mixed" end' "$WORK/round-$((rounds + profile)).json")
-	fi
-	[[ $an1 == "$an2" && $an1 =~ ^[0-3]$ && $v1 =~ ^[0-9]+$ ]] ||
-		die "the links are not all on one AN and key version after the rounds (h1 AN $an1, h2 AN $an2, version $v1)"
-	v2=$((v1 + 1))
-	((v2 <= rounds + 1 + profile)) || die "key version $v2 has no file (expected $((rounds + 1 + profile)))"
-	stop_agents
-	python3 "$REPO/bench/gen_rotation_profile.py" "$WORK" --links "$links" --ip-batch "$an1" --batch-version "$v2" ||
-		die "ip batch generation failed"
-	say "ip -batch: AN $an1 -> $(((an1 + 1) % 4)), key version $v2, $(wc -l <"$WORK/h1-rot.batch") lines per host, both hosts at once"
-	local jb1 jb2 o1 o2 ipb1 ipb2 rc1 rc2 lines
-	jb1=$("$LAB" exec-bg --timeout "$round_timeout" h1 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h1-rot.batch")
-	jb2=$("$LAB" exec-bg --timeout "$round_timeout" h2 -- env FCTL_BUILD_DIR="$BUILD" "$SELF" __ipbatch "$WORK/h2-rot.batch")
-	o1=$("$LAB" wait --timeout "$((round_timeout + 30))" h1 "$jb1" 2>&1) || :
-	o2=$("$LAB" wait --timeout "$((round_timeout + 30))" h2 "$jb2" 2>&1) || :
-	read -r _ ipb1 rc1 lines <<<"$(grep '^IPBATCH ' <<<"$o1")" || :
-	read -r _ ipb2 rc2 _ <<<"$(grep '^IPBATCH ' <<<"$o2")" || :
-	[[ ${rc1:-x} == 0 ]] || die "h1: ip -batch failed (exit ${rc1:-none}): $(grep -v '^IPBATCH' <<<"$o1" | tail -5)"
-	[[ ${rc2:-x} == 0 ]] || die "h2: ip -batch failed (exit ${rc2:-none}): $(grep -v '^IPBATCH' <<<"$o2" | tail -5)"
-	rm -f -- "$WORK"/h1-rot.batch "$WORK"/h2-rot.batch
-	say "ip -batch: h1 $ipb1 s, h2 $ipb2 s (guest clocks), host load $(load1)"
-	# the ip-made state must be one rotation of every link on both ends, or the
-	# comparison is void: encoding SA, the only TX SA and the only RX SA at the new AN
-	for h in h1 h2; do
-		out=$(on "$h" 120 ip -j macsec show | jq -c --argjson an "$(((an1 + 1) % 4))" \
-			'[.[] | select(.ifname | test("^ms[0-9]+$"))] | {n: length,
-			  ok: ([.[] | select(.encoding_sa == $an and ([.sa_list[].an] == [$an])
-				and ([.rx_sc[].sa_list[].an] == [$an]))] | length)}' 2>/dev/null) || out='{}'
-		jq -e --argjson n "$links" '.n == $n and .ok == $n' <<<"$out" >/dev/null ||
-			die "$h: after the ip batch not every link is one rotation further ($out): the comparison is void"
-	done
-	say "ip -batch: every link on both hosts moved to AN $(((an1 + 1) % 4)) with its old SAs gone"
-
-	((text_only)) && die "keymgr printed no JSON for rotate --json (this build predates it): the per-step figures cannot be computed; measured: round walls ${walls[*]} s (guest), ip -batch h1 $ipb1 s, h2 $ipb2 s"
 
 	local bench
-	bench=$(analyze "$links" "$overlap" "$ipb1" "$ipb2" "${files[@]}") || die "the keymgr JSON could not be analysed"
-	bench=$(jq -c --argjson lines "$lines" --arg load "$(load1)" \
+	bench=$(analyze "$links" "$overlap" "$(printf '%s\n' "${ipw1[@]}" | jq -s -c .)" \
+		"$(printf '%s\n' "${ipw2[@]}" | jq -s -c .)" "${files[@]}") || die "the keymgr JSON could not be analysed"
+	bench=$(jq -c --argjson lines "$IPB_LINES" --arg load "$(load1)" \
 		--argjson gw "$(printf '%s\n' "${walls[@]}" | jq -s -c 'map(tonumber)')" \
 		--argjson gl "$(printf '%s\n' "${loads[@]}" | jq -s -c 'map(tonumber)')" \
 		--slurpfile gap <(cat "${gaps[@]}") \

@@ -61,6 +61,8 @@ int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_bu
 	r = km_flush_before_request(k, err, errlen);
 	if (r < 0)
 		return r;
+	double t0 = km_now_ms();
+
 	if (c->conn && !fctl_agent_conn_idle_ok(c->conn)) {
 		/* closed by the agent while idle (its timeout): nothing was in flight */
 		fctl_agent_conn_free(c->conn);
@@ -97,6 +99,7 @@ int km_call(struct km *k, struct km_end *e, struct fctl_msg *req, struct fctl_bu
 		out->len--;
 	}
 	fctl_buf_release(&frame);
+	k->self_ms[KS_AGENTS] += km_now_ms() - t0;
 	return r;
 }
 
@@ -321,8 +324,11 @@ int km_call_ops(struct km *k, struct km_op *ops, size_t n)
 			g[ng - 1].n++;
 		}
 	}
+	double t0 = km_now_ms();
+
 	if (worst == 0)
 		run_groups(k, g, ng);
+	k->self_ms[KS_AGENTS] += km_now_ms() - t0;
 	for (size_t i = 0; i < n && worst == 0; i++)
 		if (ops[i].r < 0)
 			worst = ops[i].r;

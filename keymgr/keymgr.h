@@ -27,6 +27,12 @@ struct km_end {
 	uint32_t ssci; /* XPN: 1 for the lower SCI of the pair, 2 for the higher */
 };
 
+/* keymgr's own time by kind of work, summed over a run (the report's "self_ms", read by
+ * bench/rotation_bench.sh): the KMS's calls, journal lines and syncs, audit records
+ * (append, sync), their lines on stderr (log), STATE/current-LINK reads and writes, rotations.log
+ * lines, and the agent requests (waiting for the answers included). */
+enum km_self { KS_KMS, KS_JOURNAL, KS_AUDIT, KS_LOG, KS_CURRENT, KS_HISTORY, KS_AGENTS, KS_N };
+
 /* One MACsec SecY pair (a VLAN of a profile link). */
 struct km_link {
 	char name[128]; /* "LINK.VID" */
@@ -97,15 +103,31 @@ struct km {
 	 * write, one fdatasync, one signed checkpoint), before every agent request and at
 	 * the end of each phase */
 	bool audit_defer;
+	struct fctl_buf errlines; /* audit_defer: km_audit's stderr lines, written by the flush */
 	/* likewise the journals' lines: written at once, synced together by
 	 * km_journal_flush (one syncfs of the state directory's file system) before the
 	 * next agent request; journal_dirty: lines written since the last sync */
 	bool journal_defer, journal_dirty;
+	/* a batch's retire phase: each commit's rotations.log line goes to hist and its
+	 * STATE/current-LINK to a temporary file; km_commit_flush writes the lines with one
+	 * fdatasync, syncs the records with one syncfs and renames them, and only then ends
+	 * the journals (docs/rotation.md, "Crash safety of a batch") */
+	bool commit_defer;
+	struct fctl_buf hist;
+	bool state_dir_made; /* mkdir of state_dir done (once a run) */
+	/* NULL but in tests/unit/test_km_journal.c: called at each point of km_commit_flush
+	 * where a kill -9 may land ("history", "current" i, "end" i), to land one there */
+	void (*crash_point)(const char *where, size_t i);
 	unsigned journal_fds; /* journals held open (struct rot's jfd), <= KM_JOURNAL_FDS */
 	/* counters for the report */
 	unsigned kms_ops, agent_requests, agent_connects;
 	double overlap_wait_ms;
+	double self_ms[KS_N]; /* enum km_self */
 };
+
+/* CLOCK_MONOTONIC in ms (km_self's timings). */
+double km_now_ms(void);
+const char *km_self_name(enum km_self s);
 
 /* The profile's static-key links into k->links; its MKA links only by name into
  * k->mka_links (keymgr never installs an SA on an MKA SecY). */
@@ -185,6 +207,9 @@ void km_close_conns(struct km *k);
 /* Syncs the records km_audit queued (k->audit_defer); nothing to do is 0. A failure is
  * printed, as km_audit's own; negative errno. */
 int km_audit_flush(struct km *k);
+/* Writes the stderr lines km_audit kept back (k->audit_defer) in one go; km_audit_flush
+ * does it first, so they are out before every agent request and at each phase's end. */
+void km_err_flush(struct km *k);
 /* Makes the journal lines written since the last call durable (k->journal_defer), then
  * the audit records (km_audit_flush): called before every agent request, so a step is
  * on disk before it is taken. 0, or negative errno with the reason in err: then no

@@ -465,8 +465,12 @@ static void report(const struct km *k, const struct km_result *res, size_t n, do
 		printf("],\"total\":{\"links\":%zu,\"committed\":%u,\"rolled_back\":%u,\"failed\":%u,"
 		       "\"overlap_s\":%" PRIu64 ",\"overlap_wait_ms\":%.3f,\"wall_ms\":%.3f,"
 		       "\"steps_ms\":%.3f,\"kms_ops\":%u,\"agent_requests\":%u,"
-		       "\"agent_connections\":%u}}\n", n, ok, rb, bad, overlap, wait_ms, wall_ms,
-		       step_sum, k->kms_ops, k->agent_requests, k->agent_connects);
+		       "\"agent_connections\":%u,\"self_ms\":{", n, ok, rb, bad, overlap, wait_ms,
+		       wall_ms, step_sum, k->kms_ops, k->agent_requests, k->agent_connects);
+		for (int s = 0; s < KS_N; s++)
+			printf("%s\"%s\":%.3f", s ? "," : "", km_self_name((enum km_self)s),
+			       k->self_ms[s]);
+		printf("}}}\n");
 		return;
 	}
 	if (n > 1)

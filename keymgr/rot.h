@@ -28,6 +28,10 @@ struct rot {
 	 * the same way, without an open and close per line */
 	bool jfd_open;
 	int jfd;
+	/* k->commit_defer: the commit's history line is in k->hist (end_pending) and its
+	 * current-LINK record in current-LINK.tmp (current_pending), both waiting for
+	 * km_commit_flush */
+	bool end_pending, current_pending;
 };
 
 /* journal.c: STATE/journal-LINK, written (and synced) before each step is taken. */
@@ -48,9 +52,34 @@ void km_journal_close(struct km *k, struct rot *rt);
 /* STATE/current-LINK: the key in use ("an A version V time T [kcv K keyid ID]"). */
 int km_read_current(struct km *k, const struct km_link *l, unsigned *an, uint32_t *version,
 		    uint64_t *when, char kcv[7], uint8_t keyid[FCTL_KEYID_LEN]);
-void km_set_current(struct km *k, const struct km_link *l, unsigned an, uint32_t version,
-		    const char *kcv);
+void km_set_current(struct km *k, const struct km_link *l, struct rot *rt, unsigned an,
+		    uint32_t version, const char *kcv);
+/* The commits a batch's retire phase queued (k->commit_defer), for links[i] with rts[i]
+ * (those without end_pending are skipped), in an order that keeps recovery right after a
+ * kill -9 at any point: (1) their rotations.log lines, one write and one fdatasync; (2)
+ * their current-LINK records, written to temporary files when queued, made durable by one
+ * syncfs, then renamed over; (3) their journals closed and unlinked (made durable by the
+ * batch's next km_journal_flush). Until (3) a journal says its rotation is at retire, and
+ * recovery finishes it again (retire is idempotent, the history gets a second line). The
+ * history and the records are best effort, as one link's are; 0 or the first error. */
+int km_commit_flush(struct km *k, struct km_link *const *links, struct rot *const *rts,
+		    size_t n);
 /* The KEYID of version of the link's key reference. */
 void km_ref_keyid(const struct km_link *l, uint32_t version, uint8_t out[FCTL_KEYID_LEN]);
+
+/* fetch.c: one KMS fetch of a batch's prepare phase: version of l's key reference. */
+struct km_fetch {
+	const struct km_link *l;
+	uint32_t version;
+	struct fctl_key *key; /* out: the key (the caller frees it), or NULL */
+	int r;                /* out: 0 or negative errno, with err */
+	char err[512];
+};
+#define KM_FETCH_THREADS 8 /* fetches at once */
+/* Fetches jobs[0..n), up to KM_FETCH_THREADS at once, every one whatever the others
+ * give (a fetch changes nothing in the KMS; each backend's fetch may run in threads: the
+ * file backend reads a file of its own, kmip opens a connection of its own, pkcs11
+ * serializes on its own lock). Counts n KMS operations. */
+void km_fetch_keys(struct km *k, struct km_fetch *jobs, size_t n);
 
 #endif

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,6 @@ const char *km_step_name(enum km_step s)
 	return s < KM_N_STEPS ? step_name[s] : "?";
 }
 
-
 static double ms_since(const struct timespec *t)
 {
 	struct timespec n;
@@ -52,59 +50,6 @@ static void mark(struct rot *rt, enum km_step s)
 static void mark_reset(struct rot *rt)
 {
 	clock_gettime(CLOCK_MONOTONIC, &rt->t_step);
-}
-
-/* --- audit ---------------------------------------------------------------- */
-
-void km_audit(struct km *k, const struct km_link *l, const char *action, const char *result,
-	      const char *kcv, const char *key_state, const char *fmt, ...)
-{
-	char detail[700];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "keymgr: %s %s %s: %s\n", l ? l->name : "-", action, result, detail);
-	if (k->audit) {
-		const char *kcvs[1] = { kcv };
-		struct fctl_audit_entry e = {
-			.action = action,
-			.result = result,
-			.link = l ? l->name : NULL,
-			.secy = l ? l->end[0].ifname : NULL,
-			.detail = detail,
-			.kcvs = kcv ? kcvs : NULL,
-			.n_kcvs = kcv ? 1 : 0,
-			.key_state = key_state,
-		};
-
-		if (fctl_audit_append(k->audit, &e) < 0 ||
-		    (!k->audit_defer && fctl_audit_sync(k->audit) < 0))
-			fprintf(stderr, "keymgr: audit: %s\n", fctl_audit_error(k->audit));
-	}
-}
-
-int km_flush_before_request(struct km *k, char *err, size_t errlen)
-{
-	int r = km_journal_flush(k);
-
-	if (r < 0) {
-		snprintf(err, errlen, "cannot sync the journals in %s: %s (nothing sent)",
-			 k->state_dir, strerror(-r));
-		return r;
-	}
-	km_audit_flush(k);
-	return 0;
-}
-
-int km_audit_flush(struct km *k)
-{
-	int r = k->audit ? fctl_audit_sync(k->audit) : 0;
-
-	if (r < 0)
-		fprintf(stderr, "keymgr: audit: %s\n", fctl_audit_error(k->audit));
-	return r;
 }
 
 /* An AN request naming the key of version by its KEYID: switch and encoding-sa also by
@@ -194,11 +139,15 @@ static int fetch(struct km *k, const struct km_link *l, uint32_t version, struct
 		 char *err, size_t errlen)
 {
 	struct fctl_keyref r = l->ref;
+	double t0 = km_now_ms();
+	int rc;
 
 	r.version = version;
 	k->kms_ops++;
-	return fctl_rotation_key_fetch(&r, l->base, fctl_cipher_key_len(l->cipher), out, err,
-				       errlen);
+	rc = fctl_rotation_key_fetch(&r, l->base, fctl_cipher_key_len(l->cipher), out, err,
+				     errlen);
+	k->self_ms[KS_KMS] += km_now_ms() - t0;
+	return rc;
 }
 
 /* The next version may wait pre-active in the KMS: a custodian stages it ahead, with
@@ -307,11 +256,14 @@ static void kms_retire(struct km *k, struct km_link *l, const struct rot *rt)
 		km_append_sync(path, line);
 	}
 	old.version = rt->old_version;
+	double t0;
 	/* the records so far (the commit) are on disk before the KMS changes a state; the
 	 * file backend keeps none (-EOPNOTSUPP below), so its rotations need no sync here */
 	if (strcmp(l->ref.backend, "file") != 0)
 		km_audit_flush(k);
+	t0 = km_now_ms();
 	t = fctl_key_transition(&old, tr, why, sizeof(why));
+	k->self_ms[KS_KMS] += km_now_ms() - t0;
 	if (t == -EOPNOTSUPP)
 		return; /* STATE/ and the audit log are the record */
 	k->kms_ops++;
@@ -396,7 +348,7 @@ static int commit(struct km *k, struct km_link *l, struct rot *rt, bool retired,
 		return -EIO;
 	}
 	km_journal_end(k, l, rt, "committed");
-	km_set_current(k, l, rt->new_an, rt->new_version, rt->kcv);
+	km_set_current(k, l, rt, rt->new_an, rt->new_version, rt->kcv);
 	km_audit(k, l, "key-rotation", "committed", rt->kcv[0] ? rt->kcv : NULL, NULL,
 		 "an %u -> %u, key version %" PRIu32 " -> %" PRIu32 "%s; steps %s; overlap rx ok "
 		 "old an %" PRIu64 ", new an %" PRIu64, rt->old_an, rt->new_an, rt->old_version,
@@ -409,7 +361,8 @@ static int commit(struct km *k, struct km_link *l, struct rot *rt, bool retired,
 		 "%s:%s version %" PRIu32 " %s on %s", l->ref.backend, l->ref.id, rt->old_version,
 		 k->compromised ? "compromised, removed without overlap" : "retired after the overlap",
 		 l->name);
-	kms_retire(k, l, rt);
+	if (!rt->end_pending) /* else after the batch's km_commit_flush (retire_flush) */
+		kms_retire(k, l, rt);
 	mark(rt, KM_RETIRE);
 	return 0;
 }
@@ -504,21 +457,21 @@ int km_recover(struct km *k, struct km_link *l)
 	return overlap_end(k, l, &rt) < 0 ? -EIO : 0;
 }
 
-/* Prepare, after the dumps d of both ends: the ends agree on the key in use, the journal
- * begins, the new key comes from the KMS and is not the one in use. 0 with *out (the
- * caller frees it), 1 rolled back (nothing changed), <0 failed. */
-static int prepare_link(struct km *k, struct km_link *l, struct rot *rt, const struct km_dump *d,
-			struct fctl_key **out)
+/* Prepare, after the dumps d of both ends, until the KMS: the ends agree on the key in
+ * use, the journal begins (its prepare step written), and the check value of the key in
+ * use is taken from the last commit's record when it is that key's (else cur_kcv is
+ * empty: the KMS gives the old key too). 0 go on to the fetches, <0 failed (nothing
+ * changed). */
+static int prepare_begin(struct km *k, struct km_link *l, struct rot *rt, const struct km_dump *d,
+			 char cur_kcv[7])
 {
-	struct fctl_key *key = NULL, *old = NULL;
-	uint8_t keyid[FCTL_KEYID_LEN];
-	char err[700] = "", cur_kcv[7] = "";
-	uint8_t cur_keyid[FCTL_KEYID_LEN];
+	uint8_t keyid[FCTL_KEYID_LEN], cur_keyid[FCTL_KEYID_LEN];
 	unsigned cur_an;
 	uint32_t cur_v;
 	uint64_t when;
 	int r;
 
+	cur_kcv[0] = 0;
 	rt->old_an = d[0].encoding_sa;
 	rt->old_version = km_end_version(l, &d[0]);
 	km_ref_keyid(l, rt->old_version, keyid);
@@ -555,10 +508,26 @@ static int prepare_link(struct km *k, struct km_link *l, struct rot *rt, const s
 	if (km_read_current(k, l, &cur_an, &cur_v, &when, cur_kcv, cur_keyid) < 0 ||
 	    cur_v != rt->old_version || cur_an != rt->old_an || !keyid_eq(cur_keyid, keyid))
 		cur_kcv[0] = 0; /* not the key in use now: fetch that one */
-	r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
+	mark(rt, KM_PREPARE);
+	return 0;
+}
+
+/* Prepare, after the KMS's answers (fetched for the batch): r/key the new version's
+ * (err: why not), old the key in use when cur_kcv was empty (NULL when not fetched or
+ * not given). A new version the KMS refused as pre-active is activated when due and
+ * fetched again, here. The new key must differ from the key in use. 0 with *out (the
+ * caller frees it), 1 rolled back (nothing changed). Frees key and old. */
+static int prepare_finish(struct km *k, struct km_link *l, struct rot *rt, const char *cur_kcv_in,
+			  int r, struct fctl_key *key, struct fctl_key *old, const char *why,
+			  struct fctl_key **out)
+{
+	char err[700], cur_kcv[7];
+
+	snprintf(err, sizeof(err), "%s", why);
+	snprintf(cur_kcv, sizeof(cur_kcv), "%s", cur_kcv_in);
 	if (r == -EKEYREJECTED && activate_due(k, l, rt->new_version) == 0)
 		r = fetch(k, l, rt->new_version, &key, err, sizeof(err));
-	if (r == 0 && !cur_kcv[0] && fetch(k, l, rt->old_version, &old, err, sizeof(err)) == 0)
+	if (r == 0 && !cur_kcv[0] && old)
 		fctl_key_kcv_hex(old, cur_kcv);
 	fctl_key_free(old);
 	if (r == 0) {
@@ -600,6 +569,9 @@ struct lk {
 	int r;       /* 0 while it goes on; then 1 rolled back, <0 failed (final) */
 	bool done;   /* r is final */
 	bool in_phase; /* went into the phase running now (its share of the audit sync) */
+	bool begun;    /* prepare_begin done, the KMS's answers to come */
+	bool kms_due;  /* committed in a batch commit: the old key's KMS retirement to come */
+	char cur_kcv[7];
 	uint64_t old_ok, new_ok; /* RX packets on the old and new SAs during the overlap */
 };
 
@@ -701,7 +673,8 @@ static void phase_after(struct km *k, struct lk *x, enum phase ph, bool ok, cons
 		if (!ok)
 			km_audit(k, x->l, "key-rotation", "failed", NULL, NULL,
 				 "nothing changed, an end cannot be read: %s", err);
-		r = ok ? prepare_link(k, x->l, rt, d, &x->key) : -EIO;
+		r = ok ? prepare_begin(k, x->l, rt, d, x->cur_kcv) : -EIO;
+		x->begun = r == 0;
 		break;
 	case PH_RX:
 	case PH_TX:
@@ -740,6 +713,100 @@ static void phase_after(struct km *k, struct lk *x, enum phase ph, bool ok, cons
 	if (r != 0) {
 		x->r = r;
 		x->done = true;
+	}
+}
+
+/* The prepare phase's KMS part for every link prepare_begin let through: all their
+ * fetches at once (km_fetch_keys: the new key, and the key in use when its check value is
+ * not on record), then each link's prepare_finish. The fetches' time is shared among
+ * their links. */
+static void prepare_fetches(struct km *k, struct lk *v, size_t n)
+{
+	struct km_fetch *jobs;
+	size_t nb = 0, m = 0;
+	double t0, share;
+
+	for (size_t i = 0; i < n; i++)
+		nb += !v[i].done && v[i].begun;
+	if (!nb)
+		return;
+	jobs = calloc(2 * nb, sizeof(*jobs));
+	for (size_t i = 0; jobs && i < n; i++) {
+		if (v[i].done || !v[i].begun)
+			continue;
+		jobs[m++] = (struct km_fetch){ .l = v[i].l, .version = v[i].rt.new_version };
+		if (!v[i].cur_kcv[0])
+			jobs[m++] = (struct km_fetch){ .l = v[i].l, .version = v[i].rt.old_version };
+	}
+	t0 = km_now_ms();
+	if (jobs)
+		km_fetch_keys(k, jobs, m);
+	share = (km_now_ms() - t0) / (double)nb;
+	m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct lk *x = &v[i];
+		struct km_fetch none = { .r = -ENOMEM }, *nj = &none, *oj = NULL;
+		unsigned kms0 = k->kms_ops;
+		int r;
+
+		if (x->done || !x->begun)
+			continue;
+		x->begun = false;
+		snprintf(none.err, sizeof(none.err), "out of memory");
+		if (jobs) {
+			nj = &jobs[m++];
+			oj = x->cur_kcv[0] ? NULL : &jobs[m++];
+			x->rt.kms_ops += oj ? 2 : 1;
+		}
+		x->rt.step_ms[KM_PREPARE] += share;
+		mark_reset(&x->rt);
+		r = prepare_finish(k, x->l, &x->rt, x->cur_kcv, nj->r, nj->key,
+				   oj && oj->r == 0 ? oj->key : NULL, nj->err, &x->key);
+		x->rt.kms_ops += k->kms_ops - kms0;
+		if (r != 0) {
+			x->r = r;
+			x->done = true;
+		}
+	}
+	free(jobs);
+}
+
+/* The retire phase's commits, queued by commit() (k->commit_defer), made durable together:
+ * the phase's audit records (committed, key states) first, then km_commit_flush (the
+ * history, the records of the keys in use, the journals' ends), then each link's old key
+ * leaves service in the KMS, as a single link's commit does it. */
+static void retire_flush(struct km *k, struct lk *v, size_t n)
+{
+	struct km_link **ls = calloc(n ? n : 1, sizeof(*ls));
+	struct rot **rts = calloc(n ? n : 1, sizeof(*rts));
+	size_t m = 0;
+
+	km_audit_flush(k);
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].in_phase || !v[i].rt.end_pending)
+			continue;
+		v[i].kms_due = true;
+		if (ls && rts) {
+			ls[m] = v[i].l;
+			rts[m++] = &v[i].rt;
+		} else { /* out of memory: one link at a time, in the same order */
+			struct rot *rt = &v[i].rt;
+
+			km_commit_flush(k, &v[i].l, &rt, 1);
+		}
+	}
+	if (m)
+		km_commit_flush(k, ls, rts, m);
+	free(ls);
+	free(rts);
+	for (size_t i = 0; i < n; i++) {
+		unsigned kms0 = k->kms_ops;
+
+		if (!v[i].kms_due)
+			continue;
+		v[i].kms_due = false;
+		kms_retire(k, v[i].l, &v[i].rt);
+		v[i].rt.kms_ops += k->kms_ops - kms0;
 	}
 }
 
@@ -796,12 +863,24 @@ static void phase(struct km *k, struct lk *v, size_t n, enum phase ph, enum km_s
 
 		x->rt.step_ms[step] += share;
 		mark_reset(&x->rt);
+		k->commit_defer = ph == PH_RETIRE;
 		phase_after(k, x, ph, ok, d, err);
+		k->commit_defer = false;
 		x->rt.kms_ops += k->kms_ops - kms0;
 		x->rt.agent_requests += k->agent_requests - req0;
 	}
 	km_ops_release(ops, n_ops);
 	free(ops);
+	if (ph == PH_DUMP)
+		prepare_fetches(k, v, n);
+	if (ph == PH_RETIRE) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		retire_flush(k, v, n);
+		share = ms_since(&t0) / (double)live;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].in_phase)
+				v[i].rt.step_ms[step] += share;
+	}
 	/* the phase's records: one sync, one checkpoint, its time shared as the requests' */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	km_audit_flush(k);
@@ -888,6 +967,8 @@ int km_rotate_batch(struct km *k, struct km_link **links, size_t n, struct km_re
 	progress_line(v, n, PH_RETIRE, progress);
 	km_journal_flush(k); /* the journals of rolled-back links are gone; the rest synced */
 	km_audit_flush(k);
+	fctl_buf_release(&k->hist);
+	fctl_buf_release(&k->errlines);
 	k->audit_defer = k->journal_defer = false;
 	for (size_t i = 0; i < n; i++) {
 		fctl_key_free(v[i].key);

@@ -407,6 +407,11 @@ int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s)
 	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
 		return -errno;
+	/* the calls' own deadline too (fctl_agent_call waits until it, whatever the socket
+	 * options say): keymgr's sa-batch of 200 records was cut at the connect's 30 s */
+	c->timeout_s = (unsigned)tv.tv_sec;
+	if (!c->called)
+		c->deadline_ms = now_ms() + (int64_t)c->timeout_s * 1000;
 	return 0;
 }
 

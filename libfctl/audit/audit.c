@@ -200,7 +200,31 @@ static void opt_str(struct fctl_buf *b, const char *key, const char *v)
 }
 
 /* Everything after "time" (which the writer adds under its lock): ,"actor":...} */
-static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
+/* The user name of the last uid a handle's records named: one getpwuid_r (a read of the
+ * passwd database, NSS modules included) a handle and uid, not one a record. */
+struct user_cache {
+	bool valid, found;
+	uid_t uid;
+	char name[256];
+};
+
+static const char *user_name(struct user_cache *c, uid_t uid)
+{
+	if (!c->valid || c->uid != uid) {
+		struct passwd pw, *res = NULL;
+		char pwbuf[1024];
+
+		c->found = getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res &&
+			   strlen(res->pw_name) < sizeof(c->name);
+		if (c->found)
+			memcpy(c->name, res->pw_name, strlen(res->pw_name) + 1);
+		c->uid = uid;
+		c->valid = true;
+	}
+	return c->found ? c->name : NULL;
+}
+
+static void format_body(struct user_cache *uc, struct fctl_buf *b, const struct fctl_audit_entry *e)
 {
 	fctl_buf_puts(b, ",\"actor\":{");
 	if (e->actor_cert) {
@@ -208,12 +232,11 @@ static void format_body(struct fctl_buf *b, const struct fctl_audit_entry *e)
 		fctl_audit_json_str(b, e->actor_cert);
 	} else {
 		uid_t uid = e->has_actor_uid ? e->actor_uid : getuid();
-		struct passwd pw, *res = NULL;
-		char pwbuf[1024];
+		const char *name = user_name(uc, uid);
 
 		fctl_buf_puts(b, "\"user\":");
-		if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res)
-			fctl_audit_json_str(b, res->pw_name);
+		if (name)
+			fctl_audit_json_str(b, name);
 		else
 			fctl_buf_puts(b, "null");
 		fctl_buf_printf(b, ",\"uid\":%u", (unsigned int)uid);
@@ -275,6 +298,7 @@ struct fctl_audit {
 	/* a torn last line found under the lock, to be repaired */
 	bool torn;
 	uint64_t torn_line, torn_offset, torn_len;
+	struct user_cache user;
 	char err[512];
 };
 
@@ -496,7 +520,7 @@ static int flush_locked(struct fctl_audit *a)
 			 a->log, a->torn_line, a->torn_offset, a->torn_len);
 		e.detail = detail;
 		default_actor(a, &e);
-		format_body(&body, &e);
+		format_body(&a->user, &body, &e);
 		format_line(a, &out, body.data, body.len);
 		fctl_buf_release(&body);
 		nrec++;
@@ -605,7 +629,7 @@ int fctl_audit_append(struct fctl_audit *a, const struct fctl_audit_entry *e)
 	if (r < 0)
 		return r;
 	default_actor(a, &full);
-	format_body(&a->pending, &full);
+	format_body(&a->user, &a->pending, &full);
 	fctl_buf_putc(&a->pending, '\n');
 	if (a->pending.oom)
 		return seterr(a, -ENOMEM, "out of memory");

@@ -725,6 +725,42 @@ static void test_policy_path_and_actor(void **state)
 	free(text);
 }
 
+/* The user name is looked up once a handle and uid (a batch writes hundreds of records):
+ * records of alternating uids still name each its own user. */
+static void test_actor_user_per_uid(void **state)
+{
+	struct fx *f = *state;
+	struct fctl_audit_opts o = { .log_path = f->log, .key_path = f->key };
+	struct fctl_audit_entry r = { .action = "a", .result = "r", .has_actor_uid = true,
+				      .actor_uid = 0 };
+	struct fctl_audit_entry n = { .action = "a", .result = "n", .has_actor_uid = true,
+				      .actor_uid = 4294967294u }; /* no such user */
+	struct fctl_audit *a = NULL;
+	char err[256], *text, *p;
+	size_t len;
+	int n_root = 0, n_null = 0;
+
+	assert_int_equal(fctl_audit_open(&o, &a, err, sizeof(err)), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(fctl_audit_append(a, &r), 0);
+		assert_int_equal(fctl_audit_append(a, &n), 0);
+	}
+	assert_int_equal(fctl_audit_close(a), 0);
+	text = slurp(f->log, &len);
+	for (p = text; (p = strstr(p, "\"actor\":{\"user\":")) != NULL; p++) {
+		p += strlen("\"actor\":{\"user\":");
+		static const char root[] = "\"root\",\"uid\":0}", none[] = "null,\"uid\":4294967294}";
+
+		if (strncmp(p, root, sizeof(root) - 1) == 0)
+			n_root++;
+		else if (strncmp(p, none, sizeof(none) - 1) == 0)
+			n_null++;
+	}
+	free(text);
+	assert_int_equal(n_root, 3);
+	assert_int_equal(n_null, 3);
+}
+
 /* --- canonical records, unsigned tails, origins, proofs, witnesses --- */
 
 static void test_canonical_writer_output(void **state)
@@ -1170,6 +1206,7 @@ int main(void)
 		cmocka_unit_test(test_canonical_rejects),
 		cmocka_unit_test(test_proofs_against_recursive),
 		cmocka_unit_test(test_range_proofs),
+		FX(test_actor_user_per_uid),
 		FX(test_canonical_writer_output),
 		FX(test_duplicate_key_fails_verify),
 		FX(test_time_backwards_fails_verify),

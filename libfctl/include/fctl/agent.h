@@ -265,7 +265,8 @@ int fctl_agent_call(struct fctl_agent_conn *c, struct fctl_msg *req, struct fctl
 		    struct fctl_buf *frame, char *err, size_t errlen);
 /* Sends raw bytes (tests: malformed frames). */
 int fctl_agent_send_raw(struct fctl_agent_conn *c, const void *p, size_t n);
-/* The send and receive timeout of c from now on (a request known to take long). */
+/* The send and receive timeout of c, and each call's deadline, from now on (a request
+ * known to take long); a first call not yet made gets that much from now. */
 int fctl_agent_conn_set_timeout(struct fctl_agent_conn *c, unsigned timeout_s);
 /* Whether an idle connection is still usable: nothing to read (no close, no TLS alert
  * from the agent, whose idle timeout may have ended it) and no error. Never blocks. */
