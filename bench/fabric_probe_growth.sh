@@ -1,6 +1,7 @@
 #!/bin/bash
 # How the fabric probe grows with links: labs of 4, 8 and 16 MACsec links (a ring of 4
-# hosts; a ring of 8; the ring of 8 plus chords i->i+2, every host then on 4 links),
+# hosts; a ring of 8; the ring of 8 plus chords i->i+2, every host then on 4 links,
+# each on a port of its own, so still one round),
 # soft-RoCE on each link's SecY, an agent on every guest reached through the lab's
 # management forwards (lab up --mgmt-port), and from this machine one `probe --fabric`
 # of every link (one test, send_lat, 8 iterations) against the same links one by one
