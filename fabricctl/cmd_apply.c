@@ -265,7 +265,6 @@ int cmd_apply(int argc, char **argv)
 	if (remote >= 0)
 		return remote;
 
-	struct fctl_profile *p = NULL;
 	char saved[1024];
 	const char *file;
 	struct cli_host c;
@@ -285,16 +284,23 @@ int cmd_apply(int argc, char **argv)
 		cli_err("apply: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
-	rc = cli_need_regular("apply", file);
+	return cli_apply_file(&c, file);
+}
+
+int cli_apply_file(struct cli_host *c, const char *file)
+{
+	struct fctl_profile *p = NULL;
+	int rc = cli_need_regular("apply", file);
+
 	if (rc != EXIT_OK)
 		return rc;
-	rc = apply_cached(&c, file);
+	rc = apply_cached(c, file);
 	if (rc >= 0)
 		return rc;
-	rc = cli_load_profile(file, &p, true, c.json);
+	rc = cli_load_profile(file, &p, true, c->json);
 	if (rc != EXIT_OK)
 		return rc;
-	rc = cli_apply_profile("apply", &c, p);
+	rc = cli_apply_profile("apply", c, p);
 	fctl_profile_free(p);
 	return rc;
 }

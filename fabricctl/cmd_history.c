@@ -8,23 +8,20 @@
 
 int cmd_history(int argc, char **argv)
 {
-	int remote = cmd_fabric_dispatch("history", argc, argv); /* --fabric, --target */
+	return cli_host_cmd("history", argc, argv, false, cli_history_run);
+}
 
-	if (remote >= 0)
-		return remote;
-
+int cli_history_run(const struct cli_host *c)
+{
 	struct fctl_history_entry *v = NULL;
 	struct fctl_buf out = { 0 };
-	struct cli_host c;
 	size_t n = 0;
-	int r, rc = cli_host_parse("history", argc, argv, &c, NULL);
+	int r;
 
-	if (rc >= 0)
-		return rc;
-	r = fctl_engine_history(&c.eo, &v, &n);
+	r = fctl_engine_history(&c->eo, &v, &n);
 	if (r < 0)
 		return cli_env_error("history", r, NULL);
-	if (c.json)
+	if (c->json)
 		fctl_buf_puts(&out, "[");
 	else if (!n)
 		fctl_buf_puts(&out, "no profile has been applied on this host\n");
@@ -32,7 +29,7 @@ int cmd_history(int argc, char **argv)
 		fctl_buf_printf(&out, "%-5s %-8s %-20s %-21s %s\n", "SEQ", "VERSION", "PROFILE",
 				"APPLIED (UTC)", "SHA-256");
 	for (size_t i = 0; i < n; i++) {
-		if (c.json) {
+		if (c->json) {
 			fctl_buf_printf(&out, "%s{\"seq\":%" PRIu64 ",\"version\":%" PRIu64 ",\"profile\":",
 					i ? "," : "", v[i].seq, v[i].version);
 			fctl_buf_json_str(&out, v[i].name);
@@ -45,7 +42,7 @@ int cmd_history(int argc, char **argv)
 					v[i].seq, v[i].version, v[i].name, v[i].time, v[i].sha256);
 		}
 	}
-	if (c.json)
+	if (c->json)
 		fctl_buf_puts(&out, "]\n");
 	cli_write(stdout, &out);
 	fctl_buf_release(&out);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "host.h"
@@ -14,26 +15,35 @@ int cmd_rollback(int argc, char **argv)
 	if (remote >= 0)
 		return remote;
 
-	struct fctl_diags d = { 0 };
-	struct fctl_profile *p = NULL;
 	const char *to = NULL;
 	struct cli_host c;
-	uint64_t ver;
+	uint64_t ver = 0;
 	int rc = cli_host_parse("rollback", argc, argv, &c, &to);
+	bool ok;
 
 	if (rc >= 0)
 		return rc;
-	if (to && fctl_parse_u64(to, &ver) == 0 && ver == 0) {
-		cli_err("rollback: version 0 is the host before fabricctl made anything: that is "
-			"'fabricctl teardown' (try 'fabricctl teardown --dry-run' first)");
-		return EXIT_USAGE;
-	}
-	if (!to || optind != argc || fctl_parse_u64(to, &ver) < 0 || ver == 0) {
+	ok = to && fctl_parse_u64(to, &ver) == 0;
+	if (!(ok && ver == 0) && (!ok || optind != argc)) { /* --to 0 is said as teardown */
 		cli_err("rollback: expected --to VERSION (a profile version from 'fabricctl "
 			"history')");
 		return EXIT_USAGE;
 	}
-	rc = fctl_engine_load_version(&c.eo, ver, &d, &p);
+	return cli_rollback_run(&c, ver);
+}
+
+int cli_rollback_run(struct cli_host *c, uint64_t ver)
+{
+	struct fctl_diags d = { 0 };
+	struct fctl_profile *p = NULL;
+	int rc;
+
+	if (ver == 0) {
+		cli_err("rollback: version 0 is the host before fabricctl made anything: that is "
+			"'fabricctl teardown' (try 'fabricctl teardown --dry-run' first)");
+		return EXIT_USAGE;
+	}
+	rc = fctl_engine_load_version(&c->eo, ver, &d, &p);
 	if (rc < 0) {
 		struct fctl_buf b = { 0 };
 
@@ -47,7 +57,7 @@ int cmd_rollback(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	fctl_diags_release(&d);
-	rc = cli_apply_profile("rollback", &c, p);
+	rc = cli_apply_profile("rollback", c, p);
 	fctl_profile_free(p);
 	return rc;
 }

@@ -91,6 +91,20 @@ const struct option *cli_opts_host(const char *cmd, const char *sub)
 	return NULL;
 }
 
+void cli_host_init(struct cli_host *c)
+{
+	memset(c, 0, sizeof(*c));
+	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
+	c->eo.keymgr_path = cli_keymgr_path();
+}
+
+void cli_host_confirm(struct cli_host *c, uint64_t seconds)
+{
+	c->eo.confirm_seconds = seconds;
+	cli_confirm_id(c->confirm_id, sizeof(c->confirm_id));
+	c->eo.confirm_id = c->confirm_id;
+}
+
 /* apply --confirm DURATION: 1 s to 7 days */
 static int parse_confirm(const char *arg, struct cli_host *c)
 {
@@ -98,9 +112,7 @@ static int parse_confirm(const char *arg, struct cli_host *c)
 
 	if (cli_parse_confirm(arg, &s) < 0)
 		return -EINVAL;
-	c->eo.confirm_seconds = s;
-	cli_confirm_id(c->confirm_id, sizeof(c->confirm_id));
-	c->eo.confirm_id = c->confirm_id;
+	cli_host_confirm(c, s);
 	return 0;
 }
 
@@ -135,9 +147,7 @@ int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, c
 	const char *ignored = NULL, *shorts = "h";
 	int ch, rc;
 
-	memset(c, 0, sizeof(*c));
-	/* keys of KMS references come from keymgr: this process holds no KMS credentials */
-	c->eo.keymgr_path = cli_keymgr_path();
+	cli_host_init(c);
 	for (o = opts; o->name; o++)
 		if (o->val == 'q')
 			shorts = "qh"; /* -q where the table has --quiet */
@@ -152,6 +162,24 @@ int cli_host_parse(const char *cmd, int argc, char **argv, struct cli_host *c, c
 		return EXIT_USAGE;
 	}
 	return -1;
+}
+
+int cli_host_cmd(const char *cmd, int argc, char **argv, bool no_args,
+		 int (*run)(const struct cli_host *c))
+{
+	int rc = cmd_fabric_dispatch(cmd, argc, argv); /* --fabric, --target */
+	struct cli_host c;
+
+	if (rc >= 0)
+		return rc;
+	rc = cli_host_parse(cmd, argc, argv, &c, NULL);
+	if (rc >= 0)
+		return rc;
+	if (no_args && optind != argc) {
+		cli_err("%s: unexpected argument '%s'", cmd, argv[optind]);
+		return EXIT_USAGE;
+	}
+	return run(&c);
 }
 
 void cli_progress(void *ctx, const char *phase, size_t done, size_t total,
