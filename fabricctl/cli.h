@@ -148,7 +148,10 @@ int cmd_node_check(int argc, char **argv);
 /* fabricctl-keymgr (cmd_rotate.c), as cli_helper_path finds it ($FCTL_KEYMGR_BIN and this
  * build's only from the build tree, else the installed one); NULL when none is. */
 const char *cli_keymgr_path(void);
-int cmd_keys(int argc, char **argv);
+/* Executes fabricctl-keymgr [VERB] ARGV[1..] in place of this process (rotate, keys); returns
+ * EXIT_USAGE, said on stderr, only when it cannot be run. */
+int cli_keymgr_exec(const char *verb, int argc, char **argv);
+int cmd_keys(int argc, char **argv); /* cmd_keys.c */
 int cmd_audit(int argc, char **argv);
 /* audit proof | note | witness (cmd_audit_proof.c): argv[0] is the subcommand */
 int cmd_audit_proof(const char *sub, int argc, char **argv);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl agent: the per-host daemon (docs/agent.md). Parses options and runs
- * libfctl's agent loop; each request is run by the very command functions the
- * local CLI uses, so a remote command prints what the local one prints. */
+ * libfctl's agent loop; each request is run by the very functions the local command
+ * runs once its command line is parsed (host.h), so a remote command prints what the
+ * local one prints. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "fctl/agent.h"
+#include "host.h"
 
 struct agent_args {
 	const char *config;
@@ -40,100 +41,115 @@ static int load_config(void *ctx, struct fctl_agent_config *out, char *err, size
 	return 0;
 }
 
-/* In the worker: one request as the local command line it stands for. */
+/* The options of the local command a request stands for, as cli_host_parse makes them
+ * of its command line: --json, apply's --dry-run and --confirm, --host (not history's or
+ * recover's), --netns, --state-dir, and --audit-log for the commands that change the host.
+ * The strings are copied into buffers of the sizes the command line's copies had, so a
+ * value is cut where it was cut before. */
+static void request_host(const struct fctl_agent_request *rq, struct cli_host *c)
+{
+	static char host[256], netns[256], sd[4096], alog[4096];
+	bool writes = rq->type == FCTL_MSG_APPLY || rq->type == FCTL_MSG_ROLLBACK ||
+		      rq->type == FCTL_MSG_RECOVER || rq->type == FCTL_MSG_CONFIRM;
+
+	cli_host_init(c);
+	c->json = rq->options & FCTL_OPT_JSON;
+	if (rq->type == FCTL_MSG_APPLY) {
+		c->eo.dry_run = rq->options & FCTL_OPT_DRY_RUN;
+		/* the engine's confirmed apply, and its watchdog on this host; the protocol
+		 * took only 1 s to 7 days (FCTL_PROTO_MAX_CONFIRM), as --confirm does */
+		if (rq->confirm_seconds)
+			cli_host_confirm(c, rq->confirm_seconds);
+	}
+	if (rq->host && rq->type != FCTL_MSG_HISTORY && rq->type != FCTL_MSG_RECOVER) {
+		snprintf(host, sizeof(host), "%s", rq->host);
+		c->eo.host = host;
+	}
+	if (rq->netns) {
+		snprintf(netns, sizeof(netns), "%s", rq->netns);
+		c->eo.netns = netns;
+	}
+	if (rq->state_dir) {
+		snprintf(sd, sizeof(sd), "%s", rq->state_dir);
+		c->eo.state_dir = sd;
+	}
+	if (rq->audit_log && writes) {
+		snprintf(alog, sizeof(alog), "%s", rq->audit_log);
+		c->audit_log = alog;
+	}
+}
+
+/* A request's profile (plan, apply, diff: the protocol requires one), as the command
+ * line's copy had it; said as the local command says a missing one. */
+static const char *request_profile(const struct fctl_agent_request *rq)
+{
+	static char path[4096];
+	static const char *const missing[] = {
+		[FCTL_MSG_PLAN] = "plan: expected exactly one profile (NEW)",
+		[FCTL_MSG_APPLY] = "apply: expected exactly one PROFILE",
+		[FCTL_MSG_DIFF] = "diff: expected PROFILE (drift against the live state) or OLD NEW",
+	};
+
+	if (!rq->profile_path) {
+		cli_err("%s", missing[rq->type]);
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s", rq->profile_path);
+	return path;
+}
+
+/* In the worker: one request, run by the function the local command runs once it has
+ * parsed its command line (host.h), with the options the request carries. */
 static int run_request(void *ctx, const struct fctl_agent_request *rq)
 {
-	static char host[256], netns[256], sd[4096], path[4096], alog[4096];
-	char *argv[22], ver[24], secs[24];
-	int argc = 0;
-	int (*fn)(int, char **) = NULL;
+	const char *file = NULL;
+	struct cli_host c;
 
 	(void)ctx;
 	switch (rq->type) {
-	case FCTL_MSG_PLAN:
-		argv[argc++] = "plan";
-		fn = cmd_plan;
-		break;
-	case FCTL_MSG_APPLY:
-		argv[argc++] = "apply";
-		fn = cmd_apply;
-		break;
-	case FCTL_MSG_SHOW:
-		argv[argc++] = "show";
-		fn = cmd_show;
-		break;
-	case FCTL_MSG_DIFF:
-		argv[argc++] = "diff";
-		fn = cmd_diff;
-		break;
-	case FCTL_MSG_ROLLBACK:
-		argv[argc++] = "rollback";
-		argv[argc++] = "--to";
-		snprintf(ver, sizeof(ver), "%" PRIu64, rq->to_version);
-		argv[argc++] = ver;
-		fn = cmd_rollback;
-		break;
-	case FCTL_MSG_HISTORY:
-		argv[argc++] = "history";
-		fn = cmd_history;
-		break;
-	case FCTL_MSG_RECOVER:
-		argv[argc++] = "recover";
-		fn = cmd_recover;
-		break;
-	case FCTL_MSG_CONFIRM:
-		argv[argc++] = "confirm";
-		fn = cmd_confirm;
-		break;
 	case FCTL_MSG_PROBE_SERVE:
 	case FCTL_MSG_PROBE_RUN:
 		cli_audit_set_actor(rq->actor_cert, rq->has_actor_uid, rq->actor_uid);
 		return cli_probe_request(rq);
 	case FCTL_AGENT_MKA_RESTART: /* the agent's own, never a client's */
 		return rq->mka_step ? cli_mka_step(rq) : cli_mka_restart(rq, cli_keymgr_path());
+	case FCTL_MSG_PLAN:
+	case FCTL_MSG_APPLY:
+	case FCTL_MSG_DIFF:
+	case FCTL_MSG_SHOW:
+	case FCTL_MSG_ROLLBACK:
+	case FCTL_MSG_HISTORY:
+	case FCTL_MSG_RECOVER:
+	case FCTL_MSG_CONFIRM:
+		break;
 	default:
 		cli_err("agent: request type %u has no command", rq->type);
 		return EXIT_USAGE;
 	}
-	if (rq->options & FCTL_OPT_JSON)
-		argv[argc++] = "--json";
-	if ((rq->options & FCTL_OPT_DRY_RUN) && rq->type == FCTL_MSG_APPLY)
-		argv[argc++] = "--dry-run";
-	if (rq->confirm_seconds && rq->type == FCTL_MSG_APPLY) {
-		/* the engine's confirmed apply, and its watchdog on this host */
-		argv[argc++] = "--confirm";
-		snprintf(secs, sizeof(secs), "%" PRIu32 "s", rq->confirm_seconds);
-		argv[argc++] = secs;
-	}
-	if (rq->host && rq->type != FCTL_MSG_HISTORY && rq->type != FCTL_MSG_RECOVER) {
-		argv[argc++] = "--host";
-		snprintf(host, sizeof(host), "%s", rq->host);
-		argv[argc++] = host;
-	}
-	if (rq->netns) {
-		argv[argc++] = "--netns";
-		snprintf(netns, sizeof(netns), "%s", rq->netns);
-		argv[argc++] = netns;
-	}
-	if (rq->state_dir) {
-		argv[argc++] = "--state-dir";
-		snprintf(sd, sizeof(sd), "%s", rq->state_dir);
-		argv[argc++] = sd;
-	}
-	if (rq->audit_log && (rq->type == FCTL_MSG_APPLY || rq->type == FCTL_MSG_ROLLBACK ||
-			      rq->type == FCTL_MSG_RECOVER || rq->type == FCTL_MSG_CONFIRM)) {
-		argv[argc++] = "--audit-log";
-		snprintf(alog, sizeof(alog), "%s", rq->audit_log);
-		argv[argc++] = alog;
-	}
+	request_host(rq, &c);
 	/* the records of this worker name the client, not the agent's root */
 	cli_audit_set_actor(rq->actor_cert, rq->has_actor_uid, rq->actor_uid);
-	if (rq->profile_path) {
-		snprintf(path, sizeof(path), "%s", rq->profile_path);
-		argv[argc++] = path;
+	if ((rq->type == FCTL_MSG_PLAN || rq->type == FCTL_MSG_APPLY ||
+	     rq->type == FCTL_MSG_DIFF) && !(file = request_profile(rq)))
+		return EXIT_USAGE;
+	switch (rq->type) {
+	case FCTL_MSG_PLAN:
+		return cli_plan_live_run(&c, file);
+	case FCTL_MSG_APPLY:
+		return cli_apply_file(&c, file);
+	case FCTL_MSG_DIFF:
+		return cli_diff_live_run(&c, file);
+	case FCTL_MSG_SHOW:
+		return cli_show_run(&c);
+	case FCTL_MSG_ROLLBACK:
+		return cli_rollback_run(&c, rq->to_version);
+	case FCTL_MSG_HISTORY:
+		return cli_history_run(&c);
+	case FCTL_MSG_RECOVER:
+		return cli_recover_run(&c);
+	default: /* FCTL_MSG_CONFIRM */
+		return cli_confirm_run(&c);
 	}
-	argv[argc] = NULL;
-	return fn(argc, argv);
 }
 
 static const struct option opts[] = {

@@ -18,6 +18,7 @@
 #include "fctl/approvals.h"
 
 #include "cli.h"
+#include "host.h"
 #include "fctl/audit.h"
 #include "fctl/engine.h"
 #include "fctl/proto.h"
@@ -413,15 +414,20 @@ const struct option *cli_opts_confirm(const char *cmd, const char *sub)
 	return opts;
 }
 
+static void args_init(struct confirm_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ready_fd = a->life_fd = -1;
+	a->eo.keymgr_path = cli_keymgr_path();
+	a->change_id = getenv("FCTL_CHANGE_ID");
+}
+
 static int parse(int argc, char **argv, struct confirm_args *a)
 {
 	uint64_t v;
 	int ch;
 
-	memset(a, 0, sizeof(*a));
-	a->ready_fd = a->life_fd = -1;
-	a->eo.keymgr_path = cli_keymgr_path();
-	a->change_id = getenv("FCTL_CHANGE_ID");
+	args_init(a);
 	optind = 1;
 	while ((ch = cli_getopt("confirm", argc, argv, "qh", opts, NULL)) != -1) {
 		switch (ch) {
@@ -535,29 +541,20 @@ static int confirm_gate(const struct confirm_args *a, const char *host)
 	return rc;
 }
 
-int cmd_confirm(int argc, char **argv)
+/* confirm: the pending apply --confirm made permanent, after the approvals' gate, audited */
+static int confirm_now(const struct confirm_args *a)
 {
 	struct fctl_confirm_pending c;
-	struct confirm_args a;
 	char err[512] = "", host[64] = "", detail[128], dl[32];
-	int r, rc = cmd_fabric_dispatch("confirm", argc, argv); /* --target, --fabric */
+	int r, rc;
 
-	if (rc >= 0)
-		return rc;
-	rc = parse(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-	if (a.watchdog)
-		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.life_fd, a.audit_log, a.change_id);
-	if (a.cancel)
-		return cancel(&a);
-	fctl_engine_host_name(&a.eo, host, sizeof(host));
-	rc = confirm_gate(&a, host);
+	fctl_engine_host_name(&a->eo, host, sizeof(host));
+	rc = confirm_gate(a, host);
 	if (rc != EXIT_OK)
 		return rc;
-	r = fctl_engine_confirm(&a.eo, &c, err, sizeof(err));
+	r = fctl_engine_confirm(&a->eo, &c, err, sizeof(err));
 	if (r < 0) {
-		if (a.json)
+		if (a->json)
 			printf("{\"host\":\"%s\",\"result\":\"%s\"}\n", host,
 			       r == -ENOENT ? "none" : r == -ETIMEDOUT ? "too-late" : "failed");
 		cli_err("confirm: %s", err[0] ? err : strerror(-r));
@@ -570,17 +567,47 @@ int cmd_confirm(int argc, char **argv)
 		struct fctl_apply_result res = { .failed_op = -1 };
 
 		snprintf(res.host, sizeof(res.host), "%s", host);
-		rc = audit_event(a.audit_log, a.change_id, "confirm", "confirmed", &res, detail) < 0
+		rc = audit_event(a->audit_log, a->change_id, "confirm", "confirmed", &res, detail) < 0
 			     ? EXIT_USAGE
 			     : EXIT_OK;
 	}
 	if (rc != EXIT_OK)
 		cli_err("confirm: version %" PRIu64 " IS confirmed, but no audit record says so",
 			c.version);
-	if (a.json)
+	if (a->json)
 		printf("{\"host\":\"%s\",\"result\":\"confirmed\",\"version\":%" PRIu64
 		       ",\"deadline\":\"%s\"}\n", host, c.version, dl);
-	else if (!a.quiet)
+	else if (!a->quiet)
 		printf("confirmed: version %" PRIu64 " stays on %s\n", c.version, host);
 	return rc;
+}
+
+int cmd_confirm(int argc, char **argv)
+{
+	struct confirm_args a;
+	int rc = cmd_fabric_dispatch("confirm", argc, argv); /* --target, --fabric */
+
+	if (rc >= 0)
+		return rc;
+	rc = parse(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (a.watchdog)
+		return watchdog(&a.eo, a.watchdog, a.ready_fd, a.life_fd, a.audit_log, a.change_id);
+	if (a.cancel)
+		return cancel(&a);
+	return confirm_now(&a);
+}
+
+int cli_confirm_run(const struct cli_host *c)
+{
+	struct confirm_args a;
+
+	args_init(&a);
+	a.json = c->json;
+	a.eo.host = c->eo.host;
+	a.eo.netns = c->eo.netns;
+	a.eo.state_dir = c->eo.state_dir;
+	a.audit_log = c->audit_log;
+	return confirm_now(&a);
 }

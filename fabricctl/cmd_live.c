@@ -157,9 +157,6 @@ static int load_and_plan(const char *cmd, const struct cli_host *c, const char *
 /* plan PROFILE (live): desired vs live, as the offline plan prints it */
 int cmd_plan_live(int argc, char **argv)
 {
-	struct fctl_live_plan lp = { 0 };
-	struct fctl_profile *p = NULL;
-	struct fctl_buf out = { 0 };
 	struct cli_host c;
 	int rc = cli_host_parse("plan", argc, argv, &c, NULL);
 
@@ -169,24 +166,34 @@ int cmd_plan_live(int argc, char **argv)
 		cli_err("plan: expected exactly one PROFILE");
 		return EXIT_USAGE;
 	}
+	return cli_plan_live_run(&c, argv[optind]);
+}
+
+int cli_plan_live_run(const struct cli_host *c, const char *file)
+{
+	struct fctl_live_plan lp = { 0 };
+	struct fctl_profile *p = NULL;
+	struct fctl_buf out = { 0 };
+	int rc;
+
 	/* a saved plan names its profile's file, which apply --plan reads again */
-	if (c.out && (rc = cli_need_regular("plan --out", argv[optind])) != EXIT_OK)
+	if (c->out && (rc = cli_need_regular("plan --out", file)) != EXIT_OK)
 		return rc;
 	/* parent-missing is a warning, not an error: the plan is what apply would try (and
 	 * refuses) */
-	rc = load_and_plan("plan", &c, argv[optind], &p, &lp);
+	rc = load_and_plan("plan", c, file, &p, &lp);
 	if (rc != EXIT_OK)
 		goto out;
-	if (c.out && (rc = save_plan(&c, p, &lp)) != EXIT_OK)
+	if (c->out && (rc = save_plan(c, p, &lp)) != EXIT_OK)
 		goto out;
-	plan_output(&c, p, &lp, &out);
+	plan_output(c, p, &lp, &out);
 	rc = cli_write(stdout, &out) < 0 ? EXIT_USAGE
-					 : cli_plan_exit(c.detailed, lp.plan->n_ops,
+					 : cli_plan_exit(c->detailed, lp.plan->n_ops,
 							 fctl_plan_count_disruptive(lp.plan));
-	if (c.out && !c.json)
+	if (c->out && !c->json)
 		fprintf(stderr, "%s: plan saved to %s: 'fabricctl apply --plan %s' applies exactly "
 			"this plan, or nothing if the profile or the host changed\n", prog_name,
-			c.out, c.out);
+			c->out, c->out);
 out:
 	fctl_buf_release(&out);
 	fctl_live_plan_release(&lp);
@@ -243,28 +250,35 @@ static void diff_output(bool json, const struct fctl_profile *p, const struct fc
 /* diff PROFILE: drift between the profile and the live state */
 int cmd_diff_live(int argc, char **argv)
 {
+	struct cli_host c;
+	int rc = cli_host_parse("diff", argc, argv, &c, NULL);
+
+	if (rc >= 0)
+		return rc;
+	return cli_diff_live_run(&c, argv[optind]);
+}
+
+int cli_diff_live_run(const struct cli_host *c, const char *file)
+{
 	struct fctl_live_plan lp = { 0 };
 	struct fctl_profile *p = NULL;
 	struct fctl_buf out = { 0 }, part = { 0 };
 	bool audit_failed = false;
-	struct cli_host c;
-	int r, rc = cli_host_parse("diff", argc, argv, &c, NULL);
+	int r, rc;
 
-	if (rc >= 0)
-		return rc;
-	rc = load_and_plan("diff", &c, argv[optind], &p, &lp);
+	rc = load_and_plan("diff", c, file, &p, &lp);
 	if (rc != EXIT_OK)
 		goto out;
-	r = c.json ? fctl_state_diff_json(lp.live, lp.want, &part)
-		   : fctl_state_diff_text(lp.live, lp.want, &part, cli_color(stdout));
+	r = c->json ? fctl_state_diff_json(lp.live, lp.want, &part)
+		    : fctl_state_diff_text(lp.live, lp.want, &part, cli_color(stdout));
 	if (r < 0) {
 		rc = EXIT_USAGE;
 		goto out;
 	}
 	/* a read command writes nothing unless asked: drift is recorded with --audit */
-	if (r > 0 && (c.audit || c.audit_log) && record_drift(&c, p, lp.want->host, r) < 0)
+	if (r > 0 && (c->audit || c->audit_log) && record_drift(c, p, lp.want->host, r) < 0)
 		audit_failed = true;
-	diff_output(c.json, p, &lp, r, &part, &out);
+	diff_output(c->json, p, &lp, r, &part, &out);
 	cli_write(stdout, &out);
 	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
 out:

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * fabricctl rotate ... / fabricctl keys ...: run the key manager, fabricctl-keymgr
- * (keymgr/), so that the fabricctl binary never talks to a KMS. `rotate ARGS` is
- * `fabricctl-keymgr rotate ARGS`; `keys CMD ARGS` is `fabricctl-keymgr CMD ARGS`
- * (watch, recover, status). The program is looked for where it is installed; a
+ * fabricctl rotate ...: run the key manager, fabricctl-keymgr (keymgr/), so that the
+ * fabricctl binary never talks to a KMS. `rotate ARGS` is `fabricctl-keymgr rotate ARGS`
+ * (`keys`, cmd_keys.c, runs it the same way: cli_keymgr_exec). The program is looked for where it is installed; a
  * fabricctl run from its build tree looks first in $FCTL_KEYMGR_BIN and next to this
  * build's binaries. apply finds it the same way to get the keys of KMS references
  * from it (fctl/keysrc.h).
@@ -23,7 +22,7 @@ const char *cli_keymgr_path(void)
 			       X_OK);
 }
 
-static int run_keymgr(const char *verb, int argc, char **argv)
+int cli_keymgr_exec(const char *verb, int argc, char **argv)
 {
 	const char *bin = cli_keymgr_path();
 	char **args;
@@ -53,14 +52,5 @@ static int run_keymgr(const char *verb, int argc, char **argv)
 
 int cmd_rotate(int argc, char **argv)
 {
-	return run_keymgr("rotate", argc, argv);
-}
-
-int cmd_keys(int argc, char **argv)
-{
-	if (argc < 2) {
-		cli_err("keys: expected watch, recover or status");
-		return EXIT_USAGE;
-	}
-	return run_keymgr(NULL, argc, argv);
+	return cli_keymgr_exec("rotate", argc, argv);
 }

@@ -155,6 +155,34 @@ int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 	return r;
 }
 
+void fctl_engine_history_format(const struct fctl_history_entry *v, size_t n, bool json,
+				struct fctl_buf *out)
+{
+	if (json)
+		fctl_buf_puts(out, "[");
+	else if (!n)
+		fctl_buf_puts(out, "no profile has been applied on this host\n");
+	else
+		fctl_buf_printf(out, "%-5s %-8s %-20s %-21s %s\n", "SEQ", "VERSION", "PROFILE",
+				"APPLIED (UTC)", "SHA-256");
+	for (size_t i = 0; i < n; i++) {
+		if (json) {
+			fctl_buf_printf(out, "%s{\"seq\":%" PRIu64 ",\"version\":%" PRIu64 ",\"profile\":",
+					i ? "," : "", v[i].seq, v[i].version);
+			fctl_buf_json_str(out, v[i].name);
+			fctl_buf_printf(out, ",\"applied\":\"%s\",\"sha256\":\"%s\",\"stored\":",
+					v[i].time, v[i].sha256);
+			fctl_buf_json_str(out, v[i].file);
+			fctl_buf_putc(out, '}');
+		} else {
+			fctl_buf_printf(out, "%-5" PRIu64 " %-8" PRIu64 " %-20s %-21s %.16s\n",
+					v[i].seq, v[i].version, v[i].name, v[i].time, v[i].sha256);
+		}
+	}
+	if (json)
+		fctl_buf_puts(out, "]\n");
+}
+
 /* Desired state: the profile rendered, with the SAs that key rotation moved
  * (STATE_DIR/rotation, docs/rotation.md) where they live now. */
 int fctl_engi_render_host(const struct eng *e, const struct fctl_profile *p,

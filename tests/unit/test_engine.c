@@ -2422,6 +2422,46 @@ static void test_pn_session(void **st)
 	pn_finish(&r, 3);
 }
 
+/* history's text and JSON (fctl_engine_history_format): what `fabricctl history` prints,
+ * locally and through the agent */
+static void expect_history(const struct fctl_history_entry *v, size_t n, bool json,
+			   const char *want)
+{
+	struct fctl_buf b = { 0 };
+
+	fctl_engine_history_format(v, n, json, &b);
+	fctl_buf_putc(&b, 0);
+	assert_string_equal(b.data, want);
+	fctl_buf_release(&b);
+}
+
+static void test_history_format(void **st)
+{
+	struct fctl_history_entry v[2] = {
+		{ .seq = 1, .version = 7, .name = "lab", .time = "2026-12-05T01:00:00Z",
+		  .sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		  .file = "/s/history/000001-v7.yaml" },
+		{ .seq = 2, .version = 8, .name = "l\"b", .time = "2026-12-05T02:00:00Z",
+		  .sha256 = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		  .file = "/s/history/000002-v8.yaml" },
+	};
+
+	(void)st;
+	expect_history(v, 0, false, "no profile has been applied on this host\n");
+	expect_history(v, 0, true, "[]\n");
+	expect_history(v, 2, false,
+		       "SEQ   VERSION  PROFILE              APPLIED (UTC)         SHA-256\n"
+		       "1     7        lab                  2026-12-05T01:00:00Z  0123456789abcdef\n"
+		       "2     8        l\"b                  2026-12-05T02:00:00Z  fedcba9876543210\n");
+	expect_history(v, 2, true,
+		       "[{\"seq\":1,\"version\":7,\"profile\":\"lab\",\"applied\":"
+		       "\"2026-12-05T01:00:00Z\",\"sha256\":\"0123456789abcdef0123456789abcdef"
+		       "0123456789abcdef0123456789abcdef\",\"stored\":\"/s/history/000001-v7.yaml\"},"
+		       "{\"seq\":2,\"version\":8,\"profile\":\"l\\\"b\",\"applied\":"
+		       "\"2026-12-05T02:00:00Z\",\"sha256\":\"fedcba9876543210fedcba9876543210"
+		       "fedcba9876543210fedcba9876543210\",\"stored\":\"/s/history/000002-v8.yaml\"}]\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2452,6 +2492,7 @@ int main(void)
 		cmocka_unit_test(test_pn_ledger_damage),
 		cmocka_unit_test(test_pn_session),
 		cmocka_unit_test(test_kernel_session),
+		cmocka_unit_test(test_history_format),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

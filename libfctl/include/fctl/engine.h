@@ -241,6 +241,12 @@ struct fctl_history_entry {
 
 int fctl_engine_history(const struct fctl_engine_opts *o, struct fctl_history_entry **out,
 			size_t *n);
+/* The n entries of v as `fabricctl history` prints them, locally and through the agent,
+ * appended to out: a table (SEQ, VERSION, PROFILE, APPLIED (UTC), the SHA-256's first 16
+ * digits) or a line saying none was applied; with json an array of {seq, version,
+ * profile, applied, sha256, stored} and a newline. */
+void fctl_engine_history_format(const struct fctl_history_entry *v, size_t n, bool json,
+				struct fctl_buf *out);
 /* Loads (and validates) the stored copy of profile version `version` (0 = latest). */
 int fctl_engine_load_version(const struct fctl_engine_opts *o, uint64_t version,
 			     struct fctl_diags *d, struct fctl_profile **out);
