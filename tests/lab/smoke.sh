@@ -13,6 +13,10 @@
 #   macsec-counters  InPktsOK grew on both sides, InPktsNotValid stayed 0
 #   rxe-devices      soft-RoCE rxe0 on macsec0, listed by ibv_devices
 #   rdma-send-lat    ib_send_lat (RoCE v2 over MACsec over VLAN) completes
+#   mgmt-forward     (lab up --mgmt-port) the build host's 127.0.0.1:N reaches a listener on
+#                    each guest's mgmt0 port, and only that host's: status names the forwards
+#   mgmt-isolated    a guest reaches nothing of the build host through mgmt0: a listener
+#                    on the host's loopback (what slirp's 10.0.2.2 would be) sees no connection
 #
 # Needs root, qemu and a stock kernel (lab.sh installs them if it can).  A
 # missing piece is a FAIL, never a silent skip.  Runs in its own lab dir so a
@@ -78,7 +82,7 @@ if [[ $(id -u) != 0 ]]; then
 	fail_rest lab-up "must run as root"
 fi
 t0=$(date +%s)
-if ! lab up --hosts 2 --dir "$DIR" --lifetime 900; then
+if ! lab up --hosts 2 --dir "$DIR" --lifetime 900 --mgmt-port 7070; then
 	fail_rest lab-up "lab.sh up failed (qemu or kernel missing? see above)"
 fi
 if [[ $(lab exec h1 hostname 2>&1) == h1 && $(lab exec h2 hostname 2>&1) == h2 ]]; then
@@ -189,5 +193,45 @@ if ((rxe)); then
 else
 	fail rdma-send-lat "no rxe0"
 fi
+
+# --- mgmt-forward, mgmt-isolated ------------------------------------------------
+status=$(lab status --json)
+ok=1 why=
+for h in h1 h2; do
+	ep=$(jq -r --arg h "$h" '.hosts[] | select(.host == $h) | .mgmt // empty' <<<"$status")
+	[[ $ep =~ ^127\.0\.0\.1:[0-9]+$ ]] || { ok=0 why+=" $h: no forward in status ('$ep')"; continue; }
+	job=$(lab exec-bg --timeout 60 "$h" -- sh -c "echo i-am-$h | busybox nc -l -p 7070") || { ok=0; continue; }
+	got=
+	for _ in $(seq 40); do
+		got=$(timeout 5 bash -c "exec 3<>/dev/tcp/${ep%:*}/${ep#*:}; cat <&3" 2>/dev/null) && [[ -n $got ]] && break
+		sleep 0.5
+	done
+	[[ $got == "i-am-$h" ]] || { ok=0 why+=" $h: '$got' through $ep"; }
+	lab kill "$h" "$job" >/dev/null 2>&1 || :
+done
+((ok)) && pass mgmt-forward || fail mgmt-forward "$why"
+# restrict=on: the guest's packets go nowhere. A listener on the host's loopback, and the
+# guest trying every way slirp would have mapped to it (the gateway 10.0.2.2, the DNS
+# address 10.0.2.3); it must see no connection, and the guest's attempts must fail.
+pyl=$(mktemp)
+/usr/bin/python3 -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 0)); s.listen(4)
+print(s.getsockname()[1], flush=True); s.settimeout(20)
+try:
+    c, a = s.accept(); print("CONNECTED", a, flush=True)
+except socket.timeout:
+    print("none", flush=True)' >"$pyl" &
+pyp=$!
+for _ in $(seq 50); do [[ -s $pyl ]] && break; sleep 0.1; done
+hp=$(head -1 "$pyl")
+if out=$(lab exec --timeout 30 h1 -- sh -c "for a in 10.0.2.2 10.0.2.3 127.0.0.1; do
+	timeout 5 bash -c \"exec 3<>/dev/tcp/\$a/$hp\" 2>/dev/null && echo reached \$a; done; echo tried" 2>&1); then :; fi
+wait "$pyp"
+if [[ -n $hp && $out == *tried* && $out != *reached* ]] && grep -qx none "$pyl"; then
+	pass mgmt-isolated
+else
+	fail mgmt-isolated "guest: $out; host listener on $hp: $(tail -1 "$pyl")"
+fi
+rm -f "$pyl"
 
 finish
