@@ -26,13 +26,6 @@ static int env_int(const char *name)
 }
 #endif
 
-static int exec_op(struct eng *e, const struct fctl_op *op, const struct fctl_key *key,
-		   struct fctl_nl_err *nerr)
-{
-	/* an SA delete's deactivation is the kernel session's (fctl_engine_sa_write) */
-	return fctl_engine_kernel_exec(&e->kern, op, key, nerr);
-}
-
 static void op_words(const struct fctl_op *op, char *out, size_t len)
 {
 	char sci[24];
@@ -64,7 +57,93 @@ static void op_words(const struct fctl_op *op, char *out, size_t len)
 	}
 }
 
-/* Runs plan; on failure stops at the failing op. Returns 0 or the failing errno. */
+static const char *name_of(const struct fctl_op *op)
+{
+	return op->ifname[0] ? op->ifname : op->link.name;
+}
+
+/* Whether plan op `to` may join the window of ops [from, to): one kind, each op
+ * pipelines (fctl_engine_op_pipelines), and none depends on another: not a link made
+ * on a link the window makes (its ifindex is looked up before anything is sent), not a
+ * link op on a link the window names already, not an SA add for an SCI the window adds
+ * one for (the ledger admits each against what it holds before the window). */
+static bool joins(const struct fctl_plan *plan, size_t from, size_t to)
+{
+	const struct fctl_op *op = &plan->ops[to];
+
+	if (op->kind != plan->ops[from].kind || !fctl_engine_op_pipelines(op) ||
+	    !fctl_engine_op_pipelines(&plan->ops[from]))
+		return false;
+	for (size_t j = from; j < to; j++) {
+		const struct fctl_op *q = &plan->ops[j];
+
+		switch (op->kind) {
+		case FCTL_OP_TXSA_ADD:
+		case FCTL_OP_RXSA_ADD:
+			if (q->sci == op->sci)
+				return false;
+			break;
+		case FCTL_OP_LINK_ADD:
+			if (strcmp(op->link.parent, name_of(q)) == 0)
+				return false;
+			/* fall through */
+		case FCTL_OP_LINK_UP:
+		case FCTL_OP_LINK_DOWN:
+		case FCTL_OP_LINK_CHANGE:
+			if (strcmp(name_of(op), name_of(q)) == 0)
+				return false;
+			break;
+		default:
+			break;
+		}
+	}
+	return true;
+}
+
+struct window {
+	const struct fctl_op *ops[FCTL_NL_WINDOW_MAX];
+	const struct fctl_key *keys[FCTL_NL_WINDOW_MAX];
+	int rc[FCTL_NL_WINDOW_MAX];
+	struct fctl_nl_err errs[FCTL_NL_WINDOW_MAX];
+};
+
+/* Says which op of window [i, i + n) failed first (err), and how many after it took
+ * effect: those are rolled back with the rest (restore() reads the kernel, not a list). */
+static int window_failed(const struct fctl_plan *plan, const struct window *w, size_t i,
+			 size_t n, size_t *done, long *failed, char *err, size_t errlen)
+{
+	size_t first = n, ok = 0, after = 0;
+	char words[160];
+	int len;
+
+	for (size_t k = 0; k < n; k++) {
+		if (w->rc[k] < 0 && first == n)
+			first = k;
+		else if (w->rc[k] == 0 || w->rc[k] == 1) {
+			ok++;
+			after += first < n;
+		}
+	}
+	op_words(&plan->ops[i + first], words, sizeof(words));
+	len = snprintf(err, errlen, "op %zu (%s): %s", i + first + 1, words,
+		       w->errs[first].msg[0] ? w->errs[first].msg : strerror(-w->rc[first]));
+	if (after && len >= 0 && (size_t)len < errlen)
+		snprintf(err + len, errlen - (size_t)len,
+			 " (%zu later op%s sent with it took effect)", after, after == 1 ? "" : "s");
+	*done = i + ok;
+	*failed = (long)(i + first);
+	return w->rc[first];
+}
+
+/*
+ * Runs plan in windows (fctl_engine_kernel_exec_window): consecutive ops that joins()
+ * admits, at most FCTL_NL_WINDOW_MAX, go to the kernel together; the kernel takes them in
+ * plan order. On a failure it stops after that window: the first failing op is the one
+ * named, and ops after it in its window may have taken effect (*done counts them). The
+ * journal written before the first op names every link the plan touches, so a crash
+ * anywhere in a window leaves nothing recovery does not look at. Returns 0 or the
+ * failing errno.
+ */
 int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_key **keys,
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
 		       size_t errlen)
@@ -73,40 +152,60 @@ int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_
 	int fail_at = hooks ? env_int("FCTL_TEST_FAIL_AT_OP") : -1;
 	int crash_after = hooks ? env_int("FCTL_TEST_CRASH_AFTER_OP") : -1;
 #endif
+	struct window *w = calloc(1, sizeof(*w));
+	int r = 0;
 
+	(void)hooks;
 	*done = 0;
 	*failed = -1;
-	for (size_t i = 0; i < plan->n_ops; i++) {
-		const struct fctl_op *op = &plan->ops[i];
-		struct fctl_nl_err nerr = { 0 };
-		char words[160];
-		int r;
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < plan->n_ops;) {
+		size_t j = i + 1;
 
-		if (e->o->progress)
-			e->o->progress(e->o->progress_ctx, phase, i, plan->n_ops, op);
-		op_words(op, words, sizeof(words));
+		while (j < plan->n_ops && j - i < FCTL_NL_WINDOW_MAX && joins(plan, i, j))
+			j++;
+#ifdef FCTL_TEST_HOOKS
+		/* the hooks' op ends a window: failed alone, or the last one before the crash */
+		if (fail_at >= 0 && (size_t)fail_at > i && (size_t)fail_at < j)
+			j = (size_t)fail_at;
+		if (crash_after >= 0 && (size_t)crash_after >= i && (size_t)crash_after + 1 < j)
+			j = (size_t)crash_after + 1;
+#endif
+		for (size_t k = i; k < j; k++) {
+			if (e->o->progress)
+				e->o->progress(e->o->progress_ctx, phase, k, plan->n_ops, &plan->ops[k]);
+			w->ops[k - i] = &plan->ops[k];
+			w->keys[k - i] = keys ? keys[k] : NULL;
+		}
 #ifdef FCTL_TEST_HOOKS
 		if ((int)i == fail_at) {
+			char words[160];
+
+			op_words(&plan->ops[i], words, sizeof(words));
 			snprintf(err, errlen, "op %zu (%s): injected failure (FCTL_TEST_FAIL_AT_OP)",
 				 i + 1, words);
 			*failed = (long)i;
-			return -EIO;
+			r = -EIO;
+			break;
 		}
 #endif
-		/* 1: withheld by the packet-number ledger, the SecY protecting with no SA of
-		 * that key (docs/keys-and-pn.md); the session counts it */
-		r = exec_op(e, op, keys ? keys[i] : NULL, &nerr);
-		if (r < 0) {
-			snprintf(err, errlen, "op %zu (%s): %s", i + 1, words,
-				 nerr.msg[0] ? nerr.msg : strerror(-r));
-			*failed = (long)i;
-			return r;
+		/* 1 for an SA add: withheld by the packet-number ledger, the SecY protecting
+		 * with no SA of that key (docs/keys-and-pn.md); the session counts it */
+		if (fctl_engine_kernel_exec_window(&e->kern, w->ops, w->keys, j - i, w->rc,
+						   w->errs) < 0) {
+			r = window_failed(plan, w, i, j - i, done, failed, err, errlen);
+			break;
 		}
-		*done = i + 1;
+		*done = j;
 #ifdef FCTL_TEST_HOOKS
-		if ((int)i == crash_after)
+		if (crash_after >= 0 && (size_t)crash_after + 1 == j)
 			raise(SIGKILL);
 #endif
+		i = j;
 	}
-	return 0;
+	free(w);
+	return r;
 }

@@ -110,10 +110,12 @@ int fctl_engi_plan_context(struct eng *e, const struct fctl_profile *p,
 
 /* --- engine_exec.c --- */
 
-/* Runs plan through e->kern, keys[i] for op i (keys may be NULL); stops at the first
- * failure. *done: ops finished; *failed: the failing op or -1. Returns 0 or the failing
- * op's negative errno, err naming the op and the kernel's message. hooks: the test hooks
- * apply (builds with FCTL_TEST_HOOKS only). */
+/* Runs plan through e->kern, keys[i] for op i (keys may be NULL), in windows of
+ * independent ops (fctl_engine_kernel_exec_window); stops after the window of the first
+ * failure. *done: ops that took effect (some may come after the failing one, in its
+ * window); *failed: the failing op or -1. Returns 0 or the failing op's negative errno,
+ * err naming the op and the kernel's message. hooks: the test hooks apply (builds with
+ * FCTL_TEST_HOOKS only). */
 int fctl_engi_run_plan(struct eng *e, const struct fctl_plan *plan, struct fctl_key **keys,
 		       const char *phase, bool hooks, size_t *done, long *failed, char *err,
 		       size_t errlen);
@@ -131,6 +133,9 @@ int fctl_engi_pn_admit(struct fctl_engine_kernel *k, struct fctl_op *op,
 /* Records op's key durably as live on its SCI (its SA is in the kernel, not yet active). */
 int fctl_engi_pn_live(struct fctl_engine_kernel *k, const struct fctl_op *op,
 		      const struct fctl_key *key, char *err, size_t errlen);
+/* fctl_engi_pn_live for n SA adds at once: one ledger write, one sync. */
+int fctl_engi_pn_live_many(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+			   const struct fctl_key *const *keys, size_t n, char *err, size_t errlen);
 /* Before an op that removes SAs (an SA or RX SC delete, a link delete: the link's SAs and
  * those of the links above it): deactivates them (through send, the door's, the one
  * caller of the table's exec), reads their PNs back and records them

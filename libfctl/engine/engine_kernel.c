@@ -220,3 +220,218 @@ int fctl_engine_kernel_neigh_copy(struct fctl_engine_kernel *k, const char *from
 		return -EOPNOTSUPP;
 	return k->ops->neigh_copy(k->sess, from, to, macs, n_macs, err);
 }
+
+/* --- windows (fctl_engine_kernel_exec_window) --- */
+
+_Static_assert(FCTL_ENGINE_NOT_RUN == FCTL_NL_NOT_RUN, "one 'not run' for the table and the door");
+
+bool fctl_engine_op_pipelines(const struct fctl_op *op)
+{
+	switch (op->kind) {
+	case FCTL_OP_LINK_ADD:
+	case FCTL_OP_LINK_UP:
+	case FCTL_OP_LINK_DOWN:
+	case FCTL_OP_LINK_CHANGE:
+		return !fctl_engine_op_is_sa_write(op);
+	case FCTL_OP_ADDR_ADD:
+	case FCTL_OP_ADDR_DEL:
+	case FCTL_OP_RXSC_ADD:
+	case FCTL_OP_RXSC_UPD:
+		return true;
+	case FCTL_OP_TXSA_ADD:
+	case FCTL_OP_RXSA_ADD:
+		return op->sci != 0; /* the ledger's entry is per SCI: known before the send */
+	default:
+		return false;
+	}
+}
+
+/* The table's window: exec_batch, else exec op by op up to the first failure. */
+static int table_window(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+			const uint8_t *const *kb, const size_t *kl, size_t n, int *rc,
+			struct fctl_nl_err *errs)
+{
+	int r = 0;
+
+	if (k->ops->exec_batch && n > 1)
+		return k->ops->exec_batch(k->sess, ops, kb, kl, n, rc, errs);
+	for (size_t i = 0; i < n; i++)
+		rc[i] = FCTL_ENGINE_NOT_RUN;
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = rc[i] = k->ops->exec(k->sess, ops[i], kb ? kb[i] : NULL, kl ? kl[i] : 0, &errs[i]);
+	return r;
+}
+
+struct sa_win {
+	struct fctl_op *step;        /* per op: what is sent */
+	const struct fctl_op **sent; /* per sent step */
+	const struct fctl_key **skey;
+	const uint8_t **kb;
+	size_t *kl, *idx;
+	int *src;
+	struct fctl_nl_err *serr;
+};
+
+static void sa_win_free(struct sa_win *w, size_t n)
+{
+	free(w->step);
+	free(w->sent);
+	free(w->skey);
+	free(w->kb);
+	free(w->kl);
+	free(w->idx);
+	free(w->src);
+	if (w->serr)
+		fctl_memzero(w->serr, n * sizeof(*w->serr));
+	free(w->serr);
+}
+
+/* Sends w->sent[0..m) (keys or not) and moves the answers to rc/errs of the ops they
+ * are for; those that succeeded stay in w->sent[0..*left), the others leave. */
+static void sa_win_send(struct fctl_engine_kernel *k, struct sa_win *w, size_t *m, bool keys,
+			int *rc, struct fctl_nl_err *errs)
+{
+	size_t left = 0;
+
+	if (*m)
+		table_window(k, w->sent, keys ? w->kb : NULL, keys ? w->kl : NULL, *m, w->src,
+			     w->serr);
+	for (size_t j = 0; j < *m; j++) {
+		size_t i = w->idx[j];
+
+		if (w->src[j] != 0) {
+			rc[i] = w->src[j];
+			errs[i] = w->serr[j];
+			continue;
+		}
+		w->sent[left] = w->sent[j];
+		w->skey[left] = w->skey[j];
+		w->idx[left++] = i;
+	}
+	*m = left;
+}
+
+/* A window of SA adds: sa_add's three steps, each for the whole window. */
+static int sa_add_window(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+			 const struct fctl_key *const *keys, size_t n, int *rc,
+			 struct fctl_nl_err *errs)
+{
+	struct sa_win w = {
+		.step = calloc(n, sizeof(*w.step)), .sent = calloc(n, sizeof(*w.sent)),
+		.skey = calloc(n, sizeof(*w.skey)), .kb = calloc(n, sizeof(*w.kb)),
+		.kl = calloc(n, sizeof(*w.kl)), .idx = calloc(n, sizeof(*w.idx)),
+		.src = calloc(n, sizeof(*w.src)), .serr = calloc(n, sizeof(*w.serr)),
+	};
+	char why[512] = "";
+	size_t m = 0, act = 0, sent;
+	bool failed;
+	int r = 0;
+
+	if (!w.step || !w.sent || !w.skey || !w.kb || !w.kl || !w.idx || !w.src || !w.serr) {
+		sa_win_free(&w, n);
+		rc[0] = say(&errs[0], -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	/* 1. the ledger's word on each: where its key may continue, or withheld */
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (!keys[i]) {
+			r = rc[i] = say(&errs[i], -EINVAL, "an SA add without its key");
+			break;
+		}
+		w.step[i] = *ops[i];
+		why[0] = '\0';
+		r = fctl_engi_pn_admit(k, &w.step[i], keys[i], why, sizeof(why));
+		if (r == 1) {
+			r = rc[i] = withhold(k, ops[i], why, &errs[i]);
+			continue;
+		}
+		if (r < 0) {
+			rc[i] = say(&errs[i], r, why);
+			break;
+		}
+		w.step[i].sa.active = false;
+		w.sent[m] = &w.step[i];
+		w.skey[m] = keys[i];
+		w.kb[m] = keys[i]->bytes;
+		w.kl[m] = keys[i]->len;
+		w.idx[m++] = i;
+	}
+	/* 2. added inactive: no frame uses them yet */
+	sent = m;
+	sa_win_send(k, &w, &m, true, rc, errs);
+	/* one of them failed (or the ledger stopped the window): the apply fails and rolls
+	 * back, so the others, recorded below, are left inactive */
+	failed = m < sent || r < 0;
+	/* 3. their keys recorded as live, durably, in one write */
+	why[0] = '\0';
+	r = m ? fctl_engi_pn_live_many(k, w.sent, w.skey, m, why, sizeof(why)) : 0;
+	for (size_t j = 0; j < m; j++) {
+		size_t i = w.idx[j];
+
+		if (r < 0) {
+			rc[i] = say(&errs[i], r, why);
+			continue;
+		}
+		rc[i] = 0;
+		if (!ops[i]->sa.active || failed)
+			continue;
+		/* 4. made active as the op says */
+		w.step[i].kind = ops[i]->kind == FCTL_OP_TXSA_ADD ? FCTL_OP_TXSA_UPD
+								  : FCTL_OP_RXSA_UPD;
+		w.step[i].sa.active = true;
+		w.sent[act] = &w.step[i];
+		w.skey[act] = keys[i];
+		w.idx[act++] = i;
+	}
+	if (r >= 0)
+		sa_win_send(k, &w, &act, false, rc, errs);
+	sa_win_free(&w, n);
+	for (size_t i = 0; i < n; i++)
+		if (rc[i] < 0)
+			return rc[i];
+	return 0;
+}
+
+int fctl_engine_kernel_exec_window(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+				   const struct fctl_key *const *keys, size_t n, int *rc,
+				   struct fctl_nl_err *errs)
+{
+	const uint8_t **kb;
+	size_t *kl;
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		rc[i] = FCTL_ENGINE_NOT_RUN;
+		errs[i] = (struct fctl_nl_err){ 0 };
+	}
+	if (n == 0)
+		return 0;
+	if (n == 1 || !fctl_engine_op_pipelines(ops[0]) ||
+	    ((ops[0]->kind == FCTL_OP_TXSA_ADD || ops[0]->kind == FCTL_OP_RXSA_ADD) &&
+	     !k->ledger_dir[0])) {
+		/* op by op (an SA add with no ledger is refused as fctl_engine_sa_write does) */
+		for (size_t i = 0; i < n; i++) {
+			r = rc[i] = fctl_engine_kernel_exec(k, ops[i], keys ? keys[i] : NULL, &errs[i]);
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	if (ops[0]->kind == FCTL_OP_TXSA_ADD || ops[0]->kind == FCTL_OP_RXSA_ADD)
+		return sa_add_window(k, ops, keys, n, rc, errs);
+	/* no SA write: links, addresses, RX SCs (keys play no part) */
+	kb = calloc(n, sizeof(*kb));
+	kl = calloc(n, sizeof(*kl));
+	if (!kb || !kl) {
+		free(kb);
+		free(kl);
+		return rc[0] = say(&errs[0], -ENOMEM, "out of memory");
+	}
+	r = table_window(k, ops, kb, kl, n, rc, errs);
+	free(kb);
+	free(kl);
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (rc[i] < 0)
+			r = rc[i];
+	return r;
+}

@@ -32,6 +32,12 @@ static int nl_exec(void *sess, const struct fctl_op *op, const uint8_t *key, siz
 	return fctl_nl_exec(sess, op, key, key_len, err);
 }
 
+static int nl_exec_batch(void *sess, const struct fctl_op *const *ops, const uint8_t *const *keys,
+			 const size_t *key_lens, size_t n, int *rc, struct fctl_nl_err *errs)
+{
+	return fctl_nl_exec_batch(sess, ops, keys, key_lens, n, rc, errs);
+}
+
 static void nl_get_stats(const void *sess, struct fctl_nl_stats *out)
 {
 	fctl_nl_get_stats(sess, out);
@@ -58,6 +64,7 @@ const struct fctl_engine_ops fctl_engine_nl_ops = {
 	.close = nl_close,
 	.read_state = nl_read_state,
 	.exec = nl_exec,
+	.exec_batch = nl_exec_batch,
 	.get_stats = nl_get_stats,
 	.link_exists = nl_link_exists,
 	.neigh_copy = nl_neigh_copy,

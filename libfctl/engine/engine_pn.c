@@ -379,6 +379,30 @@ int fctl_engi_pn_live(struct fctl_engine_kernel *k, const struct fctl_op *op,
 	return record(l, &ev, 1, err, errlen);
 }
 
+int fctl_engi_pn_live_many(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+			   const struct fctl_key *const *keys, size_t n, char *err, size_t errlen)
+{
+	struct pn_entry *ev;
+	struct fctl_engi_pn *l;
+	int r = ledger(k, &l, err, errlen);
+
+	if (r < 0 || n == 0)
+		return r;
+	ev = calloc(n, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		ev[i] = (struct pn_entry){ .tx = ops[i]->kind == FCTL_OP_TXSA_ADD, .has_hash = true,
+					   .sci = ops[i]->sci, .pn = ops[i]->sa.pn };
+		r = key_hash(keys[i], ev[i].hash);
+		memcpy(ev[i].keyid, ops[i]->sa.keyid, FCTL_KEYID_LEN);
+	}
+	if (r == 0)
+		r = record(l, ev, n, err, errlen);
+	free(ev);
+	return r;
+}
+
 static bool removes_sas(const struct fctl_op *op)
 {
 	return op->kind == FCTL_OP_TXSA_DEL || op->kind == FCTL_OP_RXSA_DEL ||

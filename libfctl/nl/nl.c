@@ -172,6 +172,13 @@ static int open_sockets(struct fctl_nl *nl)
 	r = sock_new(NETLINK_GENERIC, &nl->gen);
 	if (r < 0)
 		return r;
+	/* here, in the namespace: a socket belongs to the one it was made in */
+	nl->pipe_rt = fctl_nli_pipe_socket(NETLINK_ROUTE);
+	if (nl->pipe_rt < 0)
+		return nl->pipe_rt;
+	nl->pipe_gen = fctl_nli_pipe_socket(NETLINK_GENERIC);
+	if (nl->pipe_gen < 0)
+		return nl->pipe_gen;
 	/* Absent until the macsec module is loaded: resolved again on first use. */
 	r = genl_ctrl_resolve(nl->gen, MACSEC_GENL_NAME);
 	if (r > 0)
@@ -189,6 +196,8 @@ int fctl_nl_open(const char *netns, struct fctl_nl **out)
 	nl = fctl_calloc(1, sizeof(*nl));
 	if (!nl)
 		return -ENOMEM;
+	nl->pipe_rt = nl->pipe_gen = -1;
+	nl->pipe_seq = 1u << 31; /* apart from libnl's numbers, though on sockets of their own */
 
 	if (netns) {
 		char path[256];
@@ -242,6 +251,10 @@ void fctl_nl_close(struct fctl_nl *nl)
 		return;
 	nl_socket_free(nl->rt);
 	nl_socket_free(nl->gen);
+	if (nl->pipe_rt >= 0)
+		close(nl->pipe_rt);
+	if (nl->pipe_gen >= 0)
+		close(nl->pipe_gen);
 	free(nl->ifmap.slot);
 	free(nl);
 }
@@ -283,7 +296,7 @@ struct xact {
 	bool done;
 };
 
-static void extack_copy(struct nlmsgerr *e, struct fctl_nl_err *err)
+void fctl_nli_extack_copy(struct nlmsgerr *e, struct fctl_nl_err *err)
 {
 	struct nlmsghdr *nlh = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
 	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
@@ -322,7 +335,7 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 	(void)who;
 	if (x->result == 0)
 		x->result = e->error < 0 ? e->error : -e->error;
-	extack_copy(e, x->err);
+	fctl_nli_extack_copy(e, x->err);
 	x->done = true;
 	return NL_STOP;
 }

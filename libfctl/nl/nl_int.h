@@ -38,7 +38,63 @@ struct fctl_nl {
 	int macsec_family;   /* 0 until resolved */
 	struct fctl_nl_stats stats;
 	struct fctl_nli_ifmap ifmap;
+	/* pipelined writes (nl_pipe.c): raw sockets of their own, so that libnl's sequence
+	 * bookkeeping on rt and gen never sees their answers; -1 when not open */
+	int pipe_rt, pipe_gen;
+	uint32_t pipe_seq; /* the next window's first sequence number */
 };
+
+/* --- nl_pipe.c --- */
+
+/* One request of a window: its answer (rc: 0, the kernel's negative errno, or, when
+ * unknown, -EPROTO / -ENOBUFS), whether one came, and where its extended ACK goes. */
+struct fctl_nli_slot {
+	int rc;
+	bool answered;
+	bool unknown; /* no answer came: the request may or may not have been applied */
+	struct fctl_nl_err *err; /* may be NULL */
+};
+
+/* A window in flight: request i was sent with sequence number seq0 + i. */
+struct fctl_nli_pipe {
+	uint32_t seq0;
+	size_t n;
+	struct fctl_nli_slot *slot;
+	size_t stray; /* answers that matched no request, or a request answered already */
+};
+
+/* A raw netlink socket of protocol for pipelined writes: bound, extended and capped
+ * ACKs on. The fd or a negative errno. */
+int fctl_nli_pipe_socket(int protocol);
+/* Sends msgs[0..n) in one sendmsg, as requests with ACKs, sequence numbers seq0.. (the
+ * messages themselves are not changed). The copy is wiped. 0 or a negative errno. */
+int fctl_nli_pipe_send(int fd, struct nl_msg *const *msgs, size_t n, uint32_t seq0);
+/* Matches the answers in buf (one datagram) to p's requests by sequence number: an ACK
+ * or error answers its request (its extended ACK into slot->err); anything else, or a
+ * second answer, is not an answer (p->stray counts those that match no request). */
+void fctl_nli_pipe_take(struct fctl_nli_pipe *p, const void *buf, size_t len);
+/* Reads fd's queue to its end without waiting (nl_pipe.c says why that is all there is)
+ * and matches what it holds; every request still unanswered gets unknown = true and an
+ * rc of -EPROTO (-ENOBUFS when the queue overran). 0, or a negative errno of recvmmsg. */
+int fctl_nli_pipe_collect(int fd, struct fctl_nli_pipe *p);
+
+/* The extended ACK's text of an error answer into err->extack. */
+void fctl_nli_extack_copy(struct nlmsgerr *e, struct fctl_nl_err *err);
+
+/* How fctl_nl_exec would send op: the message (*msg, the caller frees it with
+ * fctl_nl_msg_free), after the lookups it needs (fresh: from the kernel, not the ifindex
+ * map; *cached: an ifindex came from the map), on which socket (*gen: generic netlink).
+ * what: op in words for errors. A negative errno with err set when it cannot be built. */
+int fctl_nli_link_prepare(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			  bool fresh, bool *cached, struct nl_msg **msg, struct fctl_nl_err *err);
+int fctl_nli_macsec_prepare(struct fctl_nl *nl, int family, const struct fctl_op *op,
+			    const char *what, const uint8_t *key, size_t key_len, bool fresh,
+			    bool *cached, struct nl_msg **msg, struct fctl_nl_err *err);
+/* op in words, as fctl_nl_exec's errors name it */
+void fctl_nli_link_what(const struct fctl_op *op, char *buf, size_t n);
+void fctl_nli_macsec_what(const struct fctl_op *op, char *buf, size_t n);
+/* The address generation request that follows a LINK_ADD of a link that has one. */
+int fctl_nli_addrgen_msg(const struct fctl_op *op, struct nl_msg **msg);
 
 /* Sends msg on sk and reads until the ACK (write or plain request) or NLMSG_DONE
  * (dump). valid (may be NULL) sees every reply message; a negative return from

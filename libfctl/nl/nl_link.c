@@ -364,7 +364,7 @@ int fctl_nl_build_addr_msg(const struct fctl_op *op, int ifindex, struct nl_msg 
 
 /* --- execution --- */
 
-static void what_of(const struct fctl_op *op, char *buf, size_t n)
+void fctl_nli_link_what(const struct fctl_op *op, char *buf, size_t n)
 {
 	if (op->addr)
 		snprintf(buf, n, "%s %s %s", fctl_op_kind_name(op->kind), op_ifname(op), op->addr);
@@ -372,10 +372,10 @@ static void what_of(const struct fctl_op *op, char *buf, size_t n)
 		snprintf(buf, n, "%s %s", fctl_op_kind_name(op->kind), op_ifname(op));
 }
 
-/* Builds and sends op's message; ifindex is the link's own (ADDR) or its
- * parent's (LINK_ADD), found by name in the ifindex map or the kernel. */
-static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
-			  bool fresh, bool *cached, struct fctl_nl_err *err)
+/* Builds op's message; ifindex is the link's own (ADDR) or its parent's (LINK_ADD),
+ * found by name in the ifindex map or the kernel. */
+int fctl_nli_link_prepare(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			  bool fresh, bool *cached, struct nl_msg **out, struct fctl_nl_err *err)
 {
 	struct fctl_nli_link_info info;
 	struct nl_msg *msg = NULL;
@@ -422,6 +422,19 @@ static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const ch
 	}
 	if (op->kind == FCTL_OP_LINK_ADD)
 		fctl_nli_ifmap_link_added(nl, op_ifname(op));
+	*out = msg;
+	return 0;
+}
+
+/* Builds and sends op's message. */
+static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
+			  bool fresh, bool *cached, struct fctl_nl_err *err)
+{
+	struct nl_msg *msg = NULL;
+	int r = fctl_nli_link_prepare(nl, op, what, fresh, cached, &msg, err);
+
+	if (r < 0)
+		return r;
 	r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
 	fctl_nl_msg_free(msg);
 	/* a delete frees an ifindex the kernel may hand out again, and takes the
@@ -433,21 +446,27 @@ static int exec_link_once(struct fctl_nl *nl, const struct fctl_op *op, const ch
 	return r;
 }
 
+int fctl_nli_addrgen_msg(const struct fctl_op *op, struct nl_msg **msg)
+{
+	struct fctl_op chg = *op; /* shallow: nothing of it is freed here */
+
+	chg.kind = FCTL_OP_LINK_CHANGE;
+	chg.changes = FCTL_CHG_ADDRGEN;
+	return fctl_nl_build_link_msg(&chg, 0, 0, msg);
+}
+
 /* The IPv6 address generation of a link just created. The kernel ignores IFLA_AF_SPEC in
  * a create request, so a change of its own sets it, while the link is still down: the
  * kernel makes the link-local address only when the link comes up. */
 static int set_new_addrgen(struct fctl_nl *nl, const struct fctl_op *op, const char *what,
 			   struct fctl_nl_err *err)
 {
-	struct fctl_op chg = *op; /* shallow: nothing of it is freed here */
 	struct nl_msg *msg = NULL;
 	char w[128];
 	int r;
 
-	chg.kind = FCTL_OP_LINK_CHANGE;
-	chg.changes = FCTL_CHG_ADDRGEN;
 	snprintf(w, sizeof(w), "%s: addrgenmode %s", what, fctl_addrgen_name(op->link.addrgen));
-	r = fctl_nl_build_link_msg(&chg, 0, 0, &msg);
+	r = fctl_nli_addrgen_msg(op, &msg);
 	if (r == 0) {
 		r = fctl_nli_xact(nl, nl->rt, msg, true, NULL, NULL, err);
 		fctl_nl_msg_free(msg);
@@ -512,7 +531,7 @@ int fctl_nli_exec_link(struct fctl_nl *nl, const struct fctl_op *op, struct fctl
 	bool cached;
 	int r;
 
-	what_of(op, what, sizeof(what));
+	fctl_nli_link_what(op, what, sizeof(what));
 	r = exec_link_once(nl, op, what, false, &cached, err);
 	if (r == -ENODEV && cached) {
 		/* the cached ifindex may be stale: drop the map, ask the kernel, once */

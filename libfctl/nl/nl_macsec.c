@@ -230,10 +230,11 @@ static bool is_rxsc_op(enum fctl_op_kind k)
  * another cipher refuses the key length, the PN width and the XPN attributes;
  * a device that is not a SecY is ENODEV). Other ops (built by hand) read the
  * link from the kernel as before. */
-static int exec_macsec_once(struct fctl_nl *nl, int family, const struct fctl_op *op,
-			    const char *name, const char *what, const uint8_t *key,
-			    size_t key_len, bool fresh, bool *cached, struct fctl_nl_err *err)
+int fctl_nli_macsec_prepare(struct fctl_nl *nl, int family, const struct fctl_op *op,
+			    const char *what, const uint8_t *key, size_t key_len, bool fresh,
+			    bool *cached, struct nl_msg **out, struct fctl_nl_err *err)
 {
+	const char *name = op->ifname[0] ? op->ifname : op->link.name;
 	struct nl_msg *msg = NULL;
 	enum fctl_cipher cipher = FCTL_CIPHER_GCM_AES_128;
 	int ifindex = 0, r;
@@ -255,6 +256,20 @@ static int exec_macsec_once(struct fctl_nl *nl, int family, const struct fctl_op
 		fctl_nli_err_set(err, r, what);
 		return r;
 	}
+	*out = msg;
+	return 0;
+}
+
+static int exec_macsec_once(struct fctl_nl *nl, int family, const struct fctl_op *op,
+			    const char *what, const uint8_t *key, size_t key_len, bool fresh,
+			    bool *cached, struct fctl_nl_err *err)
+{
+	struct nl_msg *msg = NULL;
+	int r = fctl_nli_macsec_prepare(nl, family, op, what, key, key_len, fresh, cached, &msg,
+					err);
+
+	if (r < 0)
+		return r;
 	r = fctl_nli_xact(nl, nl->gen, msg, true, NULL, NULL, err);
 	fctl_nl_msg_free(msg);
 	if (r < 0)
@@ -262,42 +277,48 @@ static int exec_macsec_once(struct fctl_nl *nl, int family, const struct fctl_op
 	return r;
 }
 
-int fctl_nli_exec_macsec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
-			 size_t key_len, struct fctl_nl_err *err)
+void fctl_nli_macsec_what(const struct fctl_op *op, char *what, size_t n)
 {
 	const char *name = op->ifname[0] ? op->ifname : op->link.name;
-	char what[96], sci[24];
-	bool cached;
-	int family, r;
+	char sci[24];
 
 	fctl_sci_format(op->sci, sci);
 	switch (op->kind) {
 	case FCTL_OP_RXSC_ADD:
 	case FCTL_OP_RXSC_UPD:
 	case FCTL_OP_RXSC_DEL:
-		snprintf(what, sizeof(what), "%s %s sci %s", fctl_op_kind_name(op->kind), name, sci);
+		snprintf(what, n, "%s %s sci %s", fctl_op_kind_name(op->kind), name, sci);
 		break;
 	case FCTL_OP_RXSA_ADD:
 	case FCTL_OP_RXSA_UPD:
 	case FCTL_OP_RXSA_DEL:
-		snprintf(what, sizeof(what), "%s %s sci %s an %u", fctl_op_kind_name(op->kind), name,
+		snprintf(what, n, "%s %s sci %s an %u", fctl_op_kind_name(op->kind), name,
 			 sci, op->an);
 		break;
 	default:
-		snprintf(what, sizeof(what), "%s %s an %u", fctl_op_kind_name(op->kind), name, op->an);
+		snprintf(what, n, "%s %s an %u", fctl_op_kind_name(op->kind), name, op->an);
 		break;
 	}
+}
 
+int fctl_nli_exec_macsec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
+			 size_t key_len, struct fctl_nl_err *err)
+{
+	char what[96];
+	bool cached;
+	int family, r;
+
+	fctl_nli_macsec_what(op, what, sizeof(what));
 	family = fctl_nli_macsec_family(nl, err);
 	if (family < 0)
 		return family;
-	r = exec_macsec_once(nl, family, op, name, what, key, key_len, false, &cached, err);
+	r = exec_macsec_once(nl, family, op, what, key, key_len, false, &cached, err);
 	if (r == -ENODEV && cached) {
 		/* ENODEV is also a missing RX SC or SA; with a cached ifindex it may be
 		 * a stale one: drop the map and try once more with the kernel's answer */
 		fctl_nli_ifmap_invalidate(nl);
 		fctl_nli_err_clear(err);
-		r = exec_macsec_once(nl, family, op, name, what, key, key_len, true, &cached, err);
+		r = exec_macsec_once(nl, family, op, what, key, key_len, true, &cached, err);
 	}
 	return r < 0 ? r : 0;
 }

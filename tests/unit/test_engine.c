@@ -63,6 +63,11 @@ struct fake {
 	int dcb_r;
 	uint8_t pfc_en;
 	long dcb_asks;
+	/* windows (exec_batch): the largest one seen; unknown_at: the exec call that takes
+	 * effect but is answered as a lost ACK is (-EPROTO, outcome unknown), once */
+	size_t max_batch;
+	long unknown_at;
+	bool no_batch; /* the table has no exec_batch: op by op */
 };
 
 static char tmp[] = "/tmp/fctl-test-engine-XXXXXX";
@@ -110,7 +115,7 @@ static void fake_init(struct fake *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->hs = fctl_host_state_new("h1");
-	f->fail_at = f->crash_at = -1;
+	f->fail_at = f->crash_at = f->unknown_at = -1;
 	f->pfc_en = 0xff; /* PFC on every priority: no finding */
 	assert_non_null(f->hs);
 }
@@ -582,6 +587,41 @@ static int fake_exec(void *sess, const struct fctl_op *op, const uint8_t *key, s
 	return r;
 }
 
+/* A window as the kernel takes one (fctl_nl_exec_batch): every op in order, each whether
+ * or not one before it failed. */
+static int fake_exec_batch(void *sess, const struct fctl_op *const *ops, const uint8_t *const *keys,
+			   const size_t *key_lens, size_t n, int *rc, struct fctl_nl_err *errs)
+{
+	struct fake *f = sess;
+	uint64_t rt = f->round_trips;
+	int first = 0;
+
+	if (n > f->max_batch)
+		f->max_batch = n;
+	for (size_t i = 0; i < n; i++) {
+		long call = f->calls;
+
+		rc[i] = fake_exec(sess, ops[i], keys ? keys[i] : NULL, key_lens ? key_lens[i] : 0,
+				  errs ? &errs[i] : NULL);
+		if (call == f->unknown_at && rc[i] == 0) {
+			rc[i] = -EPROTO;
+			if (errs)
+				snprintf(errs[i].msg, sizeof(errs[i].msg),
+					 "fake kernel: no answer (the request may have been applied)");
+		}
+		if (rc[i] < 0 && first == 0)
+			first = rc[i];
+	}
+	f->round_trips = rt + 1; /* one send, one read of the answers */
+	return first;
+}
+
+static int fake_exec_one(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
+			 struct fctl_nl_err *err)
+{
+	return fake_exec_batch(sess, &op, &key, &key_len, 1, (int[1]){ 0 }, err);
+}
+
 static int fake_open(void *ctx, const char *netns, void **sess)
 {
 	*sess = ctx;
@@ -628,7 +668,19 @@ static const struct fctl_engine_ops fake_ops = {
 	.open = fake_open,
 	.close = fake_close,
 	.read_state = fake_read_state,
-	.exec = fake_exec,
+	.exec = fake_exec_one,
+	.exec_batch = fake_exec_batch,
+	.get_stats = fake_get_stats,
+	.link_exists = fake_link_exists,
+	.dcb_get = fake_dcb_get,
+};
+
+/* the same kernel without exec_batch: every op alone */
+static const struct fctl_engine_ops fake_ops_single = {
+	.open = fake_open,
+	.close = fake_close,
+	.read_state = fake_read_state,
+	.exec = fake_exec_one,
 	.get_stats = fake_get_stats,
 	.link_exists = fake_link_exists,
 	.dcb_get = fake_dcb_get,
@@ -1104,6 +1156,125 @@ static void crash_every_point(const struct fctl_profile *from, const struct fctl
 		free(after);
 		fake_release(&r.f);
 	}
+}
+
+/* --- windows: ops pipelined to the kernel (fctl_engine_kernel_exec_window) --- */
+
+/* A failure in the middle of a window names exactly the failing op; the ops after it in
+ * the window, which the kernel took anyway, are rolled back with the rest. v1's first
+ * window is its two VLAN adds (eth0.100, eth0.200; ms100 sits on eth0.100: a window of
+ * its own). */
+static void test_window_failure_names_op(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	r.f.fail_at = 0; /* the first exec call: eth0.100's create */
+	assert_true(apply(&r, v1, &res) < 0);
+	assert_true(res.failed);
+	assert_int_equal(res.failed_op, 0);
+	assert_int_equal(res.plan->ops[0].kind, FCTL_OP_LINK_ADD);
+	assert_string_equal(res.plan->ops[0].ifname, "eth0.100");
+	assert_non_null(strstr(res.error, "op 1 (create-link eth0.100)"));
+	assert_non_null(strstr(res.error, "1 later op sent with it took effect"));
+	assert_int_equal(res.ops_done, 1); /* eth0.200, after the failing op */
+	/* the kernel made eth0.200 after the failure (same window), and nothing after it */
+	assert_int_equal(r.f.max_batch, 2);
+	assert_true(first(&r.f, FCTL_OP_LINK_ADD, "eth0.200") >= 0);
+	assert_int_equal(first(&r.f, FCTL_OP_LINK_ADD, "ms100"), -1);
+	assert_true(res.rolled_back && res.restored_exactly);
+	assert_int_equal(r.f.hs->n_links, 0);
+	assert_false(journal_exists(&r));
+	assert_no_violation(&r.f);
+	fctl_apply_result_release(&res);
+	fake_release(&r.f);
+}
+
+/* Without exec_batch the same failure stops at the failing op: nothing after it is sent. */
+static void test_window_failure_op_by_op(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	r.o.ops = &fake_ops_single;
+	r.f.fail_at = 0;
+	assert_true(apply(&r, v1, &res) < 0);
+	assert_int_equal(res.failed_op, 0);
+	assert_null(strstr(res.error, "took effect"));
+	assert_int_equal(res.ops_done, 0);
+	assert_int_equal(first(&r.f, FCTL_OP_LINK_ADD, "eth0.200"), -1);
+	assert_true(res.rolled_back && res.restored_exactly);
+	fctl_apply_result_release(&res);
+	/* and the apply goes through op by op */
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_int_equal(r.f.max_batch, 1); /* exec alone: one op a call */
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v1);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
+}
+
+/* An answer that never came (the kernel took the request, its ACK was lost): the op is
+ * the failing one, and what it did is rolled back like the rest; at every exec call. */
+static void test_window_ackless_every_op(void **st)
+{
+	size_t n_ops;
+	long n = forward_calls(v1, v2, &n_ops);
+
+	(void)st;
+	for (long k = 0; k < n; k++) {
+		struct fctl_apply_result res;
+		struct run r;
+		char *before, *after;
+
+		run_init(&r);
+		assert_int_equal(apply(&r, v1, &res), 0);
+		fctl_apply_result_release(&res);
+		before = state_text(r.f.hs);
+		r.f.calls = 0;
+		r.f.unknown_at = k;
+		assert_int_equal(apply(&r, v2, &res), -EPROTO);
+		assert_true(res.failed_op >= 0 && res.failed_op <= k);
+		assert_non_null(strstr(res.error, "no answer"));
+		assert_true(res.rolled_back && res.restored_exactly);
+		assert_false(journal_exists(&r));
+		fctl_apply_result_release(&res);
+		after = state_text(r.f.hs);
+		if (strcmp(before, after) != 0)
+			fail_msg("no answer at exec %ld: state before\n%s\nstate after\n%s", k,
+				 before, after);
+		assert_no_violation(&r.f);
+		free(before);
+		free(after);
+		fake_release(&r.f);
+	}
+}
+
+/* The applies the every-op tests run do go in windows of more than one op (so their
+ * failures and crash points fall inside windows), and the windows keep the plan's order. */
+static void test_windows_used(void **st)
+{
+	struct fctl_apply_result res;
+	struct run r;
+
+	(void)st;
+	run_init(&r);
+	assert_int_equal(apply(&r, v1, &res), 0);
+	assert_true(r.f.max_batch >= 2);
+	/* a round trip per window, not per op */
+	assert_true(res.round_trips < res.writes);
+	fctl_apply_result_release(&res);
+	r.f.max_batch = 0;
+	assert_int_equal(apply(&r, v2, &res), 0);
+	assert_true(r.f.max_batch >= 2);
+	fctl_apply_result_release(&res);
+	assert_converged(&r, v2);
+	assert_no_violation(&r.f);
+	fake_release(&r.f);
 }
 
 /* QoS maps: created with the VLAN, changed in place (one non-disruptive change-link op,
@@ -2478,6 +2649,10 @@ int main(void)
 		cmocka_unit_test(test_rollback_every_op_change),
 		cmocka_unit_test(test_crash_every_point_first_apply),
 		cmocka_unit_test(test_crash_every_point_change),
+		cmocka_unit_test(test_window_failure_names_op),
+		cmocka_unit_test(test_window_failure_op_by_op),
+		cmocka_unit_test(test_window_ackless_every_op),
+		cmocka_unit_test(test_windows_used),
 		cmocka_unit_test(test_teardown),
 		cmocka_unit_test(test_teardown_rollback_every_op),
 		cmocka_unit_test(test_confirm_in_time),

@@ -55,6 +55,11 @@ struct fctl_engine_ops {
 	/* fctl_nl_exec: one plan op; key/key_len for TXSA_ADD and RXSA_ADD, else NULL/0 */
 	int (*exec)(void *sess, const struct fctl_op *op, const uint8_t *key, size_t key_len,
 		    struct fctl_nl_err *err);
+	/* fctl_nl_exec_batch: ops[0..n) pipelined, each handled by the kernel whether or not
+	 * one before it failed; rc[i] 0, a negative errno (errs[i]) or FCTL_NL_NOT_RUN.
+	 * NULL: the engine runs them through exec one by one */
+	int (*exec_batch)(void *sess, const struct fctl_op *const *ops, const uint8_t *const *keys,
+			  const size_t *key_lens, size_t n, int *rc, struct fctl_nl_err *errs);
 	/* fctl_nl_get_stats: requests since open */
 	void (*get_stats)(const void *sess, struct fctl_nl_stats *out);
 	/* fctl_nl_link_exists: 1 when a link of that name exists, 0 when none does; NULL: not

@@ -89,6 +89,32 @@ int fctl_engine_sa_write(struct fctl_engine_kernel *k, const struct fctl_op *op,
 int fctl_engine_kernel_exec(struct fctl_engine_kernel *k, const struct fctl_op *op,
 			    const struct fctl_key *key, struct fctl_nl_err *err);
 
+/* rc of an op fctl_engine_kernel_exec_window did not run (one before it failed first) */
+#define FCTL_ENGINE_NOT_RUN 2
+
+/* Whether op may share a window (fctl_engine_kernel_exec_window) with other ops of its
+ * kind: link adds, changes and up/down that are no SA write, address adds and deletes,
+ * RX SC adds and updates, SA adds that name their SCI. Deletes (whose SAs the ledger
+ * retires first, one by one) and SA updates go alone. */
+bool fctl_engine_op_pipelines(const struct fctl_op *op);
+
+/*
+ * Executes ops[0..n), a window: ops of one kind that fctl_engine_op_pipelines admits,
+ * none depending on another's outcome or on a link another one creates, and no two SA
+ * adds for the same SCI. With a table that pipelines (exec_batch) the kernel gets them
+ * all at once and handles each whether or not one before it failed, so an op after a
+ * failing one may have been executed: rc[i] says, for each, what
+ * fctl_engine_kernel_exec would have returned (0, 1 withheld, a negative errno with
+ * errs[i] saying why) or FCTL_ENGINE_NOT_RUN. Without exec_batch the ops go one by one up
+ * to the first failure. SA adds keep their three steps, each a window: all added
+ * inactive, all recorded live in one durable ledger write, then activated, so no SA is
+ * active before its key is in the ledger. keys[i] as fctl_engine_kernel_exec's key.
+ * Returns 0 or the first negative rc (by index).
+ */
+int fctl_engine_kernel_exec_window(struct fctl_engine_kernel *k, const struct fctl_op *const *ops,
+				   const struct fctl_key *const *keys, size_t n, int *rc,
+				   struct fctl_nl_err *errs);
+
 /* fctl_nl_neigh_copy through the session (fctl/nl.h): the neighbour entries of link from
  * whose MAC is one of macs[0..n_macs) copied to link to. The number created, or a
  * negative errno (-EOPNOTSUPP when the table has no neigh_copy). */

@@ -100,6 +100,31 @@ int fctl_nl_link_exists(struct fctl_nl *nl, const char *ifname);
 int fctl_nl_exec(struct fctl_nl *nl, const struct fctl_op *op, const uint8_t *key,
 		 size_t key_len, struct fctl_nl_err *err);
 
+/* rc of an op fctl_nl_exec_batch did not run (an op before it could not be built) */
+#define FCTL_NL_NOT_RUN 2
+/* The most ops a caller should give fctl_nl_exec_batch at once: their ACKs must fit the
+ * socket's receive queue (the kernel drops what does not, ENOBUFS). */
+#define FCTL_NL_WINDOW_MAX 64
+
+/*
+ * Executes ops[0..n) as fctl_nl_exec would, pipelined: the requests of a window go in one
+ * sendmsg on a socket of their own, the answers are matched to them by sequence number.
+ * The kernel handles them in order, each whether or not one before it failed, so the ops
+ * must not depend on each other's outcome, and none may need the ifindex of a link an
+ * earlier one creates (it is looked up when the messages are built, before any is sent).
+ * Ops of one kind family (links and addresses, or MACsec) only; a window with a link
+ * delete or an address generation turned to none (more than one request) runs op by op,
+ * up to its first failure. keys/key_lens (either may be NULL) as fctl_nl_exec's, per op.
+ * rc[i]: 0, a negative errno (errs[i], errs may be NULL, says why: an answer that never
+ * came is -EPROTO or -ENOBUFS with "no answer from the kernel: the request may have been
+ * applied"), or FCTL_NL_NOT_RUN. A LINK_ADD's address generation follows in a second
+ * window (its failure is the LINK_ADD's). One round trip per window. Returns 0 or the
+ * first negative rc (by index).
+ */
+int fctl_nl_exec_batch(struct fctl_nl *nl, const struct fctl_op *const *ops,
+		       const uint8_t *const *keys, const size_t *key_lens, size_t n, int *rc,
+		       struct fctl_nl_err *errs);
+
 /*
  * Copies to link `to` the IPv4 and IPv6 neighbour entries of link `from` whose
  * link-layer address is known and is one of macs[0..n_macs), each as STALE: used at
