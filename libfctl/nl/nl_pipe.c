@@ -26,7 +26,10 @@
 
 int fctl_nli_pipe_socket(int protocol)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK }; /* bound: port chosen; to: kernel */
+	/* bound: the kernel chooses the port; not connected: an unconnected netlink socket
+	 * sends to the kernel already, and connect(2) is not in the read-only worker's
+	 * seccomp list (every session opens these sockets, a plan's too) */
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	int one = 1, rcvbuf = 1 << 20;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
 
@@ -34,8 +37,7 @@ int fctl_nli_pipe_socket(int protocol)
 		return -errno;
 	if (setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int r = -errno;
 
 		close(fd);
@@ -69,7 +71,7 @@ int fctl_nli_pipe_send(int fd, struct nl_msg *const *msgs, size_t n, uint32_t se
 		at += NLMSG_ALIGN(h->nlmsg_len);
 	}
 	do
-		w = send(fd, buf, total, 0); /* connected to the kernel */
+		w = send(fd, buf, total, 0); /* no address: to the kernel */
 	while (w < 0 && errno == EINTR);
 	if (w < 0)
 		r = -errno;
@@ -131,6 +133,7 @@ int fctl_nli_pipe_collect(int fd, struct fctl_nli_pipe *p)
 {
 	struct mmsghdr mv[RECV_VEC];
 	struct iovec iov[RECV_VEC];
+	struct sockaddr_nl from[RECV_VEC];
 	bool overrun = false;
 	uint8_t *buf = malloc((size_t)RECV_VEC * RECV_ONE);
 	int r = 0;
@@ -146,6 +149,8 @@ int fctl_nli_pipe_collect(int fd, struct fctl_nli_pipe *p)
 						 .iov_len = RECV_ONE };
 			mv[k].msg_hdr.msg_iov = &iov[k];
 			mv[k].msg_hdr.msg_iovlen = 1;
+			mv[k].msg_hdr.msg_name = &from[k];
+			mv[k].msg_hdr.msg_namelen = sizeof(from[k]);
 		}
 		m = recvmmsg(fd, mv, RECV_VEC, MSG_DONTWAIT, NULL);
 		if (m < 0 && errno == EINTR)
@@ -162,8 +167,12 @@ int fctl_nli_pipe_collect(int fd, struct fctl_nli_pipe *p)
 		}
 		if (m == 0)
 			break;
+		/* the socket is not connected: only the kernel's (port 0) answers count, as
+		 * a connected socket would have let through nothing else */
 		for (int k = 0; k < m; k++)
-			fctl_nli_pipe_take(p, iov[k].iov_base, mv[k].msg_len);
+			if (mv[k].msg_hdr.msg_namelen < sizeof(from[k]) ||
+			    from[k].nl_family != AF_NETLINK || from[k].nl_pid == 0)
+				fctl_nli_pipe_take(p, iov[k].iov_base, mv[k].msg_len);
 	}
 	free(buf);
 	for (size_t i = 0; i < p->n; i++) {
