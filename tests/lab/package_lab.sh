@@ -4,9 +4,10 @@
 # installs build/fabricctl_*.deb, then the CI pipeline (examples/ci/pipeline.sh --lab)
 # runs with the INSTALLED programs only: /usr/sbin/fabricctl boots the lab with the
 # installed lab scripts (/usr/share/fabricctl), applies the lab profile on both hosts,
-# probes RoCE over MACsec with /usr/libexec/fabricctl/fabricctl-probe, and signs one
-# evidence bundle per host, which verify.sh checks with the signers and audit keys
-# pinned. The package is purged at the end, even on failure, and must leave nothing.
+# starts the installed agent on both and probes RoCE over MACsec through them (probe
+# --fabric: the agents run /usr/libexec/fabricctl/fabricctl-probe), and signs one
+# evidence bundle per host and one for the probe's log, which verify.sh checks with the
+# signers and audit keys pinned. The package is purged at the end, even on failure, and must leave nothing.
 # Prints PASS/FAIL per check and "package_lab: N passed, M failed"; needs root.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -72,14 +73,14 @@ t0=$(date +%s)
 rc=$?
 echo "  pipeline with the installed programs took $(($(date +%s) - t0)) s"
 [ $rc = 0 ] && pass pipeline-exit-0 || fail pipeline-exit-0 "exit $rc: $(grep -E '^--- .*FAIL|error' "$T/pipeline.log" | head -5)"
-for s in apply-h1 apply-h2 probe-h1-h2; do
+for s in apply-h1 apply-h2 agents probe-fabric; do
 	grep -q "^--- $s: PASS" "$T/pipeline.log" && pass "$s-with-the-installed-fabricctl" ||
 		fail "$s-with-the-installed-fabricctl" "$(grep -A3 "^=== $s" "$T/pipeline.log" | head -6)"
 done
 # the guests ran the installed binaries, not a build tree's
 grep -q "/usr/sbin/fabricctl apply" "$T/pipeline.log" && ! grep -q '/build/fabricctl/fabricctl' "$T/pipeline.log" &&
 	pass ran-the-installed-binary || fail ran-the-installed-binary "$(grep -m3 'fabricctl apply' "$T/pipeline.log")"
-for h in h1 h2; do
+for h in h1 h2 fabric-probe; do
 	b=$OUT/evidence-$CHANGE-$h.tar x=$T/x-$h
 	mkdir -p "$x"
 	if [ -f "$b" ] && tar -xf "$b" -C "$x" && (cd "$x" && bash verify.sh --signer-pub "$T/alice/audit.pub" \
