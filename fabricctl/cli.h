@@ -70,7 +70,8 @@ int cli_complete(const struct cli_doc *doc, int argc, char **argv);
 
 /* The option tables of the parsers (struct cmd's opts), each as its parser passes it. */
 const struct option *cli_opts_validate(const char *cmd, const char *sub);
-const struct option *cli_opts_files(const char *cmd, const char *sub); /* plan, diff */
+const struct option *cli_opts_plan(const char *cmd, const char *sub);
+const struct option *cli_opts_diff(const char *cmd, const char *sub);
 const struct option *cli_opts_host(const char *cmd, const char *sub);  /* apply ... history */
 const struct option *cli_opts_confirm(const char *cmd, const char *sub);
 const struct option *cli_opts_audit(const char *cmd, const char *sub);
@@ -97,6 +98,27 @@ void cli_plan_markdown(const struct fctl_buf *text, struct fctl_buf *md);
 /* plan's exit: EXIT_OK, or with --detailed-exitcode EXIT_PLAN_CHANGES or
  * EXIT_PLAN_DISRUPTIVE when there are operations. */
 int cli_plan_exit(bool detailed, size_t ops, size_t disruptive);
+/* What plan --offline and diff OLD NEW share (cmd_plan.c): the hosts --host names
+ * (none: every host); */
+struct cli_host_filter {
+	const char *v[64];
+	size_t n;
+};
+bool cli_host_wanted(const struct cli_host_filter *f, const char *host);
+/* the hosts of NEW, then those only in OLD (they are planned down to nothing), into v
+ * (at most cap): their number; */
+size_t cli_profile_hosts(const struct fctl_profile *nw, const struct fctl_profile *old,
+			 const char **v, size_t cap);
+/* host's state as p renders it, an empty state when p is NULL or lacks the host (said on
+ * stderr when rendering fails): 0 or a negative errno; */
+int cli_render_host(const struct fctl_profile *p, const char *host, struct fctl_host_state **out);
+/* EXIT_USAGE (said) when a host of f is in neither profile, else EXIT_OK; */
+int cli_host_filter_check(const struct cli_host_filter *f, const struct fctl_profile *a,
+			  const struct fctl_profile *b);
+/* two profiles of different names are most likely one of them the wrong file: said on
+ * stderr (the plan or diff is still made; a rename is legal). */
+void cli_warn_renamed(const char *cmd, const struct fctl_profile *old, const char *old_path,
+		      const struct fctl_profile *nw, const char *new_path);
 int cmd_diff_live(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl plan --offline NEW [--from OLD]; fabricctl diff OLD NEW */
+/* fabricctl plan --offline NEW [--from OLD]; the profile comparison diff OLD NEW shares */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -9,12 +9,7 @@
 #include "cli.h"
 #include "fctl/plan.h"
 
-struct host_filter {
-	const char *v[64];
-	size_t n;
-};
-
-static bool wanted(const struct host_filter *f, const char *host)
+bool cli_host_wanted(const struct cli_host_filter *f, const char *host)
 {
 	if (!f->n)
 		return true;
@@ -24,9 +19,8 @@ static bool wanted(const struct host_filter *f, const char *host)
 	return false;
 }
 
-/* Hosts of NEW, then hosts only in OLD (they are planned down to nothing). */
-static size_t host_list(const struct fctl_profile *nw, const struct fctl_profile *old,
-			const char **v, size_t cap)
+size_t cli_profile_hosts(const struct fctl_profile *nw, const struct fctl_profile *old,
+			 const char **v, size_t cap)
 {
 	size_t n = 0;
 
@@ -38,7 +32,7 @@ static size_t host_list(const struct fctl_profile *nw, const struct fctl_profile
 	return n;
 }
 
-static int render(const struct fctl_profile *p, const char *host, struct fctl_host_state **out)
+int cli_render_host(const struct fctl_profile *p, const char *host, struct fctl_host_state **out)
 {
 	int r;
 
@@ -52,8 +46,8 @@ static int render(const struct fctl_profile *p, const char *host, struct fctl_ho
 	return r;
 }
 
-static int check_filter(const struct host_filter *f, const struct fctl_profile *a,
-			const struct fctl_profile *b)
+int cli_host_filter_check(const struct cli_host_filter *f, const struct fctl_profile *a,
+			  const struct fctl_profile *b)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		if ((!a || !fctl_profile_find_host(a, f->v[i])) &&
@@ -81,10 +75,8 @@ static void profile_json(struct fctl_buf *o, const char *key, const struct fctl_
 	fctl_buf_puts(o, "\"}");
 }
 
-/* A plan or diff between two profiles of different names is most likely one of the wrong
- * file: said on stderr (the plan itself is still made; a rename is legal). */
-static void warn_renamed(const char *cmd, const struct fctl_profile *old, const char *old_path,
-			 const struct fctl_profile *nw, const char *new_path)
+void cli_warn_renamed(const char *cmd, const struct fctl_profile *old, const char *old_path,
+		      const struct fctl_profile *nw, const char *new_path)
 {
 	if (strcmp(old->name, nw->name) != 0)
 		cli_err("warning: %s: the profile's name changes from '%s' (%s) to '%s' (%s): "
@@ -128,9 +120,9 @@ static int plan_host(struct fctl_buf *out, bool json, bool color, const struct f
 	struct fctl_plan *plan = NULL;
 	int r;
 
-	r = render(old, host, &a);
+	r = cli_render_host(old, host, &a);
 	if (r == 0)
-		r = render(nw, host, &b);
+		r = cli_render_host(nw, host, &b);
 	if (r == 0)
 		r = fctl_plan_compute(a, b, &plan);
 	if (r == 0) {
@@ -217,8 +209,8 @@ int cli_plan_exit(bool detailed, size_t ops, size_t disruptive)
 	return disruptive ? EXIT_PLAN_DISRUPTIVE : EXIT_PLAN_CHANGES;
 }
 
-/* plan's and diff's options: those of the comparison of files and of the live form
- * (cmd_live.c parses the live form's again with its own table, cli_opts_host) */
+/* plan's options: those of the offline plan and of the live form (cmd_plan_live.c
+ * parses the live form's again with its own table, cli_opts_host) */
 static const struct option plan_opts[] = {
 	{ "offline", no_argument, NULL, 'o' },	 { "from", required_argument, NULL, 'f' },
 	{ "host", required_argument, NULL, 'H' }, { "json", no_argument, NULL, 'j' },
@@ -227,22 +219,12 @@ static const struct option plan_opts[] = {
 	{ "markdown", no_argument, NULL, 'm' },	 { "out", required_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 };
-static const struct option diff_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "host", required_argument, NULL, 'H' },
-	{ "netns", required_argument, NULL, 'n' },
-	{ "state-dir", required_argument, NULL, 'S' },
-	{ "audit", no_argument, NULL, 'a' },
-	{ "audit-log", required_argument, NULL, 'a' },
-	{ "change", required_argument, NULL, 'a' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
 
-const struct option *cli_opts_files(const char *cmd, const char *sub)
+const struct option *cli_opts_plan(const char *cmd, const char *sub)
 {
+	(void)cmd;
 	(void)sub;
-	return strcmp(cmd, "plan") == 0 ? plan_opts : diff_opts;
+	return plan_opts;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -254,7 +236,7 @@ int cmd_plan(int argc, char **argv)
 
 	struct fctl_profile *nw = NULL, *old = NULL;
 	const char *from = NULL, *hosts[1024];
-	struct host_filter filt = { 0 };
+	struct cli_host_filter filt = { 0 };
 	struct fctl_buf out = { 0 };
 	struct plan_totals totals = { 0 };
 	bool offline = false, json = false, markdown = false, detailed = false, out_file = false;
@@ -323,18 +305,18 @@ int cmd_plan(int argc, char **argv)
 	if (rc == EXIT_OK && from)
 		rc = cli_load_profile(from, &old, true, json);
 	if (rc == EXIT_OK && old)
-		warn_renamed("plan", old, from, nw, argv[optind]);
+		cli_warn_renamed("plan", old, from, nw, argv[optind]);
 	if (rc == EXIT_OK) /* this machine's approval policy, when it has one */
 		cli_approvals_note(nw, "plan", true, json);
 	if (rc == EXIT_OK)
-		rc = check_filter(&filt, nw, old);
+		rc = cli_host_filter_check(&filt, nw, old);
 	if (rc != EXIT_OK)
 		goto out;
 
-	nh = host_list(nw, old, hosts, FCTL_ARRAY_SIZE(hosts));
+	nh = cli_profile_hosts(nw, old, hosts, FCTL_ARRAY_SIZE(hosts));
 	plan_header(&out, json, nw, old);
 	for (size_t i = 0; i < nh; i++) {
-		if (!wanted(&filt, hosts[i]))
+		if (!cli_host_wanted(&filt, hosts[i]))
 			continue;
 		if (plan_host(&out, json, !markdown && cli_color(stdout), nw, old, hosts[i],
 			      &totals) < 0) {
@@ -358,114 +340,5 @@ out:
 	fctl_buf_release(&out);
 	fctl_profile_free(nw);
 	fctl_profile_free(old);
-	return rc;
-}
-
-int cmd_diff(int argc, char **argv)
-{
-	int remote = cmd_fabric_dispatch("diff", argc, argv); /* --fabric, --target */
-
-	if (remote >= 0)
-		return remote;
-
-	struct fctl_profile *a = NULL, *b = NULL;
-	struct host_filter filt = { 0 };
-	struct fctl_buf out = { 0 };
-	const char *hosts[1024];
-	bool json = false, audit = false;
-	size_t nh, ndiff = 0, shown = 0;
-	int c, rc;
-
-	optind = 1;
-	while ((c = cli_getopt("diff", argc, argv, "h", diff_opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'H':
-			if (filt.n == FCTL_ARRAY_SIZE(filt.v)) {
-				cli_err("diff: too many --host options");
-				return EXIT_USAGE;
-			}
-			filt.v[filt.n++] = optarg;
-			break;
-		case 'a':
-			audit = true;
-			break; /* live diff options */
-		case 'n':
-		case 'S':
-			break; /* live diff options */
-		case 'h':
-			cli_usage_cmd("diff");
-			return EXIT_OK;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (optind + 1 == argc)
-		return cmd_diff_live(argc, argv);
-	if (optind + 2 != argc) {
-		cli_err("diff: expected PROFILE (drift against the live state) or OLD NEW");
-		return EXIT_USAGE;
-	}
-	if (audit) {
-		cli_err("diff: --audit, --audit-log and --change record drift of the live state "
-			"(diff PROFILE); OLD NEW compares files");
-		return EXIT_USAGE;
-	}
-	rc = cli_load_profile(argv[optind], &a, true, json);
-	if (rc == EXIT_OK)
-		rc = cli_load_profile(argv[optind + 1], &b, true, json);
-	if (rc == EXIT_OK && (rc = check_filter(&filt, a, b)) == EXIT_OK)
-		warn_renamed("diff", a, argv[optind], b, argv[optind + 1]);
-	if (rc != EXIT_OK)
-		goto out;
-	nh = host_list(b, a, hosts, FCTL_ARRAY_SIZE(hosts));
-	if (json)
-		fctl_buf_printf(&out, "{\"old_version\":%llu,\"new_version\":%llu,\"hosts\":[",
-				(unsigned long long)a->version, (unsigned long long)b->version);
-	for (size_t i = 0; i < nh; i++) {
-		struct fctl_host_state *sa = NULL, *sb = NULL;
-		struct fctl_buf part = { 0 };
-		int r;
-
-		if (!wanted(&filt, hosts[i]))
-			continue;
-		r = render(a, hosts[i], &sa);
-		if (r == 0)
-			r = render(b, hosts[i], &sb);
-		if (r == 0)
-			r = json ? fctl_state_diff_json(sa, sb, &part)
-				 : fctl_state_diff_text(sa, sb, &part, cli_color(stdout));
-		if (r > 0) {
-			ndiff += (size_t)r;
-			if (json) {
-				fctl_buf_printf(&out, "%s{\"host\":", shown++ ? "," : "");
-				fctl_buf_json_str(&out, hosts[i]);
-				fctl_buf_printf(&out, ",\"changes\":%s}", part.data);
-			} else {
-				fctl_buf_printf(&out, "host %s:\n%s", hosts[i], part.data);
-			}
-		}
-		fctl_buf_release(&part);
-		fctl_host_state_free(sa);
-		fctl_host_state_free(sb);
-		if (r < 0) {
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (json)
-		fctl_buf_printf(&out, "],\"links_changed\":%zu}\n", ndiff);
-	else if (!ndiff)
-		fctl_buf_puts(&out, "no differences\n");
-	if (cli_write(stdout, &out) < 0)
-		rc = EXIT_USAGE;
-	else
-		rc = ndiff ? EXIT_INVALID : EXIT_OK;
-out:
-	fctl_buf_release(&out);
-	fctl_profile_free(a);
-	fctl_profile_free(b);
 	return rc;
 }

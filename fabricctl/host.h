@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What the host commands share (host.c; cmd_apply.c, cmd_rollback.c, cmd_teardown.c,
- * cmd_recover.c, cmd_show.c, cmd_history.c, cmd_live.c): their options, parsed by one table
+ * cmd_recover.c, cmd_show.c, cmd_history.c, cmd_plan_live.c, cmd_diff.c): their options, parsed by one table
  * a command, and what the commands that change the host say and record of an engine's result. */
 #ifndef FABRICCTL_HOST_H
 #define FABRICCTL_HOST_H
@@ -80,8 +80,13 @@ int cli_confirm_run(const struct cli_host *c);
 
 /* The findings of a live plan (parent-missing warnings) on stderr as validate prints them. */
 void cli_findings_text(const struct fctl_diags *d);
+/* plan and diff PROFILE (cmd_plan_live.c): the profile loaded and planned against the live
+ * state, the findings said on stderr (with --json they are in the document). EXIT_OK or
+ * the exit. */
+int cli_live_plan_load(const char *cmd, const struct cli_host *c, const char *file,
+		       struct fctl_profile **p, struct fctl_live_plan *lp);
 
-/* apply --plan FILE (cmd_live.c): reads the saved plan, checks that it was made for this host
+/* apply --plan FILE (cmd_plan_live.c): reads the saved plan, checks that it was made for this host
  * and namespace (c->eo) from exactly p's bytes, and points c->eo.expect at its seal for the
  * engine's check of the live state and the plan. EXIT_OK, else EXIT_USAGE (the file cannot
  * be read) or EXIT_INVALID (it is not a saved plan, or it is stale), said on stderr. */

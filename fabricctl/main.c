@@ -101,7 +101,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 planned, 1 a profile is invalid, 2 usage, I/O or netlink error; with\n"
 	  "--detailed-exitcode 0 no changes, 4 changes, 5 disruptive changes.\n",
-	  "show the ordered netlink operations a profile needs", cli_opts_files },
+	  "show the ordered netlink operations a profile needs", cli_opts_plan },
 	{ "apply", cmd_apply,
 	  "apply [--json] [--dry-run [--detailed-exitcode]] [--confirm DURATION] [--netns NAME]\n"
 	  "             [--host HOST] [--state-dir DIR] [--audit-log PATH] [--change ID] [-q]\n"
@@ -287,7 +287,7 @@ static const struct cmd commands[] = {
 	  "\n"
 	  "Exit: 0 no differences, 1 differences found or a profile is invalid, 2 usage,\n"
 	  "I/O or netlink error.\n",
-	  "show drift of this host, or the changes between two profiles", cli_opts_files },
+	  "show drift of this host, or the changes between two profiles", cli_opts_diff },
 	{ "approve", cmd_approve,
 	  "approve --key FILE [--ssh-keygen] [--name NAME] [--force] [-q] PROFILE",
 	  "Approve this version of PROFILE: sign its exact bytes with an OpenSSH key in\n"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl plan PROFILE and diff PROFILE against the live state; saved plans (plan --out, apply --plan). */
+/* fabricctl plan PROFILE against the live state; saved plans (plan --out, apply --plan). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -134,9 +134,7 @@ static void plan_output(const struct cli_host *c, const struct fctl_profile *p,
 	}
 }
 
-/* plan and diff PROFILE: the profile loaded and planned against the live state, the
- * findings said on stderr (with --json they are in the document). EXIT_OK or the exit. */
-static int load_and_plan(const char *cmd, const struct cli_host *c, const char *file,
+int cli_live_plan_load(const char *cmd, const struct cli_host *c, const char *file,
 			 struct fctl_profile **p, struct fctl_live_plan *lp)
 {
 	char err[768] = "";
@@ -181,7 +179,7 @@ int cli_plan_live_run(const struct cli_host *c, const char *file)
 		return rc;
 	/* parent-missing is a warning, not an error: the plan is what apply would try (and
 	 * refuses) */
-	rc = load_and_plan("plan", c, file, &p, &lp);
+	rc = cli_live_plan_load("plan", c, file, &p, &lp);
 	if (rc != EXIT_OK)
 		goto out;
 	if (c->out && (rc = save_plan(c, p, &lp)) != EXIT_OK)
@@ -196,94 +194,6 @@ int cli_plan_live_run(const struct cli_host *c, const char *file)
 			c->out, c->out);
 out:
 	fctl_buf_release(&out);
-	fctl_live_plan_release(&lp);
-	fctl_profile_free(p);
-	return rc;
-}
-
-/* diff --audit: one drift record. Negative errno when it could not be written (said). */
-static int record_drift(const struct cli_host *c, const struct fctl_profile *p,
-			const char *host, int links)
-{
-	struct fctl_audit *audit = NULL;
-	char detail[64];
-	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
-				      .change_id = c->change_id, .p = p, .detail = detail };
-	int r;
-
-	snprintf(detail, sizeof(detail), "%d link%s differ%s from the profile", links,
-		 links == 1 ? "" : "s", links == 1 ? "s" : "");
-	r = cli_audit_open(c->audit_log, &audit);
-	if (r == 0)
-		r = cli_audit_record(audit, &ev);
-	if (cli_audit_close(audit) < 0 && r == 0)
-		r = -EIO;
-	if (r < 0)
-		cli_err("diff: --audit: the drift was not recorded");
-	return r;
-}
-
-/* diff's output: JSON (host, drift, changes, findings) or the text. */
-static void diff_output(bool json, const struct fctl_profile *p, const struct fctl_live_plan *lp,
-			int r, const struct fctl_buf *part, struct fctl_buf *out)
-{
-	const char *host = lp->want->host;
-
-	if (json) {
-		fctl_buf_puts(out, "{\"host\":");
-		fctl_buf_json_str(out, host);
-		fctl_buf_printf(out, ",\"drift\":%s,\"links_differing\":%d,\"changes\":%s",
-				r ? "true" : "false", r, part->data);
-		fctl_buf_puts(out, ",\"findings\":");
-		fctl_diags_findings_json(&lp->findings, out);
-		fctl_buf_puts(out, "}\n");
-	} else if (r) {
-		fctl_buf_printf(out, "host %s: drift from %s version %" PRIu64
-				     " (- live, + profile)\n%s",
-				host, p->name, p->version, part->data);
-	} else {
-		fctl_buf_printf(out, "host %s: no drift from %s version %" PRIu64 "\n", host,
-				p->name, p->version);
-	}
-}
-
-/* diff PROFILE: drift between the profile and the live state */
-int cmd_diff_live(int argc, char **argv)
-{
-	struct cli_host c;
-	int rc = cli_host_parse("diff", argc, argv, &c, NULL);
-
-	if (rc >= 0)
-		return rc;
-	return cli_diff_live_run(&c, argv[optind]);
-}
-
-int cli_diff_live_run(const struct cli_host *c, const char *file)
-{
-	struct fctl_live_plan lp = { 0 };
-	struct fctl_profile *p = NULL;
-	struct fctl_buf out = { 0 }, part = { 0 };
-	bool audit_failed = false;
-	int r, rc;
-
-	rc = load_and_plan("diff", c, file, &p, &lp);
-	if (rc != EXIT_OK)
-		goto out;
-	r = c->json ? fctl_state_diff_json(lp.live, lp.want, &part)
-		    : fctl_state_diff_text(lp.live, lp.want, &part, cli_color(stdout));
-	if (r < 0) {
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	/* a read command writes nothing unless asked: drift is recorded with --audit */
-	if (r > 0 && (c->audit || c->audit_log) && record_drift(c, p, lp.want->host, r) < 0)
-		audit_failed = true;
-	diff_output(c->json, p, &lp, r, &part, &out);
-	cli_write(stdout, &out);
-	rc = audit_failed ? EXIT_USAGE : r ? EXIT_INVALID : EXIT_OK;
-out:
-	fctl_buf_release(&out);
-	fctl_buf_release(&part);
 	fctl_live_plan_release(&lp);
 	fctl_profile_free(p);
 	return rc;
