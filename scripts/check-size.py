@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Size limits of docs/architecture.md: no C source file over 1,000 lines, no
-function over 120 lines, in libfctl/, fabricctl/, keymgr/ and probes/.
+function over 120 lines, in libfctl/, fabricctl/, keymgr/ and probes/; and every
+such file opens with its SPDX line and a comment saying what it is for.
 
 Prints every breach as FILE:LINE: what, exits 1 when there is one, 2 on usage.
 A function is measured from the line of its name to its closing brace at column 0
@@ -50,6 +51,11 @@ def main(root):
                 rel = os.path.relpath(path, root)
                 with open(path, encoding="utf-8") as f:
                     lines = f.read().split("\n")
+                if not (lines[0].startswith(("// SPDX-License-Identifier:",
+                                             "/* SPDX-License-Identifier:"))
+                        and len(lines) > 1 and lines[1].startswith(("/*", "//"))):
+                    print(f"{rel}:1: no SPDX line and purpose comment on lines 1 and 2")
+                    bad += 1
                 if len(lines) - 1 > FILE_MAX:
                     print(f"{rel}:1: file has {len(lines) - 1} lines (limit {FILE_MAX})")
                     bad += 1

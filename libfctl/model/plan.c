@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* Plans: the ordered operations that turn one host state into another, their text, JSON, digest. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* Host state: its objects and their names, SCIs, the KEYID and salt of a key reference. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

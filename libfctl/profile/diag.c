@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+/* Findings (file:line:col, severity, code, hint) of profile checks, sorted, as text or JSON. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
