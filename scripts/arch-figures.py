@@ -134,8 +134,18 @@ def include_graph(root, files):
     nodes = set(unit.values())
     comps = sccs(nodes, edges)
     named = [[f"{d}/{s}" for d, s in c] for c in comps]
+    # a public header no .c of its stem pairs with belongs to the module whose files
+    # include it most
+    includers = {}
+    for u, targets in edges.items():
+        for t in targets:
+            if t[0] == "fctl" and u[0].startswith("libfctl/"):
+                includers.setdefault(f"fctl/{t[1]}", []).append(module_of(u[0] + "/x.c"))
 
     def modof(n):
+        if n in includers:
+            v = includers[n]
+            return max(sorted(set(v)), key=v.count)
         return module_of(n + ".c")
     return named, modof
 
