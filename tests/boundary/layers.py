@@ -22,11 +22,16 @@ the rule; this reads it and checks, for every static library built under libfctl
            archive itself or by a module below it: no arrow points up or sideways
   units    every target is linked directly by at least one cmocka executable of
            tests/unit/ (UNITS: "test<TAB>link libraries" a line)
+  programs each program of "Which program links what" links exactly the targets and
+           libraries its line names up to its first full stop, and has no folder of
+           libfctl/ but include/ among its include directories: a program never
+           includes a module's private header (PROGRAMS: "program<TAB>link
+           libraries<TAB>include directories" a line)
 
-  layers.py check SOURCE_DIR TARGETS UNITS
-  layers.py has-it SOURCE_DIR TARGETS UNITS    the same check against the table
-           with "nl" taken from the engine's "uses" must fail in links, includes and
-           symbols: the check can fail
+  layers.py check SOURCE_DIR TARGETS UNITS PROGRAMS
+  layers.py has-it SOURCE_DIR TARGETS UNITS PROGRAMS   the same check against the table
+           with "nl" taken from the engine's "uses" and "engine" from fabricctl's line
+           must fail in links, includes, symbols and programs: the check can fail
 Exits 0 when the check passes (has-it: when it fails as it must), 1 otherwise."""
 import os
 import re
@@ -84,6 +89,23 @@ def read_table(doc):
     return rows
 
 
+def read_programs(doc):
+    """{program: [names]} from the lines of "Which program links what"."""
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("Which program links what")
+    end = text.index("\n## ", start)
+    progs = {}
+    for m in re.finditer(r"^- `([a-z-]+)`: (.*?)(?=^- `|\Z)", text[start:end], re.M | re.S):
+        body = re.sub(r"\s*\([^()]*\)", "", " ".join(m.group(2).split()))
+        first = body.split(". ")[0].rstrip(".")
+        first = first.replace(" and its own ", ", ")
+        progs[m.group(1)] = [n.strip() for n in first.split(",") if n.strip()]
+    if len(progs) < 3:
+        raise SystemExit(f"FAIL: {doc}: only {len(progs)} programs read from \"Which program links what\"")
+    return progs
+
+
 def read_targets(path):
     targets = {}
     with open(path, encoding="utf-8") as f:
@@ -124,7 +146,7 @@ def strip_comments(s):
     return re.sub(r"//[^\n]*", "", s)
 
 
-def check(src, rows, targets, units):
+def check(src, rows, targets, units, programs=None, plinks=None):
     fails, add = fail_list()
     by_folder = {}
     for t, (folder, _) in rows.items():
@@ -200,7 +222,11 @@ def check(src, rows, targets, units):
                 add("links", f"{t}: its row's uses names {e}, which it does not link")
     # symbols and header owners
     defs, refs = {}, {}
-    for t in built:
+    for t in list(built):
+        if not os.path.isfile(targets[t]["archive"]):
+            add("rows", f"{t}: {targets[t]['archive']} is missing: build first")
+            built.remove(t)
+            continue
         defs[t], refs[t] = nm(targets[t]["archive"])
     owner = {}
     for s_t in built:
@@ -278,6 +304,42 @@ def check(src, rows, targets, units):
     for t in built:
         if not linked.get(t):
             add("units", f"{t}: no cmocka executable in tests/unit/ links it")
+    # programs
+    for prog, items in sorted((programs or {}).items()):
+        if prog not in plinks:
+            if prog == "fabricctl-probe":
+                print(f"NOTE: {prog} is not built here (libibverbs missing): its line is not checked")
+            else:
+                add("programs", f"{prog} is in \"Which program links what\" but not built")
+            continue
+        have, incs = plinks[prog]
+        want_t, want_e = set(), set()
+        for u in items:
+            r = resolve(u) or (u if u.startswith("fctl_") else None)
+            if r:
+                want_t.add(r)
+            elif u in EXTERNAL:
+                want_e.add(u)
+            else:
+                add("programs", f"{prog}: \"{u}\" is neither a module nor a library the check knows")
+        for x in sorted(set(have)):
+            ok = x in want_t if (x in names or x.startswith("fctl_")) else \
+                any(x in EXTERNAL[e] for e in want_e)
+            if not ok:
+                add("programs", f"{prog} links {x}, which its line does not name")
+        for x in sorted(want_t - set(have)):
+            add("programs", f"{prog}: its line names {x}, which it does not link")
+        for e in sorted(want_e):
+            if EXTERNAL[e] and not EXTERNAL[e] & set(have):
+                add("programs", f"{prog}: its line names {e}, which it does not link")
+        lib = os.path.realpath(os.path.join(src, "libfctl"))
+        for d in incs:
+            rd = os.path.realpath(d)
+            if rd.startswith(lib + os.sep) and rd != os.path.join(lib, "include"):
+                add("programs", f"{prog} has {d} among its include directories: a module's "
+                    "private headers are its own")
+    for prog in sorted(set(plinks or {}) - set(programs or {})):
+        add("programs", f"{prog} is built but has no line in \"Which program links what\"")
     return fails, {"targets": len(built), "refs": nrefs, "includes": nincs,
                    "units": sum(1 for t in built if linked.get(t))}
 
@@ -293,42 +355,55 @@ def read_units(path):
 
 
 def main(argv):
-    if len(argv) != 5 or argv[1] not in ("check", "has-it"):
+    if len(argv) != 6 or argv[1] not in ("check", "has-it"):
         print(__doc__, file=sys.stderr)
         return 2
-    mode, src, tpath, upath = argv[1:]
-    rows = read_table(os.path.join(src, "docs", "architecture.md"))
+    mode, src, tpath, upath, ppath = argv[1:]
+    doc = os.path.join(src, "docs", "architecture.md")
+    rows = read_table(doc)
+    programs = read_programs(doc)
     targets = read_targets(tpath)
     units = read_units(upath)
+    plinks = {}
+    with open(ppath, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                prog, libs, incs = line.rstrip("\n").split("\t")
+                plinks[prog] = ([x for x in libs.split("|") if x], [x for x in incs.split("|") if x])
     if len(targets) < 10:
         print(f"FAIL: only {len(targets)} libfctl targets listed in {tpath}")
         return 1
     if mode == "has-it":
-        base, _ = check(src, rows, targets, units)
+        base, _ = check(src, rows, targets, units, programs, plinks)
         folder, items = rows["fctl_engine"]
         if "nl" not in items:
             print("FAIL: the engine's row no longer uses nl: pick another edge for has-it")
             return 1
         rows = dict(rows)
         rows["fctl_engine"] = (folder, [u for u in items if u != "nl"])
-        fails, _ = check(src, rows, targets, units)
+        programs = dict(programs)
+        programs["fabricctl"] = [u for u in programs.get("fabricctl", []) if u != "engine"]
+        fails, _ = check(src, rows, targets, units, programs, plinks)
         fails = [f for f in fails if f not in base]
         arms = {a for a, _ in fails}
-        want = {"links", "includes", "symbols"}
+        want = {"links", "includes", "symbols", "programs"}
         if want <= arms:
-            print("PASS: with nl taken from the engine's uses the check fails in "
+            print("PASS: with nl taken from the engine's uses and the engine from fabricctl's "
+                  "line the check fails in "
                   + ", ".join(sorted(want)) + f" ({len(fails)} new findings), e.g.:")
             for arm in sorted(want):
                 print("  " + next(t for a, t in fails if a == arm))
             return 0
-        print(f"FAIL: with nl taken from the engine's uses the check fails only in "
+        print(f"FAIL: with nl taken from the engine's uses and the engine from fabricctl's line "
+              f"the check fails only in "
               f"{', '.join(sorted(arms)) or 'nothing'}")
         return 1
-    fails, n = check(src, rows, targets, units)
+    fails, n = check(src, rows, targets, units, programs, plinks)
     for arm, text in fails:
         print(f"FAIL [{arm}]: {text}")
     print(f"lib-layers: {n['targets']} targets, {n['includes']} includes, "
-          f"{n['refs']} references between objects, {n['units']} targets with a unit test: "
+          f"{n['refs']} references between objects, {n['units']} targets with a unit test, "
+          f"{len(plinks)} programs: "
           + ("all below their module" if not fails else f"{len(fails)} findings"))
     return 1 if fails else 0
 
