@@ -10,8 +10,9 @@ Circles are strongly connected components of two graphs:
   unit B when a file of A includes B's header. Private headers without a .c of the
   same stem (agentd_int.h) are units of their own, so a circle through one needs
   real two-way includes.
-- calls (with BUILD_DIR): an object of a libfctl archive points to the object that
-  defines a global symbol it references (nm), inside one archive or across them.
+- calls (with BUILD_DIR): an object of a libfctl archive or of a program (fabricctl/,
+  keymgr/, probes/) points to the object that defines a global symbol it references
+  (nm), inside one archive or program or across them.
 Prints the figures; exits 0."""
 import os
 import re
@@ -171,6 +172,22 @@ def call_graph(build):
                 refs[node].add(sym)
             elif typ in "TDBRCVWGS":
                 defined.setdefault(sym, node)
+    # the programs' objects: one node a source file, the program its module
+    for prog in ("fabricctl", "keymgr", "probes"):
+        for dirpath, _, names in os.walk(os.path.join(build, prog, "CMakeFiles")):
+            for n in sorted(names):
+                if not n.endswith(".c.o"):
+                    continue
+                out = subprocess.run(["nm", "-P", os.path.join(dirpath, n)],
+                                     capture_output=True, text=True, check=True).stdout
+                node = f"{prog}:{n[:-2]}"
+                refs.setdefault(node, set())
+                for line in out.splitlines():
+                    f = line.split()
+                    if len(f) >= 2 and f[1] == "U":
+                        refs[node].add(f[0])
+                    elif len(f) >= 2 and f[1] in "TDBRGSVWC":
+                        defined.setdefault(f[0], node)
     edges = {}
     for node, syms in refs.items():
         for s in syms:
@@ -209,9 +226,9 @@ def main(argv):
     report("include circles between file units", comps, modof)
     if len(argv) == 3:
         comps, modcomps = call_graph(argv[2])
-        report("call circles between objects of libfctl archives", comps,
+        report("call circles between objects (libfctl archives, programs)", comps,
                lambda n: n.split(":")[0])
-        print(f"call circles between libfctl archives: {len(modcomps)}")
+        print(f"call circles between libfctl archives and programs: {len(modcomps)}")
         for c in modcomps:
             print("  " + ", ".join(c))
     return 0
