@@ -273,27 +273,22 @@ host_lane() {
 # (a fixed split left one lane 20 minutes behind the other). Each lab suite has its own lab
 # directory and the lab picks free TCP ports, so any two may run at once; only q_package
 # runs dpkg, so one lane at a time does.
-# (Seconds in an idle whole run, 2026-12-04, d246da9: rotation 408, mka 332, confirm 184,
-# ci-tmp 152, ci-root 142, rotation-6.12 140, package 133, rekey 109, probe 99, metrics 97,
-# agent 93, apply-6.12 84, slurm 79, wiring 64, apply 60, netlink-6.12 43, netlink 40,
-# smoke 27, pull 25. In that run the order of 2026-12-02 left lab-probe (99 s) running
-# alone for the last 55 s; this order is that run's, longest first.)
-# The fuzzers are in the queue too (q_fuzz, second): bounded by the clock (each target 60 s
-# on one core), they made the host lane, which they ended, the longest of the three
-# (about 1,630 s of suites in a row in that run).
-# lab-fabric-probe (2026-12-04, on a machine at load 15-23, not a whole run): 173-333 s of
-# wall (lab up about 100 s of it), its five guests' qemu about 180 s of CPU; its place is
-# next to lab-probe's until a whole run measures it.
+# (Seconds of wall in the idle whole run of 2026-12-05, 5116941: rotation 356, mka 290,
+# fuzz 279, fabric-probe 213, security-evidence 190, confirm 160, nonce 156, probe 134,
+# metrics 131, apply-6.12 128, rotation-6.12 122, ci-tmp 114, ci-root 112 (about 70
+# without the failure path, which runs in ci-tmp only), package 110, rekey 97, slurm 93,
+# agent 81, smoke 56, apply 55, wiring 44, pull 36, netlink 31, netlink-6.12 31; this
+# order is that run's, longest first. In the run before, lab-fabric-probe (213 s) had the
+# place of an estimate, thirteenth, and ran alone at the end beside the spare lane.)
+# The fuzzers are in the queue too (q_fuzz): bounded by the clock (each target 60 s
+# on one core), they made the host lane, which they ended, the longest of the three.
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
-# evidence_consistency, evidence_pn and evidence_approvals, about 150 s, 60 s more for evidence_pn
-# and 75-140 s for evidence_approvals (2026-12-04, other jobs running), bash, jq and ssh-keygen
-# whatever the build), taken out of the host lane's security suite for the same reason.
-# lab-nonce (51 s at aa484b7) grew sections f-i (lab.sh reboot, agents and keymgr): 246 s
-# against the old suite's 91 s, the two started together on a machine at load 10
-# (2026-12-04), so about 140 s idle: its place is that estimate's until a whole run measures it.
-QUEUE=(q_rotation q_fuzz q_security_evidence q_mka q_confirm q_ci_tmp q_ci_root q_rotation_612
-	q_nonce q_package q_rekey q_probe q_fabric_probe q_metrics q_agent q_apply_612 q_slurm q_wiring
-	q_apply q_netlink_612 q_netlink q_smoke q_pull)
+# evidence_consistency, evidence_pn and evidence_approvals: bash, jq, openssl and
+# ssh-keygen whatever the build), taken out of the host lane's security suite for the
+# same reason.
+QUEUE=(q_rotation q_mka q_fuzz q_fabric_probe q_security_evidence q_confirm q_nonce q_probe
+	q_metrics q_apply_612 q_rotation_612 q_ci_tmp q_package q_rekey q_slurm q_agent q_ci_root
+	q_smoke q_apply q_wiring q_pull q_netlink q_netlink_612)
 q_security_evidence() {
 	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 		tests/security/run.sh "$ROOT/build"
@@ -345,9 +340,12 @@ q_netlink_612() {
 		FCTL_NL_LAB_DIR=/var/tmp/fabricctl-lab-nl-612
 }
 # the CI pipeline from fresh clones of this tree under /root and under /tmp (the guests'
-# own tmpfs), each built there (so no FCTL_BUILD_DIR): no checkout path is assumed
+# own tmpfs), each built there (so no FCTL_BUILD_DIR): no checkout path is assumed. The
+# failure path (a second pipeline with an SLO no link meets: its own lab, about 40 s of
+# CPU) proves nothing about the checkout's path, so it runs once, in the /tmp clone
 q_ci() { # root|tmp
 	suite "lab-ci-pipeline-$1" 900 env FCTL_LAB_DIR="/var/tmp/fabricctl-lab-ci-$1" FCTL_JOBS="$JOBS" \
+		FCTL_CI_FAILURE_PATH="$([ "$1" = tmp ] && echo 1 || echo 0)" \
 		bash tests/lab/from_clone.sh "/$1" tests/lab/ci_pipeline.sh
 }
 q_ci_root() { q_ci root; }

@@ -18,7 +18,10 @@
 #               figures: latency, loss, MACsec counters, the path MTU both ways)
 #  failure      a second run with an SLO no link meets and no --sign: exit 1, the
 #               probe-fabric step is a JUnit failure with the reason, only evidence is
-#               skipped, the failed verdict is in the probe's audit log
+#               skipped, the failed verdict is in the probe's audit log.
+#               FCTL_CI_FAILURE_PATH=0 leaves it out, said in the output: scripts/test.sh
+#               runs this suite from two clones (/root, /tmp) to prove the pipeline
+#               assumes no checkout path, and the failure path once, in the /tmp clone
 #  clean        no throwaway key left in OUT, the lab is down
 #
 # Prints PASS/FAIL per check and "ci_pipeline: N passed, M failed"; exits non-zero
@@ -193,31 +196,35 @@ fi
 # --- a failed SLO is a failed step, never a skipped one ---------------------------------------
 O2=$BUILD/ci-pipeline-test-fail
 rm -rf "$O2"
-(cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh "$T/strict.yaml" --out "$O2" --lab --change CI-TEST-2 \
-	--probe-args "--test send_lat --iters 20 --qp-timeout 20") >"$T/fail.out" 2>&1
-rc=$?
-sed -n '/=== probe-fabric/,/--- probe-fabric/p' "$T/fail.out"
-if [ $rc = 1 ] && python3 - "$O2/junit.xml" <<'EOF'
-import sys, xml.dom.minidom as m
-d = m.parse(sys.argv[1])
-tc = {t.getAttribute("name"): t for t in d.getElementsByTagName("testcase")}
-f = tc["probe-fabric"].getElementsByTagName("failure")
-assert f and "latency p99" in f[0].toxml(), "no latency failure"
-assert tc["evidence"].getElementsByTagName("skipped"), "evidence should be skipped (no --sign)"
-assert sum(1 for t in tc.values() if t.getElementsByTagName("skipped")) == 1
-assert d.getElementsByTagName("testsuite")[0].getAttribute("failures") == "1"
-EOF
-then
-	pass "slo-failure-is-a-junit-failure"
+if [ "${FCTL_CI_FAILURE_PATH:-1}" = 0 ]; then
+	echo "NOTE failure-path: not run here (FCTL_CI_FAILURE_PATH=0: the run's other clone runs it)"
 else
-	fail "slo-failure-is-a-junit-failure" "exit $rc; $(tail -5 "$T/fail.out")"
-fi
-if jq -se 'map(select(.action == "probe-fabric" and (.detail | startswith("send_lat ")))) |
-	length == 1 and .[0].result == "fail" and .[0].change == "CI-TEST-2"
-	and (.[0].error | test("latency p99"))' "$O2/audit/fabric-probe/audit.log" >/dev/null 2>&1; then
-	pass "slo-failure-audited"
-else
-	fail "slo-failure-audited" "$(grep probe "$O2/audit/fabric-probe/audit.log" 2>/dev/null | head -c 600)"
+	(cd "$ROOT" && FABRICCTL=$F bash examples/ci/pipeline.sh "$T/strict.yaml" --out "$O2" --lab --change CI-TEST-2 \
+		--probe-args "--test send_lat --iters 20 --qp-timeout 20") >"$T/fail.out" 2>&1
+	rc=$?
+	sed -n '/=== probe-fabric/,/--- probe-fabric/p' "$T/fail.out"
+	if [ $rc = 1 ] && python3 - "$O2/junit.xml" <<-'EOF'
+	import sys, xml.dom.minidom as m
+	d = m.parse(sys.argv[1])
+	tc = {t.getAttribute("name"): t for t in d.getElementsByTagName("testcase")}
+	f = tc["probe-fabric"].getElementsByTagName("failure")
+	assert f and "latency p99" in f[0].toxml(), "no latency failure"
+	assert tc["evidence"].getElementsByTagName("skipped"), "evidence should be skipped (no --sign)"
+	assert sum(1 for t in tc.values() if t.getElementsByTagName("skipped")) == 1
+	assert d.getElementsByTagName("testsuite")[0].getAttribute("failures") == "1"
+	EOF
+	then
+		pass "slo-failure-is-a-junit-failure"
+	else
+		fail "slo-failure-is-a-junit-failure" "exit $rc; $(tail -5 "$T/fail.out")"
+	fi
+	if jq -se 'map(select(.action == "probe-fabric" and (.detail | startswith("send_lat ")))) |
+		length == 1 and .[0].result == "fail" and .[0].change == "CI-TEST-2"
+		and (.[0].error | test("latency p99"))' "$O2/audit/fabric-probe/audit.log" >/dev/null 2>&1; then
+		pass "slo-failure-audited"
+	else
+		fail "slo-failure-audited" "$(grep probe "$O2/audit/fabric-probe/audit.log" 2>/dev/null | head -c 600)"
+	fi
 fi
 
 # --- nothing left behind ----------------------------------------------------------------------
