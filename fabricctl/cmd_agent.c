@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* fabricctl agent: the per-host daemon (docs/agent.md). Parses options and runs
- * libfctl's agent loop; each request is run by the very functions the local command
- * runs once its command line is parsed (host.h), so a remote command prints what the
- * local one prints. */
+ * libfctl's agent loop with them; in the worker mode, runs the request the library
+ * hands over by the very functions the local command runs once its command line is
+ * parsed (host.h), so a remote command prints what the local one prints. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -13,33 +13,6 @@
 
 #include "fctl/agent.h"
 #include "host.h"
-
-struct agent_args {
-	const char *config;
-	const char *key[32];
-	const char *val[32];
-	size_t n;
-};
-
-static int load_config(void *ctx, struct fctl_agent_config *out, char *err, size_t errlen)
-{
-	struct agent_args *aa = ctx;
-	int r;
-
-	if (aa->config) {
-		r = fctl_agent_config_load(out, aa->config, err, errlen);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < aa->n; i++) {
-		r = fctl_agent_config_set(out, aa->key[i], aa->val[i]);
-		if (r < 0) {
-			snprintf(err, errlen, "bad value '%s' for --%s", aa->val[i], aa->key[i]);
-			return r;
-		}
-	}
-	return 0;
-}
 
 /* The options of the local command a request stands for, as cli_host_parse makes them
  * of its command line: --json, apply's --dry-run and --confirm, --host (not history's or
@@ -100,12 +73,11 @@ static const char *request_profile(const struct fctl_agent_request *rq)
 
 /* In the worker: one request, run by the function the local command runs once it has
  * parsed its command line (host.h), with the options the request carries. */
-static int run_request(void *ctx, const struct fctl_agent_request *rq)
+static int run_request(const struct fctl_agent_request *rq)
 {
 	const char *file = NULL;
 	struct cli_host c;
 
-	(void)ctx;
 	switch (rq->type) {
 	case FCTL_MSG_PROBE_SERVE:
 	case FCTL_MSG_PROBE_RUN:
@@ -211,21 +183,38 @@ static void agent_log_line(const char *line)
 	(void)!write(STDERR_FILENO, buf, p + n + 1);
 }
 
+/* The worker mode (`fabricctl agent --worker 3`): the library reads the request and,
+ * for one that changes nothing, sandboxes this process (fctl_agent_worker_open); then
+ * the request runs here and the worker exits with its code. */
+static int run_worker(void)
+{
+	struct fctl_agent_worker w;
+	char err[512] = "";
+	int code;
+
+	if (fctl_agent_worker_open(&w, 3, err, sizeof(err)) < 0) {
+		agent_log_line(err);
+		code = 2;
+	} else {
+		code = run_request(&w.rq);
+	}
+	fflush(NULL); /* the run's output, before _exit */
+	fctl_agent_worker_release(&w);
+	return code & 0xff;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	static char keys[32][32];
-	struct fctl_agent_ops ops = { 0 };
-	struct agent_args aa = { 0 };
+	static const char *key[32], *val[32];
+	struct fctl_agent_start st = { .keys = key, .vals = val };
 	char err[768] = "";
 	int ch, idx = 0, r;
 
 	fctl_agent_log_set(agent_log_line);
-	/* the agent's worker, re-executed by the agent (fctl_agent_worker_main) */
-	if (argc == 3 && strcmp(argv[1], "--worker") == 0 && strcmp(argv[2], "3") == 0) {
-		ops.run = run_request;
-		ops.ctx = &aa;
-		_exit(fctl_agent_worker_main(&ops, 3));
-	}
+	/* the agent's worker, re-executed by the agent */
+	if (argc == 3 && strcmp(argv[1], "--worker") == 0 && strcmp(argv[2], "3") == 0)
+		_exit(run_worker());
 	/* the agent's TLS front-end, re-executed by the agent (fctl_agent_frontend_main) */
 	if (argc == 3 && strcmp(argv[1], "--frontend") == 0 && strcmp(argv[2], "3") == 0)
 		_exit(fctl_agent_frontend_main(3));
@@ -233,21 +222,21 @@ int cmd_agent(int argc, char **argv)
 	while ((ch = cli_getopt("agent", argc, argv, "h", opts, &idx)) != -1) {
 		switch (ch) {
 		case 'c':
-			aa.config = optarg;
+			st.config = optarg;
 			break;
 		case 1:
 		case 2:
-			if (aa.n == FCTL_ARRAY_SIZE(aa.key)) {
+			if (st.n == FCTL_ARRAY_SIZE(key)) {
 				cli_err("agent: too many options");
 				return EXIT_USAGE;
 			}
 			/* option names use '-', configuration keys '_' */
-			snprintf(keys[aa.n], sizeof(keys[0]), "%s", opts[idx].name);
-			for (char *p = keys[aa.n]; *p; p++)
+			snprintf(keys[st.n], sizeof(keys[0]), "%s", opts[idx].name);
+			for (char *p = keys[st.n]; *p; p++)
 				if (*p == '-')
 					*p = '_';
-			aa.key[aa.n] = keys[aa.n];
-			aa.val[aa.n++] = ch == 2 ? "true" : optarg;
+			key[st.n] = keys[st.n];
+			val[st.n++] = ch == 2 ? "true" : optarg;
 			break;
 		case 'h':
 			cli_usage_cmd("agent");
@@ -260,11 +249,8 @@ int cmd_agent(int argc, char **argv)
 		cli_err("agent: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	ops.load_config = load_config;
-	ops.run = run_request;
-	ops.ctx = &aa;
-	ops.keymgr_path = cli_keymgr_path(); /* the apply worker finds it itself (cmd_apply) */
-	r = fctl_agent_run(&ops, err, sizeof(err));
+	st.keymgr_path = cli_keymgr_path(); /* the apply worker finds it itself (cmd_apply) */
+	r = fctl_agent_run(&st, err, sizeof(err));
 	if (r < 0) {
 		cli_err("agent: %s", err[0] ? err : strerror(-r));
 		return EXIT_USAGE;

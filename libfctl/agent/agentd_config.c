@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The agent's running configuration: applied at start and again on SIGHUP. */
+/* The agent's running configuration: built from its start parameters (file and
+ * options) and applied at start and again on SIGHUP. */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -11,6 +12,26 @@
 #include <unistd.h>
 
 #include "agentd_int.h"
+
+int fctl_agent_config_build(const struct fctl_agent_start *s, struct fctl_agent_config *out,
+			    char *err, size_t errlen)
+{
+	int r;
+
+	if (s->config) {
+		r = fctl_agent_config_load(out, s->config, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		r = fctl_agent_config_set(out, s->keys[i], s->vals[i]);
+		if (r < 0) {
+			snprintf(err, errlen, "bad value '%s' for --%s", s->vals[i], s->keys[i]);
+			return r;
+		}
+	}
+	return 0;
+}
 
 /* A reload without `listen` while the TLS listener is open (it stays open until a
  * restart): the listener keeps its endpoint and its TLS material, so cfg takes
@@ -129,7 +150,7 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	a->eo.state_dir = a->cfg.state_dir;
 	a->eo.netns = a->cfg.netns;
 	a->eo.host = a->cfg.host;
-	a->eo.keymgr_path = a->ops->keymgr_path;
+	a->eo.keymgr_path = a->start->keymgr_path;
 	if (fctl_engine_host_name(&a->eo, a->host, sizeof(a->host)) < 0)
 		snprintf(a->host, sizeof(a->host), "unknown");
 	{
@@ -149,7 +170,7 @@ void fctl_agentd_reload(struct agent *a)
 
 	fctl_agentd_notify("RELOADING=1");
 	fctl_agent_config_init(&cfg);
-	r = a->ops->load_config(a->ops->ctx, &cfg, err, sizeof(err));
+	r = fctl_agent_config_build(a->start, &cfg, err, sizeof(err));
 	if (r == 0)
 		r = fctl_agentd_apply_config(a, &cfg, err, sizeof(err));
 	fctl_agent_config_release(&cfg);

@@ -189,7 +189,7 @@ struct fctl_agentd_pull;
 struct fctl_agentd_mka;
 
 struct agent {
-	const struct fctl_agent_ops *ops;
+	const struct fctl_agent_start *start; /* borrowed from fctl_agent_run's caller */
 	struct fctl_agent_config cfg;
 	struct fctl_engine_opts eo;
 	int ep, sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd, refusal_tfd;

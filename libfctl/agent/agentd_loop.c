@@ -341,9 +341,9 @@ static void teardown(struct agent *a)
 	fctl_agent_config_release(&a->cfg);
 }
 
-int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
+int fctl_agent_run(const struct fctl_agent_start *s, char *err, size_t errlen)
 {
-	struct agent a = { .ops = ops, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
+	struct agent a = { .start = s, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
 			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1,
 			   .refusal_tfd = -1, .exe_fd = -1, .fe.ch.fd = -1 };
 	struct fctl_agent_config cfg;
@@ -358,7 +358,7 @@ int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen)
 		r = loop_setup(&a, err, errlen);
 	if (r < 0)
 		goto out;
-	r = ops->load_config(ops->ctx, &cfg, err, errlen);
+	r = fctl_agent_config_build(s, &cfg, err, errlen);
 	if (r == 0)
 		r = fctl_agentd_apply_config(&a, &cfg, err, errlen);
 	if (r < 0)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The re-executed worker (fctl_agent_worker_main): its request from the agent, and
+ * The re-executed worker (fctl_agent_worker_open): its request from the agent, and
  * for a request that changes nothing the sandbox it runs in: the files it may read
  * opened first, then an unprivileged user, no capabilities, no new privileges and a
  * seccomp allow-list (kill on anything else).
@@ -368,32 +368,37 @@ static int sandbox(struct fctl_agent_request *rq, const struct fctl_wreq *w, cha
 	return install_filter();
 }
 
-int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd)
+int fctl_agent_worker_open(struct fctl_agent_worker *w, int fd, char *err, size_t errlen)
 {
-	struct fctl_agent_request rq;
 	struct fctl_buf b = { 0 };
-	char sd[PATH_MAX];
-	struct fctl_wreq w;
+	struct fctl_wreq wr;
 	const char *step = "read the request";
-	int r, code;
+	int r;
 
+	memset(w, 0, sizeof(*w));
 	/* a writing worker may fetch SAKs: not dumpable, as the agent; and named as the
 	 * program, not as the descriptor it was executed from ("4" on older kernels) */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_NAME, "fabricctl", 0, 0, 0);
 	r = read_request(fd, &b);
+	w->frame = b.data;
+	w->frame_len = b.len;
+	w->frame_cap = b.cap;
 	if (r == 0)
-		r = wreq_decode(b.data, b.len, &rq, &w);
+		r = wreq_decode(b.data, b.len, &w->rq, &wr);
 	close(fd);
-	if (r == 0 && w.drop)
-		r = sandbox(&rq, &w, sd, sizeof(sd), &step);
-	if (r < 0) {
-		fctl_agentd_log("the worker cannot %s: %s", step, strerror(-r));
-		code = 2;
-	} else {
-		code = ops->run(ops->ctx, &rq);
-	}
-	fflush(NULL); /* the run's output, before the program's _exit */
+	if (r == 0 && wr.drop)
+		r = sandbox(&w->rq, &wr, w->state_dir, sizeof(w->state_dir), &step);
+	if (r < 0)
+		snprintf(err, errlen, "the worker cannot %s: %s", step, strerror(-r));
+	return r;
+}
+
+void fctl_agent_worker_release(struct fctl_agent_worker *w)
+{
+	struct fctl_buf b = { .data = w->frame, .len = w->frame_len, .cap = w->frame_cap };
+
 	fctl_buf_release(&b);
-	return code & 0xff;
+	w->frame = NULL;
+	w->frame_len = w->frame_cap = 0;
 }

@@ -6,9 +6,10 @@
  * local Unix socket (peer credentials: root or a configured group), a TCP port
  * with mutual TLS (roles from the client certificate), an HTTP endpoint with
  * Prometheus metrics, drift checks on a timer and on netlink link events. Each
- * request runs in a worker (the program re-executed: fctl_agent_worker_main)
- * whose stdout/stderr are captured and sent back, so a remote command prints exactly what the local one prints; the
- * worker calls back into the program (struct fctl_agent_ops.run).
+ * request runs in a worker (the program re-executed; fctl_agent_worker_open hands it
+ * the request, sandboxed) whose stdout/stderr are captured and sent back, so a remote
+ * command prints exactly what the local one prints. The library never calls back into
+ * the program: the program runs the request the worker opened, and exits.
  */
 #ifndef FCTL_AGENT_H
 #define FCTL_AGENT_H
@@ -126,30 +127,29 @@ struct fctl_agent_request {
  * (docs/architecture.md, "Rules"): the program gives a sink, called with one line (no
  * newline, no program prefix) in the agent, its TLS front-end and its workers, and in a
  * child between fork and exec: it must do no more than one write(2). Set it once, before
- * fctl_agent_run, fctl_agent_worker_main or fctl_agent_frontend_main; NULL (the default)
+ * fctl_agent_run, fctl_agent_worker_open or fctl_agent_frontend_main; NULL (the default)
  * drops the lines. */
 typedef void (*fctl_agent_log_fn)(const char *line);
 void fctl_agent_log_set(fctl_agent_log_fn fn);
 
-struct fctl_agent_ops {
-	/* (Re)builds the configuration: at start and on SIGHUP. */
-	int (*load_config)(void *ctx, struct fctl_agent_config *out, char *err, size_t errlen);
-	/* Runs in the worker, stdout/stderr captured; returns the exit code. */
-	int (*run)(void *ctx, const struct fctl_agent_request *rq);
-	void *ctx;
-	/* fabricctl-keymgr, for the keys of KMS references when the agent itself rolls back
-	 * an interrupted apply (fctl_engine_opts.keymgr_path); NULL: none */
-	const char *keymgr_path;
-};
-
 /* The worker mode of the program (`fabricctl agent --worker FD`, started only by the
  * agent, which re-executes its own binary for every request: the worker never shares
- * the agent's memory). FD holds the request. For a request that changes nothing the
- * worker first opens what it reads, then drops to the agent's worker_user with no
- * capabilities, no_new_privs and a seccomp allow-list; writing workers keep the
- * agent's privileges. Then ops->run; returns its exit code (2 when the sandbox could
- * not be set up, with the reason on stderr). */
-int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd);
+ * the agent's memory). FD holds the request. fctl_agent_worker_open reads and decodes
+ * it into w->rq and, for a request that changes nothing, first opens what the request
+ * reads, then drops to the agent's worker_user with no capabilities, no_new_privs and
+ * a seccomp allow-list; writing workers keep the agent's privileges. Closes FD. The
+ * program then runs w->rq, flushes its output and exits with the run's code (2 when
+ * this failed: err says which step, the program logs it). w->rq's strings point into
+ * w, valid until fctl_agent_worker_release; w is written on failure too (release it). */
+struct fctl_agent_worker {
+	struct fctl_agent_request rq;
+	/* the library's: the decoded frame and the state directory w->rq points into */
+	char *frame;
+	size_t frame_len, frame_cap;
+	char state_dir[4096];
+};
+int fctl_agent_worker_open(struct fctl_agent_worker *w, int fd, char *err, size_t errlen);
+void fctl_agent_worker_release(struct fctl_agent_worker *w);
 
 /* The TLS front-end mode of the program (`fabricctl agent --frontend FD`, started only
  * by the agent): FD is its channel to the agent, fd 4 the TLS listener. It terminates
@@ -158,9 +158,26 @@ int fctl_agent_worker_main(const struct fctl_agent_ops *ops, int fd);
  * (docs/agent.md, "Privilege boundary"). Exits when the agent goes. */
 int fctl_agent_frontend_main(int fd);
 
+/* How the agent is started: its configuration, as data. The library builds the
+ * configuration from it at start and again on SIGHUP (fctl_agent_config_build). */
+struct fctl_agent_start {
+	const char *config;        /* the configuration file (fctl_agent_config_load), NULL: none */
+	const char *const *keys;   /* then these keys set over it (fctl_agent_config_set), */
+	const char *const *vals;   /* in order: the command line's options */
+	size_t n;
+	/* fabricctl-keymgr, for the keys of KMS references when the agent itself rolls back
+	 * an interrupted apply (fctl_engine_opts.keymgr_path); NULL: none */
+	const char *keymgr_path;
+};
+
+/* The configuration s describes: the file loaded, then the keys set ("bad value 'V' for
+ * --KEY" in err when one is refused). out is fctl_agent_config_init'ed by the caller. */
+int fctl_agent_config_build(const struct fctl_agent_start *s, struct fctl_agent_config *out,
+			    char *err, size_t errlen);
+
 /* Runs until SIGTERM/SIGINT. Returns 0 on a clean shutdown, negative errno when it
- * could not start (err says why). */
-int fctl_agent_run(const struct fctl_agent_ops *ops, char *err, size_t errlen);
+ * could not start (err says why). s (borrowed) must live until it returns. */
+int fctl_agent_run(const struct fctl_agent_start *s, char *err, size_t errlen);
 
 /* --- drift and metrics (used by the agent's loop; usable alone) --- */
 
