@@ -74,8 +74,6 @@ void fctl_agentd_audit_actor(struct agent *a, const char *action, const char *re
 void fctl_agentd_audit_event(struct agent *a, const char *action, const char *result,
 			     const struct conn *c, const char *detail)
 {
-	if (a->frontend) /* never: its events reach the agent (agentd_frontend.c) */
-		return;
 	/* the log line names c->who (with the pid on the Unix socket); the record its
 	 * certificate subject or peer, else its uid */
 	fctl_agentd_log("%s %s%s%s%s%s", action, result, c ? " by " : "", c ? c->who : "",

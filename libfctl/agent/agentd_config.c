@@ -59,8 +59,8 @@ static void socket_mode(const struct agent *a)
 {
 	if (a->unix_fd < 0 || !a->cfg.socket_path || !*a->cfg.socket_path)
 		return;
-	if (chown(a->cfg.socket_path, 0, a->has_gid ? a->gid : 0) < 0 ||
-	    chmod(a->cfg.socket_path, a->has_gid ? 0660 : 0600) < 0)
+	if (chown(a->cfg.socket_path, 0, a->ct.lim.has_gid ? a->ct.lim.gid : 0) < 0 ||
+	    chmod(a->cfg.socket_path, a->ct.lim.has_gid ? 0660 : 0600) < 0)
 		fctl_agentd_log("cannot set the mode of '%s': %s", a->cfg.socket_path,
 				strerror(errno));
 }
@@ -139,13 +139,14 @@ int fctl_agentd_apply_config(struct agent *a, struct fctl_agent_config *cfg, cha
 	if (r < 0)
 		return r;
 	/* every field from the new configuration, a removed group included */
-	a->gid = gid;
-	a->has_gid = has_gid;
 	a->worker_uid = wuid;
 	a->worker_gid = wgid;
 	fctl_agent_config_release(&a->cfg);
 	a->cfg = *cfg;
 	memset(cfg, 0, sizeof(*cfg));
+	fctl_agentd_conn_limits(&a->ct.lim, &a->cfg);
+	a->ct.lim.gid = gid;
+	a->ct.lim.has_gid = has_gid;
 	socket_mode(a);
 	a->eo.state_dir = a->cfg.state_dir;
 	a->eo.netns = a->cfg.netns;

@@ -5,7 +5,8 @@
  * framing and its limits, as worker_user with no capabilities, no_new_privs and a
  * seccomp allow-list. It sends the agent well-formed requests and who sent them, and
  * writes the agent's responses back; it reads its TLS files from descriptors the agent
- * opened. The connection code is the agent's (agentd_conn.c), with the hooks here.
+ * opened. The connection code (agentd_conn.c) runs on this process's own state (struct
+ * frontend), with the hooks here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,20 @@
 
 #define LISTEN_FD 4
 
-/* --- the hooks of the shared connection code --- */
+/* The front-end's state: only its own (the agent's is another process's, struct agent). */
+struct frontend {
+	struct conn_table ct; /* its TLS connections, their limits, TLS context and policy */
+	int tcp_fd;           /* the TLS listener (LISTEN_FD) */
+	struct fctl_chan ch;  /* to the agent */
+	uint32_t next_rid;    /* the next connection's id on the channel */
+};
+
+static struct frontend *fe_of(struct conn_table *t)
+{
+	return (struct frontend *)(void *)((char *)t - offsetof(struct frontend, ct));
+}
+
+/* --- the hooks of the connection code --- */
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -43,35 +57,41 @@ static void put_u32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static void send_msg(struct agent *a, uint8_t type, uint32_t id, const void *p1, size_t l1,
+static void send_msg(struct frontend *f, uint8_t type, uint32_t id, const void *p1, size_t l1,
 		     const void *p2, size_t l2)
 {
-	if (fctl_chan_send(&a->fe.ch, type, id, p1, l1, p2, l2) < 0)
+	if (fctl_chan_send(&f->ch, type, id, p1, l1, p2, l2) < 0)
 		_exit(0); /* the agent is gone: so is this process */
-	if (a->ep >= 0 && fctl_chan_pending(&a->fe.ch))
-		fctl_agentd_ep_set(a, EPOLL_CTL_MOD, a->fe.ch.fd, EPOLLIN | EPOLLOUT, &a->fe);
+	if (f->ct.ep >= 0 && fctl_chan_pending(&f->ch))
+		fctl_agentd_conn_ep(&f->ct, EPOLL_CTL_MOD, f->ch.fd, EPOLLIN | EPOLLOUT, &f->ch);
 }
 
-void fctl_agentd_fr_open(struct agent *a, struct conn *c)
+/* A TCP connection was accepted (peer and who are set). */
+static void fr_open(struct conn_table *t, struct conn *c)
 {
-	c->rid = ++a->next_rid;
-	send_msg(a, CH_OPEN, c->rid, c->peer, strlen(c->peer) + 1, c->who, strlen(c->who));
+	struct frontend *f = fe_of(t);
+
+	c->rid = ++f->next_rid;
+	send_msg(f, CH_OPEN, c->rid, c->peer, strlen(c->peer) + 1, c->who, strlen(c->who));
 }
 
-void fctl_agentd_fr_auth(struct agent *a, struct conn *c)
+/* The handshake of c finished and its peer has roles. */
+static void fr_auth(struct conn_table *t, struct conn *c)
 {
 	uint8_t r[4];
 
 	put_u32(r, c->roles);
-	send_msg(a, CH_AUTH, c->rid, r, 4, c->who, strlen(c->who));
+	send_msg(fe_of(t), CH_AUTH, c->rid, r, 4, c->who, strlen(c->who));
 }
 
-void fctl_agentd_fr_forward(struct agent *a, struct conn *c)
+/* A decoded request: its frame to the agent; c waits (c->pending). */
+static void fr_forward(struct conn_table *t, struct conn *c, const struct fctl_msg *m)
 {
+	(void)m; /* the agent decodes the frame again */
 	c->pending = true;
 	c->deadline = 0;
-	fctl_agentd_conn_watch_hangup(a, c); /* the agent stops a read-only worker on it */
-	send_msg(a, CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
+	fctl_agentd_conn_watch_hangup(t, c); /* the agent stops a read-only worker on it */
+	send_msg(fe_of(t), CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
 }
 
 /* A detail as the channel takes it: printable, shorter than 256. */
@@ -85,8 +105,9 @@ static size_t clean(const char *s, char *out, size_t len)
 	return n;
 }
 
-void fctl_agentd_fr_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
-			   const char *detail)
+/* A refusal: reported (the agent counts and audits it), then c closed. */
+static void fr_refuse(struct conn_table *t, struct conn *c, enum fctl_refusal why,
+		      const char *detail)
 {
 	uint8_t r[4];
 	char d[256 + 320];
@@ -95,13 +116,14 @@ void fctl_agentd_fr_refuse(struct agent *a, struct conn *c, enum fctl_refusal wh
 	put_u32(r, why);
 	d[n++] = '\0'; /* then who it was (a subject once the handshake named one) */
 	n += clean(c->who, d + n, sizeof(d) - n);
-	send_msg(a, CH_REFUSE, c->rid, r, 4, d, n);
+	send_msg(fe_of(t), CH_REFUSE, c->rid, r, 4, d, n);
 	c->rid = 0; /* the agent closed its side */
-	fctl_agentd_conn_close(a, c);
+	fctl_agentd_conn_close(t, c);
 }
 
-void fctl_agentd_fr_event(struct agent *a, struct conn *c, enum fctl_refusal why, uint8_t what,
-			  const char *detail)
+/* A counted refusal (why) the agent counts and, what 1 or 2, audits. */
+static void fr_event(struct conn_table *t, struct conn *c, enum fctl_refusal why, uint8_t what,
+		     const char *detail)
 {
 	uint8_t r[5];
 	char d[256];
@@ -109,15 +131,25 @@ void fctl_agentd_fr_event(struct agent *a, struct conn *c, enum fctl_refusal why
 
 	put_u32(r, why);
 	r[4] = what;
-	send_msg(a, CH_EVENT, c->rid, r, 5, d, n);
+	send_msg(fe_of(t), CH_EVENT, c->rid, r, 5, d, n);
 }
 
-void fctl_agentd_fr_closed(struct agent *a, struct conn *c)
+/* c closed here: told to the agent. */
+static void fr_closed(struct conn_table *t, struct conn *c)
 {
 	if (c->rid)
-		send_msg(a, CH_CLOSE, c->rid, NULL, 0, NULL, 0);
+		send_msg(fe_of(t), CH_CLOSE, c->rid, NULL, 0, NULL, 0);
 	c->rid = 0;
 }
+
+static const struct conn_hooks fr_hooks = {
+	.request = fr_forward,
+	.refuse = fr_refuse,
+	.event = fr_event,
+	.opened = fr_open,
+	.authed = fr_auth,
+	.closing = fr_closed,
+};
 
 /* --- the sandbox --- */
 
@@ -235,7 +267,7 @@ static void files_release(struct fe_files *f)
 }
 
 /* The context and policy of the files: 0, 1 (a stale CRL) or a negative errno. */
-static int build(struct agent *a, struct fe_files *f, char *err, size_t errlen)
+static int build(struct frontend *fe, struct fe_files *f, char *err, size_t errlen)
 {
 	struct fctl_tls_policy *pol = NULL;
 	SSL_CTX *ctx = NULL;
@@ -253,18 +285,18 @@ static int build(struct agent *a, struct fe_files *f, char *err, size_t errlen)
 		fctl_tls_ctx_free(ctx);
 		return r;
 	}
-	fctl_tls_ctx_free(a->ctx);
-	fctl_tls_policy_free(a->pol);
-	a->ctx = ctx;
-	a->pol = pol;
+	fctl_tls_ctx_free(fe->ct.ctx);
+	fctl_tls_policy_free(fe->ct.pol);
+	fe->ct.ctx = ctx;
+	fe->ct.pol = pol;
 	return stale;
 }
 
 /* CH_CONFIG: the limits, (the first time) the drop, the files. Answers CH_ACK. false:
  * the first configuration failed (the agent stops). */
-static bool configure(struct agent *a, bool first)
+static bool configure(struct frontend *fe, bool first)
 {
-	struct fctl_chan *ch = &a->fe.ch;
+	struct fctl_chan *ch = &fe->ch;
 	struct fe_files f = { 0 };
 	uint32_t v[10], mask;
 	const char *name = (const char *)ch->msg + sizeof(v), *step = "read its configuration";
@@ -303,38 +335,38 @@ static bool configure(struct agent *a, bool first)
 		r = -EINVAL;
 	}
 	if (r == 0) {
-		a->cfg.max_frame = v[0];
-		a->cfg.max_buffered = v[1];
-		a->cfg.max_connections = v[2];
-		a->cfg.max_handshakes_per_address = v[3];
-		a->cfg.handshake_timeout_s = v[4];
-		a->cfg.timeout_s = v[5];
+		fe->ct.lim.max_frame = v[0];
+		fe->ct.lim.max_buffered = v[1];
+		fe->ct.lim.max_connections = v[2];
+		fe->ct.lim.max_handshakes_per_address = v[3];
+		fe->ct.lim.handshake_timeout_s = v[4];
+		fe->ct.lim.timeout_s = v[5];
 		ch->max_len = v[0] + 1;
-		r = build(a, &f, err, sizeof(err));
+		r = build(fe, &f, err, sizeof(err));
 	}
 	files_release(&f);
 	for (unsigned i = 0; i < ch->nfds; i++)
 		close(ch->fds[i]);
 	ch->nfds = 0;
 	put_u32(ack, r < 0 ? (uint32_t)-r : (uint32_t)r);
-	send_msg(a, CH_ACK, 0, ack, 4, err, r < 0 ? strlen(err) : 0);
+	send_msg(fe, CH_ACK, 0, ack, 4, err, r < 0 ? strlen(err) : 0);
 	return r >= 0 || !first;
 }
 
 /* --- the agent's messages --- */
 
-static struct conn *by_id(struct agent *a, uint32_t id)
+static struct conn *by_id(struct frontend *fe, uint32_t id)
 {
-	for (struct conn *c = a->conns; c; c = c->next)
+	for (struct conn *c = fe->ct.conns; c; c = c->next)
 		if (c->rid == id && id && !c->closing)
 			return c;
 	return NULL;
 }
 
 /* CH_RESP: the response frame goes out as the agent encoded it. */
-static void respond(struct agent *a, struct conn *c)
+static void respond(struct frontend *fe, struct conn *c)
 {
-	struct fctl_chan *ch = &a->fe.ch;
+	struct fctl_chan *ch = &fe->ch;
 
 	if (!c->pending || ch->len < 1 + FCTL_PROTO_HDR_LEN)
 		return;
@@ -344,34 +376,35 @@ static void respond(struct agent *a, struct conn *c)
 	fctl_buf_reset(&c->out);
 	fctl_buf_append(&c->out, ch->msg + 1, ch->len - 1);
 	c->out_off = 0;
-	fctl_agentd_conn_hold(a, c, c->out.len + (c->frame ? FCTL_PROTO_HDR_LEN + c->h.length : 0));
+	fctl_agentd_conn_hold(&fe->ct, c,
+			      c->out.len + (c->frame ? FCTL_PROTO_HDR_LEN + c->h.length : 0));
 	c->writing = true;
-	c->deadline = fctl_agentd_now_ms() + (uint64_t)a->cfg.timeout_s * 1000;
-	if (fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
-		fctl_agentd_conn_close(a, c);
+	c->deadline = fctl_agentd_now_ms() + (uint64_t)fe->ct.lim.timeout_s * 1000;
+	if (fctl_agentd_conn_ep(&fe->ct, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
+		fctl_agentd_conn_close(&fe->ct, c);
 		return;
 	}
-	fctl_agentd_conn_flush(a, c);
+	fctl_agentd_conn_flush(&fe->ct, c);
 }
 
-static void from_agent(struct agent *a)
+static void from_agent(struct frontend *fe)
 {
-	struct fctl_chan *ch = &a->fe.ch;
+	struct fctl_chan *ch = &fe->ch;
 	int r;
 
 	while ((r = fctl_chan_recv(ch)) == 1) {
-		struct conn *c = by_id(a, ch->id);
+		struct conn *c = by_id(fe, ch->id);
 
 		if (ch->type == CH_CONFIG) {
-			configure(a, false);
+			configure(fe, false);
 		} else if (ch->type == CH_RESP && c) {
-			respond(a, c);
+			respond(fe, c);
 		} else if (ch->type == CH_CLOSE && c) {
 			c->rid = 0; /* closed there already */
 			if (c->writing)
 				c->close_after = true;
 			else
-				fctl_agentd_conn_close(a, c);
+				fctl_agentd_conn_close(&fe->ct, c);
 		}
 		fctl_chan_done(ch);
 	}
@@ -379,48 +412,49 @@ static void from_agent(struct agent *a)
 		_exit(0); /* the agent is gone, or speaks nonsense */
 }
 
-static void on_event(struct agent *a, const struct epoll_event *ev)
+static void on_event(struct frontend *fe, const struct epoll_event *ev)
 {
+	struct conn_table *t = &fe->ct;
 	struct conn *c = ev->data.ptr;
 
-	if (ev->data.ptr == &a->fe) {
-		if (ev->events & EPOLLOUT && fctl_chan_flush(&a->fe.ch) == 0)
-			fctl_agentd_ep_set(a, EPOLL_CTL_MOD, a->fe.ch.fd, EPOLLIN, &a->fe);
+	if (ev->data.ptr == &fe->ch) {
+		if (ev->events & EPOLLOUT && fctl_chan_flush(&fe->ch) == 0)
+			fctl_agentd_conn_ep(t, EPOLL_CTL_MOD, fe->ch.fd, EPOLLIN, &fe->ch);
 		if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			from_agent(a);
+			from_agent(fe);
 		return;
 	}
-	if (ev->data.ptr == &a->tcp_fd) {
-		fctl_agentd_accept(a, a->tcp_fd, C_TLS);
+	if (ev->data.ptr == &fe->tcp_fd) {
+		fctl_agentd_accept(t, fe->tcp_fd, C_TLS);
 		return;
 	}
 	if (c->closing)
 		return;
 	if (c->pending) {
-		fctl_agentd_conn_on_hangup(a, c, ev->events);
+		fctl_agentd_conn_on_hangup(t, c, ev->events);
 		return;
 	}
 	if (c->handshake)
-		fctl_agentd_tls_handshake(a, c);
+		fctl_agentd_tls_handshake(t, c);
 	else if (c->writing)
-		fctl_agentd_conn_flush(a, c);
+		fctl_agentd_conn_flush(t, c);
 	else if (ev->events & (EPOLLERR | EPOLLHUP) && !(ev->events & EPOLLIN))
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_conn_close(t, c);
 	else
-		fctl_agentd_conn_readable(a, c);
+		fctl_agentd_conn_readable(t, c);
 }
 
 /* The first CH_CONFIG, waited for (nothing else comes before it). */
-static bool first_config(struct agent *a)
+static bool first_config(struct frontend *fe)
 {
 	for (;;) {
-		struct pollfd p = { .fd = a->fe.ch.fd, .events = POLLIN };
-		int r = fctl_chan_recv(&a->fe.ch);
+		struct pollfd p = { .fd = fe->ch.fd, .events = POLLIN };
+		int r = fctl_chan_recv(&fe->ch);
 
 		if (r == 1) {
-			bool ok = a->fe.ch.type == CH_CONFIG && configure(a, true);
+			bool ok = fe->ch.type == CH_CONFIG && configure(fe, true);
 
-			fctl_chan_done(&a->fe.ch);
+			fctl_chan_done(&fe->ch);
 			return ok;
 		}
 		if (r < 0)
@@ -431,37 +465,39 @@ static bool first_config(struct agent *a)
 
 int fctl_agent_frontend_main(int fd)
 {
-	struct agent a = { .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
-			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = LISTEN_FD, .http_fd = -1,
-			   .refusal_tfd = -1, .exe_fd = -1, .frontend = true };
+	struct frontend fe = { .ct = { .hooks = &fr_hooks, .ep = -1 }, .tcp_fd = LISTEN_FD };
+	struct fctl_agent_config dflt;
 
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl(PR_SET_NAME, "fabricctl-tls", 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
-	fctl_agent_config_init(&a.cfg);
-	a.fe.ch.fd = fd;
-	a.fe.ch.max_len = FCTL_CHAN_SMALL;
+	/* the default limits until the agent's CH_CONFIG sets those of TLS */
+	fctl_agent_config_init(&dflt);
+	fctl_agentd_conn_limits(&fe.ct.lim, &dflt);
+	fctl_agent_config_release(&dflt);
+	fe.ch.fd = fd;
+	fe.ch.max_len = FCTL_CHAN_SMALL;
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	/* OpenSSL reads its configuration once, before the sandbox forbids opening files */
 	OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, NULL);
 	SSL_CTX_free(SSL_CTX_new(TLS_server_method()));
-	a.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (a.ep < 0 || !first_config(&a))
+	fe.ct.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (fe.ct.ep < 0 || !first_config(&fe))
 		_exit(2);
-	if ( fctl_agentd_ep_set(&a, EPOLL_CTL_ADD, fd, EPOLLIN, &a.fe) < 0 ||
-	    fctl_agentd_ep_set(&a, EPOLL_CTL_ADD, LISTEN_FD, EPOLLIN, &a.tcp_fd) < 0)
+	if (fctl_agentd_conn_ep(&fe.ct, EPOLL_CTL_ADD, fd, EPOLLIN, &fe.ch) < 0 ||
+	    fctl_agentd_conn_ep(&fe.ct, EPOLL_CTL_ADD, LISTEN_FD, EPOLLIN, &fe.tcp_fd) < 0)
 		_exit(2);
-	if (fctl_chan_pending(&a.fe.ch))
-		fctl_agentd_ep_set(&a, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLOUT, &a.fe);
+	if (fctl_chan_pending(&fe.ch))
+		fctl_agentd_conn_ep(&fe.ct, EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLOUT, &fe.ch);
 	for (;;) {
 		struct epoll_event ev[32];
-		int n = epoll_wait(a.ep, ev, 32, fctl_agentd_next_timeout(&a));
+		int n = epoll_wait(fe.ct.ep, ev, 32, fctl_agentd_next_timeout(&fe.ct));
 
 		if (n < 0 && errno != EINTR)
 			_exit(2);
 		for (int i = 0; i < n; i++)
-			on_event(&a, &ev[i]);
-		fctl_agentd_sweep_timeouts(&a);
-		fctl_agentd_conn_collect(&a);
+			on_event(&fe, &ev[i]);
+		fctl_agentd_sweep_timeouts(&fe.ct);
+		fctl_agentd_conn_collect(&fe.ct);
 	}
 }

@@ -19,7 +19,7 @@ static void render(struct agent *a, struct fctl_buf *body)
 		.now = fctl_agentd_wall(),
 	};
 
-	for (const struct conn *c = a->conns; c; c = c->next)
+	for (const struct conn *c = a->ct.conns; c; c = c->next)
 		src.control_connections += c->kind != C_HTTP && !c->closing;
 	fctl_metrics_render(&src, body);
 }
@@ -33,7 +33,7 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 	if (k == -EAGAIN)
 		return;
 	if (k <= 0) {
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_conn_close(&a->ct, c);
 		return;
 	}
 	c->http_len += (size_t)k;
@@ -59,5 +59,5 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 	c->out_off = 0;
 	c->writing = true;
 	fctl_buf_release(&body);
-	fctl_agentd_conn_flush(a, c);
+	fctl_agentd_conn_flush(&a->ct, c);
 }

@@ -35,10 +35,13 @@
  *
  * TLS is not the agent's: a front-end process (agentd_frontend.c, re-executed as
  * worker_user under seccomp) owns the TLS listener, the TLS key and every TLS
- * connection, and runs this same connection code (struct agent with .frontend set;
- * the hooks fctl_agentd_fr_*). The agent sees each TLS connection as a proxy (struct
- * conn with .proxy, fd -1) fed by the front-end's channel (agentd_tlsfe.c), whose
- * messages it checks before anything acts on them.
+ * connection, and runs this same connection code on a state of its own (struct
+ * frontend: a struct conn_table, its listener, its channel; its own conn_hooks). The
+ * two processes share no state: the agent's (struct agent) holds the audit log, the
+ * SA session, pull mode, MKA, the workers and the front-end's handle; the connection
+ * code sees only the struct conn_table it is given. The agent sees each TLS
+ * connection as a proxy (struct conn with .proxy, fd -1) fed by the front-end's
+ * channel (agentd_tlsfe.c), whose messages it checks before anything acts on them.
  *
  * Ownership of a struct conn (one rule, everywhere): only
  * fctl_agentd_conn_collect frees a connection, and the loop calls it once per
@@ -104,7 +107,7 @@ struct conn {
 	uint64_t deadline; /* ms, 0 = none */
 	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */
 	bool in_readable;  /* inside fctl_agentd_conn_readable (which reads on itself) */
-	size_t held;       /* bytes of frame and response counted in agent.buffered */
+	size_t held;       /* bytes of frame and response counted in conn_table.buffered */
 	uint32_t rid;      /* a TLS connection's id on the front-end channel (both sides) */
 	bool proxy;        /* agent: a TLS connection the front-end holds (fd -1) */
 	bool authed;       /* agent: the front-end named its peer (CH_AUTH) */
@@ -188,20 +191,88 @@ struct refusals {
 struct fctl_agentd_pull;
 struct fctl_agentd_mka;
 
+/* The limits the connection code applies (the agent's from its configuration, the
+ * front-end's from CH_CONFIG), and the group that may use the Unix socket. */
+struct conn_limits {
+	uint32_t max_frame;
+	unsigned max_buffered, timeout_s;
+	unsigned max_connections, max_handshakes_per_address, handshake_timeout_s; /* TLS */
+	unsigned max_unix_connections, unix_root_reserve;                          /* Unix */
+	unsigned max_metrics_connections;                                          /* /metrics */
+	bool has_gid;
+	gid_t gid; /* the Unix socket's group (the agent's configuration) */
+};
+
+struct conn_table;
+struct agent;
+
+/*
+ * What the connection code (agentd_conn.c) leaves to the process that runs it: the
+ * agent's hooks (agentd_request.c: fctl_agentd_conn_hooks) handle requests, count and
+ * audit refusals; the front-end's (agentd_frontend.c) send them over its channel. The
+ * first three are always set; a NULL one of the others does nothing.
+ */
+struct conn_hooks {
+	/* A decoded request frame of c (c->frame holds it while m is used). */
+	void (*request)(struct conn_table *t, struct conn *c, const struct fctl_msg *m);
+	/* Refuses c (not yet, or just, authenticated): counted, audited or reported, and
+	 * c closed (fctl_agentd_conn_close). detail may be NULL. */
+	void (*refuse)(struct conn_table *t, struct conn *c, enum fctl_refusal why,
+		       const char *detail);
+	/* A counted refusal of c's request (why); what 1: audited as "request refused", 2:
+	 * "request timeout", 0: counted only. detail may be NULL. c is not closed here. */
+	void (*event)(struct conn_table *t, struct conn *c, enum fctl_refusal why, uint8_t what,
+		      const char *detail);
+	/* A TCP connection accepted, its peer and who set, before its limits are checked. */
+	void (*opened)(struct conn_table *t, struct conn *c);
+	/* c's TLS handshake finished and its peer has roles. */
+	void (*authed)(struct conn_table *t, struct conn *c);
+	/* c is being closed (fctl_agentd_conn_close, once), its socket still open. */
+	void (*closing)(struct conn_table *t, struct conn *c);
+	/* c->proxy: its response (c->out) leaves through the front-end. */
+	void (*proxy_out)(struct conn_table *t, struct conn *c);
+};
+
+/* One process's connections (agentd_conn.c): the agent's (Unix socket, /metrics, the
+ * front-end's TLS connections as proxies) or the front-end's (TLS). Each process has its
+ * own, embedded in its state (struct agent, agentd_frontend.c's struct frontend). */
+struct conn_table {
+	const struct conn_hooks *hooks;
+	int ep;                /* the process's epoll, which its connections are in */
+	struct conn *conns;
+	size_t buffered;       /* the sum of every connection's held bytes */
+	struct conn_limits lim;
+	SSL_CTX *ctx;          /* TLS connections' context (the front-end's), else NULL */
+	struct fctl_tls_policy *pol; /* the roles policy of TLS peers, NULL: none */
+	uint64_t *count;       /* connections open, counted here (NULL: not counted) */
+};
+
+/* What request handling hands on (agentd_request.c): fctl_agentd_req_ops, the real
+ * ones, start a worker (fctl_agentd_spawn), run an SA request (fctl_agentd_sa_request)
+ * and read the engine's state; tests/unit/test_agentd_request.c puts fakes here. */
+struct agentd_req_ops {
+	/* Starts c's worker for m (a->workers, a->writers counted): 0 or a negative errno. */
+	int (*spawn)(struct agent *a, struct conn *c, const struct fctl_msg *m);
+	/* Handles one SA request and responds (its role checks its own). */
+	void (*sa_request)(struct agent *a, struct conn *c, const struct fctl_msg *m);
+	/* fctl_engine_confirm_pending of the agent's engine options. */
+	int (*confirm_pending)(struct agent *a, struct fctl_confirm_pending *cp);
+	/* Whether a key rotation holds an interface of the host (its name in ifn). */
+	bool (*rotation_busy)(struct agent *a, char *ifn, size_t len);
+};
+extern const struct agentd_req_ops fctl_agentd_req_ops;
+
+/* The root agent's state (fctl_agent_run); the front-end has its own (agentd_frontend.c). */
 struct agent {
 	const struct fctl_agent_start *start; /* borrowed from fctl_agent_run's caller */
+	const struct agentd_req_ops *rops; /* fctl_agentd_req_ops (tests: fakes) */
 	struct fctl_agent_config cfg;
 	struct fctl_engine_opts eo;
-	int ep, sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd, refusal_tfd;
-	SSL_CTX *ctx;
-	struct fctl_tls_policy *pol;
-	gid_t gid;
-	bool has_gid;
-	struct conn *conns;
+	struct conn_table ct;   /* its connections; ct.ep is the loop's epoll */
+	int sfd, drift_tfd, debounce_tfd, nl_fd, unix_fd, tcp_fd, http_fd, refusal_tfd;
 	struct fctl_agent_stats st;
 	unsigned writers;  /* workers that change the host */
 	unsigned workers;  /* request workers running (cfg.max_workers at most) */
-	size_t buffered;   /* the sum of every connection's held bytes */
 	pid_t repair_child;
 	bool stop;
 	char host[256];
@@ -215,12 +286,16 @@ struct agent {
 	gid_t worker_gid;
 	struct fctl_agentd_pull *pull; /* pull mode (agentd_pull.c), NULL = off */
 	struct fctl_agentd_mka *mka;   /* MKA supervision (agentd_mka.c), NULL = not started */
-	bool frontend;          /* this process is the TLS front-end (agentd_frontend.c) */
-	struct fe fe;           /* agent: its front-end; front-end: fe.ch is its channel */
-	uint32_t next_rid;      /* front-end: the next connection's id */
-	int fatal;              /* agent: stop with this error (fatal_err) */
+	struct fe fe;           /* its TLS front-end */
+	int fatal;              /* stop with this error (fatal_err) */
 	char fatal_err[256];
 };
+
+/* The agent whose connection table t is (t is a struct agent's ct). */
+static inline struct agent *fctl_agentd_of(struct conn_table *t)
+{
+	return (struct agent *)(void *)((char *)t - offsetof(struct agent, ct));
+}
 
 /* What a worker is told besides its request (agentd_sandbox.c). */
 struct fctl_wreq {
@@ -232,17 +307,13 @@ struct fctl_wreq {
 
 /* --- agentd_loop.c: the loop's clock, log and epoll --- */
 
-/* Closes connections past their deadline (handshake, idle), audited as the loop does. */
-void fctl_agentd_sweep_timeouts(struct agent *a);
-/* The epoll timeout until the next deadline, -1 for none. */
-int fctl_agentd_next_timeout(struct agent *a);
 /* One line of the agent's log, to the program's sink (fctl_agent_log_set); none set: dropped. */
 void fctl_agentd_log(const char *fmt, ...) FCTL_PRINTF(1, 2);
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t fctl_agentd_now_ms(void);
 /* CLOCK_REALTIME in seconds. */
 double fctl_agentd_wall(void);
-/* epoll_ctl on the loop's epoll: 0 or a negative errno. */
+/* epoll_ctl on the loop's epoll (a->ct.ep): 0 or a negative errno. */
 int fctl_agentd_ep_set(struct agent *a, int op, int fd, uint32_t events, void *ptr);
 
 /* --- agentd_audit.c: the audit log --- */
@@ -269,9 +340,14 @@ void fctl_agentd_audit_kcv(struct agent *a, const char *action, const char *resu
 
 /* Refuses c (a connection not yet, or just, authenticated): counts why, audits it
  * (the first refusal of this reason, detail and source at once, the next ones of the
- * interval as one record with their count), closes c. */
+ * interval as one record with their count), closes c. The agent's conn_hooks.refuse. */
 void fctl_agentd_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
 			const char *detail);
+/* A counted refusal of c's request: counted; what 1 audited as "request refused", 2 as
+ * "request timeout" (detail may be NULL). The agent's conn_hooks.event, and the
+ * front-end's CH_EVENT. */
+void fctl_agentd_refusal_event(struct agent *a, const struct conn *c, enum fctl_refusal why,
+			       uint8_t what, const char *detail);
 /* refusal_tfd fired: one record per reason and source refused again since its last
  * record, and a summary record when any refusal was not audited one by one. */
 void fctl_agentd_refusals_flush(struct agent *a);
@@ -283,54 +359,71 @@ void fctl_agentd_refusals_release(struct agent *a);
 /* A non-blocking TCP listener on "ADDR:PORT" ("[v6]:PORT"): the fd or a negative errno
  * with err filled. */
 int fctl_agentd_listen_tcp(const char *addr, char *err, size_t errlen);
-/* The Unix socket of the configuration (0600, 0660 with the agent's group): the fd or a
- * negative errno with err filled. */
+/* The Unix socket of the configuration (0600, 0660 with the agent's group, ct.lim.gid):
+ * the fd or a negative errno with err filled. */
 int fctl_agentd_listen_unix(struct agent *a, char *err, size_t errlen);
 /* NETLINK_ROUTE subscribed to link and address events: the fd or a negative errno. */
 int fctl_agentd_open_netlink(void);
 
-/* --- agentd_conn.c: connections, framing, responses --- */
+/* --- agentd_conn.c: connections, framing, responses (each process its own table) --- */
 
+/* The limits of cfg (the group not: ct.lim.gid is set apart). */
+void fctl_agentd_conn_limits(struct conn_limits *l, const struct fctl_agent_config *cfg);
+/* epoll_ctl on t's epoll: 0 or a negative errno. */
+int fctl_agentd_conn_ep(struct conn_table *t, int op, int fd, uint32_t events, void *ptr);
 /* Accepts one connection on lfd: peer credentials (Unix), TLS handshake (TLS). */
-void fctl_agentd_accept(struct agent *a, int lfd, enum conn_kind kind);
+void fctl_agentd_accept(struct conn_table *t, int lfd, enum conn_kind kind);
 /* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. Only
  * fctl_agentd_conn_collect and the loop's teardown call it. */
-void fctl_agentd_conn_free(struct agent *a, struct conn *c);
-/* Closes c's socket and sets c->closing (a read-only worker of c is sent SIGTERM); c
- * itself stays valid until fctl_agentd_conn_collect (closing twice is fine). */
-void fctl_agentd_conn_close(struct agent *a, struct conn *c);
+void fctl_agentd_conn_free(struct conn_table *t, struct conn *c);
+/* Closes c's socket and sets c->closing (hooks->closing first: the agent sends a
+ * read-only worker of c SIGTERM); c itself stays valid until fctl_agentd_conn_collect
+ * (closing twice is fine). */
+void fctl_agentd_conn_close(struct conn_table *t, struct conn *c);
 /* While c's request is handled (its worker runs, or the agent has it from the
  * front-end) nothing is read from c; only its hang-up is watched for.
  * _watch_hangup arms that (the fd stays registered: the answer re-arms it with
  * EPOLL_CTL_MOD); _on_hangup takes an event of that fd and closes c on a hang-up. */
-void fctl_agentd_conn_watch_hangup(struct agent *a, struct conn *c);
-void fctl_agentd_conn_on_hangup(struct agent *a, struct conn *c, uint32_t events);
+void fctl_agentd_conn_watch_hangup(struct conn_table *t, struct conn *c);
+void fctl_agentd_conn_on_hangup(struct conn_table *t, struct conn *c, uint32_t events);
 /* End of an epoll batch: frees the closing connections whose worker is not running. */
-void fctl_agentd_conn_collect(struct agent *a);
-/* Sets the bytes c holds (frame + response) and keeps agent.buffered their sum. */
-void fctl_agentd_conn_hold(struct agent *a, struct conn *c, size_t bytes);
+void fctl_agentd_conn_collect(struct conn_table *t);
+/* Closes connections past their deadline (handshake: hooks->refuse; idle or a request
+ * not read or written in time: hooks->event, then closed). Not proxies, nor pending. */
+void fctl_agentd_sweep_timeouts(struct conn_table *t);
+/* The epoll timeout until the next deadline, -1 for none. */
+int fctl_agentd_next_timeout(struct conn_table *t);
+/* Sets the bytes c holds (frame + response) and keeps t->buffered their sum. */
+void fctl_agentd_conn_hold(struct conn_table *t, struct conn *c, size_t bytes);
 /* >0 bytes, 0 end of stream, -EAGAIN, < 0 error */
 ssize_t fctl_agentd_conn_read(struct conn *c, void *p, size_t n);
-/* Writes c->out; then closes c or waits for its next request. May close c. */
-void fctl_agentd_conn_flush(struct agent *a, struct conn *c);
-/* Reads and decodes frames, each handled as a request, until one is in progress. May close c. */
-void fctl_agentd_conn_readable(struct agent *a, struct conn *c);
+/* Writes c->out (a proxy's: hooks->proxy_out); then closes c or waits for its next
+ * request. May close c. */
+void fctl_agentd_conn_flush(struct conn_table *t, struct conn *c);
+/* Reads and decodes frames, each handed to hooks->request, until one is in progress.
+ * May close c. */
+void fctl_agentd_conn_readable(struct conn_table *t, struct conn *c);
 /* Continues the TLS handshake; done, maps the certificate to a role. May close c. */
-void fctl_agentd_tls_handshake(struct agent *a, struct conn *c);
+void fctl_agentd_tls_handshake(struct conn_table *t, struct conn *c);
 /* Encodes a RESPONSE (extra: other TLVs, may be NULL) into c->out and starts writing it.
  * May close c. */
-void fctl_agentd_respond(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
+void fctl_agentd_respond(struct conn_table *t, struct conn *c, uint32_t id, uint32_t result,
 			 const void *out, size_t out_len, const char *err, size_t err_len,
 			 const struct fctl_msg *extra);
 /* A RESPONSE whose ERROR is "fabricctl agent: <fmt>\n". May close c. */
-void fctl_agentd_respond_error(struct agent *a, struct conn *c, uint32_t id, uint32_t result,
-			       const char *fmt, ...) FCTL_PRINTF(5, 6);
+void fctl_agentd_respond_error(struct conn_table *t, struct conn *c, uint32_t id,
+			       uint32_t result, const char *fmt, ...) FCTL_PRINTF(5, 6);
 
 /* --- agentd_request.c: what a decoded request does --- */
 
 /* Checks the role, answers HELLO and STATUS itself, sends SA requests to
- * fctl_agentd_sa_request and starts a worker for the rest. */
+ * a->rops->sa_request and starts a worker (a->rops->spawn) for the rest: refused past
+ * cfg.max_workers, and a writing request while a key rotation runs. Responds to c
+ * (or its worker will). */
 void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m);
+/* The agent's hooks of the connection code (requests, refusals, a closing connection's
+ * worker and proxy, a proxy's response). */
+extern const struct conn_hooks fctl_agentd_conn_hooks;
 /* Counts one request of c's role for the metrics: FCTL_REQ_OK, _FAILED,
  * _REFUSED or _ABANDONED. */
 void fctl_agentd_count(struct agent *a, const struct conn *c, uint8_t type, unsigned result);
@@ -412,23 +505,6 @@ void fctl_agentd_fe_stop(struct agent *a);
 void fctl_agentd_fe_respond(struct agent *a, struct conn *c);
 /* A proxy connection closed by the agent: tells the front-end. */
 void fctl_agentd_fe_close(struct agent *a, struct conn *c);
-
-/* --- agentd_frontend.c: the front-end process (its hooks in the shared code) --- */
-
-/* A TCP connection was accepted (peer and who are set). */
-void fctl_agentd_fr_open(struct agent *a, struct conn *c);
-/* The handshake of c finished and its peer has roles. */
-void fctl_agentd_fr_auth(struct agent *a, struct conn *c);
-/* A decoded request: its frame to the agent; c waits (c->pending). */
-void fctl_agentd_fr_forward(struct agent *a, struct conn *c);
-/* fctl_agentd_refuse of the front-end: reported, then c closed. */
-void fctl_agentd_fr_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
-			   const char *detail);
-/* A counted refusal (why) the agent counts and, what 1 or 2, audits. */
-void fctl_agentd_fr_event(struct agent *a, struct conn *c, enum fctl_refusal why, uint8_t what,
-			  const char *detail);
-/* c closed here: told to the agent. */
-void fctl_agentd_fr_closed(struct agent *a, struct conn *c);
 
 /* --- agentd_sa.c: the SA requests of key rotation --- */
 

@@ -81,8 +81,8 @@ int fctl_agentd_listen_unix(struct agent *a, char *err, size_t errlen)
 	unlink(path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(path, a->has_gid ? 0660 : 0600) < 0 ||
-	    (a->has_gid && chown(path, 0, a->gid) < 0) || listen(fd, 64) < 0) {
+	    chmod(path, a->ct.lim.has_gid ? 0660 : 0600) < 0 ||
+	    (a->ct.lim.has_gid && chown(path, 0, a->ct.lim.gid) < 0) || listen(fd, 64) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot listen on '%s': %s", path, strerror(-r));
 		if (fd >= 0)

@@ -54,50 +54,7 @@ double fctl_agentd_wall(void)
 
 int fctl_agentd_ep_set(struct agent *a, int op, int fd, uint32_t events, void *ptr)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = ptr };
-
-	return epoll_ctl(a->ep, op, fd, &ev) < 0 ? -errno : 0;
-}
-
-void fctl_agentd_sweep_timeouts(struct agent *a)
-{
-	uint64_t t = fctl_agentd_now_ms();
-	struct conn *c = a->conns, *next;
-
-	for (; c; c = next) {
-		next = c->next;
-		if (c->proxy || c->pending) /* the front-end's deadlines; the agent's answer */
-			continue;
-		if (c->deadline && c->deadline <= t && !c->child && !c->closing && c->handshake) {
-			char d[96];
-
-			snprintf(d, sizeof(d), "no TLS handshake within %u s (handshake_timeout)",
-				 a->cfg.handshake_timeout_s);
-			fctl_agentd_refuse(a, c, FCTL_REFUSED_HANDSHAKE_TIMEOUT, d);
-		} else if (c->deadline && c->deadline <= t && !c->child && !c->closing) {
-			if (a->frontend) {
-				fctl_agentd_fr_event(a, c, FCTL_REFUSED_TIMEOUT,
-						     c->hdr_got || c->writing ? 2 : 0, NULL);
-			} else {
-				a->st.refused[FCTL_REFUSED_TIMEOUT]++;
-				if (c->hdr_got || c->writing)
-					fctl_agentd_audit_event(a, "request", "timeout", c, NULL);
-			}
-			fctl_agentd_conn_close(a, c);
-		}
-	}
-}
-
-int fctl_agentd_next_timeout(struct agent *a)
-{
-	uint64_t t = fctl_agentd_now_ms(), best = 0;
-
-	for (struct conn *c = a->conns; c; c = c->next)
-		if (c->deadline && !c->child && !c->closing && !c->proxy && !c->pending && (!best || c->deadline < best))
-			best = c->deadline;
-	if (!best)
-		return -1;
-	return best <= t ? 0 : (int)(best - t > 60000 ? 60000 : best - t);
+	return fctl_agentd_conn_ep(&a->ct, op, fd, events, ptr);
 }
 
 /* Blocks the signals the signalfd takes; the epoll, the signalfd and the three timerfds. */
@@ -113,12 +70,12 @@ static int loop_setup(struct agent *a, char *err, size_t errlen)
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	a->ep = epoll_create1(EPOLL_CLOEXEC);
+	a->ct.ep = epoll_create1(EPOLL_CLOEXEC);
 	a->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	a->drift_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	a->debounce_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	a->refusal_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (a->ep < 0 || a->sfd < 0 || a->drift_tfd < 0 || a->debounce_tfd < 0 ||
+	if (a->ct.ep < 0 || a->sfd < 0 || a->drift_tfd < 0 || a->debounce_tfd < 0 ||
 	    a->refusal_tfd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-r));
@@ -220,19 +177,19 @@ static void on_conn_event(struct agent *a, struct conn *c, uint32_t events)
 	if (c->closing)
 		return;
 	if (c->child) {
-		fctl_agentd_conn_on_hangup(a, c, events);
+		fctl_agentd_conn_on_hangup(&a->ct, c, events);
 		return;
 	}
 	if (c->handshake)
-		fctl_agentd_tls_handshake(a, c);
+		fctl_agentd_tls_handshake(&a->ct, c);
 	else if (c->writing)
-		fctl_agentd_conn_flush(a, c);
+		fctl_agentd_conn_flush(&a->ct, c);
 	else if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_conn_close(&a->ct, c);
 	else if (c->kind == C_HTTP)
 		fctl_agentd_http_readable(a, c);
 	else
-		fctl_agentd_conn_readable(a, c);
+		fctl_agentd_conn_readable(&a->ct, c);
 }
 
 static void on_event(struct agent *a, const struct epoll_event *ev)
@@ -258,11 +215,11 @@ static void on_event(struct agent *a, const struct epoll_event *ev)
 			;
 		fctl_agentd_drift_schedule(a, a->cfg.drift_debounce_ms);
 	} else if (p == &a->unix_fd) {
-		fctl_agentd_accept(a, a->unix_fd, C_UNIX);
+		fctl_agentd_accept(&a->ct, a->unix_fd, C_UNIX);
 	} else if (p == &a->fe) {
 		fctl_agentd_fe_event(a, ev->events);
 	} else if (p == &a->http_fd) {
-		fctl_agentd_accept(a, a->http_fd, C_HTTP);
+		fctl_agentd_accept(&a->ct, a->http_fd, C_HTTP);
 	} else if (fctl_agentd_pull_event(a, p)) {
 		/* pull mode's inotify or debounce timer */
 	} else if (fctl_agentd_mka_event(a, p)) {
@@ -279,7 +236,7 @@ static int serve(struct agent *a, char *err, size_t errlen)
 
 	while (!a->stop) {
 		struct epoll_event ev[32];
-		int n = epoll_wait(a->ep, ev, 32, fctl_agentd_next_timeout(a));
+		int n = epoll_wait(a->ct.ep, ev, 32, fctl_agentd_next_timeout(&a->ct));
 
 		if (n < 0 && errno != EINTR) {
 			r = -errno;
@@ -288,9 +245,9 @@ static int serve(struct agent *a, char *err, size_t errlen)
 		}
 		for (int i = 0; i < n; i++)
 			on_event(a, &ev[i]);
-		fctl_agentd_sweep_timeouts(a);
+		fctl_agentd_sweep_timeouts(&a->ct);
 		/* the only place connections are freed: no event of this batch is left */
-		fctl_agentd_conn_collect(a);
+		fctl_agentd_conn_collect(&a->ct);
 	}
 	if (a->fatal) {
 		snprintf(err, errlen, "%s", a->fatal_err);
@@ -303,12 +260,12 @@ static int serve(struct agent *a, char *err, size_t errlen)
 static void teardown(struct agent *a)
 {
 	int fds[] = { a->tcp_fd, a->http_fd, a->nl_fd, a->debounce_tfd, a->drift_tfd,
-		      a->refusal_tfd, a->sfd, a->ep, a->exe_fd };
+		      a->refusal_tfd, a->sfd, a->ct.ep, a->exe_fd };
 
 	fctl_agentd_fe_stop(a);
 
-	while (a->conns) {
-		struct conn *c = a->conns;
+	while (a->ct.conns) {
+		struct conn *c = a->ct.conns;
 
 		if (c->child) {
 			kill(c->child, SIGTERM);
@@ -318,7 +275,7 @@ static void teardown(struct agent *a)
 			a->workers--;
 			c->child = 0;
 		}
-		fctl_agentd_conn_free(a, c);
+		fctl_agentd_conn_free(&a->ct, c);
 	}
 	fctl_agentd_pull_stop(a);
 	fctl_agentd_mka_stop(a);
@@ -336,19 +293,20 @@ static void teardown(struct agent *a)
 	fctl_engine_kernel_close(a->sa_kern);
 	fctl_agentd_refusals_release(a); /* the counts of the interval, before the log closes */
 	fctl_agentd_audit_close(a);
-	fctl_tls_ctx_free(a->ctx);
-	fctl_tls_policy_free(a->pol);
 	fctl_agent_config_release(&a->cfg);
 }
 
 int fctl_agent_run(const struct fctl_agent_start *s, char *err, size_t errlen)
 {
-	struct agent a = { .start = s, .ep = -1, .sfd = -1, .drift_tfd = -1, .debounce_tfd = -1,
-			   .nl_fd = -1, .unix_fd = -1, .tcp_fd = -1, .http_fd = -1,
-			   .refusal_tfd = -1, .exe_fd = -1, .fe.ch.fd = -1 };
+	struct agent a = { .start = s, .rops = &fctl_agentd_req_ops,
+			   .ct = { .hooks = &fctl_agentd_conn_hooks, .ep = -1 }, .sfd = -1,
+			   .drift_tfd = -1, .debounce_tfd = -1, .nl_fd = -1, .unix_fd = -1,
+			   .tcp_fd = -1, .http_fd = -1, .refusal_tfd = -1, .exe_fd = -1,
+			   .fe.ch.fd = -1 };
 	struct fctl_agent_config cfg;
 	int r;
 
+	a.ct.count = &a.st.connections;
 	fctl_agent_config_init(&a.cfg);
 	fctl_agent_config_init(&cfg);
 	a.st.start_time = fctl_agentd_wall();

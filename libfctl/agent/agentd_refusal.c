@@ -94,10 +94,6 @@ void fctl_agentd_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
 	struct refusal_src *s;
 	bool recorded = false;
 
-	if (a->frontend) { /* the agent counts and audits it */
-		fctl_agentd_fr_refuse(a, c, why, detail);
-		return;
-	}
 	if (!detail)
 		detail = fctl_refusal_name(why);
 	a->st.refused[why]++;
@@ -119,7 +115,7 @@ void fctl_agentd_refuse(struct agent *a, struct conn *c, enum fctl_refusal why,
 		r->unrecorded++;
 		a->st.refusals_aggregated++;
 	}
-	fctl_agentd_conn_close(a, c);
+	fctl_agentd_conn_close(&a->ct, c);
 }
 
 /* The sources of this interval's tracked refusals, each counted once. */
@@ -192,6 +188,14 @@ void fctl_agentd_refusals_flush(struct agent *a)
 	memset(r->by_reason, 0, sizeof(r->by_reason));
 	if (r->n)
 		arm(a);
+}
+
+void fctl_agentd_refusal_event(struct agent *a, const struct conn *c, enum fctl_refusal why,
+			       uint8_t what, const char *detail)
+{
+	a->st.refused[why]++;
+	if (what)
+		fctl_agentd_audit_event(a, "request", what == 1 ? "refused" : "timeout", c, detail);
 }
 
 void fctl_agentd_refusals_release(struct agent *a)

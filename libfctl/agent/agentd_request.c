@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* What the agent does with a decoded request: role check, HELLO, STATUS, or a worker. */
+/* What the agent does with a decoded request: role check, HELLO, STATUS, or a worker; its connection hooks. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 {
 	const struct fctl_agent_stats *s = &a->st;
 	struct fctl_confirm_pending cp;
-	int pending = fctl_engine_confirm_pending(&a->eo, &cp);
+	int pending = a->rops->confirm_pending(a, &cp);
 
 	if (json) {
 		fctl_buf_puts(o, "{\"host\":");
@@ -74,10 +75,6 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	const char *tn = fctl_proto_type_name(m->type);
 	int r;
 
-	if (a->frontend) { /* the front-end: the agent handles it */
-		fctl_agentd_fr_forward(a, c);
-		return;
-	}
 	c->req_id = m->id;
 	c->req_type = m->type;
 	c->req_options = m->options;
@@ -85,7 +82,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 			m->type == FCTL_MSG_CONFIRM ||
 			(m->type == FCTL_MSG_APPLY && !(m->options & FCTL_OPT_DRY_RUN));
 	if (fctl_proto_is_sa_request(m->type)) {
-		fctl_agentd_sa_request(a, c, m);
+		a->rops->sa_request(a, c, m);
 		return;
 	}
 	if (!fctl_roles_allow(c->roles, m->type, m->options)) {
@@ -95,7 +92,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_REFUSED);
 		snprintf(d, sizeof(d), "role %s may not %s", fctl_role_name(c->role), tn);
 		fctl_agentd_audit_event(a, tn, "refused", c, d);
-		fctl_agentd_respond_error(a, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
+		fctl_agentd_respond_error(&a->ct, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
 		return;
 	}
 	if (m->type == FCTL_MSG_HELLO) {
@@ -105,7 +102,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		if (v < 0) {
 			/* before responding: the response's write closes the connection */
 			c->close_after = true;
-			fctl_agentd_respond_error(a, c, m->id, 2,
+			fctl_agentd_respond_error(&a->ct, c, m->id, 2,
 						  "no common protocol version (agent speaks 1..%d)",
 						  FCTL_PROTO_VERSION);
 			return;
@@ -115,7 +112,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		snprintf(x.role, sizeof(x.role), "%s", fctl_role_name(c->role));
 		snprintf(x.agent, sizeof(x.agent), "%s fabricctl %s", a->host, FCTL_VERSION);
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_OK);
-		fctl_agentd_respond(a, c, m->id, 0, NULL, 0, NULL, 0, &x);
+		fctl_agentd_respond(&a->ct, c, m->id, 0, NULL, 0, NULL, 0, &x);
 		return;
 	}
 	if (m->type == FCTL_MSG_STATUS) {
@@ -123,17 +120,16 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 
 		status_output(a, c, m->options & FCTL_OPT_JSON, &o);
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_OK);
-		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+		fctl_agentd_respond(&a->ct, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 		fctl_buf_release(&o);
 		return;
 	}
 	if (c->req_writes) {
-		char rdir[PATH_MAX], ifn[FCTL_IFNAMSIZ];
+		char ifn[FCTL_IFNAMSIZ];
 
-		fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
-		if (fctl_rotation_busy(rdir, ifn, sizeof(ifn))) {
+		if (a->rops->rotation_busy(a, ifn, sizeof(ifn))) {
 			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
-			fctl_agentd_respond_error(a, c, m->id, 2, "a key rotation is in progress "
+			fctl_agentd_respond_error(&a->ct, c, m->id, 2, "a key rotation is in progress "
 						  "on '%s': try again", ifn);
 			return;
 		}
@@ -141,15 +137,81 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 	if (a->workers >= a->cfg.max_workers) {
 		a->st.refused[FCTL_REFUSED_WORKERS]++;
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
-		fctl_agentd_respond_error(a, c, m->id, 2, "busy: %u requests are running "
+		fctl_agentd_respond_error(&a->ct, c, m->id, 2, "busy: %u requests are running "
 					  "(max_workers %u): try again", a->workers,
 					  a->cfg.max_workers);
 		return;
 	}
-	r = fctl_agentd_spawn(a, c, m);
+	r = a->rops->spawn(a, c, m);
 	if (r < 0) {
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
-		fctl_agentd_respond_error(a, c, m->id, 2, "cannot start the %s: %s", tn,
+		fctl_agentd_respond_error(&a->ct, c, m->id, 2, "cannot start the %s: %s", tn,
 					  strerror(-r));
 	}
 }
+
+/* --- the real request operations --- */
+
+static int confirm_pending(struct agent *a, struct fctl_confirm_pending *cp)
+{
+	return fctl_engine_confirm_pending(&a->eo, cp);
+}
+
+static bool rotation_busy(struct agent *a, char *ifn, size_t len)
+{
+	char rdir[PATH_MAX];
+
+	fctl_rotation_dir(a->cfg.state_dir, a->cfg.netns, rdir, sizeof(rdir));
+	return fctl_rotation_busy(rdir, ifn, len);
+}
+
+const struct agentd_req_ops fctl_agentd_req_ops = {
+	.spawn = fctl_agentd_spawn,
+	.sa_request = fctl_agentd_sa_request,
+	.confirm_pending = confirm_pending,
+	.rotation_busy = rotation_busy,
+};
+
+/* --- the agent's hooks of the connection code --- */
+
+static void on_request(struct conn_table *t, struct conn *c, const struct fctl_msg *m)
+{
+	fctl_agentd_handle_request(fctl_agentd_of(t), c, m);
+}
+
+static void on_refuse(struct conn_table *t, struct conn *c, enum fctl_refusal why,
+		      const char *detail)
+{
+	fctl_agentd_refuse(fctl_agentd_of(t), c, why, detail);
+}
+
+static void on_event(struct conn_table *t, struct conn *c, enum fctl_refusal why, uint8_t what,
+		     const char *detail)
+{
+	fctl_agentd_refusal_event(fctl_agentd_of(t), c, why, what, detail);
+}
+
+static void on_closing(struct conn_table *t, struct conn *c)
+{
+	/* a read-only worker's answer has no one to go to: stopped (reaped as usual); a
+	 * writing worker finishes, its change and audit record whole */
+	if (c->child > 0 && !c->req_writes) {
+		kill(c->child, SIGTERM);
+		c->abandoned = true;
+	}
+	if (c->proxy)
+		fctl_agentd_fe_close(fctl_agentd_of(t), c);
+}
+
+static void on_proxy_out(struct conn_table *t, struct conn *c)
+{
+	fctl_agentd_fe_respond(fctl_agentd_of(t), c);
+}
+
+const struct conn_hooks fctl_agentd_conn_hooks = {
+	.request = on_request,
+	.refuse = on_refuse,
+	.event = on_event,
+	.closing = on_closing,
+	.proxy_out = on_proxy_out,
+};

@@ -332,13 +332,13 @@ static bool sa_admitted(struct sa_req *q)
 			 fctl_role_name(c->role), q->tn);
 		fctl_agentd_audit_event(a, q->tn, "refused", c, d);
 		wipe_key(c, m);
-		fctl_agentd_respond_error(a, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
+		fctl_agentd_respond_error(&a->ct, c, m->id, EXIT_REFUSED, "permission denied: %s", d);
 		return false;
 	}
 	if (a->writers) {
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		wipe_key(c, m);
-		fctl_agentd_respond_error(a, c, m->id, 2,
+		fctl_agentd_respond_error(&a->ct, c, m->id, 2,
 					  "an apply is running on this host: try again");
 		return false;
 	}
@@ -346,7 +346,7 @@ static bool sa_admitted(struct sa_req *q)
 		/* fail-secure, as keymgr: no SA change without its audit record */
 		fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
 		wipe_key(c, m);
-		fctl_agentd_respond_error(a, c, m->id, 2, "the audit log is unavailable: SA "
+		fctl_agentd_respond_error(&a->ct, c, m->id, 2, "the audit log is unavailable: SA "
 					  "changes are refused until it can be written");
 		return false;
 	}
@@ -758,7 +758,7 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		if (lock < 0) {
 			wipe_batch(c, m);
 			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
-			fctl_agentd_respond_error(a, c, m->id, 1, "%s", err);
+			fctl_agentd_respond_error(&a->ct, c, m->id, 1, "%s", err);
 			return;
 		}
 	}
@@ -797,10 +797,10 @@ static void sa_batch(struct agent *a, struct conn *c, const struct fctl_msg *m)
 		int k = snprintf(e, sizeof(e), "fabricctl agent: %zu of %zu SA operations failed, "
 				 "the first: %s\n", failed, n, first);
 
-		fctl_agentd_respond(a, c, m->id, 1, o.data, o.len, e,
+		fctl_agentd_respond(&a->ct, c, m->id, 1, o.data, o.len, e,
 				    k < (int)sizeof(e) ? (size_t)k : sizeof(e) - 1, NULL);
 	} else {
-		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+		fctl_agentd_respond(&a->ct, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 	}
 	fctl_buf_release(&o);
 }
@@ -825,7 +825,7 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 		if (lock < 0) {
 			wipe_key(c, m);
 			fctl_agentd_count(a, c, m->type, FCTL_REQ_FAILED);
-			fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err);
+			fctl_agentd_respond_error(&a->ct, c, m->id, 1, "%s", q.err);
 			return;
 		}
 	}
@@ -833,8 +833,8 @@ void fctl_agentd_sa_request(struct agent *a, struct conn *c, const struct fctl_m
 	fctl_engine_unlock(lock);
 	fctl_agentd_count(a, c, m->type, r < 0 ? FCTL_REQ_FAILED : FCTL_REQ_OK);
 	if (r < 0)
-		fctl_agentd_respond_error(a, c, m->id, 1, "%s", q.err);
+		fctl_agentd_respond_error(&a->ct, c, m->id, 1, "%s", q.err);
 	else
-		fctl_agentd_respond(a, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
+		fctl_agentd_respond(&a->ct, c, m->id, 0, o.data, o.len, NULL, 0, NULL);
 	fctl_buf_release(&o);
 }

@@ -49,7 +49,7 @@ static void violation(struct agent *a, const char *what)
 	if (a->fe.pid > 0)
 		kill(a->fe.pid, SIGKILL);
 	if (a->fe.ch.fd >= 0)
-		epoll_ctl(a->ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
+		epoll_ctl(a->ct.ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
 	fctl_chan_release(&a->fe.ch); /* nothing more read from it */
 }
 
@@ -93,7 +93,7 @@ static unsigned live_proxies(const struct agent *a, size_t *frames)
 	unsigned n = 0;
 
 	*frames = 0;
-	for (const struct conn *c = a->conns; c; c = c->next)
+	for (const struct conn *c = a->ct.conns; c; c = c->next)
 		if (c->proxy && !c->closing) {
 			n++;
 			if (c->frame)
@@ -115,7 +115,7 @@ static bool text_ok(const uint8_t *p, size_t n, size_t max)
 
 static struct conn *proxy(struct agent *a, uint32_t id)
 {
-	for (struct conn *c = a->conns; c; c = c->next)
+	for (struct conn *c = a->ct.conns; c; c = c->next)
 		if (c->proxy && c->rid == id && !c->closing)
 			return c;
 	return NULL;
@@ -146,8 +146,8 @@ static const char *on_open(struct agent *a, const uint8_t *p, uint32_t n)
 	c->rid = a->fe.ch.id;
 	memcpy(c->peer, p, (size_t)(nul - p));
 	memcpy(c->who, nul + 1, n - (size_t)(nul - p) - 1);
-	c->next = a->conns;
-	a->conns = c;
+	c->next = a->ct.conns;
+	a->ct.conns = c;
 	a->st.connections++;
 	return NULL;
 }
@@ -199,7 +199,7 @@ static const char *on_req(struct agent *a, struct conn *c)
 	c->frame = ch->msg;
 	ch->msg = NULL;
 	c->hdr_got = 0;
-	fctl_agentd_conn_hold(a, c, ch->len + 1);
+	fctl_agentd_conn_hold(&a->ct, c, ch->len + 1);
 	fctl_agentd_handle_request(a, c, &m);
 	return NULL;
 }
@@ -227,10 +227,7 @@ static const char *on_refusal(struct agent *a, struct conn *c, const uint8_t *p,
 	}
 	if (p[4] > 2 || !text_ok(p + 5, n - 5, 256))
 		return "bad event";
-	a->st.refused[why]++;
-	if (p[4])
-		fctl_agentd_audit_event(a, "request", p[4] == 1 ? "refused" : "timeout", c,
-					n > 5 ? (const char *)p + 5 : NULL);
+	fctl_agentd_refusal_event(a, c, why, p[4], n > 5 ? (const char *)p + 5 : NULL);
 	return NULL;
 }
 
@@ -263,7 +260,7 @@ static const char *dispatch(struct agent *a)
 		return on_refusal(a, c, p, ch->len);
 	case CH_CLOSE:
 		c->fe_gone = true;
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_conn_close(&a->ct, c);
 		return NULL;
 	}
 	return "unknown";
@@ -312,7 +309,7 @@ void fctl_agentd_fe_event(struct agent *a, uint32_t events)
 		r = drain(a, NULL, NULL, 0);
 	if (r == -EPIPE || r == -ECONNRESET) {
 		/* it is gone: reaped soon (SIGCHLD); read nothing more */
-		epoll_ctl(a->ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
+		epoll_ctl(a->ct.ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
 		fctl_chan_release(&a->fe.ch);
 	}
 	watch(a);
@@ -477,7 +474,7 @@ void fctl_agentd_fe_stop(struct agent *a)
 		a->fe.pid = 0;
 	}
 	if (a->fe.ch.fd >= 0)
-		epoll_ctl(a->ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
+		epoll_ctl(a->ct.ep, EPOLL_CTL_DEL, a->fe.ch.fd, NULL);
 	fctl_chan_release(&a->fe.ch);
 }
 
@@ -490,10 +487,10 @@ bool fctl_agentd_fe_reaped(struct agent *a, pid_t pid, int status)
 		return false;
 	a->fe.pid = 0;
 	fctl_agentd_fe_stop(a);
-	for (struct conn *c = a->conns; c; c = c->next)
+	for (struct conn *c = a->ct.conns; c; c = c->next)
 		if (c->proxy && !c->closing) {
 			c->fe_gone = true;
-			fctl_agentd_conn_close(a, c);
+			fctl_agentd_conn_close(&a->ct, c);
 		}
 	if (!a->fe.window_ms || now - a->fe.window_ms > FE_WINDOW_MS) {
 		a->fe.window_ms = now;
@@ -533,13 +530,13 @@ void fctl_agentd_fe_respond(struct agent *a, struct conn *c)
 	c->writing = false;
 	if (c->close_after) {
 		c->fe_gone = true; /* the front-end closes it after the response */
-		fctl_agentd_conn_close(a, c);
+		fctl_agentd_conn_close(&a->ct, c);
 		return;
 	}
 	fctl_buf_release(&c->out);
 	c->out_off = 0;
 	fctl_agentd_frame_free(c);
-	fctl_agentd_conn_hold(a, c, 0);
+	fctl_agentd_conn_hold(&a->ct, c, 0);
 	c->hdr_got = c->frame_got = 0;
 }
 

@@ -247,7 +247,7 @@ int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	a->workers++;
 	if (c->req_writes)
 		a->writers++;
-	fctl_agentd_conn_watch_hangup(a, c);
+	fctl_agentd_conn_watch_hangup(&a->ct, c);
 	return 0;
 }
 
@@ -290,7 +290,7 @@ void fctl_agentd_reap(struct agent *a)
 		}
 		if (fctl_agentd_fe_reaped(a, pid, status) || fctl_agentd_mka_reaped(a, pid, status))
 			continue;
-		for (c = a->conns; c && c->child != pid; c = c->next)
+		for (c = a->ct.conns; c && c->child != pid; c = c->next)
 			;
 		if (!c)
 			continue;
@@ -322,9 +322,9 @@ void fctl_agentd_reap(struct agent *a)
 		if (c->closing) {
 			/* the peer is gone: fctl_agentd_conn_collect frees c */
 		} else if (!c->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
-			fctl_agentd_conn_close(a, c);
+			fctl_agentd_conn_close(&a->ct, c);
 		} else {
-			fctl_agentd_respond(a, c, c->req_id, code, out.data, out.len, err.data,
+			fctl_agentd_respond(&a->ct, c, c->req_id, code, out.data, out.len, err.data,
 					    err.len, NULL);
 		}
 		fctl_buf_release(&out);
