@@ -150,7 +150,7 @@ check_form() {
 		echo >&3
 		exec 3>&- 4<&-
 		kill $srv 2>/dev/null
-		wait $srv
+		wait $srv 2>/dev/null # (dash says "Terminated" when it was still waiting for the server)
 	fi
 	[ -z "$bad" ] || echo "$bad" >>"$T/bad.$1"
 	: >"$T/ran.$1.${PASS1:-2}" # this pass of the form ran to its end
