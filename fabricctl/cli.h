@@ -229,6 +229,19 @@ int cli_audit_close(struct fctl_audit *a);
 
 /* Shared by commands (cli.c). */
 extern const char *prog_name;
+
+/* fabricctl's dispatch (main.c): what main runs for ARGV */
+typedef int (*cli_dispatch_fn)(int argc, char **argv);
+#ifdef FCTL_TEST_HOOKS
+/* fabricctl __test-fork-server REQ REP (test builds only, test_fork_server.c): reads
+ * requests from the FIFO REQ, one a line, "OUT<TAB>ERR<TAB>ARG...", runs dispatch on
+ * ARGV0 ARG... in a forked child with stdin /dev/null, stdout OUT and stderr ERR (files,
+ * truncated), and writes its exit status ("N\n", 128+signal when killed; 124 for a
+ * malformed request, 125 when the child cannot open its files, 126 when fork fails) to
+ * the FIFO REP. Returns EXIT_OK at an empty line or REQ's end, EXIT_USAGE when either
+ * cannot be opened or a request is too long. */
+int cli_test_fork_server(char *argv0, const char *req, const char *rep, cli_dispatch_fn dispatch);
+#endif
 bool cli_color(FILE *f);
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_write(FILE *f, const struct fctl_buf *b);

@@ -747,7 +747,7 @@ static int cmd_version(int argc, char **argv)
 	return EXIT_OK;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -775,4 +775,14 @@ int main(int argc, char **argv)
 	}
 	unknown_command(argv[1]);
 	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+#ifdef FCTL_TEST_HOOKS
+	/* hidden, test builds only: tests/cli/complete.sh runs the parsers thousands of times */
+	if (argc == 4 && strcmp(argv[1], "__test-fork-server") == 0)
+		return cli_test_fork_server(argv[0], argv[2], argv[3], dispatch);
+#endif
+	return dispatch(argc, argv);
 }

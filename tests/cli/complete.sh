@@ -24,13 +24,43 @@ no() { echo "FAIL: $1${2:+: $2}"; N=$((N + 1)); }
 # what their help names; help takes no options
 EXTERNAL="lab rotate keys probe help"
 
+# A test build (-DFCTL_TEST_HOOKS=ON, what ctest runs) has `fabricctl __test-fork-server
+# REQ REP`: each check_form starts one, and each run below is a fork of it running
+# fabricctl's own dispatch on the words, instead of an exec paying the dynamic loading of
+# libcrypto and libnl (about 10 ms of CPU each, thousands of times). Any other build: exec.
+SRV=
+if grep -qa __test-fork-server "$F"; then SRV=1; else
+	echo "NOTE: $F has no __test-fork-server (a build without -DFCTL_TEST_HOOKS=ON): each run is an exec"
+fi
+# run OUT ARGS...: fabricctl ARGS, stdin /dev/null, stdout OUT, stderr OUT.err; rc: its exit
+# status. A server that stops answering, or a word it cannot carry, is a failure of the form.
+run() {
+	ro=$1
+	shift
+	if [ -z "$SRV" ]; then
+		"$F" "$@" >"$ro" 2>"$ro.err" </dev/null
+		rc=$?
+		return
+	fi
+	rl="$ro	$ro.err"
+	for ra; do
+		case $ra in *"	"*) echo " (a word with a tab: '$ra')" >>"$T/bad.$form_i" ;; esac
+		rl="$rl	$ra"
+	done
+	printf '%s\n' "$rl" >&3
+	read -r rc <&4
+	case $rc in '' | *[!0-9]*)
+		rc=255
+		echo " (the fork server did not answer '$*')" >>"$T/bad.$form_i" ;;
+	esac
+}
+
 # taken OUT WORDS...: whether the parser of the form WORDS takes option $opt (OUT: a
 # scratch file). Builtins only but for fabricctl itself: this runs thousands of times.
 taken() {
 	o=$1
 	shift
-	"$F" "$@" "$opt=1" --help >"$o" 2>"$o.err" </dev/null
-	rc=$?
+	run "$o" "$@" "$opt=1" --help
 	e=
 	[ $rc -eq 0 ] || IFS= read -r e <"$o.err"
 	case $e in
@@ -38,12 +68,10 @@ taken() {
 		# one that picks another parser (--fabric) is unknown to the first with a value:
 		# tried without one, if it is one of those (pass 1 tries every offered option)
 		case " $DISPATCH " in *" $opt "*) ;; *) [ -z "${PASS1:-}" ] && return 1 ;; esac
-		"$F" "$@" "$opt" --help >"$o" 2>"$o.err" </dev/null
-		rc=$?
+		run "$o" "$@" "$opt" --help
 		[ -n "${PASS1:-}" ] && [ $rc -eq 0 ] && echo "$opt" >>"$T/dispatch.$form_i" ;;
 	*"takes no argument"*) # a flag: without a value
-		"$F" "$@" "$opt" --help >"$o" 2>"$o.err" </dev/null
-		rc=$? ;;
+		run "$o" "$@" "$opt" --help ;;
 	esac
 	first=
 	[ $rc -eq 0 ] && IFS= read -r first <"$o"
@@ -91,6 +119,23 @@ check_form() {
 	form_i=$1
 	offered=" $(tr '\n' ' ' <"$T/offer.$1")"
 	words=$(echo "$2" | sed 's/--target x/--target=x/')
+	if [ -n "$SRV" ]; then
+		# the server's subshell holds both FIFOs open (so neither open below waits, and no
+		# request is lost); should the server end before an empty line, the subshell takes
+		# its place: one answer "x" for a request the server may have taken unanswered, then
+		# "x" to each request. run counts "x" as a failure.
+		q="$T/req.$1.${PASS1:-2}" r="$T/rep.$1.${PASS1:-2}"
+		mkfifo "$q" "$r"
+		(
+			exec 5<>"$q" 6<>"$r"
+			"$F" __test-fork-server "$q" "$r" </dev/null 2>>"$T/bad.$1" 5<&- 6>&- && exit 0
+			echo " (the fork server exited $?)" >>"$T/bad.$1"
+			echo x >&6
+			while read -r l <&5 && [ -n "$l" ]; do echo x >&6; done
+		) >/dev/null &
+		srv=$!
+		exec 3>"$q" 4<"$r"
+	fi
 	while read -r opt; do
 		case $offered in *" $opt "*) want=taken ;; *) want=refused ;; esac
 		if [ -n "${PASS1:-}" ]; then [ $want = taken ] || continue; else
@@ -99,7 +144,16 @@ check_form() {
 		if taken "$T/run.$1" $words; then got=taken; else got=refused; fi
 		[ $want = $got ] || bad="$bad $opt($got, offered: $([ $want = taken ] && echo yes || echo no))"
 	done <"$T/universe"
+	if [ -n "$SRV" ]; then
+		# the end of the requests; then the subshell is stopped, had it taken the server's
+		# place (every answer is in: how the server ends after them changes no result)
+		echo >&3
+		exec 3>&- 4<&-
+		kill $srv 2>/dev/null
+		wait $srv 2>/dev/null # (dash says "Terminated" when it was still waiting for the server)
+	fi
 	[ -z "$bad" ] || echo "$bad" >>"$T/bad.$1"
+	: >"$T/ran.$1.${PASS1:-2}" # this pass of the form ran to its end
 }
 # two at a time (forms are independent)
 each_form() {
@@ -127,7 +181,9 @@ done <"$T/forms"
 i=0
 while read -r form; do
 	i=$((i + 1))
-	if grep -q '^PASS' "$T/result.$i" 2>/dev/null; then ok "completion = parser: $form"; else
+	if [ ! -e "$T/ran.$i.1" ] || [ ! -e "$T/ran.$i.2" ]; then
+		no "completion = parser: $form" "a pass of its check did not run to its end"
+	elif grep -q '^PASS' "$T/result.$i" 2>/dev/null; then ok "completion = parser: $form"; else
 		no "completion = parser: $form" "$(cut -d: -f3- "$T/result.$i" 2>/dev/null)"; fi
 done <"$T/forms"
 

@@ -22,7 +22,8 @@ for c in "" $cmds; do
 	text=$(MANWIDTH=200 man -l "$page" 2>/dev/null | col -b)
 	miss=
 	for o in $("$F" help "$c" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
-		echo "$text" | grep -q -- "$o" || miss="$miss $o"
+		# (an option is letters and dashes: the same as grep -q, without two processes each)
+		case $text in *"$o"*) ;; *) miss="$miss $o" ;; esac
 	done
 	[ -z "$miss" ] && ok "page-has-options $c" || no "page-has-options $c" "$miss"
 done
