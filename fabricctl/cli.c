@@ -32,6 +32,19 @@ void cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void cli_say(struct fctl_host_msgs *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].plain)
+			fprintf(stderr, "%s\n", m->v[i].text);
+		else
+			cli_err("%s", m->v[i].text);
+	}
+	if (m->oom)
+		cli_err("out of memory");
+	fctl_host_msgs_release(m);
+}
+
 int cli_write(FILE *f, const struct fctl_buf *b)
 {
 	if (b->oom) {

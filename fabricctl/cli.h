@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "fctl/diag.h"
+#include "fctl/host_apply.h"
 #include "fctl/profile.h"
 
 /* Exit codes (documented in docs/cli.md and `fabricctl --help`). */
@@ -142,17 +143,10 @@ void cli_confirm_id(char *out, size_t len);
 /* apply --confirm DURATION, local or through an agent: 1 s to FCTL_PROTO_MAX_CONFIRM (7
  * days) into *seconds; 0, or -EINVAL after saying why on stderr. */
 int cli_parse_confirm(const char *arg, uint64_t *seconds);
-/* Before an apply --confirm: starts the watchdog that owns the deadline (a process of its
- * own session, STATE_DIR/confirm.pid), 0 once it watches; *life_fd stays open until the
- * CLI exits (its closing, a kill -9 too, tells the watchdog). Negative errno, said: the
- * apply must be refused. */
-int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
-		      const char *change_id, int *life_fd);
 /* After it: the deadline and what the host goes back to, on stderr. */
 void cli_confirm_note(const struct fctl_engine_opts *eo);
-/* The pending confirmation as a JSON object (NULL: null), and as the audit detail. */
+/* The pending confirmation as a JSON object (NULL: null). */
 void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o);
-void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len);
 /* show: the pending confirmation into json (an object or null), else a note on stderr. */
 void cli_confirm_show(const struct fctl_engine_opts *eo, struct fctl_buf *json);
 /* The running binary (realpath of /proc/self/exe) is inside this build's tree. */
@@ -209,21 +203,9 @@ void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid);
 struct fctl_plan;
 struct fctl_sa_ledger_anchor;
 struct fctl_approvals;
-struct cli_audit_event {
-	const char *action, *result, *host, *change_id, *error, *detail;
-	const struct fctl_profile *p;  /* name, version, SHA-256 */
-	const struct fctl_plan *plan;  /* key ids of the SAs it installs */
-	const char (*kcvs)[7];         /* key check values of the keys it installed */
-	size_t n_kcvs;
-	bool has_counts;
-	uint64_t ops, writes;
-	/* the packet-number ledger as the change left it: an sa-ledger record follows */
-	const struct fctl_sa_ledger_anchor *ledger;
-	const struct fctl_approvals *approvals; /* the approvals met (docs/approvals.md) */
-};
 /* Appends and syncs one record (and its sa-ledger record, in the same sync); on failure
  * says so loudly on stderr. Negative errno. */
-int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev);
+int cli_audit_record(struct fctl_audit *a, const struct fctl_host_event *ev);
 /* Closes (writing the closing checkpoint); reports a failure. Accepts NULL. */
 int cli_audit_close(struct fctl_audit *a);
 
@@ -243,6 +225,11 @@ typedef int (*cli_dispatch_fn)(int argc, char **argv);
 int cli_test_fork_server(char *argv0, const char *req, const char *rep, cli_dispatch_fn dispatch);
 #endif
 bool cli_color(FILE *f);
+/* The host transaction's messages on stderr, in order (a plain line as it is, the others
+ * as cli_err says them); then empties m. */
+void cli_say(struct fctl_host_msgs *m);
+/* The audit actor cli_audit_set_actor set (NULL: the caller's uid). */
+const struct fctl_audit_actor *cli_audit_actor(void);
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_write(FILE *f, const struct fctl_buf *b);
 /* Loads and validates one profile, printing findings to stderr in text form unless quiet.
@@ -265,17 +252,11 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 /* Prints a command's help to stdout. */
 void cli_usage_cmd(const char *name);
 
-/* MKA (cmd_mka.c, docs/mka.md): after an apply, start the wpa_supplicants of host's MKA
- * ports (EXIT_OK, or EXIT_FAILED/EXIT_USAGE after saying why); for show, the KaY state
- * of every port fabricctl runs MKA on, as YAML comments or (json) a JSON array. */
+/* MKA (cmd_mka.c, docs/mka.md): for show, the KaY state of every port fabricctl runs MKA
+ * on, as YAML comments or (json) a JSON array (an apply's start-up is the host
+ * transaction's: fctl_host_mka_up). */
 struct fctl_profile;
-struct fctl_apply_result;
-int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
-	       const char *keymgr_path, bool quiet);
 int cli_mka_show(const char *netns, struct fctl_buf *o, bool json);
-/* The check values of the CAKs host's MKA ports of p were given (never a CAK), added to
- * res's key check values for the apply's audit record (docs/mka.md, "Audit"). */
-void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_apply_result *res);
 /* In the agent's writing worker (cmd_mkasup.c): restarts the wpa_supplicant of
  * rq->mka_port (killed first when rq->mka_kill) with the configuration of the last
  * applied profile, only when that profile still has the port. EXIT_OK or EXIT_FAILED /

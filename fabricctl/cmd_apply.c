@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* fabricctl apply: a profile (or a saved plan) applied on this host, gated by approvals,
- * audited, optionally confirmed; the apply that rollback makes of a stored version */
+/* fabricctl apply: a profile (or a saved plan) applied on this host through the host
+ * transaction (fctl/host_apply.h), and what it says printed; the apply that rollback makes
+ * of a stored version */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -15,25 +16,9 @@
 
 #include "fctl/approvals.h"
 #include "fctl/audit.h"
+#include "fctl/host_apply.h"
 #include "fctl/plan.h"
 #include "host.h"
-
-/* FCTL_TEST_STOP_AFTER_APPLY=FILE (builds with FCTL_TEST_HOOKS only, docs/apply.md): after
- * the engine returned, the pid goes to FILE and the process stops itself, for a test to
- * kill -9 it there. */
-static void test_stop_after_apply(void)
-{
-#ifdef FCTL_TEST_HOOKS
-	const char *f = getenv("FCTL_TEST_STOP_AFTER_APPLY");
-	FILE *o;
-
-	if (!f || !*f || !(o = fopen(f, "w")))
-		return;
-	fprintf(o, "%ld\n", (long)getpid());
-	fclose(o);
-	raise(SIGSTOP);
-#endif
-}
 
 /* FCTL_TEST_SWAP_PROFILE=SRC (builds with FCTL_TEST_HOOKS only, docs/apply.md): after
  * the desired-state cache read the profile's bytes, SRC's bytes are written over the
@@ -56,44 +41,81 @@ static void test_swap_profile(const char *file)
 #endif
 }
 
-/* Approvals (docs/approvals.md): with a policy on this host, a version without the
- * approvals it requires is refused before anything is read from the kernel: said, audited
- * as refused (who signed, who is missing, which allowed_signers file), the audit log
- * closed, nothing changed. A dry run only says what an apply would meet. */
-static int approvals_gate(struct fctl_audit *audit, const char *cmd, struct cli_host *c,
-			  const struct fctl_profile *p, struct fctl_approvals *appr)
+/* What apply and rollback print of the engine's result: the findings, stdout (JSON or
+ * text), the failure lines. Returns the exit code so far. */
+static int say_result(const char *cmd, struct cli_host *c, const struct fctl_profile *p,
+		      struct fctl_host_apply *h)
 {
-	char why[2048], host[64] = "";
-	int rc;
+	const struct fctl_apply_result *res = &h->res;
+	struct fctl_buf out = { 0 };
+	int r = h->r, rc;
 
-	if (c->eo.dry_run) {
-		cli_approvals_note(p, cmd, true, c->quiet || c->json);
-		return EXIT_OK;
+	if (!c->json)
+		cli_findings_text(&res->findings);
+	if (h->refused) {
+		/* apply --plan: a saved plan that no longer holds is a check of the input that
+		 * failed (exit 1); anything else refused is the environment's (exit 2) */
+		if (r == -ESTALE)
+			cli_err("%s: %s", cmd, res->error);
+		rc = r == -ESTALE ? EXIT_INVALID : cli_env_error(cmd, r, res->error);
+		if (c->json) {
+			cli_apply_json(&out, c, p, res, "refused");
+			cli_write(stdout, &out);
+		}
+		fctl_buf_release(&out);
+		return rc;
 	}
-	rc = cli_approvals_gate(p, appr, why, sizeof(why));
-	if (rc == EXIT_OK)
-		return rc; /* the apply's record names them */
-	cli_err("%s: refused: %s; nothing was changed", cmd, why);
-	fctl_engine_host_name(&c->eo, host, sizeof(host));
-	{
-		struct cli_audit_event ev = { .action = cmd, .result = "refused", .host = host,
-					      .change_id = c->change_id, .p = p, .error = why };
-
-		if (audit && cli_audit_record(audit, &ev) < 0)
-			rc = EXIT_USAGE;
+	if (c->json) {
+		cli_apply_json(&out, c, p, res, h->result);
+	} else if (!c->quiet) {
+		if (res->recovered)
+			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
+		if (res->plan && res->plan->n_ops)
+			fctl_plan_to_text(res->plan, &out, cli_color(stdout));
+		if (r == 0 && c->eo.dry_run)
+			fctl_buf_printf(&out, "dry run: nothing changed\n");
+		else if (r == 0 && (!res->plan || !res->plan->n_ops))
+			fctl_buf_printf(&out,
+					"host %s already matches %s version %" PRIu64
+					": no changes, %" PRIu64 " netlink writes\n",
+					res->host, p->name, p->version, res->writes);
+		else if (r == 0)
+			fctl_buf_printf(&out,
+					"applied %s version %" PRIu64 " on %s: %zu operations, %" PRIu64
+					" netlink writes, %" PRIu64 " round trips, %.3f s\n",
+					p->name, p->version, res->host, res->ops_done, res->writes,
+					res->round_trips, res->seconds);
 	}
-	cli_audit_close(audit);
-	fctl_approvals_release(appr);
-	return rc;
+	cli_write(stdout, &out);
+	fctl_buf_release(&out);
+	if (r < 0) {
+		cli_err("%s failed on %s: %s", cmd, res->host, res->error);
+		if (res->rolled_back && res->restored_exactly)
+			cli_err("rolled back: %s is exactly as it was before", res->host);
+		else
+			cli_err("ROLLBACK INCOMPLETE on %s: run 'fabricctl recover' and inspect "
+				"with 'fabricctl show'",
+				res->host);
+		return EXIT_FAILED;
+	}
+	if (res->error[0])
+		cli_err("warning: %s", res->error);
+	/* --dry-run --detailed-exitcode: plan's exit, 0 no changes, 4 changes, 5 disruptive */
+	return c->eo.dry_run && res->plan ? cli_plan_exit(c->detailed, res->plan->n_ops,
+			fctl_plan_count_disruptive(res->plan)) : EXIT_OK;
 }
 
+/* The host transaction (fctl/host_apply.h) run and printed: what it says on stderr in its
+ * order, the result between its engine and its MKA start-up and record. */
 int cli_apply_profile(const char *cmd, struct cli_host *c, struct fctl_profile *p)
 {
-	struct fctl_apply_result res;
-	struct fctl_buf out = { 0 };
-	struct fctl_audit *audit = NULL;
-	const char *result;
-	int r, rc, life_fd = -1;
+	const struct fctl_host_apply_opts o = {
+		.cmd = cmd, .audit_log = c->audit_log, .change_id = c->change_id,
+		.approvals_conf = cli_approvals_conf(), .actor = cli_audit_actor(),
+		.self_exe = "/proc/self/exe", .quiet = c->quiet || c->json,
+	};
+	struct fctl_host_apply h;
+	int rc;
 
 	if (c->eo.dry_run && c->eo.confirm_seconds) {
 		cli_err("%s: --confirm with --dry-run: a plan has nothing to confirm", cmd);
@@ -102,107 +124,22 @@ int cli_apply_profile(const char *cmd, struct cli_host *c, struct fctl_profile *
 	/* apply --plan FILE: this host, these bytes; the engine checks the rest under the lock */
 	if (c->plan && (rc = cli_saved_plan_check(c, p)) != EXIT_OK)
 		return rc;
-	if (!c->eo.dry_run && cli_audit_open(c->audit_log, &audit) < 0) {
-		cli_err("%s: refused: the audit log cannot be written, nothing was changed "
-			"(--audit-log PATH or FCTL_AUDIT_LOG to use another)",
-			cmd);
-		return EXIT_USAGE;
-	}
-	rc = approvals_gate(audit, cmd, c, p, &c->approvals); /* refused: audited, closed */
-	if (rc != EXIT_OK)
+	rc = fctl_host_apply_open(&h, &o, &c->eo, p);
+	cli_say(&h.msgs);
+	if (rc >= 0) {
+		fctl_host_apply_release(&h);
+		fctl_approvals_release(&c->approvals);
 		return rc;
-	/* before the apply: the deadline's owner, should this process die at any point */
-	if (c->eo.confirm_seconds &&
-	    cli_confirm_watch(&c->eo, c->audit_log, c->change_id, &life_fd) < 0) {
-		cli_audit_close(audit);
-		return EXIT_USAGE;
 	}
 	if (!c->json && !c->quiet && isatty(fileno(stderr)))
 		c->eo.progress = cli_progress;
-	r = fctl_engine_apply(p, &c->eo, &res);
-	test_stop_after_apply();
-	if (!c->json)
-		cli_findings_text(&res.findings);
-	if (r < 0 && res.refused) {
-		/* apply --plan: a saved plan that no longer holds is a check of the input that
-		 * failed (exit 1); anything else refused is the environment's (exit 2) */
-		if (r == -ESTALE)
-			cli_err("%s: %s", cmd, res.error);
-		rc = r == -ESTALE ? EXIT_INVALID : cli_env_error(cmd, r, res.error);
-		if (c->json) {
-			cli_apply_json(&out, c, p, &res, "refused");
-			cli_write(stdout, &out);
-		}
-		cli_apply_audit(audit, cmd, c, p, &res, "refused", &rc);
-		goto out;
-	}
-	if (r == 0 && res.withheld)
-		result = "withheld";
-	else if (r == 0)
-		result = res.plan && res.plan->n_ops && !c->eo.dry_run ? "applied"
-			 : c->eo.dry_run				 ? "planned"
-									 : "unchanged";
-	else
-		result = res.rolled_back && res.restored_exactly ? "rolled-back" : "failed";
-	if (c->json) {
-		cli_apply_json(&out, c, p, &res, result);
-	} else if (!c->quiet) {
-		if (res.recovered)
-			fctl_buf_printf(&out, "recovered: an interrupted apply was rolled back first\n");
-		if (res.plan && res.plan->n_ops)
-			fctl_plan_to_text(res.plan, &out, cli_color(stdout));
-		if (r == 0 && c->eo.dry_run)
-			fctl_buf_printf(&out, "dry run: nothing changed\n");
-		else if (r == 0 && (!res.plan || !res.plan->n_ops))
-			fctl_buf_printf(&out,
-					"host %s already matches %s version %" PRIu64
-					": no changes, %" PRIu64 " netlink writes\n",
-					res.host, p->name, p->version, res.writes);
-		else if (r == 0)
-			fctl_buf_printf(&out,
-					"applied %s version %" PRIu64 " on %s: %zu operations, %" PRIu64
-					" netlink writes, %" PRIu64 " round trips, %.3f s\n",
-					p->name, p->version, res.host, res.ops_done, res.writes,
-					res.round_trips, res.seconds);
-	}
-	cli_write(stdout, &out);
-	if (r < 0) {
-		cli_err("%s failed on %s: %s", cmd, res.host, res.error);
-		if (res.rolled_back && res.restored_exactly)
-			cli_err("rolled back: %s is exactly as it was before", res.host);
-		else
-			cli_err("ROLLBACK INCOMPLETE on %s: run 'fabricctl recover' and inspect "
-				"with 'fabricctl show'",
-				res.host);
-		rc = EXIT_FAILED;
-	} else {
-		if (res.error[0])
-			cli_err("warning: %s", res.error);
-		/* --dry-run --detailed-exitcode: plan's exit, 0 no changes, 4 changes, 5 disruptive */
-		rc = c->eo.dry_run && res.plan ? cli_plan_exit(c->detailed, res.plan->n_ops,
-				fctl_plan_count_disruptive(res.plan)) : EXIT_OK;
-		/* the VLAN devices of MKA ports exist now: their wpa_supplicants next */
-		if (!c->eo.dry_run) {
-			rc = cli_mka_up(p, res.host, c->eo.netns, c->eo.keymgr_path,
-					c->quiet || c->json);
-			/* the record names the CAKs in use by their check values, as the SAKs */
-			cli_mka_kcvs(p, res.host, &res);
-		}
-		if (rc != EXIT_OK && !c->eo.dry_run)
-			result = "failed";
-		rc = cli_withheld_exit(&res, rc);
-	}
-	if (!c->eo.dry_run)
-		cli_apply_audit(audit, cmd, c, p, &res, result, &rc);
-out:
-	if (cli_audit_close(audit) < 0 && rc == EXIT_OK)
-		rc = EXIT_USAGE;
-	if (r == 0 && res.confirm_pending && !c->quiet && !c->json)
+	fctl_host_apply_run(&h);
+	rc = say_result(cmd, c, p, &h);
+	rc = fctl_host_apply_finish(&h, rc);
+	cli_say(&h.msgs);
+	if (h.r == 0 && h.res.confirm_pending && !c->quiet && !c->json)
 		cli_confirm_note(&c->eo);
-	if (life_fd >= 0)
-		close(life_fd); /* the watchdog now needs nothing of this process */
-	fctl_buf_release(&out);
-	fctl_apply_result_release(&res);
+	fctl_host_apply_release(&h); /* the watchdog now needs nothing of this process */
 	fctl_approvals_release(&c->approvals);
 	return rc;
 }

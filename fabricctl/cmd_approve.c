@@ -41,66 +41,16 @@ static bool bytes_of(const struct fctl_profile *p, const struct fctl_buf *b)
 int cli_approvals_gate(const struct fctl_profile *p, struct fctl_approvals *out, char *why,
 		       size_t len)
 {
-	struct fctl_approval_policy pol;
-	struct fctl_buf b = { 0 }, t = { 0 };
-	char err[512];
-	int r = fctl_approval_policy_load(cli_approvals_conf(), &pol, err, sizeof(err)), rc;
-
-	*out = (struct fctl_approvals){ 0 };
-	if (r < 0) {
-		snprintf(why, len, "the approval policy cannot be read: %s", err);
-		return EXIT_USAGE;
-	}
-	if (r == 0)
-		return EXIT_OK;
-	r = fctl_file_read(p->file, &b);
-	if (r < 0) {
-		snprintf(why, len, "%s: %s", p->file, strerror(-r));
-		fctl_buf_release(&b);
-		return EXIT_USAGE;
-	}
-	/* the bytes checked are the bytes parsed: a file rewritten in between is refused */
-	if (!bytes_of(p, &b)) {
-		snprintf(why, len, "%s changed while it was read: its approvals cannot be checked",
-			 p->file);
-		fctl_buf_release(&b);
-		return EXIT_INVALID;
-	}
-	r = fctl_approvals_check(p->file, b.data, b.len, &pol, time(NULL), out, err, sizeof(err));
-	fctl_buf_release(&b);
-	if (r < 0) {
-		snprintf(why, len, "%s (the approval policy %s)", err, pol.conf);
-		return EXIT_USAGE;
-	}
-	rc = EXIT_OK;
-	if (!out->met) {
-		fctl_approvals_text(out, &t);
-		snprintf(why, len, "%s version %" PRIu64 " (%s) is %s", p->name ? p->name : "?",
-			 p->version, p->file, t.data ? t.data : "NOT approved");
-		rc = EXIT_INVALID;
-	}
-	fctl_buf_release(&t);
-	return rc;
+	return fctl_host_approvals_gate(cli_approvals_conf(), p, out, why, len);
 }
 
 void cli_approvals_note(const struct fctl_profile *p, const char *cmd, bool dry_run,
 			bool quiet)
 {
-	struct fctl_approvals a;
-	char why[2048];
-	int rc = cli_approvals_gate(p, &a, why, sizeof(why));
+	struct fctl_host_msgs m = { 0 };
 
-	if (rc != EXIT_OK)
-		cli_err("%s: %s%s", cmd, why, dry_run ? ": an apply of it would be refused" : "");
-	else if (a.required && !quiet) {
-		struct fctl_buf t = { 0 };
-
-		fctl_approvals_text(&a, &t);
-		cli_err("%s: %s version %" PRIu64 " is %s", cmd, p->name ? p->name : "?",
-			p->version, t.data ? t.data : "");
-		fctl_buf_release(&t);
-	}
-	fctl_approvals_release(&a);
+	fctl_host_approvals_note(cli_approvals_conf(), p, cmd, dry_run, quiet, &m);
+	cli_say(&m);
 }
 
 /* ---- approvals PROFILE ---- */

@@ -611,122 +611,34 @@ void cli_audit_set_actor(const char *cert, bool has_uid, uid_t uid)
 	actor.uid = uid;
 }
 
+const struct fctl_audit_actor *cli_audit_actor(void)
+{
+	return &actor;
+}
+
 int cli_audit_open(const char *log_opt, struct fctl_audit **out)
 {
-	struct fctl_audit_policy p = {
-		.log_path = log_opt, .env = true, .create_key = true, .batch = 64,
-		.actor = actor,
-	};
-	char err[512] = "";
-	int r = fctl_audit_open_policy(&p, out, err, sizeof(err));
+	struct fctl_host_msgs m = { 0 };
+	int r = fctl_host_audit_open(log_opt, &actor, out, &m);
 
-	if (r < 0)
-		cli_err("AUDIT LOG UNAVAILABLE: %s", err);
-	else
-		say_notice(r, err, " (run 'fabricctl audit keygen --out DIR')");
-	return r < 0 ? r : 0;
+	cli_say(&m);
+	return r;
 }
 
-#define APPROVAL_LEN 256
-/* the counted approvals as the record names them: "PRINCIPAL SHA256:KEY sha256:SIG", a
- * principal's quotes, backslashes and unprintable bytes as '?' */
-static size_t approvals_strings(const struct fctl_approvals *ap, char out[][APPROVAL_LEN],
-				const char **v)
+int cli_audit_record(struct fctl_audit *a, const struct fctl_host_event *ev)
 {
-	size_t n = 0;
+	struct fctl_host_msgs m = { 0 };
+	int r = fctl_host_audit_record(a, ev, &m);
 
-	for (size_t i = 0; ap && i < ap->n && n < FCTL_AUDIT_MAX_KEYS; i++) {
-		const struct fctl_approval_sig *s = &ap->v[i];
-
-		if (s->state != FCTL_APPROVAL_COUNTED)
-			continue;
-		snprintf(out[n], APPROVAL_LEN, "%.120s %s %s", s->principal, s->fp, s->digest);
-		for (char *c = out[n]; *c; c++)
-			if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\')
-				*c = '?';
-		v[n] = out[n];
-		n++;
-	}
-	return n;
-}
-
-int cli_audit_record(struct fctl_audit *a, const struct cli_audit_event *ev)
-{
-	struct fctl_audit_entry e = {
-		.action = ev->action,
-		.result = ev->result,
-		.change_id = ev->change_id ? ev->change_id : getenv("FCTL_CHANGE_ID"),
-		.host = ev->host && *ev->host ? ev->host : NULL,
-		.error = ev->error && *ev->error ? ev->error : NULL,
-		.detail = ev->detail,
-		.has_counts = ev->has_counts,
-		.ops = ev->ops,
-		.writes = ev->writes,
-	};
-	char sha[65], ids[FCTL_AUDIT_MAX_KEYS][FCTL_AUDIT_KEYID_LEN + 1];
-	const char *idp[FCTL_AUDIT_MAX_KEYS], *kcvp[FCTL_AUDIT_MAX_KEYS], *apv[FCTL_AUDIT_MAX_KEYS];
-	char apr[FCTL_AUDIT_MAX_KEYS][APPROVAL_LEN];
-	size_t nid = 0;
-	int r;
-
-	if (!a)
-		return -EBADF;
-	if (e.change_id && !*e.change_id)
-		e.change_id = NULL;
-	if (ev->p) {
-		e.profile_name = ev->p->name ? ev->p->name : "unnamed";
-		e.profile_version = ev->p->version;
-		fctl_format_hex(ev->p->sha256, 32, sha);
-		e.profile_sha256 = sha;
-	}
-	/* key ids (the first 8 bytes of KEYID, never key bytes) of the SAs the plan installs */
-	for (size_t i = 0; ev->plan && i < ev->plan->n_ops && nid < FCTL_AUDIT_MAX_KEYS; i++) {
-		const struct fctl_op *op = &ev->plan->ops[i];
-		char hex[FCTL_AUDIT_KEYID_LEN + 1];
-		bool dup = false;
-
-		if ((op->kind != FCTL_OP_RXSA_ADD && op->kind != FCTL_OP_TXSA_ADD) || !op->sa.has_keyid)
-			continue;
-		fctl_format_hex(op->sa.keyid, FCTL_AUDIT_KEYID_LEN / 2, hex);
-		for (size_t k = 0; k < nid && !dup; k++)
-			dup = !strcmp(ids[k], hex);
-		if (dup)
-			continue;
-		memcpy(ids[nid], hex, sizeof(hex));
-		idp[nid] = ids[nid];
-		nid++;
-	}
-	e.key_ids = idp;
-	e.n_key_ids = nid;
-	for (size_t i = 0; i < ev->n_kcvs && i < FCTL_AUDIT_MAX_KEYS; i++)
-		kcvp[i] = ev->kcvs[i];
-	e.kcvs = kcvp;
-	e.n_kcvs = ev->n_kcvs < FCTL_AUDIT_MAX_KEYS ? ev->n_kcvs : FCTL_AUDIT_MAX_KEYS;
-	e.n_approvals = approvals_strings(ev->approvals, apr, apv);
-	e.approvals = apv;
-	r = fctl_audit_append(a, &e);
-	if (r == 0 && ev->ledger) { /* what the ledger held after it (docs/audit.md) */
-		char detail[FCTL_SA_LEDGER_ANCHOR_MAX];
-		struct fctl_audit_entry l = { .action = FCTL_SA_LEDGER_ACTION, .result = "anchored",
-					      .change_id = e.change_id, .host = e.host,
-					      .detail = detail };
-
-		fctl_sa_ledger_anchor_format(ev->ledger, detail);
-		r = fctl_audit_append(a, &l);
-	}
-	if (r == 0)
-		r = fctl_audit_sync(a);
-	if (r < 0)
-		cli_err("AUDIT RECORD NOT WRITTEN for %s on %s (%s): %s", ev->action,
-			e.host ? e.host : "this host", ev->result, fctl_audit_error(a));
+	cli_say(&m);
 	return r;
 }
 
 int cli_audit_close(struct fctl_audit *a)
 {
-	int r = fctl_audit_close(a);
+	struct fctl_host_msgs m = { 0 };
+	int r = fctl_host_audit_close(a, &m);
 
-	if (r < 0)
-		cli_err("audit: the closing checkpoint was not written: %s", strerror(-r));
+	cli_say(&m);
 	return r;
 }

@@ -24,8 +24,6 @@
 #include "fctl/proto.h"
 #include "fctl/state.h"
 
-#define READY_TIMEOUT_MS 10000 /* how long apply waits for its watchdog to say it watches */
-
 /* What the host goes back to: "version N", or "nothing (teardown)" when none was before. */
 static const char *back_to(const struct fctl_confirm_pending *c, char *out, size_t len)
 {
@@ -86,15 +84,6 @@ void cli_confirm_json(const struct fctl_confirm_pending *c, struct fctl_buf *o)
 	fctl_buf_printf(o, ",\"rolling_back\":%s}", c->expiring ? "true" : "false");
 }
 
-void cli_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len)
-{
-	char dl[32], to[64];
-
-	fmt_time(c->deadline, dl, sizeof(dl));
-	snprintf(out, len, "awaits confirmation until %s, else back to %s", dl,
-		 back_to(c, to, sizeof(to)));
-}
-
 void cli_confirm_show(const struct fctl_engine_opts *eo, struct fctl_buf *json)
 {
 	struct fctl_confirm_pending c;
@@ -118,7 +107,7 @@ static int audit_event(const char *log, const char *change_id, const char *actio
 		       const char *result, const struct fctl_apply_result *res, const char *detail)
 {
 	struct fctl_audit *audit = NULL;
-	struct cli_audit_event ev = {
+	struct fctl_host_event ev = {
 		.action = action, .result = result, .host = res ? res->host : NULL,
 		.change_id = change_id, .detail = detail,
 		.error = res && res->error[0] ? res->error : NULL, .plan = res ? res->plan : NULL,
@@ -259,113 +248,6 @@ static int watchdog(const struct fctl_engine_opts *eo, const char *id, int ready
 		close(life_fd);
 	close(pfd);
 	return EXIT_OK;
-}
-
-/* In the grandchild: this program again as 'confirm --watchdog ID --ready-fd 3 ...'. */
-static void exec_watchdog(const struct fctl_engine_opts *eo, const char *audit_log,
-			  const char *change_id)
-{
-	const char *opt[][2] = {
-		{ "--watchdog", eo->confirm_id }, { "--ready-fd", "3" }, { "--life-fd", "4" },
-		{ "--state-dir", eo->state_dir }, { "--netns", eo->netns },
-		{ "--host", eo->host },	  { "--audit-log", audit_log },
-		{ "--change", change_id },
-	};
-	char *argv[2 + 2 * FCTL_ARRAY_SIZE(opt) + 1];
-	int argc = 0;
-
-	argv[argc++] = strdup("fabricctl");
-	argv[argc++] = strdup("confirm");
-	for (size_t i = 0; i < FCTL_ARRAY_SIZE(opt); i++) {
-		if (!opt[i][1])
-			continue;
-		argv[argc++] = strdup(opt[i][0]);
-		argv[argc++] = strdup(opt[i][1]);
-	}
-	argv[argc] = NULL;
-	for (int i = 0; i < argc; i++)
-		if (!argv[i])
-			_exit(127);
-	execv("/proc/self/exe", argv);
-	_exit(127);
-}
-
-/* Starts the watchdog: fork, a new session, fork again (so it is nobody's child), stdio on
- * /dev/null, then exec_watchdog. 0 once it said it watches; *life_fd is the CLI's end of
- * the pipe whose closing (at exit, or a kill -9) tells the watchdog the CLI is gone. */
-static int start_watchdog(const struct fctl_engine_opts *eo, const char *audit_log,
-			  const char *change_id, int *life_fd)
-{
-	struct pollfd pfd;
-	int p[2], life[2], st;
-	char b = 0;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(life, O_CLOEXEC) < 0) {
-		st = -errno;
-		close(p[0]);
-		close(p[1]);
-		return st;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
-
-		if (setsid() < 0 || nul < 0 || fork() != 0)
-			_exit(0);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		/* p[1] and life[0] are above 4 or a dup2 of them would close the other */
-		if (p[1] < 5 || life[0] < 5) {
-			p[1] = fcntl(p[1], F_DUPFD_CLOEXEC, 5);
-			life[0] = fcntl(life[0], F_DUPFD_CLOEXEC, 5);
-		}
-		if (p[1] < 0 || life[0] < 0 || dup2(p[1], 3) < 0 || dup2(life[0], 4) < 0)
-			_exit(127); /* dup2 leaves 3 and 4 without O_CLOEXEC */
-		for (int fd = 5; fd < 1024; fd++)
-			close(fd);
-		exec_watchdog(eo, audit_log, change_id);
-	}
-	close(p[1]);
-	close(life[0]);
-	if (pid < 0) {
-		st = -errno;
-		close(p[0]);
-		close(life[1]);
-		return st;
-	}
-	waitpid(pid, &st, 0);
-	pfd.fd = p[0];
-	pfd.events = POLLIN;
-	st = poll(&pfd, 1, READY_TIMEOUT_MS) == 1 && read(p[0], &b, 1) == 1 && b == '1';
-	close(p[0]);
-	if (!st) {
-		close(life[1]);
-		return -ECHILD;
-	}
-	*life_fd = life[1];
-	return 0;
-}
-
-int cli_confirm_watch(const struct fctl_engine_opts *eo, const char *audit_log,
-		      const char *change_id, int *life_fd)
-{
-	struct fctl_confirm_pending c;
-	int r;
-
-	*life_fd = -1;
-	if (fctl_engine_confirm_pending(eo, &c) == 1)
-		return 0; /* one is pending: the engine refuses this apply and says why */
-	r = start_watchdog(eo, audit_log, change_id, life_fd);
-
-	if (r < 0)
-		cli_err("apply: refused: the confirmation watchdog did not start (%s); nothing "
-			"was changed", strerror(-r));
-	return r;
 }
 
 void cli_confirm_note(const struct fctl_engine_opts *eo)

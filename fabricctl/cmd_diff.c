@@ -38,7 +38,7 @@ static int record_drift(const struct cli_host *c, const struct fctl_profile *p,
 {
 	struct fctl_audit *audit = NULL;
 	char detail[64];
-	struct cli_audit_event ev = { .action = "drift", .result = "found", .host = host,
+	struct fctl_host_event ev = { .action = "drift", .result = "found", .host = host,
 				      .change_id = c->change_id, .p = p, .detail = detail };
 	int r;
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* MKA in apply and show: start the wpa_supplicants of a host's MKA ports, report their KaY. */
+/* MKA in show: the KaY state of the MKA ports fabricctl runs (an apply's start-up is the
+ * host transaction's, libfctl/host/host_mka.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -14,108 +15,6 @@
 #include "fctl/engine_kernel.h"
 #include "fctl/mka_host.h"
 #include "fctl/mka_rotate.h"
-
-static int count_port(const struct fctl_mka_port *port, void *arg)
-{
-	(void)port;
-	(*(unsigned *)arg)++;
-	return 0;
-}
-
-/* Prune and up under the lock of the MKA run directory (the agent's restarts and
- * rotation steps take it too). */
-static int mka_up_locked(const struct fctl_profile *p, const char *host, unsigned n_ports,
-			 const char *netns, const char *keymgr_path, bool quiet)
-{
-	struct fctl_key_source src = { .keymgr_path = keymgr_path };
-	struct fctl_mka_host_opts o = { .keys = &src };
-	char err[768] = "";
-	unsigned n = 0, rot = 0;
-	int r;
-
-	/* ports the profile no longer runs MKA on: their wpa_supplicant stops with the link */
-	r = fctl_mka_host_prune(p, host, &n, err, sizeof(err));
-	if (r < 0) {
-		cli_err("apply: mka on %s: %s", host, err);
-		return EXIT_FAILED;
-	}
-	if (n && !quiet)
-		fprintf(stderr, "mka: stopped %u wpa_supplicant%s of %s\n", n, n == 1 ? "" : "s",
-			host);
-	if (!n_ports)
-		return EXIT_OK;
-	n = 0;
-	r = fctl_engine_kernel_open(NULL, NULL, netns, &o.kern);
-	if (r < 0) {
-		cli_err("apply: mka: netlink: %s", strerror(-r));
-		return EXIT_USAGE;
-	}
-	r = fctl_mka_host_up(p, host, &o, &n, &rot, err, sizeof(err));
-	fctl_engine_kernel_close(o.kern);
-	if (r < 0) {
-		/* fail-secure: the VLAN device carries no address, so nothing flows in clear */
-		cli_err("apply: mka on %s: %s", host, err[0] ? err : strerror(-r));
-		return EXIT_FAILED;
-	}
-	if (n && !quiet)
-		fprintf(stderr, "mka: %u port%s of %s handed to wpa_supplicant\n", n,
-			n == 1 ? "" : "s", host);
-	if (rot && !quiet)
-		fprintf(stderr, "mka: %u port%s of %s rotating to a new CAK: the old one carries "
-			"the traffic until the peer has the new one (the agent moves it, "
-			"docs/mka.md)\n", rot, rot == 1 ? "" : "s", host);
-	return EXIT_OK;
-}
-
-int cli_mka_up(const struct fctl_profile *p, const char *host, const char *netns,
-	       const char *keymgr_path, bool quiet)
-{
-	struct stat st;
-	unsigned n = 0;
-	int fd, rc;
-
-	fctl_mka_host_each(p, host, count_port, &n);
-	/* nothing to start, nothing ever started: no run directory made for nothing */
-	if (!n && stat(FCTL_MKA_RUN_DIR, &st) < 0)
-		return EXIT_OK;
-	fd = fctl_mka_lock();
-	if (fd < 0) {
-		cli_err("apply: mka: cannot lock %s: %s", FCTL_MKA_RUN_DIR, strerror(-fd));
-		return EXIT_USAGE;
-	}
-	rc = mka_up_locked(p, host, n, netns, keymgr_path, quiet);
-	close(fd);
-	return rc;
-}
-
-static void put_kcv(struct fctl_apply_result *res, const char *kcv)
-{
-	for (size_t i = 0; i < res->n_kcvs; i++)
-		if (strcmp(res->kcvs[i], kcv) == 0)
-			return;
-	if (res->n_kcvs < FCTL_APPLY_MAX_KCVS)
-		snprintf(res->kcvs[res->n_kcvs++], sizeof(res->kcvs[0]), "%s", kcv);
-}
-
-/* The CAK of the current CA and, during a rotation, the incoming one's: both by their
- * check values. */
-static int add_kcv(const struct fctl_mka_port *port, void *arg)
-{
-	struct fctl_apply_result *res = arg;
-	char ckn[65], kcv[7], dir[PATH_MAX];
-
-	if (fctl_mka_given(port->ifname, NULL, ckn, kcv) == 0)
-		put_kcv(res, kcv);
-	if (fctl_mka_incoming(port->ifname, dir, sizeof(dir), NULL) == 0 &&
-	    fctl_mka_given(port->ifname, dir, ckn, kcv) == 0)
-		put_kcv(res, kcv);
-	return 0;
-}
-
-void cli_mka_kcvs(const struct fctl_profile *p, const char *host, struct fctl_apply_result *res)
-{
-	fctl_mka_host_each(p, host, add_kcv, res);
-}
 
 /* The SA MKA installed: encoding AN and the key number of its KEYID (MI || KN, the KN in
  * wpa_supplicant's host byte order). */

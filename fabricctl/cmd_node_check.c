@@ -376,7 +376,7 @@ static int audit_never_applied(const struct nc_args *a, const struct fctl_nodech
 	struct fctl_audit *au = NULL;
 	char d[400];
 	int e = cli_audit_open(a->audit_log, &au);
-	struct cli_audit_event ev = { .action = "node-check", .result = "allowed", .host = r->host,
+	struct fctl_host_event ev = { .action = "node-check", .result = "allowed", .host = r->host,
 				      .detail = d };
 
 	if (e < 0)

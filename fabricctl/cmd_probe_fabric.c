@@ -363,7 +363,7 @@ static int audit_one(struct fctl_audit *a, const struct pf *f, const struct fctl
 {
 	const struct fctl_probe_item *it = r->item;
 	char detail[768], why[FCTL_PROBE_MAX_REASONS * 242] = "";
-	struct cli_audit_event ev = { .action = "probe-fabric", .host = it->host[1],
+	struct fctl_host_event ev = { .action = "probe-fabric", .host = it->host[1],
 				      .change_id = f->change, .p = p, .detail = detail };
 	size_t off = 0;
 

@@ -21,7 +21,7 @@ int cli_recover_run(const struct cli_host *c)
 	r = fctl_engine_recover(&c->eo, &res);
 	rc = r < 0 ? EXIT_FAILED : cli_withheld_exit(&res, EXIT_OK); /* its reason in the record */
 	if (audit && r != 0 && (res.recovered || r < 0)) {
-		struct cli_audit_event ev = { .action = "recover", .host = res.host,
+		struct fctl_host_event ev = { .action = "recover", .host = res.host,
 					      .change_id = c->change_id, .error = res.error,
 					      .result = r == 1 ? "recovered" : "failed" };
 
@@ -31,7 +31,7 @@ int cli_recover_run(const struct cli_host *c)
 		cli_audit_record(audit, &ev);
 	}
 	if (audit && res.confirm_rolled_back) {
-		struct cli_audit_event ev = {
+		struct fctl_host_event ev = {
 			.action = "confirm-rollback", .result = "rolled-back", .host = res.host,
 			.change_id = c->change_id, .plan = res.plan, .kcvs = res.kcvs,
 			.n_kcvs = res.n_kcvs, .has_counts = true, .ops = res.ops_done,

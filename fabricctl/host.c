@@ -204,15 +204,11 @@ int cli_env_error(const char *what, int r, const char *msg)
  * something else failed already. The audit record carries the reason as its error. */
 int cli_withheld_exit(struct fctl_apply_result *res, int rc)
 {
-	if (!res->withheld)
-		return rc;
-	cli_err("%zu SA%s WITHHELD on %s, fail-secure (the SecY protects and sends nothing "
-		"with that key): %s", res->withheld, res->withheld == 1 ? "" : "s", res->host,
-		res->withheld_why);
-	if (!res->error[0])
-		snprintf(res->error, sizeof(res->error), "%zu SAs withheld: %s", res->withheld,
-			 res->withheld_why);
-	return rc == EXIT_OK ? EXIT_WITHHELD : rc;
+	struct fctl_host_msgs m = { 0 };
+
+	rc = fctl_host_withheld(res, rc, &m);
+	cli_say(&m);
+	return rc;
 }
 
 void cli_apply_json(struct fctl_buf *o, const struct cli_host *c, const struct fctl_profile *p,
@@ -271,45 +267,9 @@ void cli_apply_audit(struct fctl_audit *audit, const char *cmd, struct cli_host 
 		     const struct fctl_profile *p, const struct fctl_apply_result *res,
 		     const char *result, int *rc)
 {
-	struct cli_audit_event ev = {
-		.host = res->host, .change_id = c->change_id, .p = p, .plan = res->plan,
-		.kcvs = res->kcvs, .n_kcvs = res->n_kcvs, .approvals = &c->approvals,
-	};
-	struct fctl_confirm_pending cp;
-	char detail[192];
+	struct fctl_host_msgs m = { 0 };
 
-	if (!audit)
-		return;
-	if (res->recovered) {
-		ev.action = "recover";
-		ev.result = "recovered";
-		ev.detail = "an interrupted apply was rolled back before this one";
-		ev.p = NULL;
-		ev.plan = NULL;
-		ev.n_kcvs = 0;
-		if (cli_audit_record(audit, &ev) < 0 && *rc == EXIT_OK)
-			*rc = EXIT_USAGE;
-		ev.detail = NULL;
-		ev.p = p;
-		ev.plan = res->plan;
-		ev.n_kcvs = res->n_kcvs;
-	}
-	ev.action = cmd;
-	ev.result = result;
-	ev.error = res->error;
-	if (res->confirm_pending && fctl_engine_confirm_pending(&c->eo, &cp) == 1) {
-		cli_confirm_detail(&cp, detail, sizeof(detail));
-		ev.detail = detail;
-	}
-	ev.has_counts = true;
-	ev.ops = res->ops_done;
-	ev.writes = res->writes;
-	ev.ledger = res->has_ledger ? &res->ledger : NULL;
-	if (cli_audit_record(audit, &ev) < 0) {
-		if (*rc == EXIT_OK && strcmp(result, "unchanged") != 0)
-			cli_err("%s: the host WAS changed, but no audit record says so", cmd);
-		if (*rc == EXIT_OK)
-			*rc = EXIT_USAGE;
-	}
+	fctl_host_apply_audit(audit, cmd, c->change_id, &c->eo, p, res, &c->approvals, result,
+			      rc, &m);
+	cli_say(&m);
 }
-
