@@ -35,13 +35,12 @@ int fctl_agentd_conn_ep(struct conn_table *t, int op, int fd, uint32_t events, v
 
 static struct conn *conn_new(struct conn_table *t, enum conn_kind kind, int fd)
 {
-	struct conn *c = fctl_calloc(1, sizeof(*c));
+	struct conn *c = t->hooks->alloc ? t->hooks->alloc(t) : fctl_calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->kind = kind;
 	c->fd = fd;
-	c->fd_out = c->fd_err = -1;
 	c->deadline = fctl_agentd_now_ms() + (uint64_t)t->lim.timeout_s * 1000;
 	c->next = t->conns;
 	t->conns = c;
@@ -82,15 +81,12 @@ void fctl_agentd_conn_free(struct conn_table *t, struct conn *c)
 	fctl_agentd_frame_free(c);
 	fctl_buf_release(&c->out);
 	fctl_agentd_conn_hold(t, c, 0);
-	if (c->fd_out >= 0)
-		close(c->fd_out);
-	if (c->fd_err >= 0)
-		close(c->fd_err);
-	if (c->spool[0])
-		unlink(c->spool);
 	if (t->count)
 		(*t->count)--;
-	free(c);
+	if (t->hooks->release)
+		t->hooks->release(t, c); /* the agent: the worker's memfds, the spool file */
+	else
+		free(c);
 }
 
 void fctl_agentd_conn_close(struct conn_table *t, struct conn *c)
@@ -105,7 +101,7 @@ void fctl_agentd_conn_close(struct conn_table *t, struct conn *c)
 		t->hooks->closing(t, c);
 	if (c->fd >= 0) {
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
-		if (c->ssl && !c->child)
+		if (c->ssl && !c->busy)
 			SSL_shutdown(c->ssl);
 		close(c->fd);
 		c->fd = -1;
@@ -133,7 +129,7 @@ void fctl_agentd_conn_collect(struct conn_table *t)
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->closing && !c->child)
+		if (c->closing && !c->busy)
 			fctl_agentd_conn_free(t, c);
 	}
 }
@@ -145,15 +141,16 @@ void fctl_agentd_sweep_timeouts(struct conn_table *t)
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->proxy || c->pending) /* the front-end's deadlines; the agent's answer */
+		/* busy: the answer's owner; no socket here (a proxy): the front-end's deadlines */
+		if (c->busy || c->fd < 0 || c->closing)
 			continue;
-		if (c->deadline && c->deadline <= now && !c->child && !c->closing && c->handshake) {
+		if (c->deadline && c->deadline <= now && c->handshake) {
 			char d[96];
 
 			snprintf(d, sizeof(d), "no TLS handshake within %u s (handshake_timeout)",
 				 t->lim.handshake_timeout_s);
 			t->hooks->refuse(t, c, FCTL_REFUSED_HANDSHAKE_TIMEOUT, d);
-		} else if (c->deadline && c->deadline <= now && !c->child && !c->closing) {
+		} else if (c->deadline && c->deadline <= now) {
 			/* audited when a request was being read or answered, not for an idle one */
 			t->hooks->event(t, c, FCTL_REFUSED_TIMEOUT, c->hdr_got || c->writing ? 2 : 0,
 					NULL);
@@ -167,7 +164,7 @@ int fctl_agentd_next_timeout(struct conn_table *t)
 	uint64_t now = fctl_agentd_now_ms(), best = 0;
 
 	for (struct conn *c = t->conns; c; c = c->next)
-		if (c->deadline && !c->child && !c->closing && !c->proxy && !c->pending &&
+		if (c->deadline && !c->busy && !c->closing && c->fd >= 0 &&
 		    (!best || c->deadline < best))
 			best = c->deadline;
 	if (!best)
@@ -288,7 +285,7 @@ void fctl_agentd_conn_flush(struct conn_table *t, struct conn *c)
 {
 	if (c->closing)
 		return;
-	if (c->proxy) {
+	if (c->fd < 0) { /* not closing: a proxy, its socket the front-end's */
 		if (t->hooks->proxy_out)
 			t->hooks->proxy_out(t, c);
 		return;
@@ -408,7 +405,7 @@ static void readable(struct conn_table *t, struct conn *c)
 		char why[200];
 		int r;
 
-		if (c->closing || c->writing || c->child || c->close_after || c->pending)
+		if (c->closing || c->writing || c->busy || c->close_after)
 			return;
 		if (!read_some(t, c))
 			return;

@@ -84,11 +84,11 @@ static void fr_auth(struct conn_table *t, struct conn *c)
 	send_msg(fe_of(t), CH_AUTH, c->rid, r, 4, c->who, strlen(c->who));
 }
 
-/* A decoded request: its frame to the agent; c waits (c->pending). */
+/* A decoded request: its frame to the agent; c waits (c->busy) for its answer. */
 static void fr_forward(struct conn_table *t, struct conn *c, const struct fctl_msg *m)
 {
 	(void)m; /* the agent decodes the frame again */
-	c->pending = true;
+	c->busy = true;
 	c->deadline = 0;
 	fctl_agentd_conn_watch_hangup(t, c); /* the agent stops a read-only worker on it */
 	send_msg(fe_of(t), CH_REQ, c->rid, c->frame, FCTL_PROTO_HDR_LEN + (size_t)c->h.length, NULL, 0);
@@ -134,12 +134,14 @@ static void fr_event(struct conn_table *t, struct conn *c, enum fctl_refusal why
 	send_msg(fe_of(t), CH_EVENT, c->rid, r, 5, d, n);
 }
 
-/* c closed here: told to the agent. */
+/* c closed here: told to the agent, whose answer (if c was busy) is dropped: c is
+ * shut down and freed at the end of the batch. */
 static void fr_closed(struct conn_table *t, struct conn *c)
 {
 	if (c->rid)
 		send_msg(fe_of(t), CH_CLOSE, c->rid, NULL, 0, NULL, 0);
 	c->rid = 0;
+	c->busy = false;
 }
 
 static const struct conn_hooks fr_hooks = {
@@ -368,9 +370,9 @@ static void respond(struct frontend *fe, struct conn *c)
 {
 	struct fctl_chan *ch = &fe->ch;
 
-	if (!c->pending || ch->len < 1 + FCTL_PROTO_HDR_LEN)
+	if (!c->busy || ch->len < 1 + FCTL_PROTO_HDR_LEN)
 		return;
-	c->pending = false;
+	c->busy = false;
 	if (ch->msg[0] & 1)
 		c->close_after = true;
 	fctl_buf_reset(&c->out);
@@ -430,7 +432,7 @@ static void on_event(struct frontend *fe, const struct epoll_event *ev)
 	}
 	if (c->closing)
 		return;
-	if (c->pending) {
+	if (c->busy) {
 		fctl_agentd_conn_on_hangup(t, c, ev->events);
 		return;
 	}

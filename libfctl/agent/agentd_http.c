@@ -26,9 +26,10 @@ static void render(struct agent *a, struct fctl_buf *body)
 
 void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
 	struct fctl_buf body = { 0 }, resp = { 0 };
-	ssize_t k = fctl_agentd_conn_read(c, c->http + c->http_len,
-					  sizeof(c->http) - 1 - c->http_len);
+	ssize_t k = fctl_agentd_conn_read(c, ac->http + ac->http_len,
+					  sizeof(ac->http) - 1 - ac->http_len);
 
 	if (k == -EAGAIN)
 		return;
@@ -36,20 +37,20 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c)
 		fctl_agentd_conn_close(&a->ct, c);
 		return;
 	}
-	c->http_len += (size_t)k;
-	c->http[c->http_len] = '\0';
-	if (!strstr(c->http, "\r\n\r\n") && !strstr(c->http, "\n\n")) {
-		if (c->http_len < sizeof(c->http) - 1)
+	ac->http_len += (size_t)k;
+	ac->http[ac->http_len] = '\0';
+	if (!strstr(ac->http, "\r\n\r\n") && !strstr(ac->http, "\n\n")) {
+		if (ac->http_len < sizeof(ac->http) - 1)
 			return;
 		fctl_buf_puts(&resp, "HTTP/1.0 431 Request Header Fields Too Large\r\n\r\n");
-	} else if (strncmp(c->http, "GET /metrics ", 13) == 0 ||
-		   strncmp(c->http, "GET /metrics\r", 13) == 0) {
+	} else if (strncmp(ac->http, "GET /metrics ", 13) == 0 ||
+		   strncmp(ac->http, "GET /metrics\r", 13) == 0) {
 		render(a, &body);
 		fctl_buf_printf(&resp, "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
 				       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
 				body.len);
 		fctl_buf_append(&resp, body.data, body.len);
-	} else if (strncmp(c->http, "GET ", 4) == 0) {
+	} else if (strncmp(ac->http, "GET ", 4) == 0) {
 		fctl_buf_puts(&resp, "HTTP/1.0 404 Not Found\r\nContent-Length: 10\r\n\r\nnot found\n");
 	} else {
 		fctl_buf_puts(&resp, "HTTP/1.0 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");

@@ -39,8 +39,10 @@
  * frontend: a struct conn_table, its listener, its channel; its own conn_hooks). The
  * two processes share no state: the agent's (struct agent) holds the audit log, the
  * SA session, pull mode, MKA, the workers and the front-end's handle; the connection
- * code sees only the struct conn_table it is given. The agent sees each TLS
- * connection as a proxy (struct conn with .proxy, fd -1) fed by the front-end's
+ * code sees only the struct conn_table it is given and the shared part of each
+ * connection (struct conn): the agent's connections are struct aconn (the worker and
+ * request state besides), the front-end's are struct conn alone. The agent sees each TLS
+ * connection as a proxy (struct aconn with .proxy, fd -1) fed by the front-end's
  * channel (agentd_tlsfe.c), whose messages it checks before anything acts on them.
  *
  * Ownership of a struct conn (one rule, everywhere): only
@@ -51,8 +53,8 @@
  * nothing else. So a struct conn stays valid for the rest of the batch after any
  * call that "closes" it: callers check c->closing after a call that may close,
  * never compare addresses, and never touch a connection once they returned to
- * the loop with c->closing set. A closing connection whose worker still runs is
- * kept until the worker is reaped (its response is dropped). Connections are
+ * the loop with c->closing set. A closing connection still busy (the agent's whose
+ * worker still runs) is kept until the worker is reaped (its response is dropped). Connections are
  * freed directly only by the loop's teardown.
  *
  * Limits (docs/agent.md): a request frame is at most cfg.max_frame bytes (refused
@@ -74,10 +76,18 @@
 
 enum conn_kind { C_UNIX, C_TLS, C_HTTP };
 
+/*
+ * A connection as the connection code (agentd_conn.c) sees it, in either process: the
+ * socket, TLS, who the peer is, the framing buffers, the deadline and what it holds of
+ * the limits. What else a process keeps of a connection is its own: the agent's
+ * connections are struct aconn (below: the worker, the request, the proxy), which its
+ * hooks allocate and free; the front-end's are this struct alone. Every connection of a
+ * table is its owner's type (t->hooks->alloc made it).
+ */
 struct conn {
 	struct conn *next;
 	enum conn_kind kind;
-	int fd;
+	int fd;            /* -1: closed, or (not closing) no socket here: the agent's proxy */
 	SSL *ssl;
 	bool handshake;
 	enum fctl_role role; /* the one hello and status name: fctl_roles_primary(roles) */
@@ -91,29 +101,52 @@ struct conn {
 	struct fctl_proto_hdr h;
 	uint8_t *frame;
 	size_t frame_got;
-	char http[2048];
-	size_t http_len;
 	struct fctl_buf out;
 	size_t out_off;
 	bool writing, close_after;
-	pid_t child;
-	int fd_out, fd_err;
+	/* its request is handled by its owner (the agent: its worker runs; the front-end:
+	 * the agent has it), set and cleared by the owner: nothing is read from it (only its
+	 * hang-up watched), its deadline waits, and closed it is not shut down (TLS) and
+	 * fctl_agentd_conn_collect keeps it until busy is cleared (the front-end clears it
+	 * in hooks->closing: the agent's answer is dropped) */
+	bool busy;
+	uint64_t deadline; /* ms, 0 = none */
+	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */
+	bool in_readable;  /* inside fctl_agentd_conn_readable (which reads on itself) */
+	size_t held;       /* bytes of frame and response counted in conn_table.buffered */
+	uint32_t rid;      /* a TLS connection's id on the front-end channel (both sides) */
+};
+
+/* The agent's connection: the shared part and what only the agent keeps (its worker,
+ * the request being handled, the metrics request, the proxy's state). Allocated and
+ * freed by the agent's hooks (fctl_agentd_conn_hooks: alloc, release). */
+struct aconn {
+	struct conn c;
+	pid_t child;       /* its worker, 0: none (c.busy while it runs) */
+	int fd_out, fd_err; /* the worker's stdout and stderr (memfds), -1: none */
 	uint32_t req_id;
 	uint8_t req_type;
 	uint32_t req_options;
 	bool req_writes;
 	bool abandoned; /* a read-only worker stopped: its client hung up */
 	char spool[PATH_MAX]; /* this request's profile (a unique name made here), or "" */
-	uint64_t deadline; /* ms, 0 = none */
-	bool closing;      /* closed: no more I/O, freed by fctl_agentd_conn_collect */
-	bool in_readable;  /* inside fctl_agentd_conn_readable (which reads on itself) */
-	size_t held;       /* bytes of frame and response counted in conn_table.buffered */
-	uint32_t rid;      /* a TLS connection's id on the front-end channel (both sides) */
-	bool proxy;        /* agent: a TLS connection the front-end holds (fd -1) */
-	bool authed;       /* agent: the front-end named its peer (CH_AUTH) */
-	bool fe_gone;      /* agent: the front-end closed it, or is gone */
-	bool pending;      /* front-end: a request the agent handles */
+	char http[2048];   /* the metrics request being read (C_HTTP) */
+	size_t http_len;
+	bool proxy;        /* a TLS connection the front-end holds (c.fd -1) */
+	bool authed;       /* the front-end named its peer (CH_AUTH) */
+	bool fe_gone;      /* the front-end closed it, or is gone */
 };
+
+/* The agent's connection c is part of (every connection of the agent's table is one). */
+static inline struct aconn *fctl_agentd_ac(struct conn *c)
+{
+	return (struct aconn *)(void *)((char *)c - offsetof(struct aconn, c));
+}
+
+static inline const struct aconn *fctl_agentd_cac(const struct conn *c)
+{
+	return (const struct aconn *)(const void *)((const char *)c - offsetof(struct aconn, c));
+}
 
 /*
  * The channel between the agent and its TLS front-end (agentd_chan.c, a stream
@@ -210,7 +243,8 @@ struct agent;
  * What the connection code (agentd_conn.c) leaves to the process that runs it: the
  * agent's hooks (agentd_request.c: fctl_agentd_conn_hooks) handle requests, count and
  * audit refusals; the front-end's (agentd_frontend.c) send them over its channel. The
- * first three are always set; a NULL one of the others does nothing.
+ * first three are always set; a NULL one of the others does nothing (alloc, release:
+ * see there).
  */
 struct conn_hooks {
 	/* A decoded request frame of c (c->frame holds it while m is used). */
@@ -229,8 +263,15 @@ struct conn_hooks {
 	void (*authed)(struct conn_table *t, struct conn *c);
 	/* c is being closed (fctl_agentd_conn_close, once), its socket still open. */
 	void (*closing)(struct conn_table *t, struct conn *c);
-	/* c->proxy: its response (c->out) leaves through the front-end. */
+	/* c has no socket here (fd -1, not closing: the agent's proxy): its response
+	 * (c->out) leaves through the front-end. */
 	void (*proxy_out)(struct conn_table *t, struct conn *c);
+	/* A new connection, zeroed but for what its owner sets (a struct aconn in the
+	 * agent), or NULL; NULL hook: a struct conn alone (fctl_calloc). */
+	struct conn *(*alloc)(struct conn_table *t);
+	/* Frees c and what its owner kept of it (fctl_agentd_conn_free calls it last, c
+	 * already unlinked, its socket closed); NULL hook: free(c). */
+	void (*release)(struct conn_table *t, struct conn *c);
 };
 
 /* One process's connections (agentd_conn.c): the agent's (Unix socket, /metrics, the
@@ -373,8 +414,9 @@ void fctl_agentd_conn_limits(struct conn_limits *l, const struct fctl_agent_conf
 int fctl_agentd_conn_ep(struct conn_table *t, int op, int fd, uint32_t events, void *ptr);
 /* Accepts one connection on lfd: peer credentials (Unix), TLS handshake (TLS). */
 void fctl_agentd_accept(struct conn_table *t, int lfd, enum conn_kind kind);
-/* Unlinks and frees c: its socket, TLS, frame, output, memfds and spool file. Only
- * fctl_agentd_conn_collect and the loop's teardown call it. */
+/* Unlinks and frees c: its socket, TLS, frame, output, then hooks->release (the agent:
+ * the worker's memfds and spool file). Only fctl_agentd_conn_collect and the loop's
+ * teardown call it. */
 void fctl_agentd_conn_free(struct conn_table *t, struct conn *c);
 /* Closes c's socket and sets c->closing (hooks->closing first: the agent sends a
  * read-only worker of c SIGTERM); c itself stays valid until fctl_agentd_conn_collect
@@ -386,12 +428,15 @@ void fctl_agentd_conn_close(struct conn_table *t, struct conn *c);
  * EPOLL_CTL_MOD); _on_hangup takes an event of that fd and closes c on a hang-up. */
 void fctl_agentd_conn_watch_hangup(struct conn_table *t, struct conn *c);
 void fctl_agentd_conn_on_hangup(struct conn_table *t, struct conn *c, uint32_t events);
-/* End of an epoll batch: frees the closing connections whose worker is not running. */
+/* End of an epoll batch: frees the closing connections that are not busy (the agent's
+ * whose worker still runs). */
 void fctl_agentd_conn_collect(struct conn_table *t);
 /* Closes connections past their deadline (handshake: hooks->refuse; idle or a request
- * not read or written in time: hooks->event, then closed). Not proxies, nor pending. */
+ * not read or written in time: hooks->event, then closed). Not busy ones, nor those
+ * with no socket here (the agent's proxies: the front-end times them). */
 void fctl_agentd_sweep_timeouts(struct conn_table *t);
-/* The epoll timeout until the next deadline, -1 for none. */
+/* The epoll timeout until the next deadline (of the connections the sweep times), -1
+ * for none. */
 int fctl_agentd_next_timeout(struct conn_table *t);
 /* Sets the bytes c holds (frame + response) and keeps t->buffered their sum. */
 void fctl_agentd_conn_hold(struct conn_table *t, struct conn *c, size_t bytes);

@@ -176,7 +176,7 @@ static void on_conn_event(struct agent *a, struct conn *c, uint32_t events)
 	/* closed by an earlier event of this batch: still allocated (agentd_int.h) */
 	if (c->closing)
 		return;
-	if (c->child) {
+	if (fctl_agentd_ac(c)->child) {
 		fctl_agentd_conn_on_hangup(&a->ct, c, events);
 		return;
 	}
@@ -266,14 +266,16 @@ static void teardown(struct agent *a)
 
 	while (a->ct.conns) {
 		struct conn *c = a->ct.conns;
+		struct aconn *ac = fctl_agentd_ac(c);
 
-		if (c->child) {
-			kill(c->child, SIGTERM);
-			waitpid(c->child, NULL, 0);
-			if (c->req_writes)
+		if (ac->child) {
+			kill(ac->child, SIGTERM);
+			waitpid(ac->child, NULL, 0);
+			if (ac->req_writes)
 				a->writers--;
 			a->workers--;
-			c->child = 0;
+			ac->child = 0;
+			c->busy = false;
 		}
 		fctl_agentd_conn_free(&a->ct, c);
 	}

@@ -2,8 +2,10 @@
 /* What the agent does with a decoded request: role check, HELLO, STATUS, or a worker; its connection hooks. */
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentd_int.h"
 #include "fctl/rotation.h"
@@ -73,12 +75,13 @@ static void status_output(struct agent *a, const struct conn *c, bool json, stru
 void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
 	const char *tn = fctl_proto_type_name(m->type);
+	struct aconn *ac = fctl_agentd_ac(c);
 	int r;
 
-	c->req_id = m->id;
-	c->req_type = m->type;
-	c->req_options = m->options;
-	c->req_writes = m->type == FCTL_MSG_ROLLBACK || m->type == FCTL_MSG_RECOVER ||
+	ac->req_id = m->id;
+	ac->req_type = m->type;
+	ac->req_options = m->options;
+	ac->req_writes = m->type == FCTL_MSG_ROLLBACK || m->type == FCTL_MSG_RECOVER ||
 			m->type == FCTL_MSG_CONFIRM ||
 			(m->type == FCTL_MSG_APPLY && !(m->options & FCTL_OPT_DRY_RUN));
 	if (fctl_proto_is_sa_request(m->type)) {
@@ -124,7 +127,7 @@ void fctl_agentd_handle_request(struct agent *a, struct conn *c, const struct fc
 		fctl_buf_release(&o);
 		return;
 	}
-	if (c->req_writes) {
+	if (ac->req_writes) {
 		char ifn[FCTL_IFNAMSIZ];
 
 		if (a->rops->rotation_busy(a, ifn, sizeof(ifn))) {
@@ -193,13 +196,15 @@ static void on_event(struct conn_table *t, struct conn *c, enum fctl_refusal why
 
 static void on_closing(struct conn_table *t, struct conn *c)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
+
 	/* a read-only worker's answer has no one to go to: stopped (reaped as usual); a
 	 * writing worker finishes, its change and audit record whole */
-	if (c->child > 0 && !c->req_writes) {
-		kill(c->child, SIGTERM);
-		c->abandoned = true;
+	if (ac->child > 0 && !ac->req_writes) {
+		kill(ac->child, SIGTERM);
+		ac->abandoned = true;
 	}
-	if (c->proxy)
+	if (ac->proxy)
 		fctl_agentd_fe_close(fctl_agentd_of(t), c);
 }
 
@@ -208,10 +213,38 @@ static void on_proxy_out(struct conn_table *t, struct conn *c)
 	fctl_agentd_fe_respond(fctl_agentd_of(t), c);
 }
 
+/* The agent's connections are struct aconn: no worker, no memfds yet. */
+static struct conn *on_alloc(struct conn_table *t)
+{
+	struct aconn *ac = fctl_calloc(1, sizeof(*ac));
+
+	(void)t;
+	if (!ac)
+		return NULL;
+	ac->fd_out = ac->fd_err = -1;
+	return &ac->c;
+}
+
+static void on_release(struct conn_table *t, struct conn *c)
+{
+	struct aconn *ac = fctl_agentd_ac(c);
+
+	(void)t;
+	if (ac->fd_out >= 0)
+		close(ac->fd_out);
+	if (ac->fd_err >= 0)
+		close(ac->fd_err);
+	if (ac->spool[0])
+		unlink(ac->spool);
+	free(ac);
+}
+
 const struct conn_hooks fctl_agentd_conn_hooks = {
 	.request = on_request,
 	.refuse = on_refuse,
 	.event = on_event,
 	.closing = on_closing,
 	.proxy_out = on_proxy_out,
+	.alloc = on_alloc,
+	.release = on_release,
 };

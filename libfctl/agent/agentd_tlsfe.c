@@ -94,7 +94,7 @@ static unsigned live_proxies(const struct agent *a, size_t *frames)
 
 	*frames = 0;
 	for (const struct conn *c = a->ct.conns; c; c = c->next)
-		if (c->proxy && !c->closing) {
+		if (fctl_agentd_cac(c)->proxy && !c->closing) {
 			n++;
 			if (c->frame)
 				*frames += FCTL_PROTO_HDR_LEN + (size_t)c->h.length + 1;
@@ -116,7 +116,7 @@ static bool text_ok(const uint8_t *p, size_t n, size_t max)
 static struct conn *proxy(struct agent *a, uint32_t id)
 {
 	for (struct conn *c = a->ct.conns; c; c = c->next)
-		if (c->proxy && c->rid == id && !c->closing)
+		if (fctl_agentd_ac(c)->proxy && c->rid == id && !c->closing)
 			return c;
 	return NULL;
 }
@@ -124,8 +124,8 @@ static struct conn *proxy(struct agent *a, uint32_t id)
 static const char *on_open(struct agent *a, const uint8_t *p, uint32_t n)
 {
 	const uint8_t *nul = memchr(p, '\0', n);
+	struct aconn *ac;
 	struct conn *c;
-
 	size_t frames;
 
 	if (a->fe.ch.id <= a->fe.max_id)
@@ -135,13 +135,14 @@ static const char *on_open(struct agent *a, const uint8_t *p, uint32_t n)
 	if (!nul || !text_ok(p, (size_t)(nul - p), sizeof(c->peer)) ||
 	    !text_ok(nul + 1, n - (size_t)(nul - p) - 1, sizeof(c->who)))
 		return "bad peer";
-	c = fctl_calloc(1, sizeof(*c));
+	c = fctl_agentd_conn_hooks.alloc(&a->ct);
 	if (!c)
 		return NULL; /* out of memory: the front-end's connection closes (CH_CLOSE) */
+	ac = fctl_agentd_ac(c);
 	a->fe.max_id = a->fe.ch.id;
 	c->kind = C_TLS;
-	c->fd = c->fd_out = c->fd_err = -1;
-	c->proxy = true;
+	c->fd = -1;
+	ac->proxy = true;
 	c->handshake = true;
 	c->rid = a->fe.ch.id;
 	memcpy(c->peer, p, (size_t)(nul - p));
@@ -154,17 +155,18 @@ static const char *on_open(struct agent *a, const uint8_t *p, uint32_t n)
 
 static const char *on_auth(struct conn *c, const uint8_t *p, uint32_t n)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
 	unsigned ok = FCTL_ROLE_BIT(FCTL_ROLE_VIEWER) | FCTL_ROLE_BIT(FCTL_ROLE_OPERATOR) |
 		      FCTL_ROLE_BIT(FCTL_ROLE_KEY_CUSTODIAN);
 	uint32_t roles;
 
-	if (c->authed || n < 4 || !text_ok(p + 4, n - 4, sizeof(c->who)) || n == 4)
+	if (ac->authed || n < 4 || !text_ok(p + 4, n - 4, sizeof(c->who)) || n == 4)
 		return "bad identity";
 	roles = fctl_chan_u32(p);
 	/* never local (the Unix socket's role), never nothing */
 	if (!roles || roles & ~ok)
 		return "roles outside viewer, operator and key-custodian";
-	c->authed = true;
+	ac->authed = true;
 	c->handshake = false;
 	c->roles = roles;
 	c->role = fctl_roles_primary(roles);
@@ -177,13 +179,14 @@ static const char *on_auth(struct conn *c, const uint8_t *p, uint32_t n)
 static const char *on_req(struct agent *a, struct conn *c)
 {
 	struct fctl_chan *ch = &a->fe.ch;
+	struct aconn *ac = fctl_agentd_ac(c);
 	struct fctl_msg m;
 	char why[200];
 	size_t frames;
 
-	if (!c->authed)
+	if (!ac->authed)
 		return "a request before the handshake";
-	if (c->frame || c->child || c->writing)
+	if (c->frame || ac->child || c->writing)
 		return "a request while one is in progress";
 	live_proxies(a, &frames);
 	if (frames + (size_t)ch->len + 1 > a->cfg.max_buffered)
@@ -221,7 +224,7 @@ static const char *on_refusal(struct agent *a, struct conn *c, const uint8_t *p,
 			return "bad detail";
 		memset(c->who, 0, sizeof(c->who));
 		memcpy(c->who, nul + 1, (size_t)(p + n - nul - 1));
-		c->fe_gone = true;
+		fctl_agentd_ac(c)->fe_gone = true;
 		fctl_agentd_refuse(a, c, why, (const char *)p + 4);
 		return NULL;
 	}
@@ -259,7 +262,7 @@ static const char *dispatch(struct agent *a)
 	case CH_EVENT:
 		return on_refusal(a, c, p, ch->len);
 	case CH_CLOSE:
-		c->fe_gone = true;
+		fctl_agentd_ac(c)->fe_gone = true;
 		fctl_agentd_conn_close(&a->ct, c);
 		return NULL;
 	}
@@ -488,8 +491,8 @@ bool fctl_agentd_fe_reaped(struct agent *a, pid_t pid, int status)
 	a->fe.pid = 0;
 	fctl_agentd_fe_stop(a);
 	for (struct conn *c = a->ct.conns; c; c = c->next)
-		if (c->proxy && !c->closing) {
-			c->fe_gone = true;
+		if (fctl_agentd_ac(c)->proxy && !c->closing) {
+			fctl_agentd_ac(c)->fe_gone = true;
 			fctl_agentd_conn_close(&a->ct, c);
 		}
 	if (!a->fe.window_ms || now - a->fe.window_ms > FE_WINDOW_MS) {
@@ -521,15 +524,16 @@ bool fctl_agentd_fe_reaped(struct agent *a, pid_t pid, int status)
 
 void fctl_agentd_fe_respond(struct agent *a, struct conn *c)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
 	uint8_t flags = c->close_after ? 1 : 0;
 
-	if (!c->fe_gone && a->fe.ch.fd >= 0 &&
+	if (!ac->fe_gone && a->fe.ch.fd >= 0 &&
 	    fctl_chan_send(&a->fe.ch, CH_RESP, c->rid, &flags, 1, c->out.data, c->out.len) < 0)
-		c->fe_gone = true;
+		ac->fe_gone = true;
 	watch(a);
 	c->writing = false;
 	if (c->close_after) {
-		c->fe_gone = true; /* the front-end closes it after the response */
+		ac->fe_gone = true; /* the front-end closes it after the response */
 		fctl_agentd_conn_close(&a->ct, c);
 		return;
 	}
@@ -542,8 +546,9 @@ void fctl_agentd_fe_respond(struct agent *a, struct conn *c)
 
 void fctl_agentd_fe_close(struct agent *a, struct conn *c)
 {
-	if (!c->fe_gone && a->fe.ch.fd >= 0)
+	struct aconn *ac = fctl_agentd_ac(c);
+	if (!ac->fe_gone && a->fe.ch.fd >= 0)
 		fctl_chan_send(&a->fe.ch, CH_CLOSE, c->rid, NULL, 0, NULL, 0);
-	c->fe_gone = true;
+	ac->fe_gone = true;
 	watch(a);
 }

@@ -19,14 +19,14 @@
 
 /* Removes this request's spool file and the signatures beside it (SPOOL.sig.d: its own,
  * the name was made unique here). */
-static void drop_spool(struct conn *c)
+static void drop_spool(struct aconn *ac)
 {
-	char d[sizeof(c->spool) + 8];
+	char d[sizeof(ac->spool) + 8];
 	DIR *dir;
 
-	if (!c->spool[0])
+	if (!ac->spool[0])
 		return;
-	snprintf(d, sizeof(d), "%s.sig.d", c->spool);
+	snprintf(d, sizeof(d), "%s.sig.d", ac->spool);
 	dir = opendir(d);
 	if (dir) {
 		struct dirent *e;
@@ -37,8 +37,8 @@ static void drop_spool(struct conn *c)
 		closedir(dir);
 		rmdir(d);
 	}
-	unlink(c->spool);
-	c->spool[0] = '\0';
+	unlink(ac->spool);
+	ac->spool[0] = '\0';
 }
 
 /* The signature files the client sent (FCTL_TLV_SIGS) into SPOOL.sig.d/NN-NAME, where
@@ -46,16 +46,16 @@ static void drop_spool(struct conn *c)
  * decides as for a local apply. A name from the wire is checked again here as a plain
  * file name (the decoder did already), never taken as a path; files are created O_EXCL,
  * without following a link, in a folder made for this request. */
-static int write_sigs(const struct conn *c, const struct fctl_msg *m)
+static int write_sigs(const struct aconn *ac, const struct fctl_msg *m)
 {
-	char d[sizeof(c->spool) + 8], p[sizeof(d) + FCTL_PROTO_MAX_SIG_NAME + 32];
+	char d[sizeof(ac->spool) + 8], p[sizeof(d) + FCTL_PROTO_MAX_SIG_NAME + 32];
 	struct fctl_proto_sig sg;
 	size_t off = 0, i = 0;
 	int r = 0;
 
 	if (!(m->present & FCTL_HAS_SIGS))
 		return 0;
-	snprintf(d, sizeof(d), "%s.sig.d", c->spool);
+	snprintf(d, sizeof(d), "%s.sig.d", ac->spool);
 	if (mkdir(d, 0700) < 0)
 		return -errno;
 	while (r == 0 && fctl_proto_sig_next(m, &off, &sg) == 1) {
@@ -77,23 +77,23 @@ static int write_sigs(const struct conn *c, const struct fctl_msg *m)
 /* The profile into a file that is this request's alone: a fresh random name in
  * profile_dir, created with O_EXCL and mode 0600 (mkostemps). Nothing in the name
  * comes from the client, so no two requests ever share one. */
-static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m)
+static int write_spool(struct agent *a, struct aconn *ac, const struct fctl_msg *m)
 {
 	static const char suffix[] = ".yaml";
 	int fd, r = 0, n;
 
 	if (mkdir(a->cfg.profile_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	n = snprintf(c->spool, sizeof(c->spool), "%s/.remote-XXXXXX%s", a->cfg.profile_dir,
+	n = snprintf(ac->spool, sizeof(ac->spool), "%s/.remote-XXXXXX%s", a->cfg.profile_dir,
 		     suffix);
-	if (n < 0 || (size_t)n >= sizeof(c->spool)) {
-		c->spool[0] = '\0';
+	if (n < 0 || (size_t)n >= sizeof(ac->spool)) {
+		ac->spool[0] = '\0';
 		return -ENAMETOOLONG;
 	}
-	fd = mkostemps(c->spool, (int)sizeof(suffix) - 1, O_CLOEXEC);
+	fd = mkostemps(ac->spool, (int)sizeof(suffix) - 1, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		c->spool[0] = '\0';
+		ac->spool[0] = '\0';
 		return r;
 	}
 	if (fchmod(fd, 0600) < 0)
@@ -103,21 +103,21 @@ static int write_spool(struct agent *a, struct conn *c, const struct fctl_msg *m
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r == 0)
-		r = write_sigs(c, m);
+		r = write_sigs(ac, m);
 	if (r < 0)
-		drop_spool(c);
+		drop_spool(ac);
 	return r;
 }
 
 /* Undoes a spawn that failed half way: the memfds and the spool file. */
-static void spawn_undo(struct conn *c)
+static void spawn_undo(struct aconn *ac)
 {
-	if (c->fd_out >= 0)
-		close(c->fd_out);
-	if (c->fd_err >= 0)
-		close(c->fd_err);
-	c->fd_out = c->fd_err = -1;
-	drop_spool(c);
+	if (ac->fd_out >= 0)
+		close(ac->fd_out);
+	if (ac->fd_err >= 0)
+		close(ac->fd_err);
+	ac->fd_out = ac->fd_err = -1;
+	drop_spool(ac);
 }
 
 int fctl_agentd_worker_init(struct agent *a, char *err, size_t errlen)
@@ -192,11 +192,12 @@ _Noreturn void fctl_agentd_exec_worker(const struct agent *a, int fd_out, int fd
 
 static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
 	struct fctl_agent_request rq = {
 		.type = m->type,
 		.options = m->options,
 		.host = (m->present & FCTL_HAS_HOST) ? m->host : a->cfg.host,
-		.profile_path = c->spool[0] ? c->spool : NULL,
+		.profile_path = ac->spool[0] ? ac->spool : NULL,
 		.to_version = m->to_version,
 		.confirm_seconds = (m->present & FCTL_HAS_CONFIRM) ? m->confirm_seconds : 0,
 		.state_dir = a->cfg.state_dir,
@@ -209,43 +210,45 @@ static void worker(struct agent *a, struct conn *c, const struct fctl_msg *m)
 	};
 
 	/* a probe opens RDMA devices and pins memory: not in the read-only sandbox */
-	fctl_agentd_exec_worker(a, c->fd_out, c->fd_err, &rq,
-				!c->req_writes && !fctl_proto_is_probe(m->type));
+	fctl_agentd_exec_worker(a, ac->fd_out, ac->fd_err, &rq,
+				!ac->req_writes && !fctl_proto_is_probe(m->type));
 }
 
 int fctl_agentd_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
+	struct aconn *ac = fctl_agentd_ac(c);
 	pid_t pid;
 	int r;
 
 	/* what an earlier request left is not this one's */
-	spawn_undo(c);
+	spawn_undo(ac);
 	if (m->present & FCTL_HAS_PROFILE) {
-		r = write_spool(a, c, m);
+		r = write_spool(a, ac, m);
 		if (r < 0)
 			return r;
 	}
-	c->fd_out = memfd_create("fctl-out", MFD_CLOEXEC);
-	if (c->fd_out >= 0)
-		c->fd_err = memfd_create("fctl-err", MFD_CLOEXEC);
-	if (c->fd_out < 0 || c->fd_err < 0) {
+	ac->fd_out = memfd_create("fctl-out", MFD_CLOEXEC);
+	if (ac->fd_out >= 0)
+		ac->fd_err = memfd_create("fctl-err", MFD_CLOEXEC);
+	if (ac->fd_out < 0 || ac->fd_err < 0) {
 		r = -errno;
-		spawn_undo(c);
+		spawn_undo(ac);
 		return r;
 	}
 	fflush(NULL); /* the program's buffered output, written once: not again by a child */
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;
-		spawn_undo(c);
+		spawn_undo(ac);
 		return r;
 	}
 	if (pid == 0)
 		worker(a, c, m); /* does not return */
-	c->child = pid;
+	ac->child = pid;
+	c->busy = true;
 	c->deadline = 0;
 	a->workers++;
-	if (c->req_writes)
+	if (ac->req_writes)
 		a->writers++;
 	fctl_agentd_conn_watch_hangup(&a->ct, c);
 	return 0;
@@ -268,6 +271,7 @@ void fctl_agentd_reap(struct agent *a)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		struct fctl_buf out = { 0 }, err = { 0 };
+		struct aconn *ac = NULL;
 		uint32_t code;
 		struct conn *c;
 
@@ -290,41 +294,43 @@ void fctl_agentd_reap(struct agent *a)
 		}
 		if (fctl_agentd_fe_reaped(a, pid, status) || fctl_agentd_mka_reaped(a, pid, status))
 			continue;
-		for (c = a->ct.conns; c && c->child != pid; c = c->next)
+		for (c = a->ct.conns; c && fctl_agentd_ac(c)->child != pid; c = c->next)
 			;
 		if (!c)
 			continue;
-		c->child = 0;
+		ac = fctl_agentd_ac(c);
+		ac->child = 0;
+		c->busy = false;
 		a->workers--;
-		if (c->req_writes) {
+		if (ac->req_writes) {
 			char d[64];
 
 			a->writers--;
 			snprintf(d, sizeof(d), "exit %u", code);
-			fctl_agentd_audit_event(a, fctl_proto_type_name(c->req_type),
+			fctl_agentd_audit_event(a, fctl_proto_type_name(ac->req_type),
 						code == 0 ? "done" : "failed", c, d);
 			fctl_agentd_drift_schedule(a, 200);
 			fctl_agentd_mka_soon(a);
 		}
-		fctl_agentd_count(a, c, c->req_type,
-				  c->abandoned && WIFSIGNALED(status) ? FCTL_REQ_ABANDONED
+		fctl_agentd_count(a, c, ac->req_type,
+				  ac->abandoned && WIFSIGNALED(status) ? FCTL_REQ_ABANDONED
 				  : code == 0 || code == 1 ? FCTL_REQ_OK
 							   : FCTL_REQ_FAILED);
-		read_memfd(c->fd_out, &out);
-		read_memfd(c->fd_err, &err);
+		read_memfd(ac->fd_out, &out);
+		read_memfd(ac->fd_err, &err);
 		if (WIFSIGNALED(status))
 			fctl_buf_printf(&err, "fabricctl agent: the %s worker was killed by signal %d\n",
-					fctl_proto_type_name(c->req_type), WTERMSIG(status));
-		close(c->fd_out);
-		close(c->fd_err);
-		c->fd_out = c->fd_err = -1;
-		drop_spool(c);
+					fctl_proto_type_name(ac->req_type), WTERMSIG(status));
+		close(ac->fd_out);
+		close(ac->fd_err);
+		ac->fd_out = ac->fd_err = -1;
+		drop_spool(ac);
 		if (c->closing) {
 			/* the peer is gone: fctl_agentd_conn_collect frees c */
-		} else if (!c->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
+		} else if (!ac->proxy && fctl_agentd_ep_set(a, EPOLL_CTL_MOD, c->fd, EPOLLOUT, c) < 0) {
 			fctl_agentd_conn_close(&a->ct, c);
 		} else {
-			fctl_agentd_respond(&a->ct, c, c->req_id, code, out.data, out.len, err.data,
+			fctl_agentd_respond(&a->ct, c, ac->req_id, code, out.data, out.len, err.data,
 					    err.len, NULL);
 		}
 		fctl_buf_release(&out);

@@ -39,11 +39,11 @@ static int fake_spawn(struct agent *a, struct conn *c, const struct fctl_msg *m)
 {
 	fk.spawns++;
 	fk.spawn_type = m->type;
-	fk.spawn_writes = c->req_writes;
+	fk.spawn_writes = fctl_agentd_ac(c)->req_writes;
 	if (fk.spawn_ret < 0)
 		return fk.spawn_ret;
 	a->workers++;
-	if (c->req_writes)
+	if (fctl_agentd_ac(c)->req_writes)
 		a->writers++;
 	return 0;
 }
@@ -125,10 +125,9 @@ static int setup(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	f->c = calloc(1, sizeof(*f->c));
+	f->c = fctl_agentd_conn_hooks.alloc(&f->a.ct); /* the agent's own: a struct aconn */
 	assert_non_null(f->c);
 	f->c->fd = sv[0];
-	f->c->fd_out = f->c->fd_err = -1;
 	f->peer = sv[1];
 	f->a.ct.conns = f->c;
 	*state = f;
@@ -352,7 +351,7 @@ static void viewer_dry_run_goes_to_a_reader(void **state)
 	assert_int_equal(f->a.workers, 1);
 	assert_int_equal(f->a.writers, 0);
 	no_response(f); /* the worker answers */
-	assert_int_equal(f->c->req_id, 41);
+	assert_int_equal(fctl_agentd_ac(f->c)->req_id, 41);
 }
 
 static void operator_apply_is_a_writer(void **state)
