@@ -22,17 +22,8 @@
 #include "fctl/audit.h"
 #include "fctl/engine.h"
 #include "fctl/proto.h"
+#include "fctl/host_apply.h"
 #include "fctl/state.h"
-
-/* What the host goes back to: "version N", or "nothing (teardown)" when none was before. */
-static const char *back_to(const struct fctl_confirm_pending *c, char *out, size_t len)
-{
-	if (c->prev_seq)
-		snprintf(out, len, "version %" PRIu64, c->prev_version);
-	else
-		snprintf(out, len, "nothing (a teardown: no version was applied before)");
-	return out;
-}
 
 static void fmt_time(int64_t t, char *out, size_t len)
 {
@@ -140,7 +131,7 @@ static int expire(const struct fctl_engine_opts *eo, const char *id, bool force,
 		snprintf(detail, sizeof(detail),
 			 "version %" PRIu64 " %s%s: back to %s", c.version,
 			 force ? "cancelled before its deadline" : "not confirmed by ", force ? "" : dl,
-			 back_to(&c, to, sizeof(to)));
+			 fctl_host_confirm_back_to(&c, to, sizeof(to)));
 		/* SAs withheld for nonce safety (docs/keys-and-pn.md): the record says which */
 		if (res.withheld && !res.error[0])
 			snprintf(res.error, sizeof(res.error), "%zu SAs withheld: %s", res.withheld,
@@ -261,7 +252,7 @@ void cli_confirm_note(const struct fctl_engine_opts *eo)
 	fprintf(stderr, "awaiting confirmation until %s: run 'fabricctl confirm' on this host "
 			"(or 'fabricctl confirm --target HOST' through its agent), or it goes "
 			"back to %s\n",
-		dl, back_to(&c, to, sizeof(to)));
+		dl, fctl_host_confirm_back_to(&c, to, sizeof(to)));
 }
 
 /* confirm's options */

@@ -209,11 +209,18 @@ void fctl_host_confirm_detail(const struct fctl_confirm_pending *c, char *out, s
 
 	gmtime_r(&tt, &tm);
 	strftime(dl, sizeof(dl), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(out, len, "awaits confirmation until %s, else back to %s", dl,
+		 fctl_host_confirm_back_to(c, to, sizeof(to)));
+}
+
+const char *fctl_host_confirm_back_to(const struct fctl_confirm_pending *c, char *out,
+				      size_t len)
+{
 	if (c->prev_seq)
-		snprintf(to, sizeof(to), "version %" PRIu64, c->prev_version);
+		snprintf(out, len, "version %" PRIu64, c->prev_version);
 	else
-		snprintf(to, sizeof(to), "nothing (a teardown: no version was applied before)");
-	snprintf(out, len, "awaits confirmation until %s, else back to %s", dl, to);
+		snprintf(out, len, "nothing (a teardown: no version was applied before)");
+	return out;
 }
 
 int fctl_host_withheld(struct fctl_apply_result *res, int rc, struct fctl_host_msgs *m)

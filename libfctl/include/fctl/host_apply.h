@@ -64,6 +64,10 @@ int fctl_host_audit_record(struct fctl_audit *a, const struct fctl_host_event *e
 int fctl_host_audit_close(struct fctl_audit *a, struct fctl_host_msgs *m);
 /* "awaits confirmation until DEADLINE, else back to ..." (the record's detail). */
 void fctl_host_confirm_detail(const struct fctl_confirm_pending *c, char *out, size_t len);
+/* What a pending confirm goes back to: "version N", or "nothing (a teardown: ...)" when no
+ * version was applied before; into out, which it returns. */
+const char *fctl_host_confirm_back_to(const struct fctl_confirm_pending *c, char *out,
+				      size_t len);
 
 /* The approval gate (docs/approvals.md) of profile p under the policy file conf: FCTL_HOST_OK
  * (no policy, or met: *out holds the approvals), else FCTL_HOST_USAGE or FCTL_HOST_INVALID
