@@ -61,7 +61,7 @@ fi
 command -v python3 >/dev/null || BATCH=0
 for f in "${PINNED[@]}" $AUDIT_PUB $TRUSTED_CP $TAR; do [ -f "$f" ] || die "cannot read '$f'"; done
 TMP=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -z "${PYPID:-}" ] || { exec {PYQ}>&-; wait "$PYPID"; }; rm -rf "$TMP"' EXIT
 
 hex2bin() { local h=$1 e= i; for ((i = 0; i < ${#h}; i += 2)); do e+="\\x${h:i:2}"; done; printf "$e"; }
 sha() { sha256sum | { read -r h _; echo "$h"; }; }
@@ -78,14 +78,14 @@ keyid() {
 safe_name() { [[ $1 =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$ ]]; }
 
 # --- batch helper: python3 (standard library) calling OpenSSL's own libcrypto ----------------
-# One process instead of one per record or signature: the leaf and record hashes of the window
-# (hashlib) and every statement's Ed25519 signature (EVP_DigestVerify of libcrypto 3 through
-# ctypes: OpenSSL's verification, the same code `openssl pkeyutl -verify` runs). Before it is
-# trusted it must accept RFC 8032's test vector 1 and refuse it with one bit changed. Without
-# python3 or libcrypto 3, or with --openssl-only, every check runs with the openssl tool alone
-# (one process per signature: slower, the same checks).
+# One process for the whole run instead of one per record or signature: the leaf and record
+# hashes of the window (hashlib) and every statement's Ed25519 signature (EVP_DigestVerify of
+# libcrypto 3 through ctypes: OpenSSL's verification, the same code `openssl pkeyutl -verify`
+# runs). Before it is trusted it must accept RFC 8032's test vector 1 and refuse it with one bit
+# changed. Without python3 or libcrypto 3, or with --openssl-only, every check runs with the
+# openssl tool alone (one process per signature: slower, the same checks).
 PYBATCH='
-import sys, re, hashlib, ctypes, ctypes.util
+import sys, re, hashlib
 def leaves(path):
 	data = open(path, "rb").read()
 	lines = data.split(b"\n")
@@ -96,8 +96,13 @@ def leaves(path):
 		out.append(hashlib.sha256(b"\0" + l).hexdigest() + " " + hashlib.sha256(l).hexdigest())
 	sys.stdout.write("".join(x + "\n" for x in out))
 def crypto():
-	names = ["libcrypto.so.3", ctypes.util.find_library("crypto"), "libcrypto.3.dylib"]
+	global ctypes
+	import ctypes, ctypes.util # here: a run that checks no signature does not load them
+	# find_library (which runs ldconfig, or a compiler) only when the usual name does not load
+	names = ("libcrypto.so.3", lambda: ctypes.util.find_library("crypto"), "libcrypto.3.dylib")
 	for n in names:
+		if callable(n):
+			n = n()
 		if not n:
 			continue
 		try:
@@ -203,20 +208,58 @@ def prefixes(path):
 	data = open(path, "rb").read()
 	for n in sorted(set(int(x) for x in sys.stdin.read().split())):
 		print(n, hashlib.sha256(data[:n]).hexdigest() if n <= len(data) else "-")
-if sys.argv[1] == "leaves":
-	leaves(sys.argv[2])
-elif sys.argv[1] == "prefixes":
-	prefixes(sys.argv[2])
-elif sys.argv[1] == "ed25519":
-	ed25519(*sys.argv[2:7])
-elif sys.argv[1] == "range":
-	range_root(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.stdin.read())
-elif sys.argv[1] == "consistency":
-	a = sys.stdin.read().split()
-	print("consistent" if len(a) >= 2 and consistency(int(sys.argv[2]), int(sys.argv[3]), a[0], a[1], a[2:]) else "inconsistent")
+def run(mode, a):
+	if mode == "leaves":
+		leaves(a[0])
+	elif mode == "prefixes":
+		prefixes(a[0])
+	elif mode == "ed25519":
+		ed25519(*a[0:5])
+	elif mode == "range":
+		range_root(int(a[0]), int(a[1]), int(a[2]), sys.stdin.read())
+	elif mode == "consistency":
+		h = sys.stdin.read().split()
+		print("consistent" if len(h) >= 2 and consistency(int(a[0]), int(a[1]), h[0], h[1], h[2:]) else "inconsistent")
+	else:
+		sys.exit(2)
+def serve():
+	# one request a line (batch below): MODE IN OUT ARGS..., tab-separated; MODE reads IN as its
+	# stdin and writes OUT as its stdout; the answer, one line: its exit status, a tab and OUT
+	req, ans = sys.stdin, sys.stdout
+	for line in req:
+		rc, f = 1, line.rstrip("\n").split("\t")
+		try:
+			with open(f[1], errors="surrogateescape") as sys.stdin, open(f[2], "w") as sys.stdout:
+				run(f[0], f[3:])
+			rc = 0
+		except SystemExit as e:
+			rc = e.code if isinstance(e.code, int) else 1
+		except Exception:
+			pass
+		sys.stdin, sys.stdout = req, ans
+		ans.write("%d\t%s\n" % (rc, f[2] if len(f) > 2 else ""))
+		ans.flush()
+if sys.argv[1:] == ["serve"]:
+	serve()
 '
-# batch MODE ARGS...: the helper (exit 3: it cannot run here; use the openssl tool)
-batch() { [ "$BATCH" = 1 ] && python3 -I -c "$PYBATCH" "$@"; }
+# batch MODE IN OUT ARGS...: the helper's MODE, IN its input and OUT its output; non-zero when it
+# cannot run here (3: no python3 with libcrypto 3, or --openssl-only: the openssl tool does it).
+# One python3 process answers every call of the run (python3 takes tens of milliseconds to start):
+# batch_start starts it in this shell (a subshell's would end with it), reading requests from one
+# FIFO and answering on another, a line each; the EXIT trap ends it.
+PYPID=
+batch_start() {
+	[ "$BATCH" = 1 ] && [[ $TMP != *[$'\t\n']* ]] && mkfifo "$TMP/py.req" "$TMP/py.ans" || return
+	exec {PYQ}<>"$TMP/py.req" # read and write: a request to a helper that died is no SIGPIPE
+	python3 -I -c "$PYBATCH" serve >"$TMP/py.ans" <"$TMP/py.req" 2>/dev/null {PYQ}>&- &
+	PYPID=$!
+	exec {PYA}<"$TMP/py.ans" # EOF once the helper is gone
+}
+batch() {
+	local IFS=$'\t' ans
+	[ -n "$PYPID" ] || return 3
+	printf '%s\n' "$*" >&"$PYQ" && read -r ans <&"$PYA" && [ "$ans" = "0"$'\t'"$3" ]
+}
 
 # --- 0. the tar (with --tar): regular files only, safe names, each once; then unpacked --------
 if [ -n "$TAR" ]; then
@@ -531,7 +574,10 @@ range_root() {
 	local w=$1 lo=$2 hi=$3 u=0 i last msgs
 	local -a NEW=()
 	printf '%s\n' "${CUR[@]}" -- "${NODES[@]}" >"$TMP/range.in"
-	batch range "$w" "$lo" "$hi" <"$TMP/range.in" 2>/dev/null && return
+	if batch range "$TMP/range.in" "$TMP/range.out" "$w" "$lo" "$hi"; then
+		read -r last <"$TMP/range.out" && echo "$last"
+		return 0
+	fi
 	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
 		if ((lo & 1)); then
 			[ $u -lt ${#NODES[@]} ] || return 1
@@ -575,7 +621,7 @@ check_window() {
 	# in one openssl process over a file per line
 	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
 	local files=1
-	batch leaves "$SLICE" >"$TMP/leaves.out" 2>/dev/null && files=0
+	batch leaves /dev/null "$TMP/leaves.out" "$SLICE" && files=0
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
@@ -675,7 +721,8 @@ consistency_ok() {
 # runs (the same steps), else in bash
 consistency_check() {
 	local r
-	r=$(printf '%s\n' "${@:3}" | batch consistency "$1" "$2" 2>/dev/null) &&
+	printf '%s\n' "${@:3}" >"$TMP/cons.in"
+	batch consistency "$TMP/cons.in" "$TMP/cons.out" "$1" "$2" && read -r r <"$TMP/cons.out" &&
 		case $r in consistent) return 0 ;; inconsistent) return 1 ;; esac
 	consistency_ok "$@"
 }
@@ -810,6 +857,7 @@ check_audit_log() {
 		fi
 	fi
 }
+batch_start # the helper, for the sections below
 check_audit_log
 
 # --- 4. in-toto statements: one DSSE envelope a line, signed by every signer ------------------
@@ -902,7 +950,7 @@ else
 		[ -s "$ST/k$i" ] || continue
 		declare -A VOK=()
 		rawpub "${SIGNER_KEYS[i]}" >"$ST/pub$i"
-		if batch ed25519 "$ST/pub$i" "$ST/s$i.hex" "$ST/k$i" "$ST/pae" "$ST/good" >"$ST/v$i" 2>/dev/null; then
+		if batch ed25519 /dev/null "$ST/v$i" "$ST/pub$i" "$ST/s$i.hex" "$ST/k$i" "$ST/pae" "$ST/good"; then
 			while IFS= read -r f; do VOK[$f]=1; done <"$ST/v$i"
 		else
 			[ "$BATCH" = 1 ] && [ $i = 0 ] && echo "    (no python3 with OpenSSL's libcrypto 3 here: one openssl process per signature)"
@@ -1043,7 +1091,8 @@ check_pn() {
 	done
 	[ $pbad = 0 ] || return
 	# the digest of each anchored prefix: one python3 pass, else one openssl process each
-	if ! printf '%s\n' "${!PFX[@]}" | batch prefixes pn/sa-ledger >"$TMP/pn.pfx" 2>/dev/null; then
+	printf '%s\n' "${!PFX[@]}" >"$TMP/pn.sizes"
+	if ! batch prefixes "$TMP/pn.sizes" "$TMP/pn.pfx" pn/sa-ledger; then
 		n=$(size pn/sa-ledger)
 		for b in "${!PFX[@]}"; do
 			if [ "$b" -le "$n" ]; then
