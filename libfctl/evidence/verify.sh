@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # verify.sh: checks a fabricctl evidence bundle with openssl (3.0+), jq, sha256sum, tar and bash
-# (and the usual text tools: sed, grep, awk, head, tail, cut, wc, find, sort), and OpenSSH's
-# ssh-keygen when the bundle carries approvals (approvals/). VERIFY.md says what
-# each check means.
+# (and the usual text tools: sed, grep, awk, head, cut, wc, od, find, sort; mkfifo for the
+# python3 helper), and OpenSSH's ssh-keygen when the bundle carries approvals (approvals/).
+# VERIFY.md says what each check means.
 #
 #   bash verify.sh --signer-pub FILE... (--audit-pub FILE | --trusted-checkpoint FILE)
 #                  [--tar BUNDLE.tar | --dir DIR]
@@ -61,31 +61,37 @@ fi
 command -v python3 >/dev/null || BATCH=0
 for f in "${PINNED[@]}" $AUDIT_PUB $TRUSTED_CP $TAR; do [ -f "$f" ] || die "cannot read '$f'"; done
 TMP=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -z "${PYPID:-}" ] || { exec {PYQ}>&-; wait "$PYPID"; }; rm -rf "$TMP"' EXIT
 
 hex2bin() { local h=$1 e= i; for ((i = 0; i < ${#h}; i += 2)); do e+="\\x${h:i:2}"; done; printf "$e"; }
 sha() { sha256sum | { read -r h _; echo "$h"; }; }
-size() { wc -c <"$1" | tr -d ' '; }
-rawpub() { openssl pkey -pubin -in "$1" -outform DER 2>/dev/null | tail -c 32; }
-# keyid of an Ed25519 public key (PEM file): SHA-256 of its DER SubjectPublicKeyInfo, hex.
-# Empty when the file is not an Ed25519 public key.
+size() { local n; n=$(wc -c <"$1") && echo $((n)); } # $((n)): some wc pad the number with blanks
+# derhex FILE: the DER SubjectPublicKeyInfo of the public key in FILE (PEM), in hex; empty when
+# openssl reads none (one openssl and one od process, where a pipe to tail, head or grep took more)
+derhex() { local h; h=$(openssl pkey -pubin -in "$1" -outform DER 2>/dev/null | od -An -v -tx1); echo "${h//[$' \n']/}"; }
+# keyid FILE: KEYID, the key id of an Ed25519 public key (PEM file), the SHA-256 of its DER
+# SubjectPublicKeyInfo in hex, and KEYRAW, its 32 bytes in hex. Fails when the file is not an
+# Ed25519 public key: its DER is then not the 44 bytes of one (302a300506032b6570032100, the key).
+ED25519_SPKI=302a300506032b6570032100
 keyid() {
-	openssl pkey -pubin -in "$1" -noout -text 2>/dev/null | head -1 | grep -q '^ED25519 Public-Key' || return 1
-	openssl pkey -pubin -in "$1" -outform DER 2>/dev/null | sha
+	local der
+	der=$(derhex "$1")
+	[[ $der =~ ^${ED25519_SPKI}[0-9a-f]{64}$ ]] || return 1
+	KEYRAW=${der:24} KEYID=$(hex2bin "$der" | sha)
 }
 # a bundle file name: components of [A-Za-z0-9._-], none starting with a dot, no //, no /
 # at either end (so no dotfile, no "..", no absolute path)
 safe_name() { [[ $1 =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$ ]]; }
 
 # --- batch helper: python3 (standard library) calling OpenSSL's own libcrypto ----------------
-# One process instead of one per record or signature: the leaf and record hashes of the window
-# (hashlib) and every statement's Ed25519 signature (EVP_DigestVerify of libcrypto 3 through
-# ctypes: OpenSSL's verification, the same code `openssl pkeyutl -verify` runs). Before it is
-# trusted it must accept RFC 8032's test vector 1 and refuse it with one bit changed. Without
-# python3 or libcrypto 3, or with --openssl-only, every check runs with the openssl tool alone
-# (one process per signature: slower, the same checks).
+# One process for the whole run instead of one per record or signature: the leaf and record
+# hashes of the window (hashlib) and every statement's Ed25519 signature (EVP_DigestVerify of
+# libcrypto 3 through ctypes: OpenSSL's verification, the same code `openssl pkeyutl -verify`
+# runs). Before it is trusted it must accept RFC 8032's test vector 1 and refuse it with one bit
+# changed. Without python3 or libcrypto 3, or with --openssl-only, every check runs with the
+# openssl tool alone (one process per signature: slower, the same checks).
 PYBATCH='
-import sys, re, hashlib, ctypes, ctypes.util
+import sys, re, hashlib
 def leaves(path):
 	data = open(path, "rb").read()
 	lines = data.split(b"\n")
@@ -96,8 +102,13 @@ def leaves(path):
 		out.append(hashlib.sha256(b"\0" + l).hexdigest() + " " + hashlib.sha256(l).hexdigest())
 	sys.stdout.write("".join(x + "\n" for x in out))
 def crypto():
-	names = ["libcrypto.so.3", ctypes.util.find_library("crypto"), "libcrypto.3.dylib"]
+	global ctypes
+	import ctypes, ctypes.util # here: a run that checks no signature does not load them
+	# find_library (which runs ldconfig, or a compiler) only when the usual name does not load
+	names = ("libcrypto.so.3", lambda: ctypes.util.find_library("crypto"), "libcrypto.3.dylib")
 	for n in names:
+		if callable(n):
+			n = n()
 		if not n:
 			continue
 		try:
@@ -203,20 +214,58 @@ def prefixes(path):
 	data = open(path, "rb").read()
 	for n in sorted(set(int(x) for x in sys.stdin.read().split())):
 		print(n, hashlib.sha256(data[:n]).hexdigest() if n <= len(data) else "-")
-if sys.argv[1] == "leaves":
-	leaves(sys.argv[2])
-elif sys.argv[1] == "prefixes":
-	prefixes(sys.argv[2])
-elif sys.argv[1] == "ed25519":
-	ed25519(*sys.argv[2:7])
-elif sys.argv[1] == "range":
-	range_root(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.stdin.read())
-elif sys.argv[1] == "consistency":
-	a = sys.stdin.read().split()
-	print("consistent" if len(a) >= 2 and consistency(int(sys.argv[2]), int(sys.argv[3]), a[0], a[1], a[2:]) else "inconsistent")
+def run(mode, a):
+	if mode == "leaves":
+		leaves(a[0])
+	elif mode == "prefixes":
+		prefixes(a[0])
+	elif mode == "ed25519":
+		ed25519(*a[0:5])
+	elif mode == "range":
+		range_root(int(a[0]), int(a[1]), int(a[2]), sys.stdin.read())
+	elif mode == "consistency":
+		h = sys.stdin.read().split()
+		print("consistent" if len(h) >= 2 and consistency(int(a[0]), int(a[1]), h[0], h[1], h[2:]) else "inconsistent")
+	else:
+		sys.exit(2)
+def serve():
+	# one request a line (batch below): MODE IN OUT ARGS..., tab-separated; MODE reads IN as its
+	# stdin and writes OUT as its stdout; the answer, one line: its exit status, a tab and OUT
+	req, ans = sys.stdin, sys.stdout
+	for line in req:
+		rc, f = 1, line.rstrip("\n").split("\t")
+		try:
+			with open(f[1], errors="surrogateescape") as sys.stdin, open(f[2], "w") as sys.stdout:
+				run(f[0], f[3:])
+			rc = 0
+		except SystemExit as e:
+			rc = e.code if isinstance(e.code, int) else 1
+		except Exception:
+			pass
+		sys.stdin, sys.stdout = req, ans
+		ans.write("%d\t%s\n" % (rc, f[2] if len(f) > 2 else ""))
+		ans.flush()
+if sys.argv[1:] == ["serve"]:
+	serve()
 '
-# batch MODE ARGS...: the helper (exit 3: it cannot run here; use the openssl tool)
-batch() { [ "$BATCH" = 1 ] && python3 -I -c "$PYBATCH" "$@"; }
+# batch MODE IN OUT ARGS...: the helper's MODE, IN its input and OUT its output; non-zero when it
+# cannot run here (3: no python3 with libcrypto 3, or --openssl-only: the openssl tool does it).
+# One python3 process answers every call of the run (python3 takes tens of milliseconds to start):
+# batch_start starts it in this shell (a subshell's would end with it), reading requests from one
+# FIFO and answering on another, a line each; the EXIT trap ends it.
+PYPID=
+batch_start() {
+	[ "$BATCH" = 1 ] && [[ $TMP != *[$'\t\n']* ]] && mkfifo "$TMP/py.req" "$TMP/py.ans" || return
+	exec {PYQ}<>"$TMP/py.req" # read and write: a request to a helper that died is no SIGPIPE
+	python3 -I -c "$PYBATCH" serve >"$TMP/py.ans" <"$TMP/py.req" 2>/dev/null {PYQ}>&- &
+	PYPID=$!
+	exec {PYA}<"$TMP/py.ans" # EOF once the helper is gone
+}
+batch() {
+	local IFS=$'\t' ans
+	[ -n "$PYPID" ] || return 3
+	printf '%s\n' "$*" >&"$PYQ" && read -r ans <&"$PYA" && [ "$ans" = "0"$'\t'"$3" ]
+}
 
 # --- 0. the tar (with --tar): regular files only, safe names, each once; then unpacked --------
 if [ -n "$TAR" ]; then
@@ -339,9 +388,11 @@ if [ $SELF = 1 ]; then
 		safe_name "$k" && [ -f "$k" ] && [ ! -L "$k" ] && PINNED+=("$PWD/$k") || bad "manifest: signer key '$k' is not a file of the bundle"
 	done < <(jq -r '.signers[]?.public_key' "$M" 2>/dev/null)
 fi
+SIGNER_RAW=() # their 32 bytes, hex
 for k in "${PINNED[@]}"; do
-	kid=$(keyid "$k") || { bad "signer key $k is not an Ed25519 public key"; continue; }
-	SIGNER_KEYS+=("$k") SIGNER_IDS+=("$kid")
+	keyid "$k" || { bad "signer key $k is not an Ed25519 public key"; continue; }
+	kid=$KEYID
+	SIGNER_KEYS+=("$k") SIGNER_IDS+=("$kid") SIGNER_RAW+=("$KEYRAW")
 	echo "    signer key $k: key id $kid"
 done
 if [ -f MANIFEST.dsse.json ] && [ ! -L MANIFEST.dsse.json ] &&
@@ -351,7 +402,8 @@ else
 	[ -f MANIFEST.dsse.json ] || bad "MANIFEST.dsse.json is missing"
 	[ ${#SIGNER_KEYS[@]} -gt 0 ] || bad "no signer key to check the manifest with"
 fi
-cp "$TMP/payload" "$M" 2>/dev/null || : >"$M"
+# (the payload itself, not a copy: nothing writes $TMP/payload again)
+if [ -f "$TMP/payload" ]; then M=$TMP/payload; else : >"$M"; fi
 # every single value the later checks read from the manifest (the file list is read on its own)
 scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 6 and (.signatures_required | type) == "number"
 	and (.files | type) == "array" and all(.files[]; (.name | type) == "string" and (.size | type) == "number"
@@ -360,7 +412,10 @@ scalars "$M" MF_SHAPE='.bundle == "fabricctl-evidence" and .format == 6 and (.si
 	MF_NEED='.signatures_required // 0' MF_FIRST='.audit.slice_first_seq' MF_LAST='.audit.slice_last_seq' \
 	MF_RECORDS='.audit.slice_records' MF_CHECKPOINT='"\(.audit.checkpoint_size) \(.audit.checkpoint_root)"' \
 	MF_ORIGIN='.audit.origin | strings' MF_WHOLE='.audit.whole_log' \
-	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1'
+	MF_ATT='.attestations.file // "attestations.intoto.jsonl"' MF_STATEMENTS='.attestations.statements // -1' \
+	MF_PN='.pn' MF_PN_SEQ='.pn.anchor_seq' MF_PN_BYTES='.pn.bytes' MF_PN_SHA='.pn.sha256' \
+	MF_PN_FILES='.pn | "\(.ledger) \(.ranges)"' \
+	MF_APPR='.approvals' MF_SEL='{c: .change_id, s: .window.since, u: .window.until}'
 if [ "$MF_SHAPE" = true ]; then
 	ok "manifest: a fabricctl evidence manifest, format 6"
 else
@@ -444,24 +499,40 @@ note_split() {
 		END { if (NR >= 2) { print p[NR - 1] "\n" > b; print p[NR] "\n" > s } }' "$1"
 	[ -s "$2.body" ] && [ -s "$2.sigs" ]
 }
+# note_text PREFIX ARRAY: the first three lines of PREFIX.body (origin, size, root) into ARRAY,
+# each as `sed -n Np` prints it without its newline, fewer when the text has fewer
+note_text() {
+	local -n nt=$2
+	local l i
+	nt=()
+	for i in 1 2 3; do
+		IFS= read -r l || [ -n "$l" ] || break
+		nt+=("$l")
+	done <"$1.body"
+}
 # note_verify PREFIX PUBFILE: 0 when a signature line "— NAME base64(keyid[4] || sig[64])" with
 # keyid = SHA-256(NAME || "\n" || 0x01 || pub)[0..3] verifies over PREFIX.body
 note_verify() {
-	local line name kid
-	rawpub "$2" >"$TMP/apub"
-	[ "$(size "$TMP/apub")" = 32 ] || return 1
+	local line name kid pub rest b64 blob
+	pub=$(derhex "$2")
+	[ ${#pub} -ge 64 ] || return 1
+	pub=${pub: -64} # the key: the DER's last 32 bytes
 	while IFS= read -r line; do
 		[[ $line == $'\xe2\x80\x94 '* ]] || continue
-		name=$(printf '%s' "$line" | cut -d' ' -f2)
-		printf '%s' "$line" | cut -d' ' -f3 | openssl base64 -d -A >"$TMP/blob" 2>/dev/null
-		kid=$({ printf '%s\n\1' "$name"; cat "$TMP/apub"; } | sha)
-		[ "$(head -c 4 "$TMP/blob" | od -An -tx1 | tr -d ' \n')" = "${kid:0:8}" ] || continue
-		tail -c 64 "$TMP/blob" >"$TMP/nsig"
+		# NAME and the base64 (fields 2 and 3 of single blanks, as cut -d' ' gives them)
+		rest=${line#* } b64=
+		name=${rest%% *}
+		[[ $rest == *' '* ]] && { b64=${rest#* }; b64=${b64%% *}; }
+		blob=$(printf '%s\n' "$b64" | openssl base64 -d -A 2>/dev/null | od -An -v -tx1)
+		blob=${blob//[$' \n']/}
+		kid=$({ printf '%s\n\1' "$name"; hex2bin "$pub"; } | sha)
+		[ "${blob:0:8}" = "${kid:0:8}" ] || continue
+		hex2bin "${blob:(${#blob} > 128 ? ${#blob} - 128 : 0)}" >"$TMP/nsig" # its last 64 bytes
 		openssl pkeyutl -verify -pubin -inkey "$2" -rawin -in "$1.body" -sigfile "$TMP/nsig" >/dev/null 2>&1 && return 0
 	done <"$1.sigs"
 	return 1
 }
-b64hex() { openssl base64 -d -A 2>/dev/null | od -An -v -tx1 | tr -d ' \n'; }
+b64hex() { local h; h=$(openssl base64 -d -A 2>/dev/null | od -An -v -tx1); printf '%s' "${h//[$' \n']/}"; }
 # node HEX-LEFT HEX-RIGHT: SHA-256(0x01 || left || right), hex (one openssl process: for the few
 # hashes of a consistency proof)
 node() { { printf '\1'; hex2bin "$1"; hex2bin "$2"; } | sha; }
@@ -531,7 +602,10 @@ range_root() {
 	local w=$1 lo=$2 hi=$3 u=0 i last msgs
 	local -a NEW=()
 	printf '%s\n' "${CUR[@]}" -- "${NODES[@]}" >"$TMP/range.in"
-	batch range "$w" "$lo" "$hi" <"$TMP/range.in" 2>/dev/null && return
+	if batch range "$TMP/range.in" "$TMP/range.out" "$w" "$lo" "$hi"; then
+		read -r last <"$TMP/range.out" && echo "$last"
+		return 0
+	fi
 	for (( ; w > 1; w = (w + 1) >> 1, lo >>= 1, hi >>= 1)); do
 		if ((lo & 1)); then
 			[ $u -lt ${#NODES[@]} ] || return 1
@@ -573,9 +647,9 @@ check_window() {
 	# the records: their seq and prev; each line's leaf hash SHA-256(0x00 || line) and its
 	# own SHA-256 (the statements' subject digest): all in the one python3 helper, or else
 	# in one openssl process over a file per line
-	rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"
 	local files=1
-	batch leaves "$SLICE" >"$TMP/leaves.out" 2>/dev/null && files=0
+	batch leaves /dev/null "$TMP/leaves.out" "$SLICE" && files=0
+	[ $files = 0 ] || { rm -rf "$TMP/leaves" && mkdir "$TMP/leaves"; }
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		if [[ ! $line =~ ^\{\"seq\":([0-9]+),\"prev\":\"([0-9a-f]{64})\", ]]; then
@@ -675,7 +749,8 @@ consistency_ok() {
 # runs (the same steps), else in bash
 consistency_check() {
 	local r
-	r=$(printf '%s\n' "${@:3}" | batch consistency "$1" "$2" 2>/dev/null) &&
+	printf '%s\n' "${@:3}" >"$TMP/cons.in"
+	batch consistency "$TMP/cons.in" "$TMP/cons.out" "$1" "$2" && read -r r <"$TMP/cons.out" &&
 		case $r in consistent) return 0 ;; inconsistent) return 1 ;; esac
 	consistency_ok "$@"
 }
@@ -721,21 +796,23 @@ check_whole_log() {
 	[ $cbad = 0 ] && ok "audit: $LOG: $n records, each chained to the one before"
 	if [ "$cpsize" -gt "$n" ]; then
 		bad "audit: the checkpoint covers $cpsize records but $LOG has $n (cut-off tail)"
-	elif [ "$(sed -n 3p "$TMP/cp.body")" = "$cproot" ]; then
+	elif [ "${CPN[2]:-}" = "$cproot" ]; then # CPN: check_audit_log's
 		ok "audit: $LOG: Merkle root of the first $cpsize records matches the checkpoint"
 	else
 		bad "audit: $LOG: Merkle root of the first $cpsize records does not match the checkpoint"
 	fi
 }
 check_audit_log() {
-	local cpsize tsize= akey origin mo roothex troot troothex p=()
+	local cpsize tsize= akey origin mo roothex= troot troothex p=() CPN TCPN
 	note_split "$CP" "$TMP/cp" || { bad "audit: $CP is not a signed note"; return; }
-	cpsize=$(sed -n 2p "$TMP/cp.body")
+	note_text "$TMP/cp" CPN
+	cpsize=${CPN[1]:-}
 	[[ $cpsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the checkpoint has no size"; return; }
-	roothex=$(sed -n 3p "$TMP/cp.body" | b64hex)
+	[ ${#CPN[@]} -lt 3 ] || roothex=$(printf '%s\n' "${CPN[2]}" | b64hex)
 	if [ -n "$TRUSTED_CP" ]; then
 		note_split "$TRUSTED_CP" "$TMP/tcp" || { bad "audit: the trusted checkpoint $TRUSTED_CP is not a signed note"; return; }
-		tsize=$(sed -n 2p "$TMP/tcp.body")
+		note_text "$TMP/tcp" TCPN
+		tsize=${TCPN[1]:-}
 		[[ $tsize =~ ^[1-9][0-9]*$ ]] || { bad "audit: the trusted checkpoint has no size"; return; }
 	fi
 	# the audit key: pinned, or the bundle's own when the trusted checkpoint's signature
@@ -769,7 +846,7 @@ check_audit_log() {
 	else
 		bad "audit: the checkpoint is not the one the signed manifest names"
 	fi
-	origin=$(sed -n 1p "$TMP/cp.body")
+	origin=${CPN[0]:-}
 	mo=$MF_ORIGIN
 	if [ -n "$mo" ] && [ "$mo" = "$origin" ]; then
 		ok "audit: the checkpoint's origin '$origin' is the one the signed manifest records"
@@ -783,13 +860,13 @@ check_audit_log() {
 		bad "audit: $LOG is in the bundle but the signed manifest says no whole log"
 	fi
 	[ -n "$TRUSTED_CP" ] || return
-	troot=$(sed -n 3p "$TMP/tcp.body")
-	if [ "$(sed -n 1p "$TMP/tcp.body")" != "$origin" ]; then
-		bad "audit: your trusted checkpoint is of another log (origin '$(sed -n 1p "$TMP/tcp.body")')"
+	troot=${TCPN[2]:-}
+	if [ "${TCPN[0]:-}" != "$origin" ]; then
+		bad "audit: your trusted checkpoint is of another log (origin '${TCPN[0]:-}')"
 	elif [ "$tsize" -gt "$cpsize" ]; then
 		bad "audit: your trusted checkpoint covers $tsize records, the bundle's checkpoint $cpsize (records removed)"
 	elif [ "$tsize" = "$cpsize" ]; then
-		[ "$troot" = "$(sed -n 3p "$TMP/cp.body")" ] && ok "audit: the first $tsize records are the ones your trusted checkpoint covers" ||
+		[ "$troot" = "${CPN[2]:-}" ] && ok "audit: the first $tsize records are the ones your trusted checkpoint covers" ||
 			bad "audit: the first $tsize records differ from the ones your trusted checkpoint covers (history rewritten)"
 	elif [ -n "$WHOLE_TROOT" ]; then
 		[ "$troot" = "$WHOLE_TROOT" ] && ok "audit: the first $tsize records of $LOG are the ones your trusted checkpoint covers" ||
@@ -810,6 +887,7 @@ check_audit_log() {
 		fi
 	fi
 }
+batch_start # the helper, for the sections below
 check_audit_log
 
 # --- 4. in-toto statements: one DSSE envelope a line, signed by every signer ------------------
@@ -854,7 +932,7 @@ PAE_JQ='. as $l | (try fromjson catch null) as $e | ($e.payload | strings) as $p
 		| gsub("\\\\"; "\\\\") | gsub("\n"; "\\n") | gsub("\u0000"; "\\0000") else "-" end'
 sbad=0 k=0 last=0
 ST=$TMP/st
-rm -rf "$ST" && mkdir "$ST"
+mkdir "$ST"
 IDS=$(ids_json)
 declare -A EWHY=() NREC=() STOK=()
 GOOD=()
@@ -897,16 +975,17 @@ else
 		[ "$j" = ${#GOOD[@]} ] || { bad "in-toto: the envelopes could not be read again ($j of ${#GOOD[@]})"; sbad=1; GOOD=(); }
 	}
 	[ "$(awk 'END { print NR }' "$ST/pae")" = "$k" ] || { bad "in-toto: the envelopes could not be read again"; sbad=1; GOOD=(); }
-	PAR=$(nproc 2>/dev/null || echo 2)
+	PAR= # how many openssl processes at once, where the helper cannot check the signatures
 	for i in "${!SIGNER_KEYS[@]}"; do
 		[ -s "$ST/k$i" ] || continue
 		declare -A VOK=()
-		rawpub "${SIGNER_KEYS[i]}" >"$ST/pub$i"
-		if batch ed25519 "$ST/pub$i" "$ST/s$i.hex" "$ST/k$i" "$ST/pae" "$ST/good" >"$ST/v$i" 2>/dev/null; then
+		hex2bin "${SIGNER_RAW[i]}" >"$ST/pub$i"
+		if batch ed25519 /dev/null "$ST/v$i" "$ST/pub$i" "$ST/s$i.hex" "$ST/k$i" "$ST/pae" "$ST/good"; then
 			while IFS= read -r f; do VOK[$f]=1; done <"$ST/v$i"
 		else
 			[ "$BATCH" = 1 ] && [ $i = 0 ] && echo "    (no python3 with OpenSSL's libcrypto 3 here: one openssl process per signature)"
 			[ -e "$ST/p.0000000" ] || pae_files
+			PAR=${PAR:-$(nproc 2>/dev/null || echo 2)}
 			(cd "$ST" && printf '%b' "$(sed 's/../\\x&/g' "s$i.hex")" | split -b 64 -a 7 -d - "g$i." &&
 				xargs -P "$PAR" -I{} openssl pkeyutl -verify -pubin -inkey "${SIGNER_KEYS[i]}" -rawin \
 					-in p.{} -sigfile "g$i.{}" -out "r$i.{}" <"k$i" >/dev/null 2>&1)
@@ -1015,8 +1094,7 @@ pn_overlaps() {
 check_pn() {
 	local an=() a seq b h top=-1 topseq= topb=-1 n pbad=0 line
 	declare -A PFX=()
-	scalars "$M" MF_PN='.pn' MF_PN_SEQ='.pn.anchor_seq' MF_PN_BYTES='.pn.bytes' MF_PN_SHA='.pn.sha256' \
-		MF_PN_FILES='.pn | "\(.ledger) \(.ranges)"'
+	# MF_PN...: read with the manifest's other values (section 1)
 	[ -f "$SLICE" ] || return
 	mapfile -t an < <(jq -r 'select(.action == "sa-ledger" and (has("manual") | not)) | "\(.seq) \(.detail)"' "$SLICE" 2>/dev/null)
 	if [ "$MF_PN" = null ]; then
@@ -1043,7 +1121,8 @@ check_pn() {
 	done
 	[ $pbad = 0 ] || return
 	# the digest of each anchored prefix: one python3 pass, else one openssl process each
-	if ! printf '%s\n' "${!PFX[@]}" | batch prefixes pn/sa-ledger >"$TMP/pn.pfx" 2>/dev/null; then
+	printf '%s\n' "${!PFX[@]}" >"$TMP/pn.sizes"
+	if ! batch prefixes "$TMP/pn.sizes" "$TMP/pn.pfx" pn/sa-ledger; then
 		n=$(size pn/sa-ledger)
 		for b in "${!PFX[@]}"; do
 			if [ "$b" -le "$n" ]; then
@@ -1103,7 +1182,7 @@ check_pn
 check_approvals() {
 	local seq psha ap p key hex rest vt prof sig out n=0 abad=0
 	local -A SEEN=()
-	scalars "$M" MF_APPR='.approvals' MF_SEL='{c: .change_id, s: .window.since, u: .window.until}'
+	# MF_APPR, MF_SEL: read with the manifest's other values (section 1)
 	[ -f "$SLICE" ] || return
 	jq -r --argjson w "${MF_SEL:-null}" 'select(($w.c == null or .change == $w.c)
 		and ($w.s == null or (.time != null and .time >= $w.s)) and ($w.u == null or (.time != null and .time <= $w.u))

@@ -149,11 +149,11 @@ sign_env() { # KEY PAYLOAD-FILE: a DSSE envelope of the manifest signed by KEY
 		'{payloadType: $t, payload: $p, signatures: [{keyid: $k, sig: $s}]}'
 }
 resign() { # in a bundle directory: SHA256SUMS and every size and digest of the manifest again, re-signed
-	local f
-	for f in $(awk '{print $2}' SHA256SUMS); do sha256sum "$f"; done >"$T/sums" && mv "$T/sums" SHA256SUMS
-	for f in $(jq -r '.files[].name' MANIFEST.json); do
-		printf '%s\t%s\t%s\n' "$f" "$(wc -c <"$f")" "$(sha256sum "$f" | cut -d' ' -f1)"
-	done >"$T/list.tsv"
+	local f=()
+	mapfile -t f < <(awk '{print $2}' SHA256SUMS)
+	sha256sum -- "${f[@]}" >"$T/sums" && mv "$T/sums" SHA256SUMS
+	mapfile -t f < <(jq -r '.files[].name' MANIFEST.json)
+	paste <(stat --printf '%n\t%s\n' -- "${f[@]}") <(sha256sum -- "${f[@]}" | cut -d' ' -f1) >"$T/list.tsv"
 	jq --indent 2 --rawfile l "$T/list.tsv" '($l | split("\n") | map(select(length > 0) | split("\t") |
 		{key: .[0], value: {size: (.[1] | tonumber), sha256: .[2]}}) | from_entries) as $m |
 		.files |= map(. + $m[.name])' MANIFEST.json >"$T/m.new" && mv "$T/m.new" MANIFEST.json &&
