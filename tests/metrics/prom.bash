@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 # Sourced by tests (not a test itself): Debian's prometheus on 127.0.0.1 with a config
 # and data dir of its own, scraping the targets it is given every second, queried
-# through its HTTP API with PromQL, stopped by its PID. Used by tests/metrics/metrics.sh;
-# meant for a lab test too (the agents of the lab VMs as targets):
+# through its HTTP API with PromQL, stopped by its PID. Used by tests/metrics/metrics.sh
+# and tests/lab/metrics.sh (the lab guests' agents as targets, through their management
+# forwards on the build host's 127.0.0.1):
 #
 #   source tests/metrics/prom.bash
-#   prom_start DIR RULES_FILE_OR_EMPTY HOST:PORT...   # up within 30 s, or returns 1
+#   prom_start DIR RULES_FILE_OR_EMPTY HOST:PORT...   # up within 30 s (PROM_START_SECONDS), or returns 1
 #   prom_wait 'fabricctl_macsec_secy_encrypting == 1' 60   # a series within 60 s
 #   prom_value 'sum(fabricctl_rotations_total{result="completed"})'   # first value
 #   prom_query 'up'                                   # the API's JSON
@@ -13,14 +14,16 @@
 #
 # Needs curl, jq, python3 and prometheus (scripts/deps.sh installs them).
 PROM_PID="" PROM_URL="" PROM_DIR=""
+PROM_START_SECONDS=${PROM_START_SECONDS:-30}
 
 prom_free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"${FCTL_PYTHON:-/usr/bin/python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # prom_start DIR RULES TARGET...: writes DIR/prometheus.yml (job fabricctl-agent, 1 s
 # scrapes and rule evaluation, RULES loaded when not empty), starts prometheus with its
-# TSDB in DIR/data and its log in DIR/prometheus.log, waits for /-/ready.
+# TSDB in DIR/data and its log in DIR/prometheus.log, waits for /-/ready (at most
+# PROM_START_SECONDS: a loaded machine may need more than the default 30).
 prom_start() {
 	local dir=$1 rules=$2 port targets t
 	shift 2
@@ -41,7 +44,7 @@ prom_start() {
 	prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
 		--web.listen-address="127.0.0.1:$port" --log.level=warn >"$dir/prometheus.log" 2>&1 &
 	PROM_PID=$!
-	for _ in $(seq 300); do
+	for _ in $(seq $((PROM_START_SECONDS * 10))); do
 		curl -sf "$PROM_URL/-/ready" >/dev/null 2>&1 && return 0
 		kill -0 "$PROM_PID" 2>/dev/null || break
 		sleep 0.1
@@ -65,11 +68,14 @@ prom_value() {
 	prom_query "$1" | jq -r '.data.result[0].value[1] // empty' 2>/dev/null
 }
 
-# prom_wait EXPR SECONDS: until EXPR returns at least one series (0), else 1.
+# prom_wait EXPR SECONDS: until EXPR returns at least one series (0), else 1. The API's
+# JSON is compact: a query that ran and found nothing says "result":[]; read without jq
+# (a jq start at every poll was about half of a wait's CPU).
 prom_wait() {
-	local i
+	local i j
 	for i in $(seq $(($2 * 4))); do
-		[ "$(prom_query "$1" | jq -r '.data.result | length' 2>/dev/null)" -gt 0 ] 2>/dev/null &&
+		j=$(prom_query "$1")
+		[[ $j == *'"status":"success"'* && $j == *'"result":'* && $j != *'"result":[]'* ]] &&
 			return 0
 		sleep 0.25
 	done
