@@ -18,6 +18,7 @@ the others go on. Exit 0 when every job wrote its OUT, 1 when one did not, 2 whe
 did not start or answer (3 on SIGTERM). Python's standard library only.
 """
 import base64
+import fcntl
 import json
 import os
 import select
@@ -114,7 +115,6 @@ class Browser:
 
 
 def fcntl_dupfd(fd):
-    import fcntl
     n = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
     os.close(fd)
     return n
