@@ -7,6 +7,11 @@
 # --html gives the same bytes, that record strings come out escaped, that the page is self-
 # contained (no script, no external reference), and renders it in headless Chromium with
 # every host unresolvable: the DOM must hold every section, the screenshot must not be blank.
+# Every page of the suite is rendered by one Chromium, started once, at the end (a start
+# costs several seconds of CPU, a page in a running browser a fraction): report_chromium.py
+# drives it over the DevTools protocol on a pipe (no port), writes each page's DOM or
+# screenshot as --dump-dom / --screenshot would, and ends it by its PID, on failure too. The
+# checks on what Chromium rendered therefore come last, in the order of the pages.
 # A manual record (audit append) is marked, not green, not counted as the tool's, has no
 # statement; the checkpoint root is audit verify's hex in MANIFEST.json, the page and verify.sh.
 # The timeline as a picture (report_picture.py): the whole log's page measured by Chromium in
@@ -177,44 +182,6 @@ else
 	pass "the page references nothing outside itself"
 fi
 
-# --- rendered in headless Chromium, every host name unresolvable --------------------------------
-C=("$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-	--disable-background-networking --disable-component-update --disable-sync
-	"--host-resolver-rules=MAP * ~NOTFOUND")
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$H" \
-	>"$T/dom.html" 2>"$T/chromium.err"
-missing=()
-for h in "Change timeline" "MACsec counters across each change window" \
-	"Probe latency, loss and retransmissions" "Key lifecycle" "Verification" \
-	"All records of the slice" "Encryption stayed on" "verify.sh --tar BUNDLE.tar" \
-	"overlap 2." "compromised" "pre-active" "d4e5f6" "not recorded" "</html>"; do
-	grep -qF -- "$h" "$T/dom.html" || missing+=("$h")
-done
-if [ ${#missing[@]} = 0 ]; then
-	pass "Chromium's DOM holds every section and the figures (loaded to </html>)"
-else
-	fail "Chromium's DOM holds every section and the figures (loaded to </html>)" "missing: ${missing[*]}; $(tail -c 300 "$T/chromium.err")"
-fi
-if grep -q '<script' "$T/dom.html"; then fail "no script element in the rendered DOM"
-else pass "no script element in the rendered DOM"; fi
-rm -f "$OUT_PNG"
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --hide-scrollbars \
-	--screenshot="$OUT_PNG" --window-size=1280,4000 "file://$H" >/dev/null 2>"$T/chromium.err"
-# the PNG's size from its IHDR; not blank: a one-colour page has a handful of byte values
-if "$PY" - "$OUT_PNG" "$ROOT/tests/evidence" <<'EOF'; then
-import sys, zlib
-sys.path.insert(0, sys.argv[2])
-from report_picture import png_chunks
-w, h, _, _, _, idat = png_chunks(sys.argv[1])
-assert (w, h) == (1280, 4000), f"size {w}x{h}"
-raw = zlib.decompress(idat)
-assert len(set(raw)) > 32, f"blank: {len(set(raw))} distinct byte values"
-EOF
-	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
-else
-	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(tail -c 300 "$T/chromium.err")"
-fi
-
 # --- the timeline as a picture: the screenshot's regions against the page's own positions -------
 # The whole log's report (no --change): change CHG-8's band, one record, ends the timeline on
 # the right, where its label was cut ("change CHC"); the rotation's steps, the key states and
@@ -258,26 +225,6 @@ js = """<script>(function () {
 })();</script>"""
 open(sys.argv[2], "w", encoding="utf-8").write(h.replace("</body>", js + "</body>", 1))
 EOF
-P=(--hide-scrollbars --force-device-scale-factor=1 --window-size=1280,2000)
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --dump-dom "file://$T/geom.html" \
-	>"$T/geom.dom" 2>"$T/chromium.err"
-"$PY" -c 'import html, re, sys
-m = re.search(r"<pre id=\"fctl-geom\"[^>]*>(.*?)</pre>", open(sys.argv[1], encoding="utf-8").read(), re.S)
-sys.exit(1) if not m else print(html.unescape(m.group(1)))' "$T/geom.dom" >"$T/geom.json" ||
-	fail "Chromium measured the timeline (an instrumented copy)" "$(tail -c 300 "$T/chromium.err")"
-rm -f "$T/all.png"
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" "${P[@]}" --screenshot="$T/all.png" \
-	"file://$ALL" >/dev/null 2>"$T/chromium.err"
-[ -n "${FCTL_REPORT_PNG:-}" ] && cp "$T/all.png" "${OUT_PNG%.png}-timeline.png" && cp "$ALL" "${OUT_PNG%.png}-timeline.html"
-if [ -s "$T/all.png" ] && [ -s "$T/geom.json" ]; then
-	"$PY" "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
-	while read -r verdict rest; do
-		case $verdict in PASS) pass "picture: $rest" ;; FAIL) fail "picture: $rest" ;; esac
-	done <"$T/pic.out"
-	grep -qE '^(PASS|FAIL) ' "$T/pic.out" || fail "picture: report_picture.py ran" "$(tail -c 300 "$T/pic.out")"
-else
-	fail "picture: Chromium took the screenshot and the measurements" "$(tail -c 300 "$T/chromium.err")"
-fi
 if grep -q '<b>error:</b> No such device<br>key id <code>8a09aa3011223344</code>' "$ALL"; then
 	pass "an error and the key id after it are two lines of the cell"
 else
@@ -325,15 +272,6 @@ if [ "$(grep -o '<rect ' <<<"$heat" | wc -l)" = 16 ] && grep -qF '>88.0</text>' 
 else
 	fail "report.html: an inline SVG heatmap of 4 x 4 hosts, the p99 of each link, labelled" "$(head -c 300 <<<"$heat")"
 fi
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$FH" \
-	>"$T/dom3.html" 2>"$T/chromium.err"
-if grep -qF 'fabric latency heatmap' "$T/dom3.html" && grep -qF '>88.0</text>' "$T/dom3.html" &&
-	grep -qF '</html>' "$T/dom3.html"; then
-	pass "Chromium renders the heatmap"
-else
-	fail "Chromium renders the heatmap" "$(tail -c 300 "$T/chromium.err")"
-fi
-
 # --- a large window: the compact page (docs/audit.md "The report") -----------------------------
 # 300 applies and one failed: more than 200 records, so the timeline shows time slices, the
 # changes a summary, and every record comes once, in a compact row
@@ -368,13 +306,91 @@ if ! grep -q '<script\|<img' "$BIG" && grep -q 'netlink: evil&lt;script&gt;' "$B
 else
 	fail "the compact rows escape record strings"
 fi
-timeout 120 "${C[@]}" --user-data-dir="$(mktemp -d "$T/prof.XXXXXX")" --dump-dom "file://$BIG" \
-	>"$T/dom2.html" 2>"$T/chromium.err"
+# --- every page rendered in one headless Chromium, every host name unresolvable -----------------
+# Starting Chromium costs several seconds of CPU, a page in a running one a fraction: one
+# browser (report_chromium.py: the DevTools protocol on a pipe, no port; started and ended by
+# its PID, failure too) loads each page in turn at the window size given and writes what
+# chromium --dump-dom and --screenshot would: report.html's DOM and 1280x4000 screenshot, the
+# instrumented copy's DOM (the measurements) and the whole log's 1280x2000 screenshot, the
+# fabric probe's DOM (the heatmap), the compact page's DOM. A page it could not render leaves
+# no file: its checks below fail, naming it.
+C=("$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+	--disable-background-networking --disable-component-update --disable-sync
+	"--host-resolver-rules=MAP * ~NOTFOUND" --hide-scrollbars --force-device-scale-factor=1)
+: >"$T/chromium.err"
+timeout 600 "$PY" "$ROOT/tests/evidence/report_chromium.py" "$T/chromium.err" \
+	dom 1280 4000 "$H" "$T/dom.html" \
+	shot 1280 4000 "$H" "$OUT_PNG" \
+	dom 1280 2000 "$T/geom.html" "$T/geom.dom" \
+	shot 1280 2000 "$ALL" "$T/all.png" \
+	dom 1280 4000 "$FH" "$T/dom3.html" \
+	dom 1280 4000 "$BIG" "$T/dom2.html" \
+	-- "${C[@]}"
+# a page not rendered: an empty DOM file, as the shell's redirection to chromium --dump-dom left it
+for f in dom.html geom.dom dom3.html dom2.html; do [ -e "$T/$f" ] || : >"$T/$f"; done
+# what went wrong, for a failure's message: the driver's lines, else Chromium's last words
+chromerr() { { grep -a '^report_chromium.py: ' "$T/chromium.err" || cat "$T/chromium.err"; } | tail -c 300; }
+
+# report.html (the bundle's)
+missing=()
+for h in "Change timeline" "MACsec counters across each change window" \
+	"Probe latency, loss and retransmissions" "Key lifecycle" "Verification" \
+	"All records of the slice" "Encryption stayed on" "verify.sh --tar BUNDLE.tar" \
+	"overlap 2." "compromised" "pre-active" "d4e5f6" "not recorded" "</html>"; do
+	grep -qF -- "$h" "$T/dom.html" || missing+=("$h")
+done
+if [ ${#missing[@]} = 0 ]; then
+	pass "Chromium's DOM holds every section and the figures (loaded to </html>)"
+else
+	fail "Chromium's DOM holds every section and the figures (loaded to </html>)" "missing: ${missing[*]}; $(chromerr)"
+fi
+if grep -q '<script' "$T/dom.html"; then fail "no script element in the rendered DOM"
+else pass "no script element in the rendered DOM"; fi
+# the PNG's size from its IHDR; not blank: a one-colour page has a handful of byte values
+if "$PY" - "$OUT_PNG" "$ROOT/tests/evidence" <<'EOF'; then
+import sys, zlib
+sys.path.insert(0, sys.argv[2])
+from report_picture import png_chunks
+w, h, _, _, _, idat = png_chunks(sys.argv[1])
+assert (w, h) == (1280, 4000), f"size {w}x{h}"
+raw = zlib.decompress(idat)
+assert len(set(raw)) > 32, f"blank: {len(set(raw))} distinct byte values"
+EOF
+	pass "Chromium renders a 1280x4000 screenshot that is not blank ($OUT_PNG)"
+else
+	fail "Chromium renders a 1280x4000 screenshot that is not blank" "$(chromerr)"
+fi
+
+# the timeline as a picture: the instrumented copy's measurements, the whole log's screenshot
+"$PY" -c 'import html, re, sys
+m = re.search(r"<pre id=\"fctl-geom\"[^>]*>(.*?)</pre>", open(sys.argv[1], encoding="utf-8").read(), re.S)
+sys.exit(1) if not m else print(html.unescape(m.group(1)))' "$T/geom.dom" >"$T/geom.json" ||
+	fail "Chromium measured the timeline (an instrumented copy)" "$(chromerr)"
+[ -n "${FCTL_REPORT_PNG:-}" ] && cp "$T/all.png" "${OUT_PNG%.png}-timeline.png" && cp "$ALL" "${OUT_PNG%.png}-timeline.html"
+if [ -s "$T/all.png" ] && [ -s "$T/geom.json" ]; then
+	"$PY" "$ROOT/tests/evidence/report_picture.py" "$T/all.png" "$T/geom.json" "$ALL" >"$T/pic.out" 2>&1
+	while read -r verdict rest; do
+		case $verdict in PASS) pass "picture: $rest" ;; FAIL) fail "picture: $rest" ;; esac
+	done <"$T/pic.out"
+	grep -qE '^(PASS|FAIL) ' "$T/pic.out" || fail "picture: report_picture.py ran" "$(tail -c 300 "$T/pic.out")"
+else
+	fail "picture: Chromium took the screenshot and the measurements" "$(chromerr)"
+fi
+
+# the fabric probe's heatmap
+if grep -qF 'fabric latency heatmap' "$T/dom3.html" && grep -qF '>88.0</text>' "$T/dom3.html" &&
+	grep -qF '</html>' "$T/dom3.html"; then
+	pass "Chromium renders the heatmap"
+else
+	fail "Chromium renders the heatmap" "$(chromerr)"
+fi
+
+# the compact page
 if [ "$(grep -c '<tr><td>[0-9]*</td><td>' "$T/dom2.html")" = 301 ] && grep -qF 'All records of the slice' "$T/dom2.html" &&
 	grep -qF '</html>' "$T/dom2.html"; then
 	pass "Chromium reads the compact page: 301 record rows, every section"
 else
-	fail "Chromium reads the compact page: 301 record rows, every section" "$(grep -c '<tr><td>[0-9]*</td><td>' "$T/dom2.html") rows; $(tail -c 300 "$T/chromium.err")"
+	fail "Chromium reads the compact page: 301 record rows, every section" "$(grep -c '<tr><td>[0-9]*</td><td>' "$T/dom2.html") rows; $(chromerr)"
 fi
 
 echo "report: $PASS passed, $FAIL failed"
