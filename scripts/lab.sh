@@ -8,12 +8,16 @@
 #   lab.sh up [--kernel SERIES] [--hosts N] [--dir DIR] [--mem MB] [--lifetime SEC] [--boot-timeout SEC]
 #             [--wiring SPEC] [--mac HOST.PORT=MAC]... [--ifname HOST.PORT=NAME]...
 #             [--mtu HOST.PORT=MTU]... [--name HOST=NAME]... [--mgmt-port PORT]
+#             [--guestfwd GUESTPORT=HOSTPORT]...
 #       SPEC: comma-separated hA.ethP=hB.ethQ (a link) or hA.ethP (a NIC with no
 #       peer), e.g. h1.eth0=h2.eth0,h2.eth1=h3.eth0,h3.eth1=h1.eth1
 #       --mgmt-port PORT: each guest also gets a management NIC, mgmt0 (10.0.2.15/24,
 #       qemu's user network with restrict=on: the guest reaches nothing through it), and
 #       its TCP PORT is forwarded from a free port on the build host's 127.0.0.1, which
 #       'status' reports as the host's "mgmt" endpoint (an agent's, for a CLI on this host)
+#       --guestfwd GUESTPORT=HOSTPORT (repeatable): each guest gets mgmt0 too (the same NIC
+#       when --mgmt-port is given), and its connections to 10.0.2.100:GUESTPORT reach the
+#       build host's 127.0.0.1:HOSTPORT (a relay per connection; nothing else is reachable)
 #   lab.sh exec [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh exec-bg [--dir DIR] [--timeout SEC] [--env K=V]... [--cwd DIR] HOST [--] CMD [ARG]...
 #   lab.sh wait [--dir DIR] [--timeout SEC] HOST JOB
@@ -49,6 +53,10 @@ WIRING=
 CACHE_DIR=${FCTL_LAB_CACHE:-/var/cache/fabricctl-lab}
 GUEST_INIT=$SCRIPTS/lab-guest-init.sh
 GUEST_RUNNER=$SCRIPTS/lab-guest-runner.sh
+# --guestfwd: the address the guests connect to on mgmt0, and the relay qemu starts per
+# connection (its path goes into qemu's option string: no commas, no spaces)
+GUESTFWD_ADDR=10.0.2.100
+GUESTFWD_RELAY=$SCRIPTS/lab-guestfwd-relay.py
 
 # Kernel modules the guests need, by the names modprobe knows them.
 # virtio_console: the doorbell port the runner sleeps on (docs/lab.md, "How it works").
@@ -738,6 +746,9 @@ cmd_down() {
 	return 0
 }
 
+# the management NIC's MAC of host number N (--mgmt-port, --guestfwd)
+mgmt_mac() { printf '52:54:00:fb:00:%02x' "$1"; }
+
 check_path_ok() {
 	[[ $1 == /* ]] || die "path must be absolute: $1"
 	[[ $1 =~ ^[A-Za-z0-9_./+-]+$ ]] || die "path has characters the kernel command line cannot carry: $1"
@@ -762,10 +773,22 @@ start_qemu() {
 	done <"$LAB_DIR/nics.tsv"
 	# the management NIC: qemu's user network, isolated (restrict=on: no packet of the
 	# guest's leaves it), with one forward from the build host's loopback to the guest
+	# (--mgmt-port) and/or forwards from the guest's 10.0.2.100 to the build host's
+	# loopback (--guestfwd): a relay started per connection, as a chardev guestfwd
+	# would be one stream for all connections, opened once when qemu starts
+	local hp gp mmac='' fwd=''
 	if [[ -f $hd/mgmt ]]; then
-		local hp gp mmac
 		read -r hp gp mmac <"$hd/mgmt"
-		nicargs+=(-netdev "user,id=mg,restrict=on,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:$hp-10.0.2.15:$gp"
+		fwd=",hostfwd=tcp:127.0.0.1:$hp-10.0.2.15:$gp"
+	fi
+	if [[ -f $hd/guestfwd ]]; then
+		while read -r gp hp; do
+			fwd+=",guestfwd=tcp:$GUESTFWD_ADDR:$gp-cmd:$GUESTFWD_RELAY $hp"
+		done <"$hd/guestfwd"
+		[[ -n $mmac ]] || mmac=$(mgmt_mac "$n")
+	fi
+	if [[ -n $mmac ]]; then
+		nicargs+=(-netdev "user,id=mg,restrict=on,net=10.0.2.0/24$fwd"
 			-device "virtio-net-pci,netdev=mg,mac=$mmac,addr=0x1f")
 	fi
 	# qboot (Debian's qemu-system-data) loads the kernel at once where SeaBIOS takes
@@ -817,7 +840,8 @@ cmd_up() {
 	local hosts=2 hosts_given=0 mem=512 lifetime=1800 boot_timeout=180
 	WIRING=
 	OPT_MAC=() OPT_IFNAME=() OPT_MTU=() OPT_NAME=()
-	local mgmt_port=
+	local mgmt_port='' gf
+	local -a guestfwd=()
 	while (($#)); do
 		case "$1" in
 		--kernel) need_val "--kernel needs a series, e.g. 6.1 or 6.12" "${2-}" && kernel_series "$2" && shift 2 ;;
@@ -835,6 +859,7 @@ cmd_up() {
 		--lifetime) need_val "--lifetime needs seconds" "${2-}" && lifetime=$2 && shift 2 ;;
 		--boot-timeout) need_val "--boot-timeout needs seconds" "${2-}" && boot_timeout=$2 && shift 2 ;;
 		--mgmt-port) need_val "--mgmt-port needs a TCP port" "${2-}" && mgmt_port=$2 && shift 2 ;;
+		--guestfwd) need_val "--guestfwd needs GUESTPORT=HOSTPORT" "${2-}" && guestfwd+=("$2") && shift 2 ;;
 		*) usage_die "up: unknown argument '$1'" ;;
 		esac
 	done
@@ -843,6 +868,12 @@ cmd_up() {
 	need_range "$lifetime" 10 604800 "--lifetime must be 10..604800 (s)"
 	need_range "$boot_timeout" 1 3600 "--boot-timeout must be 1..3600 (s)"
 	[[ -z $mgmt_port ]] || need_range "$mgmt_port" 1 65535 "--mgmt-port must be 1..65535"
+	for gf in "${guestfwd[@]}"; do
+		[[ $gf =~ ^[0-9]+=[0-9]+$ ]] || usage_die "--guestfwd needs GUESTPORT=HOSTPORT, not '$gf'"
+		need_range "${gf%=*}" 1 65535 "--guestfwd: GUESTPORT must be 1..65535"
+		need_range "${gf#*=}" 1 65535 "--guestfwd: HOSTPORT must be 1..65535"
+	done
+	((${#guestfwd[@]} == 0)) || [[ -x $GUESTFWD_RELAY ]] || die "--guestfwd: $GUESTFWD_RELAY is missing or not executable"
 	# The whole wiring is checked before anything starts.
 	plan_topology "$hosts" "$hosts_given" "$WIRING"
 	hosts=$TOPO_HOSTS
@@ -898,10 +929,14 @@ cmd_up() {
 		# the management NIC (--mgmt-port): "HOSTPORT GUESTPORT MAC", read by start_qemu
 		# (a reboot keeps it) and status; the runner names it mgmt0 and addresses it
 		if [[ -n $mgmt_port ]]; then
-			local mmac
-			mmac=$(printf '52:54:00:fb:00:%02x' "$i")
-			echo "${ports[nlinks + i - 1]#* } $mgmt_port $mmac" >"$LAB_DIR/h$i/mgmt"
-			echo "$mmac mgmt0 1500" >>"$LAB_DIR/h$i/nics"
+			echo "${ports[nlinks + i - 1]#* } $mgmt_port $(mgmt_mac "$i")" >"$LAB_DIR/h$i/mgmt"
+		fi
+		# --guestfwd: "GUESTPORT HOSTPORT" a line, read by start_qemu (a reboot keeps them)
+		if ((${#guestfwd[@]})); then
+			printf '%s\n' "${guestfwd[@]}" | tr '=' ' ' >"$LAB_DIR/h$i/guestfwd"
+		fi
+		if [[ -n $mgmt_port ]] || ((${#guestfwd[@]})); then
+			echo "$(mgmt_mac "$i") mgmt0 1500" >>"$LAB_DIR/h$i/nics"
 		fi
 	done
 	cat >"$LAB_DIR/lab.state" <<-EOF
@@ -1075,7 +1110,7 @@ cmd_status() {
 		*) usage_die "status: unknown argument '$1'" ;;
 		esac
 	done
-	local hosts kver deadline expired i h pid ready alive boot mgmt rc=0 nup=0
+	local hosts kver deadline expired i h pid ready alive boot mgmt gfwd rc=0 nup=0
 	if ! hosts=$(state_get hosts) || [[ -z $hosts ]]; then
 		if ((json)); then
 			jq -n --arg dir "$LAB_DIR" '{dir: $dir, up: false, hosts: [], nics: [], links: [], wiring: ""}'
@@ -1098,13 +1133,19 @@ cmd_status() {
 		boot=$(cat "$LAB_DIR/$h/boot_seconds" 2>/dev/null || echo null)
 		mgmt=null
 		[[ -f $LAB_DIR/$h/mgmt ]] && read -r mgmt _ <"$LAB_DIR/$h/mgmt" && mgmt="\"127.0.0.1:$mgmt\""
+		# --guestfwd: [{guest: "10.0.2.100:G", host: "127.0.0.1:H"}...], [] without
+		gfwd=
+		[[ -f $LAB_DIR/$h/guestfwd ]] &&
+			gfwd=$(awk -v a="$GUESTFWD_ADDR" '{ printf "%s{\"guest\":\"%s:%s\",\"host\":\"127.0.0.1:%s\"}", n++ ? "," : "", a, $1, $2 }' \
+				"$LAB_DIR/$h/guestfwd")
+		gfwd="[$gfwd]"
 
 		[[ $alive == true && $ready == true ]] && nup=$((nup + 1))
 		hosts_json=$(jq -c --arg h "$h" --arg name "$name" --argjson pid "$pid" --argjson alive "$alive" \
-			--argjson ready "$ready" --argjson boot "$boot" --argjson mgmt "$mgmt" \
+			--argjson ready "$ready" --argjson boot "$boot" --argjson mgmt "$mgmt" --argjson gfwd "$gfwd" \
 			--arg console "$LAB_DIR/$h/console.log" --arg share "$LAB_DIR/$h" \
 			'. + [{host: $h, name: $name, pid: $pid, alive: $alive, ready: $ready, boot_seconds: $boot,
-			       console: $console, share: $share, mgmt: $mgmt}]' <<<"$hosts_json")
+			       console: $console, share: $share, mgmt: $mgmt, guestfwd: $gfwd}]' <<<"$hosts_json")
 	done
 	# nics.tsv of a lab started before ifname and mtu existed has 7 columns.
 	local names_json='{}'
@@ -1139,7 +1180,7 @@ cmd_status() {
 			  hosts: $hosts, nics: $nics, links: $links, wiring: $wiring}'
 	else
 		echo "lab $LAB_DIR: $nup/$hosts hosts up, kernel $kver, lifetime ends in $((deadline - $(date +%s))) s${expired:+ (EXPIRED)}"
-		jq -r '.[] | "  \(.host)\(if .name != .host then " (\(.name))" else "" end)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)\(if .mgmt then "  mgmt \(.mgmt)" else "" end)"' <<<"$hosts_json"
+		jq -r '.[] | "  \(.host)\(if .name != .host then " (\(.name))" else "" end)  pid \(.pid)  \(if .alive then "running" else "STOPPED" end)  \(if .ready then "ready" else "not-ready" end)  boot \(.boot_seconds // "-") s  console \(.console)\(if .mgmt then "  mgmt \(.mgmt)" else "" end)\(.guestfwd | map("  guestfwd \(.guest) -> \(.host)") | join(""))"' <<<"$hosts_json"
 		echo "  wiring (loopback sockets on 127.0.0.1):"
 		jq -r 'def nic: "\(.host).\(.port)\(if .ifname != .port then " (\(.ifname))" else "" end)";
 			. as $all | .[] | . as $n | "    \(nic)  \(.mac)\(if .mtu != 1500 then "  mtu \(.mtu)" else "" end)  <->  \(if .peer_host then ($all[] | select(.host == $n.peer_host and .port == $n.peer_port) | nic) else "(unconnected)" end)"' <<<"$nics_json"
