@@ -5,6 +5,7 @@
  * values (or NULL with errno set): they become negative errnos here, once.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -269,7 +270,22 @@ int fctl_rdma_ep_setup(struct fctl_rdma_ep *ep, char *err, size_t errlen)
 			strerror(-ret));
 		return ret;
 	}
-	ep->cq = ibv_create_cq(ep->ctx, (int)(2 * ep->depth + 2), NULL, NULL, 0);
+	ep->comp_ch = ibv_create_comp_channel(ep->ctx);
+	if (!ep->comp_ch) {
+		ret = verbs_errno();
+		fctl_set_err(err, errlen, "cannot create a completion channel: %s", strerror(-ret));
+		return ret;
+	}
+	ret = fcntl(ep->comp_ch->fd, F_GETFL);
+	if (ret < 0 || fcntl(ep->comp_ch->fd, F_SETFL, ret | O_NONBLOCK) < 0) {
+		ret = -errno;
+		fctl_set_err(err, errlen, "cannot make the completion channel non-blocking: %s",
+			strerror(-ret));
+		return ret;
+	}
+	/* the loops spin on the CQ first and only block on the channel after a while
+	 * (rdma_run.c, wait_step) */
+	ep->cq = ibv_create_cq(ep->ctx, (int)(2 * ep->depth + 2), NULL, ep->comp_ch, 0);
 	if (!ep->cq) {
 		ret = verbs_errno();
 		fctl_set_err(err, errlen, "cannot create a completion queue: %s", strerror(-ret));
@@ -381,7 +397,9 @@ void fctl_rdma_ep_free(struct fctl_rdma_ep *ep)
 		ibv_destroy_qp(ep->qp);
 	}
 	if (ep->cq)
-		ibv_destroy_cq(ep->cq);
+		ibv_destroy_cq(ep->cq); /* every event taken was acked at once (rdma_run.c) */
+	if (ep->comp_ch)
+		ibv_destroy_comp_channel(ep->comp_ch); /* after its CQ: EBUSY before */
 	if (ep->mr)
 		ibv_dereg_mr(ep->mr);
 	if (ep->pd)

@@ -28,7 +28,9 @@ struct fctl_rdma_ep {
 	struct rdma_event_channel *cm_ch;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	struct ibv_comp_channel *comp_ch; /* the CQ's completion events; fd non-blocking */
 	struct ibv_cq *cq;
+	bool cq_armed; /* ibv_req_notify_cq called and its event not yet taken */
 	struct ibv_qp *qp;
 	/* [0, max_size): the peer writes here and receives land here;
 	 * [max_size, 2 * max_size): what this end sends, writes and lets the peer read */

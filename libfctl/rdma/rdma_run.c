@@ -5,8 +5,10 @@
  * Bandwidth: up to the QP's depth of work requests in flight. The timed path
  * neither allocates nor makes system calls of its own (the clock is read
  * through the vDSO; a provider's doorbell may still enter the kernel: rxe's
- * does). The end of a run is marked in-band: a send with immediate data
- * (send tests) or the value 0xff in the last byte (write latency).
+ * does) while completions come within SPIN_NS of the post or the last one:
+ * after that a wait blocks (wait_step). The end of a run is marked in-band: a
+ * send with immediate data (send tests) or the value 0xff in the last byte
+ * (write latency).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +26,14 @@
 #define DURATION_CAP (1u << 20) /* latency samples kept in --duration mode */
 #define WR_RECV 1
 #define WR_SEND 2
+/* A wait spins (ibv_poll_cq, no system call) this long after the post or the
+ * last completion, then blocks. Real RDMA completes in microseconds (a few tens
+ * under load): 2 ms is a hundred times that, so a measurement on real hardware
+ * never leaves the spin; past it the link is slow or stalled (soft-RoCE in an
+ * emulated guest: 20-40 ms a sample) and the CPU is better given back. */
+#define SPIN_NS 2000000u
+#define BLOCK_MS 100	 /* longest block: the peer watch and stall timeout run between */
+#define NAP_NS 500000	 /* memory waits (write_lat) after the spin: a 0.5 ms nap */
 
 static inline uint64_t now_ns(void)
 {
@@ -48,7 +58,9 @@ struct loop {
 	const struct fctl_rdma_params *p;
 	struct fctl_rdma_result *r;
 	uint64_t last_progress;
-	unsigned idle;
+	uint64_t spin_from; /* the first empty poll after the last post or completion */
+	unsigned idle;	    /* empty polls since then */
+	bool blocking;	    /* the spin is over: empty polls block */
 	uint32_t sends_out; /* signalled sends not yet completed */
 	uint64_t sends_done; /* send-queue completions */
 	bool stop_seen;	    /* server: the client's end marker arrived */
@@ -85,14 +97,10 @@ static int peer_state(int fd, const char *ok)
 	return 1;
 }
 
-/* After an empty poll: every 1024th one looks at the clock and the peer. */
-static int idle_check(struct loop *l)
+/* The duties of a wait at time t: the peer watch and the stall timeout, once no
+ * completion came for 100 ms. */
+static int idle_duties(struct loop *l, uint64_t t)
 {
-	uint64_t t;
-
-	if (++l->idle & 1023)
-		return 0;
-	t = now_ns();
 	if (t - l->last_progress < 100000000u)
 		return 0;
 	if (l->p->watch_fd >= 0) {
@@ -117,6 +125,77 @@ static int idle_check(struct loop *l)
 		return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+/* Blocks until the CQ's channel has an event, for at most BLOCK_MS. The first call
+ * only arms the CQ and returns: the caller polls once more, as a completion queued
+ * before the arming raises no event. An event is acked as soon as it is taken (the
+ * CQ is destroyed with none unacked). A stale event (armed, then the completion was
+ * reaped by polling) only wakes the wait once. */
+static int block_cq(struct loop *l)
+{
+	struct fctl_rdma_ep *ep = l->ep;
+	struct pollfd pfd = { .fd = ep->comp_ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int ret;
+
+	if (!ep->cq_armed) {
+		ret = ibv_req_notify_cq(ep->cq, 0);
+		if (ret) {
+			ret = ret > 0 ? -ret : -EIO;
+			snprintf(l->r->err, sizeof(l->r->err),
+				 "arming the completion queue failed: %s", strerror(-ret));
+			return ret;
+		}
+		ep->cq_armed = true;
+		return 0;
+	}
+	ret = poll(&pfd, 1, BLOCK_MS);
+	if (ret < 0 && errno != EINTR) {
+		ret = -errno;
+		snprintf(l->r->err, sizeof(l->r->err), "waiting for a completion failed: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (ret > 0 && ibv_get_cq_event(ep->comp_ch, &cq, &cq_ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		ep->cq_armed = false;
+	}
+	return 0;
+}
+
+/* After an empty poll. Spins (returns at once, no system call) until SPIN_NS have
+ * passed since the first empty poll after the last post or completion; then each
+ * call blocks for at most BLOCK_MS: on the completion channel, or for a memory wait
+ * (no completion announces the peer's RDMA write) in a NAP_NS sleep. The idle
+ * duties run every 1024 spins and after every block. */
+static int wait_step(struct loop *l, bool on_memory)
+{
+	uint64_t t;
+	int ret;
+
+	if (l->idle++ == 0) {
+		l->spin_from = now_ns();
+		l->blocking = false;
+		return 0;
+	}
+	if (!l->blocking) {
+		if (l->idle & 63)
+			return 0;
+		t = now_ns();
+		if (t - l->spin_from < SPIN_NS)
+			return (l->idle & 1023) ? 0 : idle_duties(l, t);
+		l->blocking = true;
+	}
+	if (on_memory) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = NAP_NS };
+
+		nanosleep(&ts, NULL);
+	} else if ((ret = block_cq(l)) < 0) {
+		return ret;
+	}
+	return idle_duties(l, now_ns());
 }
 
 static int bad_wc(struct loop *l, const struct ibv_wc *wc)
@@ -167,6 +246,7 @@ static int post_send(struct loop *l, enum ibv_wr_opcode op, uint32_t size, bool 
 	}
 	if (op != IBV_WR_RDMA_READ && size <= ep->max_inline && fctl_rdma_test_is_lat(l->p->test))
 		wr.send_flags |= IBV_SEND_INLINE;
+	l->idle = 0; /* a wait's spin starts afresh */
 	ret = ibv_post_send(ep->qp, &wr, &bad);
 	if (ret) {
 		snprintf(l->r->err, sizeof(l->r->err), "posting a work request failed: %s",
@@ -228,7 +308,7 @@ static int drain_sends(struct loop *l)
 
 		if (n < 0)
 			return n;
-		if (n == 0 && (n = idle_check(l)) < 0)
+		if (n == 0 && (n = wait_step(l, false)) < 0)
 			return n;
 	}
 	return 0;
@@ -297,7 +377,7 @@ static int client_lat(struct loop *l, uint64_t target, uint64_t end)
 			while (!recvd) {
 				if ((n = poll_once(l, &recvd, false)) < 0)
 					return n;
-				if (n == 0 && (n = idle_check(l)) < 0)
+				if (n == 0 && (n = wait_step(l, false)) < 0)
 					return n;
 			}
 			ep->recvs_posted--;
@@ -312,7 +392,7 @@ static int client_lat(struct loop *l, uint64_t target, uint64_t end)
 			while (*mine != v) {
 				if ((n = poll_once(l, &recvd, false)) < 0)
 					return n;
-				if (n == 0 && (n = idle_check(l)) < 0)
+				if (n == 0 && (n = wait_step(l, true)) < 0)
 					return n;
 			}
 			l->last_progress = now_ns();
@@ -323,7 +403,7 @@ static int client_lat(struct loop *l, uint64_t target, uint64_t end)
 			while (l->sends_out) {
 				if ((n = poll_once(l, &recvd, false)) < 0)
 					return n;
-				if (n == 0 && (n = idle_check(l)) < 0)
+				if (n == 0 && (n = wait_step(l, false)) < 0)
 					return n;
 			}
 			break;
@@ -371,7 +451,7 @@ static int client_bw(struct loop *l, uint64_t target, uint64_t end)
 		n = poll_once(l, &recvd, both_send);
 		if (n < 0)
 			return n;
-		if (n == 0 && (n = idle_check(l)) < 0)
+		if (n == 0 && (n = wait_step(l, false)) < 0)
 			return n;
 	}
 	l->r->elapsed_ns = now_ns() - t0;
@@ -385,7 +465,7 @@ static int client_bw(struct loop *l, uint64_t target, uint64_t end)
 
 		if ((n = poll_once(l, &recvd, true)) < 0)
 			return n;
-		if (n == 0 && (n = idle_check(l)) < 0)
+		if (n == 0 && (n = wait_step(l, false)) < 0)
 			return n;
 	}
 	if (both_send)
@@ -487,7 +567,7 @@ int fctl_rdma_run_server(struct fctl_rdma_ep *ep, const struct fctl_rdma_params 
 			n = poll_once(&l, &recvd, true);
 			if (n < 0)
 				break;
-			if (n == 0 && (n = idle_check(&l)) < 0)
+			if (n == 0 && (n = wait_step(&l, false)) < 0)
 				break;
 			for (unsigned k = 0; k < recvd && p->test == FCTL_RDMA_SEND_LAT; k++) {
 				if ((n = post_send(&l, IBV_WR_SEND, p->size, false)) < 0)
@@ -512,7 +592,7 @@ int fctl_rdma_run_server(struct fctl_rdma_ep *ep, const struct fctl_rdma_params 
 			while ((seen = *mine) != v && seen != 0xff) {
 				if ((n = poll_once(&l, &recvd, false)) < 0)
 					goto out;
-				if (n == 0 && (n = idle_check(&l)) < 0)
+				if (n == 0 && (n = wait_step(&l, true)) < 0)
 					goto out;
 			}
 			if (seen == 0xff)
