@@ -507,4 +507,10 @@ for d in /var/tmp/fabricctl-lab-smoke /var/tmp/fabricctl-lab-nl /var/tmp/fabricc
 	/var/tmp/fabricctl-lab-rekey /var/tmp/fabricctl-lab-nonce; do
 	[ -d "$d" ] && scripts/lab.sh down --dir "$d" >/dev/null 2>&1
 done
+# nor a server a lab suite ran on this host (lab-metrics' Prometheus, lab-rotation's
+# PyKMIP; each stops its own by PID, but not when its suite was killed with -9): each
+# runs from its suite's work directory under build/
+for pid in $(pgrep -f -- "$ROOT/build/lab-(metrics|rotation)-work" 2>/dev/null); do
+	[ "$pid" != $$ ] && kill "$pid" 2>/dev/null
+done
 summary
