@@ -215,6 +215,12 @@ else
 fi
 
 # --- neighbours carried to another link (the MKA address move, docs/mka.md) -----
+copied_n() { printf '%s\n' "$PROBE_OUT" | sed -n 's/^COPIED //p'; } # what the last copy took
+# the addresses of h1's macsec0 neighbours of h2's MAC, a JSON array ("null" when unreadable)
+mac2_dsts() {
+	gexec h1 -- ip -j neigh show dev macsec0 2>&1 | jq -c --arg m "$MAC2" '[.[] | select(.lladdr == $m) | .dst]' 2>/dev/null ||
+		echo null
+}
 # h1 resolved h2 on macsec0 (the pings above, v4 and v6); a link beside it (a veth) gets
 # those entries whose MAC is listed, STALE; an entry of an unlisted MAC stays behind;
 # an entry the target has already is never replaced
@@ -222,18 +228,17 @@ gexec h1 -- ping -6 -c 1 -W 3 fd00:100::2 >/dev/null 2>&1 || :
 if gexec h1 -- sh -c 'ip link add fnb0 type veth peer name fnb1 && ip link set fnb0 up &&
 	ip neigh replace 10.100.0.77 lladdr 02:00:00:00:00:77 dev macsec0 nud reachable'; then
 	probe h1 neigh macsec0 fnb0 "$MAC2"
-	# h2's two addresses at least: a third entry of h2's MAC was copied once (a 6.12 guest
-	# under load; h2's IPv6 neighbour discovery on macsec0 can make one), rightly; which ones arrived is the next check's. Never more than macsec0 has of
-	# that MAC (a count read after the copy: an entry made since only raises it)
-	copied=$(printf '%s\n' "$PROBE_OUT" | sed -n 's/^COPIED //p')
-	src=$(gexec h1 -- ip -j neigh show dev macsec0 2>&1 || :)
-	n_src=$(jq -r --arg m "$MAC2" '[.[] | select(.lladdr == $m)] | length' <<<"$src" 2>/dev/null || echo 0)
+	# h2's two addresses at least, and never more than macsec0 has of h2's MAC, read after
+	# the copy (an entry made since only raises it): h2's link-local can appear there at
+	# any time (its neighbour discovery), and the copy rightly takes it; which entries
+	# arrived is the next check's
+	copied=$(copied_n) dsts=$(mac2_dsts)
+	n_src=$(jq -r 'length' <<<"$dsts" 2>/dev/null)
 	if [[ $copied =~ ^[0-9]+$ && $n_src =~ ^[0-9]+$ ]] && ((copied >= 2 && copied <= n_src)); then
-		pass "neigh: entries copied (v4 and v6 at least, at most macsec0's of that MAC)" \
-			"$copied of $n_src: $(jq -c --arg m "$MAC2" '[.[] | select(.lladdr == $m) | .dst]' <<<"$src" 2>&1)"
+		pass "neigh: entries copied (v4 and v6 at least, at most macsec0's of that MAC)" "$copied of $n_src: $dsts"
 	else
 		fail "neigh: entries copied (v4 and v6 at least, at most macsec0's of that MAC)" \
-			"copied '$copied', macsec0 has '$n_src': $(jq -c --arg m "$MAC2" '[.[] | select(.lladdr == $m) | .dst]' <<<"$src" 2>&1)"
+			"copied '$copied', macsec0 has '$n_src': $dsts"
 	fi
 	nb=$(gexec h1 -- ip -j neigh show dev fnb0 2>&1 || :)
 	expect "neigh: h2 on the new link, its MAC, STALE" \
@@ -243,16 +248,13 @@ if gexec h1 -- sh -c 'ip link add fnb0 type veth peer name fnb1 && ip link set f
 	# h2's two addresses the target's own (permanent): a STALE one on fnb0, a veth
 	# without a carrier, may be gone by now (a 6.12 guest under load dropped the v6 one,
 	# and the copy rightly put it back), so the check holds only for entries that stay.
-	# The copy skips both: what it copies is at most what macsec0 has of h2's MAC besides
-	# them (h2's link-local can appear there at any time: its neighbour discovery), read
-	# after the copy, so 0 when nothing else is there, never the two
+	# The copy skips both: it takes at most macsec0's other entries of h2's MAC (read after
+	# the copy, as above), so 0 when there are none, never the two
 	gexec h1 -- sh -c 'ip neigh replace 10.100.0.2 lladdr 02:00:00:00:00:99 dev fnb0 nud permanent &&
 		ip neigh replace fd00:100::2 lladdr 02:00:00:00:00:99 dev fnb0 nud permanent'
 	probe h1 neigh macsec0 fnb0 "$MAC2"
-	copied=$(printf '%s\n' "$PROBE_OUT" | sed -n 's/^COPIED //p')
-	src=$(gexec h1 -- ip -j neigh show dev macsec0 2>&1 || :)
-	others=$(jq -r --arg m "$MAC2" '[.[] | select(.lladdr == $m and .dst != "10.100.0.2" and .dst != "fd00:100::2")]
-		| length' <<<"$src" 2>/dev/null || echo x)
+	copied=$(copied_n) dsts=$(mac2_dsts)
+	others=$(jq -r '[.[] | select(. != "10.100.0.2" and . != "fd00:100::2")] | length' <<<"$dsts" 2>/dev/null)
 	nb=$(gexec h1 -- ip -j neigh show dev fnb0 2>&1 || :)
 	kept=$(jq -r '[.[] | select(.dst == "10.100.0.2" or .dst == "fd00:100::2") | "\(.lladdr) \(.state | join(","))"] | join(";")' <<<"$nb" 2>&1)
 	if [[ $copied =~ ^[0-9]+$ && $others =~ ^[0-9]+$ ]] && ((copied <= others)) &&
