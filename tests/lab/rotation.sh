@@ -14,8 +14,7 @@
 #     one key, traffic flowing, and the audit log saying what happened
 #  3, 4. KMS backends: a SoftHSM2 token (PKCS#11) in h1's lab share (a copy for h2's
 #     apply), then a PyKMIP server (KMIP over TLS) on the build host's 127.0.0.1, which
-#     the guests reach as 10.0.2.100:5696 (lab.sh up --guestfwd; Python under TCG cost
-#     ~35 s of CPU to start it in a guest, and a request over 10 s under load); each:
+#     the guests reach as 10.0.2.100:5696 (lab.sh up --guestfwd; why, below); each:
 #     the profile pinned at version 1, three rotations under a stream, the last with
 #     --compromised: the KMS's record of the old version says compromised, the audit
 #     KCVs are the KMS's check values. In phase 4 h1 (kms_tool, keymgr) speaks KMIP
@@ -555,9 +554,8 @@ fi
 if want 4; then
 	# PyKMIP on the build host's 127.0.0.1:$KMIP_PORT (TLS 1.2, client certificates), its
 	# certificate for 10.0.2.100, the address the guests reach it at (lab.sh --guestfwd);
-	# its PKI and database in $WORK/kmip; keys created from h1 with kms_tool. Not inside
-	# h1 any more: Python under TCG cost ~35 s of CPU to start it, and on a loaded
-	# machine (load 25) a request took over the 10 s timeout
+	# its PKI and database in $WORK/kmip; keys created from h1 with kms_tool (why on this
+	# host: KMIP_PID's comment, at the top)
 	stamp "4 kmip"
 	if [ ! -x "$KT" ] || [ ! -x /usr/bin/pykmip-server ]; then
 		fail "4-kmip-setup" "kms_tool or /usr/bin/pykmip-server missing (apt-get install python3-pykmip; build tests)"
