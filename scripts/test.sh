@@ -510,7 +510,5 @@ done
 # nor a server a lab suite ran on this host (lab-metrics' Prometheus, lab-rotation's
 # PyKMIP; each stops its own by PID, but not when its suite was killed with -9): each
 # runs from its suite's work directory under build/
-for pid in $(pgrep -f -- "$ROOT/build/lab-(metrics|rotation)-work" 2>/dev/null); do
-	[ "$pid" != $$ ] && kill "$pid" 2>/dev/null
-done
+pkill -f -- "$ROOT/build/lab-(metrics|rotation)-work" 2>/dev/null
 summary
