@@ -88,6 +88,8 @@ if ! "$LAB" up --hosts 2; then
 	exit 1
 fi
 pass "lab-up"
+# fabricctl from the guests' RAM, not read over 9p at every start (lib.bash, in_ram)
+for h in h1 h2; do in_ram "$h" "$F" || fail "$h-fabricctl-in-ram"; done
 
 # guests see the host root read-only (live), but not the host's /tmp or /var/tmp
 # one work directory per lab: the suite runs on two kernels, maybe at once (test.sh lanes)
