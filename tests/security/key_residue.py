@@ -19,6 +19,9 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import memscan  # noqa: E402
+
 MAGIC = 0x4643544C
 MSG_TXSA_STAGE = 12
 MSG_RESPONSE = 0x80
@@ -107,29 +110,9 @@ def needles(name, sak):
 
 
 def scan(pid, wanted):
-    """{needle name: [where]} for every needle found in the process's memory."""
-    found, skipped, scanned = {}, [], 0
-    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-        for line in maps:
-            f = line.split()
-            lo, hi = (int(x, 16) for x in f[0].split("-"))
-            path = f[5] if len(f) > 5 else "[anon]"
-            if "r" not in f[1] or path in ("[vvar]", "[vsyscall]", "[vvar_vclock]"):
-                continue
-            if hi - lo >= BIG_REGION:
-                skipped.append(f"{f[0]} {path}")
-                continue
-            try:
-                mem.seek(lo)
-                data = mem.read(hi - lo)
-            except OSError:
-                continue
-            scanned += len(data)
-            for name, n in wanted:
-                at = data.find(n)
-                if at >= 0:
-                    found.setdefault(name, []).append(f"{hex(lo + at)} in {f[0]} {f[1]} {path}")
-    return found, scanned, skipped
+    """({needle name: [where]}, bytes read, [skipped regions]): lib/memscan.py, which
+    reads every readable mapping but the pages never touched (zeros)."""
+    return memscan.search(pid, wanted, BIG_REGION)
 
 
 def check_scan(pid, wanted, control, phase):

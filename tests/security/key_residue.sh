@@ -48,6 +48,14 @@ for _ in $(seq 50); do
 done
 grep -q serving "$T/agent.log" || { cat "$T/agent.log" >&2; die "the agent did not start"; }
 
+# the memory scanner itself (lib/memscan.py, also privsep's): it finds what is there, next
+# to pages it does not read, and reads no never-touched page
+"$PY" "$ROOT/tests/security/lib/memscan.py" >"$T/memscan.out" 2>&1 || fail "memscan-selftest" "exit $?"
+while read -r verdict rest; do
+	case $verdict in PASS) pass "$rest" ;; FAIL) fail "$rest" ;; esac
+done <"$T/memscan.out"
+grep -q '^PASS memscan-skips-untouched-pages' "$T/memscan.out" || fail "memscan-selftest-ran" "$(tail -3 "$T/memscan.out")"
+
 "$PY" "$ROOT/tests/security/key_residue.py" --pid "$PID" --listen "127.0.0.1:$PORT" \
 	--socket "$T/agent.sock" --pki "$T/pki" >"$T/py.out" 2>"$T/py.err"
 rc=$?

@@ -38,6 +38,7 @@ profile privsep 1 >"$T/p1.yaml"
 
 cat >"$T/catch.py" <<'EOPY'
 import os, re, subprocess, sys, threading, time
+import memscan
 import wire as w
 sys.path.insert(0, os.path.join(os.path.dirname(w.__file__), ".."))
 import key_residue as kr
@@ -83,25 +84,8 @@ def status(pid):
     f = dict(l.split(":", 1) for l in t.splitlines() if ":" in l)
     return {k: f.get(k, "").split() for k in ("PPid", "Uid", "Gid", "CapEff", "CapPrm", "NoNewPrivs", "Seccomp")}
 
-def scan(pid, wanted):
-    found = set()
-    try:
-        with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
-            for line in maps:
-                f = line.split()
-                lo, hi = (int(x, 16) for x in f[0].split("-"))
-                if "r" not in f[1] or hi - lo >= BIG or (len(f) > 5 and f[5].startswith("[v")):
-                    continue
-                try:
-                    mem.seek(lo); data = mem.read(hi - lo)
-                except OSError:
-                    continue
-                for name, n in wanted:
-                    if n in data:
-                        found.add(name)
-    except OSError:
-        return None
-    return found
+def scan(pid, wanted):  # lib/memscan.py: the readable memory, without never-touched pages
+    return memscan.names(pid, wanted, BIG)
 
 def workers():
     out = []

@@ -3,6 +3,7 @@
 # Usage: frontend.py AGENT_PID PORT PKI NOBODY_UID AUDIT_LOG FABRICCTL SOCKET
 # Prints PASS/FAIL lines.
 import ctypes, json, os, re, socket, struct, subprocess, sys, time
+import memscan
 import wire as w
 
 agent, port, pki, nobody, audit, fab, sock = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
@@ -52,25 +53,8 @@ def frontend():
 
 
 def scan(pid, wanted):
-    found = set()
-    try:
-        with open("/proc/%d/maps" % pid) as maps, open("/proc/%d/mem" % pid, "rb", 0) as mem:
-            for line in maps:
-                f = line.split()
-                lo, hi = (int(x, 16) for x in f[0].split("-"))
-                if "r" not in f[1] or hi - lo >= BIG or (len(f) > 5 and f[5].startswith("[v")):
-                    continue
-                try:
-                    mem.seek(lo)
-                    data = mem.read(hi - lo)
-                except OSError:
-                    continue
-                for name, n in wanted:
-                    if n in data:
-                        found.add(name)
-    except OSError:
-        return None
-    return found
+    """The needles found in the process's memory (lib/memscan.py), None if unreadable."""
+    return memscan.names(pid, wanted, BIG)
 
 
 def records(action):
