@@ -688,9 +688,9 @@ cmd_watchdog() {
 	trap 'exit 0' TERM INT
 	while :; do
 		[[ -f $LAB_DIR/lab.state ]] || exit 0
-		t=$(date +%s)
-		((t >= deadline)) && break
-		sleep 2
+		# the clock and the pause without a program: this loop lives as long as the lab
+		((EPOCHSECONDS >= deadline)) && break
+		nap 2
 	done
 	echo "lifetime over at $(date -u +%FT%TZ): stopping the lab's guests"
 	kill_qemus
@@ -986,8 +986,8 @@ cmd_up() {
 		fi
 	done <"$LAB_DIR/nics.tsv"
 
-	local t0 t pending dead
-	t0=$(date +%s)
+	local t0 pending dead
+	t0=$EPOCHSECONDS
 	while :; do
 		pending=0 dead=
 		for ((i = 1; i <= hosts; i++)); do
@@ -1003,8 +1003,7 @@ cmd_up() {
 			cmd_down
 			exit 1
 		fi
-		t=$(date +%s)
-		if ((t - t0 >= boot_timeout)); then
+		if ((EPOCHSECONDS - t0 >= boot_timeout)); then
 			say "boot timeout (${boot_timeout}s): not ready:"
 			for ((i = 1; i <= hosts; i++)); do
 				[[ -f $LAB_DIR/h$i/ready ]] || console_tail "h$i"
@@ -1012,7 +1011,7 @@ cmd_up() {
 			cmd_down
 			exit 1
 		fi
-		sleep 0.2
+		nap 0.2 # (a boot under load takes a minute: no sleep and date started each round)
 	done
 	for ((i = 1; i <= hosts; i++)); do
 		h=h$i
@@ -1090,12 +1089,11 @@ cmd_reboot() {
 		[[ -n $(ss -Htn state established "( dport = :$tcp )" 2>/dev/null) ]] ||
 			die "reboot: $h's link to $ph (127.0.0.1:$tcp) did not connect again"
 	done <"$LAB_DIR/nics.tsv"
-	local t0
-	t0=$(date +%s)
+	local t0=$EPOCHSECONDS
 	until [[ -f $hd/ready ]]; do
 		qemu_pid "$h" >/dev/null || { console_tail "$h"; die "reboot: $h stopped while booting"; }
-		(($(date +%s) - t0 < boot_timeout)) || { console_tail "$h"; die "reboot: $h not ready after ${boot_timeout}s"; }
-		sleep 0.2
+		((EPOCHSECONDS - t0 < boot_timeout)) || { console_tail "$h"; die "reboot: $h not ready after ${boot_timeout}s"; }
+		nap 0.2
 	done
 	awk -v s="$(<"$hd/started")" -v r="$(stat -c %.3Y "$hd/ready")" \
 		'BEGIN { printf "%.1f\n", r - s }' >"$hd/boot_seconds"
