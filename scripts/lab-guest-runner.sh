@@ -172,8 +172,6 @@ run_job() {
 			((rc > 128)) && kill -0 "$pid" 2>/dev/null && continue
 			break
 		done
-		# a worker lives on: a USR1 that comes late (the job ended at its deadline) is ignored
-		trap '' USR1
 		((late == 1)) && rc=124
 		((late > 1)) && rc=137
 	fi
@@ -220,7 +218,6 @@ declare -A seen=()
 declare -A due_pid=() due_at=() due_n=()
 deadlines() {
 	local id
-	[[ -z $donefd ]] || drain_done
 	for id in "${!due_at[@]}"; do
 		if ! kill -0 "${due_pid[$id]}" 2>/dev/null; then
 			unset "due_pid[$id]" "due_at[$id]" "due_n[$id]"
@@ -230,69 +227,6 @@ deadlines() {
 			((due_n[$id] < 2)) || unset "due_pid[$id]" "due_at[$id]" "due_n[$id]"
 		fi
 	done
-}
-# Workers: run_job in a process of its own, forked once and kept, fed jobs through a FIFO
-# on the guest's tmpfs (the job's id, the number of its fields, the fields; NUL-separated),
-# so that a job costs the guest one fork, its own, not two (a fork of the runner was
-# about a third of what an exec cost the guest beyond the command: docs/lab.md, "What an
-# exec costs"). A worker that ended a job says "PID ID" on the FIFO $DONE; one job at a
-# time each, and a new worker when none is free. USR1 (the deadline) is ignored between
-# jobs, so a late one hurts nothing.
-worker() { # reads jobs on stdin
-	local id n
-	trap '' USR1
-	while IFS= read -r -d '' id && IFS= read -r -d '' n && [[ $n =~ ^[0-9]+$ ]]; do
-		f=()
-		((n == 0)) || mapfile -d '' -t -n "$n" f
-		run_job "$id"
-		printf '%s %s\n' "$BASHPID" "$id" >&"$donefd"
-	done
-}
-DONE=/run/lab-done
-donefd=
-mkfifo -m 0600 "$DONE" 2>/dev/null && exec {donefd}<>"$DONE" || log "warning: no FIFO $DONE: a fork more per job"
-declare -A wfd=()
-free_w=()
-nw=0
-# drain_done: the workers that said they are free again; their jobs' deadlines go
-drain_done() {
-	local w id
-	while read -r -t 0 -u "$donefd" && read -r -u "$donefd" w id; do
-		[[ -n ${wfd[$w]:-} ]] && free_w+=("$w")
-		[[ -n $id ]] && unset "due_pid[$id]" "due_at[$id]" "due_n[$id]"
-	done
-}
-# start_job ID: runs job ID (its fields in f) on a free worker, else a new one, else in a
-# process of its own as before; the PID that takes the deadline's USR1 in REPLY
-start_job() {
-	local w= fd p
-	REPLY=
-	if [[ -n $donefd ]]; then
-		drain_done
-		while ((${#free_w[@]})); do
-			w=${free_w[-1]}
-			unset 'free_w[-1]'
-			kill -0 "$w" 2>/dev/null && break
-			unset "wfd[$w]"
-			w=
-		done
-		if [[ -z $w ]]; then
-			p=/run/lab-w$nw
-			nw=$((nw + 1))
-			if mkfifo -m 0600 "$p" 2>/dev/null && exec {fd}<>"$p"; then
-				worker <&"$fd" &
-				w=$!
-				wfd[$w]=$fd
-			fi
-		fi
-	fi
-	if [[ -n $w ]]; then
-		printf '%s\0' "$1" "${#f[@]}" "${f[@]}" >&"${wfd[$w]}"
-		REPLY=$w
-	else
-		run_job "$1" &
-		REPLY=$!
-	fi
 }
 # take ENTRY: starts what the queue entry ENTRY asks, once (0 when it did)
 take() {
@@ -307,9 +241,9 @@ take() {
 	*)
 		f=()
 		mapfile -d '' -t f <"$J/$id" 2>/dev/null || return 1
-		start_job "$id"
+		run_job "$id" &
 		if [[ ${f[1]:-} =~ ^[1-9][0-9]*$ ]]; then
-			due_pid[$id]=$REPLY due_at[$id]=$((EPOCHSECONDS + f[1])) due_n[$id]=0
+			due_pid[$id]=$! due_at[$id]=$((EPOCHSECONDS + f[1])) due_n[$id]=0
 		fi
 		;;
 	esac
