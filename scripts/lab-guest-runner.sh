@@ -9,14 +9,15 @@
 # one), writes "$LAB_SHARE/ready", then serves commands that
 # scripts/lab.sh drops into the share:
 #
-#   $LAB_SHARE/jobs/ID/job      NUL-separated: "fctl-lab-job-1", the timeout in seconds
+#   $LAB_SHARE/jobs/ID          NUL-separated: "fctl-lab-job-1", the timeout in seconds
 #                               (0 = none), the working directory (falls back to /), the
 #                               number N of environment entries, N entries K=V, then argv
-#   $LAB_SHARE/queue/ID         created last (by rename): "run job ID"
-#   $LAB_SHARE/queue/kill.ID    "send SIGTERM to job ID's process group"
+#   $LAB_SHARE/queue/ID         created after it: "run job ID"
+#   $LAB_SHARE/queue/kill.ID.T  "send SIGTERM to job ID's process group"
 #
-# Results: jobs/ID/out, jobs/ID/err, jobs/ID/pid, and jobs/ID/rc written last
-# (by rename).  Jobs run concurrently, each in its own process group; the
+# and names the entry on the doorbell port (below).  Results: jobs/ID.out, jobs/ID.err,
+# and jobs/ID.rc written last (one write of "RC\n"); the job's pid stays in the guest
+# (/run/lab-jobs/ID).  Jobs run concurrently, each in its own process group; the
 # runner itself enforces each job's timeout as timeout(1) did (TERM to the group,
 # KILL 5 s later, exit 124 or 137), without a program start per job.
 #
@@ -88,10 +89,16 @@ if [[ -e /sys/class/net/mgmt0 ]]; then
 fi
 
 mkdir -p "$Q" "$J" || log "warning: cannot create $Q or $J"
+# the pids of jobs, for kill_job: a tmpfs of the guest, not the share (each file on the
+# share costs the guest a virtio round trip under TCG)
+P=/run/lab-jobs
+mkdir -p "$P" || log "warning: cannot create $P"
 
 # The doorbell: lab.sh writes a line to the virtio port named fctl.bell after it queues
-# a job, and the runner sleeps on the port between scans. Polling the share instead cost
-# each busy guest about a quarter of a host core under TCG (docs/lab.md, "How it works").
+# a job, the queue entry's name, and the runner sleeps on the port between scans; a line
+# that names an entry is taken without listing the queue (a 9p round trip or more).
+# Polling the share instead cost each busy guest about a quarter of a host core under TCG
+# (docs/lab.md, "How it works").
 # Without the port (a lab.sh of before), a sleep that forks nothing: a read with a timeout
 # on a FIFO nobody writes, and a scan every 50 ms while busy, 200 ms when idle.
 poll_fifo() { # fd 9 becomes the FIFO nobody writes
@@ -110,14 +117,21 @@ else
 	poll_fifo
 fi
 # An end of file on the port (it should not happen) would make every read return at
-# once: then back to the FIFO and polling, said on the console.
+# once: then back to the FIFO and polling, said on the console. The line read, when it
+# names a queue entry, in bl (else bl is empty: scan the queue).
+bl=
 tick() {
-	read -r -t "$1" -u 9 _
-	if (($? == 1)) && [[ -n $bell ]]; then
+	local st
+	bl=
+	read -r -t "$1" -u 9 bl
+	st=$?
+	if ((st == 1)) && [[ -n $bell ]]; then
 		log "doorbell $bell gave an end of file: polling the queue"
 		poll_fifo
 		write_ready
 	fi
+	# a line cut by the timeout or the end of file is not taken (the scan finds its entry)
+	((st == 0)) && [[ $bl =~ ^(kill\.)?[0-9]+-[0-9]+-[0-9]+(\.[0-9]+)?$ ]] || bl=
 }
 
 # run_job ID: runs the job whose fields the main loop read into f (below), writes its
@@ -136,7 +150,7 @@ run_job() {
 		argv=("${f[@]:4+n}")
 	fi
 	if ((${#argv[@]} == 0)); then
-		echo "lab: job $id is malformed or has an empty argv" >"$d/err"
+		echo "lab: job $id is malformed or has an empty argv" >"$d.err"
 		rc=2
 	else
 		set -m
@@ -146,10 +160,10 @@ run_job() {
 			export PATH=$SAFE_PATH HOME=/root LANG=C.UTF-8 TERM=dumb
 			for kv in "${envs[@]}"; do export "${kv?}"; done
 			exec "${argv[@]}"
-		) </dev/null >"$d/out" 2>"$d/err" &
+		) </dev/null >"$d.out" 2>"$d.err" &
 		pid=$!
 		set +m
-		echo "$pid" >"$d/pid"
+		echo "$pid" >"$P/$id"
 		trap 'late=$((late + 1)); if ((late == 1)); then kill -TERM -- "-$pid"; else kill -KILL -- "-$pid"; fi 2>/dev/null' USR1
 		while :; do
 			wait "$pid"
@@ -163,7 +177,7 @@ run_job() {
 	fi
 	# one write of "RC\n" (no mv: a program start costs the guest a tenth of a second);
 	# lab.sh takes the job as ended only once rc holds a whole line
-	echo "$rc" >"$d/rc"
+	echo "$rc" >"$d.rc"
 }
 
 # Run in the background: a kill queued right after its job may find the job started
@@ -172,8 +186,8 @@ run_job() {
 kill_job() {
 	local pid= i
 	for ((i = 0; i < 100; i++)); do
-		[[ -f $J/$1/rc ]] && return 0
-		pid=$(<"$J/$1/pid") 2>/dev/null
+		[[ -f $J/$1.rc ]] && return 0
+		read -r pid <"$P/$1" 2>/dev/null
 		[[ $pid =~ ^[0-9]+$ ]] && break
 		pid=
 		sleep 0.05
@@ -214,29 +228,37 @@ deadlines() {
 		fi
 	done
 }
+# take ENTRY: starts what the queue entry ENTRY asks, once (0 when it did)
+take() {
+	local id=$1 j
+	[[ -z ${seen[$id]:-} ]] || return 1
+	seen[$id]=1
+	case "$id" in
+	kill.*)
+		j=${id#kill.}
+		kill_job "${j%%.*}" &
+		;;
+	*)
+		f=()
+		mapfile -d '' -t f <"$J/$id" 2>/dev/null || return 1
+		run_job "$id" &
+		if [[ ${f[1]:-} =~ ^[1-9][0-9]*$ ]]; then
+			due_pid[$id]=$! due_at[$id]=$((EPOCHSECONDS + f[1])) due_n[$id]=0
+		fi
+		;;
+	esac
+}
 idle=0
 while :; do
 	got=0
-	for q in "$Q"/*; do
-		id=${q##*/}
-		[[ -z ${seen[$id]:-} && -e $q ]] || continue
-		seen[$id]=1
-		got=1
-		case "$id" in
-		kill.*)
-			j=${id#kill.}
-			kill_job "${j%%.*}" &
-			;;
-		*)
-			f=()
-			mapfile -d '' -t f <"$J/$id/job" 2>/dev/null || continue
-			run_job "$id" &
-			if [[ ${f[1]:-} =~ ^[1-9][0-9]*$ ]]; then
-				due_pid[$id]=$! due_at[$id]=$((EPOCHSECONDS + f[1])) due_n[$id]=0
-			fi
-			;;
-		esac
-	done
+	if [[ -n $bl ]]; then
+		take "$bl" && got=1
+	else
+		for q in "$Q"/*; do
+			id=${q##*/}
+			[[ -z ${seen[$id]:-} && -e $q ]] && take "$id" && got=1
+		done
+	fi
 	((${#due_at[@]} == 0)) || deadlines
 	# Finished jobs and orphans re-parented to PID 1 are reaped by bash's
 	# own SIGCHLD handling; nothing to wait for here.

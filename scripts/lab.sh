@@ -125,6 +125,368 @@ need_val() {
 	usage_die "$1"
 }
 
+# --- exec, exec-bg, wait, kill ------------------------------------------------
+# These come first, and are dispatched before bash has read the rest of this file: they
+# are about 2,000 runs of a test run, and parsing the whole file cost each ~10 ms of host
+# CPU (docs/lab.md, "What an exec costs").
+
+# PID from a pidfile, only if that process still is what we started.
+live_pid() {
+	local pidfile=$1 marker=$2 pid
+	[[ -f $pidfile ]] || return 1
+	pid=$(<"$pidfile")
+	pid=${pid//[^0-9]/}
+	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
+	# the command line, NUL-separated, read and matched in bash: no program started
+	local -a argv=()
+	mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 1
+	local IFS=" " cmd
+	cmd="${argv[*]} "
+	[[ $cmd == *"$marker"* ]] || return 1
+	echo "$pid"
+}
+
+qemu_pid() { live_pid "$LAB_DIR/$1/qemu.pid" "$LAB_DIR/$1/qemu.pid"; }
+watchdog_pid() { live_pid "$LAB_DIR/watchdog.pid" "__watchdog $LAB_DIR "; }
+
+console_tail() {
+	local h=$1 lines=${2:-40} log
+	log=$LAB_DIR/$h/console.log
+	echo "---- $h: last $lines lines of $log ----" >&2
+	if [[ -s $log ]]; then tail -n "$lines" "$log" | tr -d '\r' >&2; else echo "(empty)" >&2; fi
+	if [[ -s $LAB_DIR/$h/qemu.err ]]; then
+		echo "---- $h: qemu stderr ----" >&2
+		tail -n 20 "$LAB_DIR/$h/qemu.err" >&2
+	fi
+	echo "----" >&2
+}
+
+# resolve_host HOST: the lab id (h1, h2, ...) of HOST, given as that id or as the
+# host's --name, in REPLY (not printed: every exec resolves its host, and reading a
+# printed answer costs a subshell); 1 when there is no such host.
+resolve_host() {
+	local want=$1 id name
+	REPLY=
+	if [[ $want =~ ^h[0-9]+$ ]]; then
+		REPLY=$want
+		return 0
+	fi
+	if [[ -f $LAB_DIR/names.tsv ]]; then
+		while read -r id name; do
+			[[ $name == "$want" ]] && { REPLY=$id; return 0; }
+		done <"$LAB_DIR/names.tsv"
+	fi
+	return 1
+}
+
+# require_host HOST: dies unless HOST (an id or a --name) is a running,
+# ready host; sets HOST_ID to its id.
+HOST_ID=
+require_host() {
+	local h
+	[[ -f $LAB_DIR/lab.state ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
+	resolve_host "$1" || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	h=$REPLY
+	HOST_ID=$h
+	[[ -d $LAB_DIR/$h ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
+	[[ -f $LAB_DIR/$h/ready ]] || die "host '$h' is not ready"
+	qemu_pid "$h" >/dev/null || {
+		console_tail "$h" 20
+		die "host '$h' is not running (lifetime over, or it crashed)"
+	}
+}
+
+# Parses exec options into EXEC_* globals and the command into EXEC_ARGV.
+parse_exec() {
+	EXEC_TIMEOUT=$1 && shift
+	EXEC_ENV=() EXEC_CWD=$PWD EXEC_HOST='' EXEC_ARGV=()
+	local v
+	# FCTL_* settings of the caller reach the guest command (not the lab's own): the
+	# exported ones among the variables of that prefix, without a subshell
+	for v in ${!FCTL_*}; do
+		[[ $v != FCTL_LAB_* && ${!v@a} == *x* ]] && EXEC_ENV+=("$v=${!v}")
+	done
+	while (($#)); do
+		case "$1" in
+		--timeout) need_val "--timeout needs seconds" "${2-}" && EXEC_TIMEOUT=$2 && shift 2 ;;
+		--env)
+			[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_die "--env needs K=V"
+			EXEC_ENV+=("$2") && shift 2
+			;;
+		--cwd) need_val "--cwd needs a directory" "${2-}" && EXEC_CWD=$2 && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		--) usage_die "missing HOST before --" ;;
+		-*) usage_die "unknown option '$1'" ;;
+		*)
+			EXEC_HOST=$1 && shift
+			[[ ${1:-} == -- ]] && shift
+			EXEC_ARGV=("$@")
+			break
+			;;
+		esac
+	done
+	is_uint "$EXEC_TIMEOUT" || die "--timeout must be whole seconds"
+	[[ -n $EXEC_HOST ]] || die "missing HOST"
+	((${#EXEC_ARGV[@]} > 0)) || die "missing command"
+}
+
+# Queues EXEC_ARGV on host H; the job's id in JOB_ID (a global, not printed: the callers
+# would need a subshell to read it).
+submit_job() {
+	local h=$1 timeout=$2 cwd=$3 id d hd
+	shift 3
+	hd=$LAB_DIR/$h
+	id=${EPOCHREALTIME/./}000-$$-$RANDOM
+	# the job is a file, jobs/ID, and its results are files beside it (jobs/ID.out, ...):
+	# no directory per job, whose mkdir and rm -r were two program starts of an exec
+	# (docs/lab.md, "What an exec costs"). One file, NUL-separated, read by the runner in one
+	# go (each file the guest opens on its 9p share costs it milliseconds under TCG): a
+	# version tag, the timeout, the working directory, the number of environment entries,
+	# those entries, then argv
+	printf '%s\0' fctl-lab-job-1 "$timeout" "$cwd" "${#EXEC_ENV[@]}" "${EXEC_ENV[@]}" "${EXEC_ARGV[@]}" >"$hd/jobs/$id"
+	# the queue entry only names the job (its file is whole by now): created in place
+	: >"$hd/queue/$id"
+	ring_bell "$hd" "$id"
+	JOB_ID=$id
+}
+
+# Wakes HD's runner: a line into the doorbell FIFO qemu reads (after the queue entry is
+# in place), with the queue entry's name, which the runner takes without listing the
+# queue; its scan every 2 s finds any entry all the same. Opened read-write, so the open
+# never blocks, even when qemu is gone; the guest drains the port, so the FIFO never fills.
+# One write of a short line: lines of lab.sh runs at once do not mix. Runners that
+# announced no doorbell ("bell=1" in ready) scan on their own every 200 ms.
+ring_bell() { # host dir, queue entry
+	local fd line on=0
+	[[ -p $1/bell.in ]] || return 0
+	while read -r line; do [[ $line == bell=1 ]] && on=1; done <"$1/ready" 2>/dev/null
+	((on)) || return 0
+	exec {fd}<>"$1/bell.in" || return 0
+	printf '%s\n' "$2" >&"$fd"
+	exec {fd}>&-
+}
+
+# Asks HD's runner to send SIGTERM to job ID's process group (by a queue entry, then a ring).
+queue_kill() { # host dir, job id
+	# (each kill its own entry, kill.JOB.TIME: the runner takes an entry once)
+	local e=kill.$2.${EPOCHREALTIME/./}
+	: >"$1/queue/$e" && ring_bell "$1" "$e"
+}
+
+# Copies what a job wrote to FILE since the last call to fd FD (flush_from FILE FD): FILE
+# is opened once, and each call copies from where the last one stopped to the file's end
+# (the open file keeps the offset). The copy is bash's read, which starts no program (a
+# cat, or stat, tail and head while streaming, cost the host a program start each: docs/
+# lab.md, "What an exec costs"): NUL-separated pieces of at most 64 KiB, bytes as they are
+# (LC_ALL=C); past 256 KiB in one call a cat copies the rest, faster than read for a lot.
+declare -A IN_FD=()
+flush_from() {
+	local f=$1 fd=$2 in=${IN_FD[$2]:-} c n=0 st LC_ALL=C
+	if [[ -z $in ]]; then
+		[[ -s $f ]] || return 0
+		exec {in}<"$f" || return 0
+		IN_FD[$fd]=$in
+	fi
+	while :; do
+		IFS= read -r -d '' -n 65536 -u "$in" c && st=0 || st=$?
+		printf '%s' "$c" >&"$fd"
+		((st == 0)) || return 0
+		# a NUL ended the piece (a piece of 64 KiB may end anywhere)
+		((${#c} < 65536)) && printf '\0' >&"$fd"
+		n=$((n + ${#c} + 1))
+		if ((n > 262144)); then
+			cat <&"$in" >&"$fd"
+			return 0
+		fi
+	done
+}
+
+# A sleep that starts no program: a read with a timeout on a FIFO nobody writes (a
+# sleep(1) per round of wait_job's loop was most of an exec's CPU on the host). The FIFO
+# lives in the lab directory; opened read-write, the open never blocks.
+NAP_FD=
+nap() { # seconds
+	if [[ -z $NAP_FD ]]; then
+		[[ -p $LAB_DIR/.nap ]] || mkfifo -m 0600 "$LAB_DIR/.nap" 2>/dev/null
+		if [[ -p $LAB_DIR/.nap ]] && exec {NAP_FD}<>"$LAB_DIR/.nap"; then :; else
+			NAP_FD=
+			sleep "$1"
+			return 0
+		fi
+	fi
+	read -r -t "$1" -u "$NAP_FD" _ || :
+}
+
+# The files of jobs whose results were read (jobs/ID.done) go, with their queue entries
+# (the runner takes an entry once, and leaves it: a program start less in the guest per
+# job), 16 jobs at a time: one rm for 16 execs instead of one each. A job a lab.sh
+# gave up on (no .done) stays until `down`.
+sweep_jobs() { # host dir
+	local f id
+	local -a done=() rmf=()
+	done=("$1"/jobs/*.done)
+	[[ -e ${done[0]} ]] && ((${#done[@]} >= 16)) || return 0
+	for f in "${done[@]}"; do
+		id=${f##*/} id=${id%.done}
+		rmf+=("$1/jobs/$id" "$1/jobs/$id".* "$1/queue/$id")
+		rmf+=("$1/queue/kill.$id".*)
+	done
+	rm -f -- "${rmf[@]}" 2>/dev/null || :
+}
+
+# Streams a job's stdout/stderr until it ends; returns its exit code.
+wait_job() {
+	local h=$1 id=$2 limit=$3 d hd rc start interval=0.02 done=0 n=0
+	hd=$LAB_DIR/$h
+	d=$hd/jobs/$id
+	[[ -f $d && ! -e $d.done ]] || die "no job '$id' on $h"
+	start=$EPOCHSECONDS
+	while :; do
+		# the runner writes "RC\n" in one write: ended once the line is whole
+		if [[ -f $d.rc ]] && read -r rc <"$d.rc" && [[ $rc =~ ^[0-9]+$ ]]; then done=1; fi
+		# the output: streamed every 10th round, and the rest at the end
+		if ((done || n % 10 == 0)); then
+			flush_from "$d.out" 1
+			flush_from "$d.err" 2
+		fi
+		if ((done)); then
+			: >"$d.done"
+			sweep_jobs "$hd"
+			return "$rc"
+		fi
+		n=$((n + 1))
+		if ((n % 10 == 0)); then
+			if ! qemu_pid "$h" >/dev/null; then
+				say "$h stopped while running job $id"
+				console_tail "$h" 20
+				return 125
+			fi
+			if ((limit > 0 && EPOCHSECONDS - start > limit)); then
+				say "job $id on $h: no result after ${limit}s, killing it"
+				queue_kill "$hd" "$id"
+				return 124
+			fi
+		fi
+		nap "$interval"
+		((n == 50)) && interval=0.1
+	done
+}
+
+# "h1 (gpu01), h2 (gpu02)" for messages.
+host_list() {
+	local id name out=
+	[[ -f $LAB_DIR/names.tsv ]] || { echo "none"; return; }
+	while read -r id name; do
+		out+="${out:+, }$id"
+		[[ $name != "$id" ]] && out+=" ($name)"
+	done <"$LAB_DIR/names.tsv"
+	echo "${out:-none}"
+}
+
+cmd_exec() {
+	parse_exec 120 "$@"
+	require_host "$EXEC_HOST"
+	EXEC_HOST=$HOST_ID
+	local id rc=0
+	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
+	id=$JOB_ID
+	# The guest enforces the timeout (rc 124); the host waits a little longer.
+	if ((EXEC_TIMEOUT > 0)); then
+		wait_job "$EXEC_HOST" "$id" $((EXEC_TIMEOUT + 15)) || rc=$?
+	else
+		wait_job "$EXEC_HOST" "$id" 0 || rc=$?
+	fi
+	if ((rc == 124 || rc == 137)) && ((EXEC_TIMEOUT > 0)); then
+		say "'${EXEC_ARGV[0]}' on $EXEC_HOST hit the ${EXEC_TIMEOUT}s timeout (exit $rc)"
+	fi
+	return "$rc"
+}
+
+cmd_exec_bg() {
+	parse_exec 0 "$@"
+	require_host "$EXEC_HOST"
+	EXEC_HOST=$HOST_ID
+	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
+	echo "$JOB_ID"
+}
+
+cmd_wait() {
+	local timeout=120 h='' id=
+	while (($#)); do
+		case "$1" in
+		--timeout) need_val "--timeout needs seconds" "${2-}" && timeout=$2 && shift 2 ;;
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		-*) die "wait: unknown option '$1'" ;;
+		*)
+			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "wait: extra argument '$1'"; fi
+			shift
+			;;
+		esac
+	done
+	[[ -n $h && -n $id ]] || usage_die "usage: $PROG wait [--timeout SEC] HOST JOB"
+	is_uint "$timeout" || die "--timeout must be whole seconds"
+	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
+	require_host "$h"
+	wait_job "$HOST_ID" "$id" "$timeout"
+}
+
+cmd_kill() {
+	local h='' id=
+	while (($#)); do
+		case "$1" in
+		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
+		-*) die "kill: unknown option '$1'" ;;
+		*)
+			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "kill: extra argument '$1'"; fi
+			shift
+			;;
+		esac
+	done
+	[[ -n $h && -n $id ]] || usage_die "usage: $PROG kill HOST JOB"
+	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
+	require_host "$h"
+	h=$HOST_ID
+	local hd
+	hd=$LAB_DIR/$h
+	[[ -f $hd/jobs/$id && ! -e $hd/jobs/$id.done ]] || die "no job '$id' on $h"
+	queue_kill "$hd" "$id"
+}
+
+# wants_help VERB ARGS...: --help or -h among the options of VERB. exec and exec-bg
+# look only before the host: what follows is the guest's command line.
+wants_help() {
+	local verb=$1 a
+	shift
+	for a in "$@"; do
+		case "$a" in
+		-h | --help) return 0 ;;
+		--) return 1 ;;
+		-*) ;;
+		*) [[ $verb == exec || $verb == exec-bg ]] && return 1 ;;
+		esac
+	done
+	return 1
+}
+
+case ${1:-} in
+exec | exec-bg | wait | kill)
+	VERB=$1
+	shift
+	if wants_help "$VERB" "$@"; then
+		usage
+		exit 0
+	fi
+	case "$VERB" in
+	exec) cmd_exec "$@" ;;
+	exec-bg) cmd_exec_bg "$@" ;;
+	wait) cmd_wait "$@" ;;
+	kill) cmd_kill "$@" ;;
+	esac
+	exit
+	;;
+esac
+
+
 # --- packages, kernel, initramfs -------------------------------------------
 
 need_root() {
@@ -621,37 +983,6 @@ state_get() {
 	f=$LAB_DIR/lab.state
 	[[ -f $f ]] || return 1
 	sed -n "s/^$key=//p" "$f" | tail -n1
-}
-
-# PID from a pidfile, only if that process still is what we started.
-live_pid() {
-	local pidfile=$1 marker=$2 pid
-	[[ -f $pidfile ]] || return 1
-	pid=$(<"$pidfile")
-	pid=${pid//[^0-9]/}
-	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-	# the command line, NUL-separated, read and matched in bash: no program started
-	local -a argv=()
-	mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 1
-	local IFS=" " cmd
-	cmd="${argv[*]} "
-	[[ $cmd == *"$marker"* ]] || return 1
-	echo "$pid"
-}
-
-qemu_pid() { live_pid "$LAB_DIR/$1/qemu.pid" "$LAB_DIR/$1/qemu.pid"; }
-watchdog_pid() { live_pid "$LAB_DIR/watchdog.pid" "__watchdog $LAB_DIR "; }
-
-console_tail() {
-	local h=$1 lines=${2:-40} log
-	log=$LAB_DIR/$h/console.log
-	echo "---- $h: last $lines lines of $log ----" >&2
-	if [[ -s $log ]]; then tail -n "$lines" "$log" | tr -d '\r' >&2; else echo "(empty)" >&2; fi
-	if [[ -s $LAB_DIR/$h/qemu.err ]]; then
-		echo "---- $h: qemu stderr ----" >&2
-		tail -n 20 "$LAB_DIR/$h/qemu.err" >&2
-	fi
-	echo "----" >&2
 }
 
 kill_qemus() {
@@ -1191,285 +1522,7 @@ cmd_status() {
 
 # --- exec -------------------------------------------------------------------
 
-# resolve_host HOST: the lab id (h1, h2, ...) of HOST, given as that id or as the
-# host's --name, in REPLY (not printed: every exec resolves its host, and reading a
-# printed answer costs a subshell); 1 when there is no such host.
-resolve_host() {
-	local want=$1 id name
-	REPLY=
-	if [[ $want =~ ^h[0-9]+$ ]]; then
-		REPLY=$want
-		return 0
-	fi
-	if [[ -f $LAB_DIR/names.tsv ]]; then
-		while read -r id name; do
-			[[ $name == "$want" ]] && { REPLY=$id; return 0; }
-		done <"$LAB_DIR/names.tsv"
-	fi
-	return 1
-}
-
-# require_host HOST: dies unless HOST (an id or a --name) is a running,
-# ready host; sets HOST_ID to its id.
-HOST_ID=
-require_host() {
-	local h
-	[[ -f $LAB_DIR/lab.state ]] || die "no lab is up in $LAB_DIR (run: $PROG up)"
-	resolve_host "$1" || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
-	h=$REPLY
-	HOST_ID=$h
-	[[ -d $LAB_DIR/$h ]] || die "no host '$1' in the lab at $LAB_DIR (hosts: $(host_list))"
-	[[ -f $LAB_DIR/$h/ready ]] || die "host '$h' is not ready"
-	qemu_pid "$h" >/dev/null || {
-		console_tail "$h" 20
-		die "host '$h' is not running (lifetime over, or it crashed)"
-	}
-}
-
-# Parses exec options into EXEC_* globals and the command into EXEC_ARGV.
-parse_exec() {
-	EXEC_TIMEOUT=$1 && shift
-	EXEC_ENV=() EXEC_CWD=$PWD EXEC_HOST='' EXEC_ARGV=()
-	local v
-	# FCTL_* settings of the caller reach the guest command (not the lab's own): the
-	# exported ones among the variables of that prefix, without a subshell
-	for v in ${!FCTL_*}; do
-		[[ $v != FCTL_LAB_* && ${!v@a} == *x* ]] && EXEC_ENV+=("$v=${!v}")
-	done
-	while (($#)); do
-		case "$1" in
-		--timeout) need_val "--timeout needs seconds" "${2-}" && EXEC_TIMEOUT=$2 && shift 2 ;;
-		--env)
-			[[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_die "--env needs K=V"
-			EXEC_ENV+=("$2") && shift 2
-			;;
-		--cwd) need_val "--cwd needs a directory" "${2-}" && EXEC_CWD=$2 && shift 2 ;;
-		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
-		--) usage_die "missing HOST before --" ;;
-		-*) usage_die "unknown option '$1'" ;;
-		*)
-			EXEC_HOST=$1 && shift
-			[[ ${1:-} == -- ]] && shift
-			EXEC_ARGV=("$@")
-			break
-			;;
-		esac
-	done
-	is_uint "$EXEC_TIMEOUT" || die "--timeout must be whole seconds"
-	[[ -n $EXEC_HOST ]] || die "missing HOST"
-	((${#EXEC_ARGV[@]} > 0)) || die "missing command"
-}
-
-# Queues EXEC_ARGV on host H; the job's id in JOB_ID (a global, not printed: the callers
-# would need a subshell to read it).
-submit_job() {
-	local h=$1 timeout=$2 cwd=$3 id d hd
-	shift 3
-	hd=$LAB_DIR/$h
-	id=${EPOCHREALTIME/./}000-$$-$RANDOM
-	d=$hd/jobs/$id
-	mkdir "$d"
-	# one file, NUL-separated, read by the runner in one go (each file the guest opens on
-	# its 9p share costs it milliseconds under TCG): a version tag, the timeout, the working
-	# directory, the number of environment entries, those entries, then argv
-	printf '%s\0' fctl-lab-job-1 "$timeout" "$cwd" "${#EXEC_ENV[@]}" "${EXEC_ENV[@]}" "${EXEC_ARGV[@]}" >"$d/job"
-	# the queue entry only names the job (its file is whole by now): created in place
-	: >"$hd/queue/$id"
-	ring_bell "$hd"
-	JOB_ID=$id
-}
-
-# Wakes HD's runner: a byte into the doorbell FIFO qemu reads (after the queue entry is
-# in place, so the runner's scan finds it). Opened read-write, so the open never blocks,
-# even when qemu is gone; the guest drains the port, so the FIFO never fills. Runners
-# that announced no doorbell ("bell=1" in ready) scan on their own every 200 ms.
-ring_bell() { # host dir
-	local fd line on=0
-	[[ -p $1/bell.in ]] || return 0
-	while read -r line; do [[ $line == bell=1 ]] && on=1; done <"$1/ready" 2>/dev/null
-	((on)) || return 0
-	exec {fd}<>"$1/bell.in" || return 0
-	printf '\n' >&"$fd"
-	exec {fd}>&-
-}
-
-# Asks HD's runner to send SIGTERM to job ID's process group (by a queue entry, then a ring).
-queue_kill() { # host dir, job id
-	# (each kill its own entry, kill.JOB.TIME: the runner takes an entry once)
-	: >"$1/queue/kill.$2.${EPOCHREALTIME/./}" && ring_bell "$1"
-}
-
-# Copies what a job wrote to FILE since byte OFFSETS[FD] to fd FD (flush_from FILE FD [ENDED]:
-# ENDED 1 once the job has ended).
-declare -A OFFSETS=()
-flush_from() {
-	local f=$1 fd=$2 size off=${OFFSETS[$2]:-0}
-	[[ -s $f ]] || return 0
-	# the job has ended (ENDED 1) and nothing of this file was copied yet: one
-	# program, not three
-	if ((${3:-0} == 1 && off == 0)); then
-		cat -- "$f" >&"$fd"
-		return 0
-	fi
-	size=$(stat -c %s "$f" 2>/dev/null || echo 0)
-	if ((size > off)); then
-		tail -c +"$((off + 1))" "$f" | head -c "$((size - off))" >&"$fd"
-		OFFSETS[$fd]=$size
-	fi
-}
-
-# A sleep that starts no program: a read with a timeout on a FIFO nobody writes (a
-# sleep(1) per round of wait_job's loop was most of an exec's CPU on the host). The FIFO
-# lives in the lab directory; opened read-write, the open never blocks.
-NAP_FD=
-nap() { # seconds
-	if [[ -z $NAP_FD ]]; then
-		[[ -p $LAB_DIR/.nap ]] || mkfifo -m 0600 "$LAB_DIR/.nap" 2>/dev/null
-		if [[ -p $LAB_DIR/.nap ]] && exec {NAP_FD}<>"$LAB_DIR/.nap"; then :; else
-			NAP_FD=
-			sleep "$1"
-			return 0
-		fi
-	fi
-	read -r -t "$1" -u "$NAP_FD" _ || :
-}
-
-# Streams a job's stdout/stderr until it ends; returns its exit code.
-wait_job() {
-	local h=$1 id=$2 limit=$3 d hd rc start interval=0.02 done=0 n=0
-	hd=$LAB_DIR/$h
-	d=$hd/jobs/$id
-	[[ -d $d ]] || die "no job '$id' on $h"
-	start=$EPOCHSECONDS
-	while :; do
-		# the runner writes "RC\n" in one write: ended once the line is whole
-		if [[ -f $d/rc ]] && read -r rc <"$d/rc" && [[ $rc =~ ^[0-9]+$ ]]; then done=1; fi
-		# the output: streamed every 10th round (forks of stat), and whole at the end
-		if ((done || n % 10 == 0)); then
-			flush_from "$d/out" 1 "$done"
-			flush_from "$d/err" 2 "$done"
-		fi
-		if ((done)); then
-			# the queue entries too: the runner takes an entry once, and leaves it (one
-			# program start less in the guest per job)
-			rm -rf -- "$d" "$hd/queue/$id" "$hd/queue/kill.$id".*
-			return "$rc"
-		fi
-		n=$((n + 1))
-		if ((n % 10 == 0)); then
-			if ! qemu_pid "$h" >/dev/null; then
-				say "$h stopped while running job $id"
-				console_tail "$h" 20
-				return 125
-			fi
-			if ((limit > 0 && EPOCHSECONDS - start > limit)); then
-				say "job $id on $h: no result after ${limit}s, killing it"
-				queue_kill "$hd" "$id"
-				return 124
-			fi
-		fi
-		nap "$interval"
-		((n == 50)) && interval=0.1
-	done
-}
-
-# "h1 (gpu01), h2 (gpu02)" for messages.
-host_list() {
-	local id name out=
-	[[ -f $LAB_DIR/names.tsv ]] || { echo "none"; return; }
-	while read -r id name; do
-		out+="${out:+, }$id"
-		[[ $name != "$id" ]] && out+=" ($name)"
-	done <"$LAB_DIR/names.tsv"
-	echo "${out:-none}"
-}
-
-cmd_exec() {
-	parse_exec 120 "$@"
-	require_host "$EXEC_HOST"
-	EXEC_HOST=$HOST_ID
-	local id rc=0
-	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
-	id=$JOB_ID
-	# The guest enforces the timeout (rc 124); the host waits a little longer.
-	if ((EXEC_TIMEOUT > 0)); then
-		wait_job "$EXEC_HOST" "$id" $((EXEC_TIMEOUT + 15)) || rc=$?
-	else
-		wait_job "$EXEC_HOST" "$id" 0 || rc=$?
-	fi
-	if ((rc == 124 || rc == 137)) && ((EXEC_TIMEOUT > 0)); then
-		say "'${EXEC_ARGV[0]}' on $EXEC_HOST hit the ${EXEC_TIMEOUT}s timeout (exit $rc)"
-	fi
-	return "$rc"
-}
-
-cmd_exec_bg() {
-	parse_exec 0 "$@"
-	require_host "$EXEC_HOST"
-	EXEC_HOST=$HOST_ID
-	submit_job "$EXEC_HOST" "$EXEC_TIMEOUT" "$EXEC_CWD"
-	echo "$JOB_ID"
-}
-
-cmd_wait() {
-	local timeout=120 h='' id=
-	while (($#)); do
-		case "$1" in
-		--timeout) need_val "--timeout needs seconds" "${2-}" && timeout=$2 && shift 2 ;;
-		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
-		-*) die "wait: unknown option '$1'" ;;
-		*)
-			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "wait: extra argument '$1'"; fi
-			shift
-			;;
-		esac
-	done
-	[[ -n $h && -n $id ]] || usage_die "usage: $PROG wait [--timeout SEC] HOST JOB"
-	is_uint "$timeout" || die "--timeout must be whole seconds"
-	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
-	require_host "$h"
-	wait_job "$HOST_ID" "$id" "$timeout"
-}
-
-cmd_kill() {
-	local h='' id=
-	while (($#)); do
-		case "$1" in
-		--dir) need_val "--dir needs a path" "${2-}" && LAB_DIR=$2 && shift 2 ;;
-		-*) die "kill: unknown option '$1'" ;;
-		*)
-			if [[ -z $h ]]; then h=$1; elif [[ -z $id ]]; then id=$1; else die "kill: extra argument '$1'"; fi
-			shift
-			;;
-		esac
-	done
-	[[ -n $h && -n $id ]] || usage_die "usage: $PROG kill HOST JOB"
-	[[ $id =~ ^[0-9a-zA-Z-]+$ ]] || die "bad job id '$id'"
-	require_host "$h"
-	h=$HOST_ID
-	local hd
-	hd=$LAB_DIR/$h
-	[[ -d $hd/jobs/$id ]] || die "no job '$id' on $h"
-	queue_kill "$hd" "$id"
-}
-
 # --- main -------------------------------------------------------------------
-
-# wants_help VERB ARGS...: --help or -h among the options of VERB. exec and exec-bg
-# look only before the host: what follows is the guest's command line.
-wants_help() {
-	local verb=$1 a
-	shift
-	for a in "$@"; do
-		case "$a" in
-		-h | --help) return 0 ;;
-		--) return 1 ;;
-		-*) ;;
-		*) [[ $verb == exec || $verb == exec-bg ]] && return 1 ;;
-		esac
-	done
-	return 1
-}
 
 main() {
 	local verb=${1:-}

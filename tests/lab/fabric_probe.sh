@@ -131,7 +131,7 @@ on h5 sh -c 'ip link set eth0 up && ip addr add 10.9.5.5/24 dev eth0'
 
 declare -A AGJOB=()
 # an agent's own log (its job's stderr in the lab share), for a failed check
-agent_log() { tail -n "${2:-15}" "$FCTL_LAB_DIR/$1/jobs/${AGJOB[$1]:-none}/err" 2>/dev/null | sed "s/^/   $1 agent: /"; }
+agent_log() { tail -n "${2:-15}" "$FCTL_LAB_DIR/$1/jobs/${AGJOB[$1]:-none}.err" 2>/dev/null | sed "s/^/   $1 agent: /"; }
 ok=1
 for h in h1 h2 h3 h4 h5; do
 	out=$(on "$h" "$F" apply --host "$h" --json "$WORK/fabric.yaml") &&
