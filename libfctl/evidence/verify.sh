@@ -339,7 +339,8 @@ def nokey(path):
 	# "none" or "some": whether a string of the JSON document PATH (one value, UTF-8) is a run of
 	# 32 or more lowercase hex digits, as test("^[0-9a-f]{32,}$") over jq .. | strings says;
 	# 4 (jq decides) for what jq might read otherwise: not one plain value, a repeated key, a
-	# NaN or Infinity, a string with a line break
+	# NaN or Infinity, a string with a line break, nesting deeper than 64 (jq 1.6 refuses
+	# over 256), a string or key with a lone surrogate (\ud800: jq refuses it)
 	import json
 	def pairs(p):
 		if len(set(k for k, _ in p)) != len(p):
@@ -351,14 +352,24 @@ def nokey(path):
 		doc = json.loads(open(path, "rb").read().decode("utf-8"), object_pairs_hook=pairs, parse_constant=nan)
 	except (ValueError, RecursionError):
 		sys.exit(4)
-	found, todo = False, [doc]
+	def plain(t):
+		try:
+			t.encode("utf-8")
+		except UnicodeEncodeError:
+			sys.exit(4)
+	found, todo = False, [(doc, 1)]
 	while todo:
-		v = todo.pop()
+		v, depth = todo.pop()
+		if depth > 64:
+			sys.exit(4)
 		if isinstance(v, dict):
-			todo.extend(v.values())
+			for k in v:
+				plain(k)
+			todo.extend((x, depth + 1) for x in v.values())
 		elif isinstance(v, list):
-			todo.extend(v)
+			todo.extend((x, depth + 1) for x in v)
 		elif isinstance(v, str):
+			plain(v)
 			if "\n" in v or "\r" in v:
 				sys.exit(4)
 			found = found or re.fullmatch("[0-9a-f]{32,}", v) is not None
@@ -589,6 +600,11 @@ SIGNER_RAW=() # their 32 bytes, hex
 for k in "${PINNED[@]}"; do
 	keyid "$k" || { bad "signer key $k is not an Ed25519 public key"; continue; }
 	kid=$KEYID
+	# one key pinned twice would let one signature count as two (dual control); a pin is a signer
+	if [[ " ${SIGNER_IDS[*]} " == *" $kid "* ]]; then
+		bad "signer key $k: the same key as one pinned before (key id $kid): each --signer-pub names another signer, and a signature counts once"
+		continue
+	fi
 	SIGNER_KEYS+=("$k") SIGNER_IDS+=("$kid") SIGNER_RAW+=("$KEYRAW")
 	echo "    signer key $k: key id $kid"
 done

@@ -170,6 +170,13 @@ tampered keys-swapped-inside-bundle "keys/signers/signer-1.pub does not match it
 evidence "$T/m.tar" "$T/host" mallory bob || cannot "fabricctl evidence (mallory): $(cat "$T/err")"
 mkdir "$T/m" && tar -xf "$T/m.tar" -C "$T/m"
 expect_fail signed-by-an-unpinned-key "manifest envelope: 0 signatures by .*alice" "$T/m" "${PIN[@]}"
+# the same signer pinned twice: one signature must not count as the two an auditor asked for
+evidence "$T/one.tar" "$T/host" alice || cannot "fabricctl evidence (alice alone): $(cat "$T/err")"
+mkdir "$T/one" && tar -xf "$T/one.tar" -C "$T/one"
+expect_fail one-signer-pinned-twice "signer key .*the same key as one pinned before" "$T/one" \
+	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/alice/audit.pub" --audit-pub "$T/host/audit.pub"
+expect_fail one-signer-pinned-twice-openssl-only "signer key .*the same key as one pinned before" "$T/one" \
+	--signer-pub "$T/alice/audit.pub" --signer-pub "$T/alice/audit.pub" --audit-pub "$T/host/audit.pub" --openssl-only
 evidence "$T/forged.tar" "$T/other" mallory eve || cannot "fabricctl evidence (forged): $(cat "$T/err")"
 mkdir "$T/forged" && tar -xf "$T/forged.tar" -C "$T/forged"
 expect_fail forged-end-to-end "manifest envelope: 0 signatures by .*alice.*|the checkpoint is not signed by" "$T/forged" "${PIN[@]}"
