@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -15,6 +16,18 @@ void fctl_agentd_drift_schedule(struct agent *a, unsigned ms)
 						.tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
 
 	timerfd_settime(a->debounce_tfd, 0, &its, NULL);
+}
+
+void fctl_agentd_applied_refresh(struct agent *a)
+{
+	struct fctl_history_entry *v = NULL;
+	size_t n = 0;
+
+	if (fctl_engine_history(&a->eo, &v, &n) < 0)
+		return; /* the drift check scheduled beside it says what it can */
+	a->st.applied = n > 0;
+	a->st.applied_version = n ? v[n - 1].version : 0;
+	free(v);
 }
 
 static void spawn_repair(struct agent *a, uint64_t version)

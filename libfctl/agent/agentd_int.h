@@ -575,6 +575,10 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c);
 void fctl_agentd_drift_schedule(struct agent *a, unsigned ms);
 /* Checks for drift now (why names the trigger in the log), repairs when configured. */
 void fctl_agentd_drift_check(struct agent *a, const char *why);
+/* The applied version (status, metrics) read at once from the history's index, a line of
+ * a file, no profile parsed: after a writer ends, before its answer goes out, so a status
+ * right after an apply says that apply's version, not the last drift check's. */
+void fctl_agentd_applied_refresh(struct agent *a);
 
 /* --- agentd_config.c: configuration and reload --- */
 

@@ -113,6 +113,17 @@ wait_agent() { # host: up to 30 s
 	return 1
 }
 version_of() { status_json "$1" 2>/dev/null | jq -r .applied_version; }
+# all_at V: every host's agent says version V is applied; else WHY names each that does not,
+# with what its status said (its error, or the JSON)
+all_at() {
+	local h s
+	WHY=
+	for h in h1 h2 h3; do
+		s=$(status_json "$h" 2>&1)
+		[ "$(jq -r .applied_version <<<"$s" 2>/dev/null)" = "$1" ] || WHY+="$h: $(head -c 300 <<<"$s" | tr '\n' ' ') "
+	done
+	[ -z "$WHY" ]
+}
 for h in h1 h2 h3; do start_agent "$h"; done
 for h in h1 h2 h3; do
 	wait_agent "$h" && pass "1-agent-$h-answers-mtls" || fail "1-agent-$h-answers-mtls"
@@ -127,9 +138,7 @@ t1=$(date +%s.%N)
 	[ "$(jq '[.hosts[] | select(.exit == 0 and .output.result == "applied")] | length' <<<"$out")" = 3 ] &&
 	pass "1-fabric-apply-v1" || fail "1-fabric-apply-v1" "exit $rc: $(head -c 400 <<<"$out")"
 echo "   fabric apply of 3 hosts: $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s (including lab exec overhead)"
-ok=1
-for h in h1 h2 h3; do [ "$(version_of $h)" = 1 ] || ok=0; done
-[ $ok = 1 ] && pass "1-every-host-at-v1" || fail "1-every-host-at-v1"
+all_at 1 && pass "1-every-host-at-v1" || fail "1-every-host-at-v1" "$WHY"
 on h1 ping -c 2 -W 3 10.101.0.2 >/dev/null && pass "1-traffic-over-macsec-h1-h2" || fail "1-traffic-over-macsec-h1-h2"
 
 # --- 2. v2, rollback --------------------------------------------------------------
@@ -138,9 +147,8 @@ out=$(on h1 "$F" apply --fabric --json "${OP[@]}" "$WORK/v2.yaml")
 [ "$(on h2 ip -j macsec show ms101 | jq '.[0].window // .[0].replay_window // empty' 2>/dev/null)" != "" ] || true
 out=$(on h1 "$F" rollback --to 1 --fabric --json --profile "$WORK/v1.yaml" "${OP[@]}")
 rc=$?
-ok=1
-for h in h1 h2 h3; do [ "$(version_of $h)" = 1 ] || ok=0; done
-[ $rc = 0 ] && [ $ok = 1 ] && pass "2-fabric-rollback-to-1" || fail "2-fabric-rollback-to-1" "exit $rc"
+WHY=
+[ $rc = 0 ] && all_at 1 && pass "2-fabric-rollback-to-1" || fail "2-fabric-rollback-to-1" "exit $rc $WHY"
 
 # --- 3. a host failing during apply: the others are rolled back --------------------
 "$LAB" kill h3 "${JOB[h3]}" >/dev/null 2>&1

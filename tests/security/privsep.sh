@@ -35,6 +35,12 @@ count <"$T/frontend.out"
 # an applied profile: the plan below reads the history, as nobody, through preopened files
 profile privsep 1 >"$T/p1.yaml"
 "$F" apply --target "unix:$SOCK" "$T/p1.yaml" >/dev/null 2>&1 || fail "apply-before" "the first apply failed"
+# and a status right after says so: the agent reads the history's index when the writer
+# ends (it said the last drift check's version until a check 200 ms later: a fabric
+# apply's status of the hosts it had just applied failed in the lab under load)
+v=$("$F" status --target "unix:$SOCK" --json 2>&1)
+[ "$(jq -r .applied_version <<<"$v" 2>/dev/null)" = 1 ] && pass "status-right-after-apply-says-version-1" ||
+	fail "status-right-after-apply-says-version-1" "$(head -c 300 <<<"$v")"
 
 cat >"$T/catch.py" <<'EOPY'
 import os, re, subprocess, sys, threading, time
