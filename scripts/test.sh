@@ -273,22 +273,25 @@ host_lane() {
 # (a fixed split left one lane 20 minutes behind the other). Each lab suite has its own lab
 # directory and the lab picks free TCP ports, so any two may run at once; only q_package
 # runs dpkg, so one lane at a time does.
-# (Seconds of wall in the idle whole run of 2026-12-05, 5116941: rotation 356, mka 290,
-# fuzz 279, fabric-probe 213, security-evidence 190, confirm 160, nonce 156, probe 134,
-# metrics 131, apply-6.12 128, rotation-6.12 122, ci-tmp 114, ci-root 112 (about 70
-# without the failure path, which runs in ci-tmp only), package 110, rekey 97, slurm 93,
-# agent 81, smoke 56, apply 55, wiring 44, pull 36, netlink 31, netlink-6.12 31; this
-# order is that run's, longest first. In the run before, lab-fabric-probe (213 s) had the
-# place of an estimate, thirteenth, and ran alone at the end beside the spare lane.)
+# (Seconds of wall / CPU in the idle whole run of 2026-12-05, a508de4: rotation 364/319,
+# mka 324/179, fuzz 301/199, fabric-probe 197/129, probe 150/86, rotation-6.12 134/112,
+# nonce 130/99, ci-tmp 109/102, security-evidence 96/127, agent 103/75, rekey 97/84,
+# apply-6.12 89/68, ci-root 87/67, package 87/70, metrics 86/47, apply 73/54, wiring
+# 63/52, smoke 49/30, netlink-6.12 40/35, netlink 32/26, pull 42/29, slurm 89/52,
+# confirm 180/51.) The front of the queue is that run's order, longest first. Its end
+# holds the suites that mostly wait (confirm's deadlines, slurm's daemons): the spare
+# lane takes the queue from its end when a core idles, and they leave the CPU to the
+# others; so the suites the lanes take last, where they meet, are short ones. In that
+# run lab-slurm, in the middle, was taken last and ran 90 s alone at the end.
 # The fuzzers are in the queue too (q_fuzz): bounded by the clock (each target 60 s
 # on one core), they made the host lane, which they ended, the longest of the three.
 # So are the attack tests on verify.sh (q_security_evidence: evidence_tamper,
 # evidence_consistency, evidence_pn and evidence_approvals: bash, jq, openssl and
 # ssh-keygen whatever the build), taken out of the host lane's security suite for the
 # same reason.
-QUEUE=(q_rotation q_mka q_fuzz q_fabric_probe q_security_evidence q_confirm q_nonce q_probe
-	q_metrics q_apply_612 q_rotation_612 q_ci_tmp q_package q_rekey q_slurm q_agent q_ci_root
-	q_smoke q_apply q_wiring q_pull q_netlink q_netlink_612)
+QUEUE=(q_rotation q_mka q_fuzz q_fabric_probe q_probe q_rotation_612 q_nonce q_ci_tmp
+	q_security_evidence q_agent q_rekey q_apply_612 q_ci_root q_package q_metrics q_apply
+	q_wiring q_smoke q_netlink_612 q_netlink q_pull q_slurm q_confirm)
 q_security_evidence() {
 	suite security-evidence 1800 env FCTL_SECURITY_ONLY="evidence_tamper evidence_consistency evidence_pn evidence_approvals" \
 		tests/security/run.sh "$ROOT/build"
@@ -406,9 +409,10 @@ queue_drain() {
 # leave a core idle; on a loaded machine it waits, and the two other lanes drain the
 # queue. (It used the 1-minute load average, below the cores + 1, until 2026-12-04: the
 # average lags a minute behind, and in an idle run the CPU was 17% idle in the first
-# 630 s while the lane waited.) It takes the queue from its end (the shortest suites
-# first), so the suites that are sensitive to a crowded machine (rotation and MKA under
-# a stream) keep the places at the front that the other lanes take, as before.
+# 630 s while the lane waited.) It takes the queue from its end (the suites that mostly
+# wait first, then short ones), so the suites that are sensitive to a crowded machine
+# (rotation and MKA under a stream) keep the places at the front that the other lanes
+# take, as before.
 cpu_idle_pct() { # the share of CPU time idle over the next $1 seconds, in percent
 	local a b
 	a=$(awk '/^cpu /{ print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
