@@ -18,16 +18,17 @@ void fctl_agentd_drift_schedule(struct agent *a, unsigned ms)
 	timerfd_settime(a->debounce_tfd, 0, &its, NULL);
 }
 
-void fctl_agentd_applied_refresh(struct agent *a)
+void fctl_agentd_after_write(struct agent *a)
 {
 	struct fctl_history_entry *v = NULL;
 	size_t n = 0;
 
-	if (fctl_engine_history(&a->eo, &v, &n) < 0)
-		return; /* the drift check scheduled beside it says what it can */
-	a->st.applied = n > 0;
-	a->st.applied_version = n ? v[n - 1].version : 0;
-	free(v);
+	if (fctl_engine_history(&a->eo, &v, &n) == 0) { /* else the drift check says what it can */
+		a->st.applied = n > 0;
+		a->st.applied_version = n ? v[n - 1].version : 0;
+		free(v);
+	}
+	fctl_agentd_drift_schedule(a, 200);
 }
 
 static void spawn_repair(struct agent *a, uint64_t version)

@@ -575,10 +575,11 @@ void fctl_agentd_http_readable(struct agent *a, struct conn *c);
 void fctl_agentd_drift_schedule(struct agent *a, unsigned ms);
 /* Checks for drift now (why names the trigger in the log), repairs when configured. */
 void fctl_agentd_drift_check(struct agent *a, const char *why);
-/* The applied version (status, metrics) read at once from the history's index, a line of
- * a file, no profile parsed: after a writer ends, before its answer goes out, so a status
- * right after an apply says that apply's version, not the last drift check's. */
-void fctl_agentd_applied_refresh(struct agent *a);
+/* A writer (apply, rollback, a pull, a drift repair) ended: the applied version (status,
+ * metrics) is read at once from the history's index (a line of a file, no profile parsed),
+ * before the writer's answer goes out, so a status right after an apply says that apply's
+ * version, not the last drift check's; and a drift check follows 200 ms later. */
+void fctl_agentd_after_write(struct agent *a);
 
 /* --- agentd_config.c: configuration and reload --- */
 

@@ -324,7 +324,7 @@ bool fctl_agentd_pull_reaped(struct agent *a, pid_t pid, int status)
 	fctl_buf_release(&err);
 	fctl_agentd_audit_event(a, "pull", code == 0 ? "applied" : code == 1 ? "refused" : "failed",
 				NULL, d);
-	fctl_agentd_drift_schedule(a, 200);
+	fctl_agentd_after_write(a);
 	arm(p, 200); /* a version that came while this one applied */
 	return true;
 }

@@ -285,12 +285,10 @@ void fctl_agentd_reap(struct agent *a)
 				a->st.drift_repair_failures++;
 			fctl_agentd_audit_event(a, "drift-repair", code == 0 ? "applied" : "failed",
 						NULL, NULL);
-			fctl_agentd_applied_refresh(a);
-			fctl_agentd_drift_schedule(a, 200);
+			fctl_agentd_after_write(a);
 			continue;
 		}
 		if (fctl_agentd_pull_reaped(a, pid, status)) {
-			fctl_agentd_applied_refresh(a);
 			fctl_agentd_mka_soon(a); /* a pulled version may add or drop MKA ports */
 			continue;
 		}
@@ -311,8 +309,7 @@ void fctl_agentd_reap(struct agent *a)
 			snprintf(d, sizeof(d), "exit %u", code);
 			fctl_agentd_audit_event(a, fctl_proto_type_name(ac->req_type),
 						code == 0 ? "done" : "failed", c, d);
-			fctl_agentd_applied_refresh(a);
-			fctl_agentd_drift_schedule(a, 200);
+			fctl_agentd_after_write(a);
 			fctl_agentd_mka_soon(a);
 		}
 		fctl_agentd_count(a, c, ac->req_type,
