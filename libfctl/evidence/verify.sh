@@ -291,20 +291,23 @@ def note(body, sigs, derfile):
 			print("verified")
 			return
 	print("not")
+def digest(path):
+	# the SHA-256 of the file PATH in hex, read a MiB at a time; OSError when it cannot be read
+	h = hashlib.sha256()
+	with open(path, "rb") as f:
+		for c in iter(lambda: f.read(1 << 20), b""):
+			h.update(c)
+	return h.hexdigest()
 def files(names):
 	# "NAME SIZE SHA-256" per name a line ("-" for what cannot be read), as stat and sha256sum give them
+	import os
 	for n in names.read().split("\n")[:-1]:
-		import os
 		try:
 			size = str(os.lstat(n).st_size)
 		except OSError:
 			size = "-"
 		try:
-			h = hashlib.sha256()
-			with open(n, "rb") as f:
-				for c in iter(lambda: f.read(1 << 20), b""):
-					h.update(c)
-			h = h.hexdigest()
+			h = digest(n)
 		except OSError:
 			h = "-"
 		print(n, size, h)
@@ -320,13 +323,10 @@ def sums(path):
 		if not m or m.group(2) == b"-":
 			return print("unsure")
 		try:
-			h = hashlib.sha256()
-			with open(m.group(2), "rb") as f:
-				for c in iter(lambda: f.read(1 << 20), b""):
-					h.update(c)
+			h = digest(m.group(2))
 		except OSError:
 			return print("unsure")
-		if h.hexdigest().encode() != m.group(1):
+		if h.encode() != m.group(1):
 			return print("unsure")
 	print("agrees")
 def lines(path):
@@ -772,8 +772,8 @@ note_verify() {
 		rest=${line#* } b64=
 		name=${rest%% *}
 		[[ $rest == *' '* ]] && { b64=${rest#* }; b64=${b64%% *}; }
-		blob=$(printf '%s\n' "$b64" | openssl base64 -d -A 2>/dev/null | od -An -v -tx1)
-		blob=${blob//[$' \n']/}
+		b64hex "$b64"$'\n' # (with the newline the line's field had when it was piped to openssl)
+		blob=$HEX
 		kid=$({ printf '%s\n\1' "$name"; hex2bin "$pub"; } | sha)
 		[ "${blob:0:8}" = "${kid:0:8}" ] || continue
 		hex2bin "${blob:(${#blob} > 128 ? ${#blob} - 128 : 0)}" >"$TMP/nsig" # its last 64 bytes
