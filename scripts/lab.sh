@@ -486,7 +486,6 @@ exec | exec-bg | wait | kill)
 	;;
 esac
 
-
 # --- packages, kernel, initramfs -------------------------------------------
 
 need_root() {
@@ -1546,10 +1545,8 @@ main() {
 		;;
 	reboot) cmd_reboot "$@" ;;
 	status) cmd_status "$@" ;;
-	exec) cmd_exec "$@" ;;
-	exec-bg) cmd_exec_bg "$@" ;;
-	wait) cmd_wait "$@" ;;
-	kill) cmd_kill "$@" ;;
+	# (exec, exec-bg, wait and kill never get here: dispatched at the top, before the
+	# rest of this file is read)
 	__watchdog) cmd_watchdog "$@" ;;
 	-h | --help | help) usage ;;
 	"") usage >&2 && exit 2 ;;
