@@ -6,8 +6,9 @@
 # Runs under busybox (static) as PID 1 of a stock Debian kernel booted by
 # scripts/lab.sh.  It loads the kernel modules listed in /modules.list (in
 # dependency order, computed on the build host), mounts the host's root
-# filesystem read-only over 9p, lays writable tmpfs and the per-host 9p share
-# over it, and finally chroots into the host root and hands over to stage 2
+# filesystem read-only over 9p, builds the guest's root from it (a read-only tmpfs
+# with the host root's top level), lays writable tmpfs and the per-host 9p share
+# over it, and finally chroots into that root and hands over to stage 2
 # (scripts/lab-guest-runner.sh, read from the host tree at boot time).
 #
 # Parameters come from the kernel command line as lab.KEY=VALUE words:
@@ -66,12 +67,36 @@ while read -r ko; do
 done </modules.list
 
 NINEP="trans=virtio,version=9p2000.L,msize=262144"
-mount -t 9p -o "ro,$NINEP" hostroot /newroot || fatal "mount host root (9p tag hostroot)"
-# A second, untouched view of the host root, used to bring back paths that a
-# tmpfs below would otherwise hide.
-mount -o bind /newroot /hostview || fatal "bind host view"
-
+# The host root, untouched: the guest's root is built from it, and paths that a tmpfs
+# below would hide are brought back from it.
+mount -t 9p -o "ro,$NINEP" hostroot /hostview || fatal "mount host root (9p tag hostroot)"
 R=/newroot
+# The guest's / is a tmpfs holding the host root's top level: its symlinks copied (on
+# Debian 12 /bin, /sbin, /lib and /lib64 point into /usr), its directories and files
+# bind-mounted from the host root. Every program start resolves its loader
+# (/lib64/ld-linux-x86-64.so.2) and libc (/lib/x86_64-linux-gnu/...) through those
+# symlinks, and on the 9p root (cache=none) each resolution was a walk, a getattr and a
+# readlink over 9p, each of them a round trip through qemu (docs/lab.md, "What a
+# wakeup costs"). Made read-only below, as the host root is.
+mount -t tmpfs -o mode=0755,size=1m tmpfs "$R" || fatal "tmpfs on the guest's root"
+for e in /hostview/* /hostview/.[!.]*; do
+	[ -e "$e" ] || [ -L "$e" ] || continue
+	n=${e##*/}
+	if [ -L "$e" ]; then
+		cp -P "$e" "$R/$n"
+	elif [ -d "$e" ]; then
+		# proc, sys, dev and usr get mounts of their own below
+		mkdir "$R/$n" && case $n in proc | sys | dev | usr) ;; *) mount -o bind "$e" "$R/$n" ;; esac
+	else
+		: >"$R/$n" && mount -o bind "$e" "$R/$n"
+	fi || fatal "/$n of the host root not brought into the guest's root"
+done
+# The loader reads /etc/ld.so.cache at every program start (10 reads over 9p): a copy
+# in RAM, bound over it. Packages are installed before labs boot; if the host's cache
+# changed later, the loader still finds libraries in the default paths.
+if [ -f /hostview/etc/ld.so.cache ] && cp /hostview/etc/ld.so.cache /ld.so.cache; then
+	mount -o bind /ld.so.cache "$R/etc/ld.so.cache" || say "warning: /etc/ld.so.cache not kept in RAM"
+fi
 # The host's /usr (Debian 12: every program and library) once more, cached: the root's
 # mount caches nothing (cache=none: a file the host changes is seen at once, which the
 # tests' work files in the project tree need), so every program start read its binary
@@ -80,10 +105,14 @@ R=/newroot
 # boot; an apt run meanwhile is seen by guests booted after it).
 # Not when the project tree (or another kept path) is under /usr: its files change.
 case ":$KEEP:" in
-*:/usr/*) say "a kept path is under /usr: /usr stays uncached" ;;
+*:/usr/*)
+	say "a kept path is under /usr: /usr stays uncached"
+	mount -o bind /hostview/usr "$R/usr" || fatal "bind /usr"
+	;;
 *)
 	if ! mount -t 9p -o "ro,cache=loose,$NINEP" hostusr "$R/usr"; then
 		say "warning: /usr not mounted with a cache (9p tag hostusr): programs start slower"
+		mount -o bind /hostview/usr "$R/usr" || fatal "bind /usr"
 	fi
 	;;
 esac
@@ -153,6 +182,7 @@ mount -t 9p -o "rw,$NINEP" labshare "$R$SHARE" || fatal "mount lab share (9p tag
 [ -f "$R$RUNNER" ] || fatal "runner $RUNNER not found in the host root"
 [ -x "$R/bin/bash" ] || fatal "/bin/bash missing in the host root"
 
+mount -o remount,ro "$R" || fatal "the guest's root not made read-only"
 say "modules loaded, host root mounted, starting $RUNNER"
 # shellcheck disable=SC2093 # exec replaces PID 1; fatal only runs if it fails
 exec chroot "$R" /usr/bin/env -i \

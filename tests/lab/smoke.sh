@@ -103,6 +103,25 @@ else
 	fail scratch-dirs "$how: $out"
 fi
 
+# --- guest-root: the guest's / is the host root's top level, read-only ------------
+# (scripts/lab-guest-init.sh: a tmpfs with the host's top-level symlinks copied and its
+# directories bound; nothing may be written there, and each symlink is the host's)
+hostlinks=
+for l in /bin /lib /lib64 /sbin; do [[ -L $l ]] && hostlinks+="$l=$(readlink "$l") "; done
+# shellcheck disable=SC2016 # expanded inside the guest
+if out=$(lab exec h1 -- sh -c 'set -e
+	if touch /.smoke-root 2>/dev/null; then echo "/ is writable"; exit 1; fi
+	if touch /etc/.smoke-root 2>/dev/null; then echo "/etc is writable"; exit 1; fi
+	for e in $1; do
+		[ "$(readlink "${e%%=*}")" = "${e#*=}" ] || { echo "${e%%=*} is not ${e#*=}"; exit 1; }
+	done
+	test -f "$2/scripts/lab.sh" || { echo "$2/scripts/lab.sh not seen"; exit 1; }
+	/usr/bin/true' sh "$hostlinks" "${LAB%/scripts/lab.sh}" 2>&1); then
+	pass "guest-root (${hostlinks% })"
+else
+	fail guest-root "$out"
+fi
+
 # --- macsec-ping ------------------------------------------------------------
 status=$(lab status --json) || fail_rest macsec-ping "lab.sh status --json failed"
 mac1=$(jq -r '.nics[] | select(.host == "h1" and .port == "eth0") | .mac' <<<"$status")
