@@ -16,14 +16,16 @@
  *                                           packet received (duplicates too), in arrival
  *                                           order, RECV_NS the receiver's CLOCK_REALTIME
  *                                           (the bench's receive gaps around a switch)
- * Without LOG the receiver reads in batches: it sleeps BATCH_MS, then reads what the
- * socket holds. In a TCG guest each wakeup of a process costs about half a millisecond
+ * Without LOG the receiver reads in batches while packets flow: it sleeps BATCH_MS, then
+ * reads what the socket holds (before the first packet and after a pause of 0.2 s it
+ * waits in poll() as before). In a TCG guest each wakeup of a process costs about half a millisecond
  * of the host's CPU (qemu's threads hand the wakeup over several times); at 200
  * packets/s both ways, batching took a stream's cost from 1,451 to 1,025 ticks per 20
  * s (mean of four pairs, docs/lab.md). What is counted is the same: the socket keeps
  * every packet until it is read (SO_RCVBUFFORCE: 8 MiB) and counts any it
- * drops (SO_RXQ_OVFL), reported as socket_drops. With LOG each packet is read as it
- * arrives, so that RECV_NS is its arrival.
+ * drops (SO_RXQ_OVFL), reported as socket_drops, and at the end (SECONDS or IDLE) what it
+ * still holds is read and counted before the summary. With LOG each packet is read as
+ * it arrives, so that RECV_NS is its arrival.
  * Lost = sequence numbers never received up to the highest one seen (plus the tail the
  * sender reports, compared by the test); reordered = a packet below the highest already
  * seen that was not seen before; duplicated = seen twice.
@@ -143,7 +145,8 @@ static int do_recv(int port, double secs, double idle, const char *logpath)
 	/* The stream's own socket must not be where packets go missing: a sender that was
 	 * starved of CPU (TCG guests, keymgr's TLS handshakes) catches up in a burst, and
 	 * SO_RCVBUF is capped by net.core.rmem_max (208 KiB: ~90 small MACsec-decrypted
-	 * skbs). SO_RCVBUFFORCE (root, as in the lab) gets the 4 MiB asked for; overflow
+	 * skbs). SO_RCVBUFFORCE (root, as in the lab) gets the 4 MiB asked for (the kernel
+	 * doubles it: rcvbuf 8388608 in the summary); overflow
 	 * drops are still counted (SO_RXQ_OVFL) and reported, never hidden. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
@@ -151,21 +154,29 @@ static int do_recv(int port, double secs, double idle, const char *logpath)
 	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &rcvlen);
 	printf("listening\n");
 	fflush(stdout);
-	while (now() - t0 < secs && !(any && now() - last > idle)) {
+	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		uint8_t pkt[128];
 		uint64_t s = 0;
 		ssize_t n;
+		/* over: SECONDS passed, or IDLE without a packet; then what the socket still
+		 * holds (arrived before) is read and counted, and the loop ends when it is empty */
+		bool over = now() - t0 >= secs || (any && now() - last > idle);
+		/* packets flowing (one in the last 0.2 s) and none left to read: sleep, then
+		 * read the batch; otherwise wait in poll for the next one */
+		bool batch = !log && !over && any && now() - last < 0.2;
 
-		if (!log && !backlog) {
+		if (batch && !backlog) {
 			struct timespec nap = { 0, BATCH_MS * 1000000L };
 
 			nanosleep(&nap, NULL);
 		}
-		/* with LOG: wait for the next packet; without: is the backlog empty yet? */
-		backlog = poll(&p, 1, log ? 200 : 0) > 0;
-		if (!backlog)
+		backlog = poll(&p, 1, over || batch ? 0 : 200) > 0;
+		if (!backlog) {
+			if (over)
+				break;
 			continue;
+		}
 		{
 			union {
 				struct cmsghdr h;
