@@ -79,7 +79,7 @@ R=/newroot
 # readlink over 9p, each of them a round trip through qemu (docs/lab.md, "What a
 # wakeup costs"). Made read-only below, as the host root is.
 mount -t tmpfs -o mode=0755,size=1m tmpfs "$R" || fatal "tmpfs on the guest's root"
-for e in /hostview/* /hostview/.[!.]*; do
+for e in /hostview/* /hostview/.[!.]* /hostview/..?*; do
 	[ -e "$e" ] || [ -L "$e" ] || continue
 	n=${e##*/}
 	if [ -L "$e" ]; then
@@ -89,11 +89,15 @@ for e in /hostview/* /hostview/.[!.]*; do
 		mkdir "$R/$n" && case $n in proc | sys | dev | usr) ;; *) mount -o bind "$e" "$R/$n" ;; esac
 	else
 		: >"$R/$n" && mount -o bind "$e" "$R/$n"
-	fi || fatal "/$n of the host root not brought into the guest's root"
+	fi || say "warning: /$n of the host root not brought into the guest's root"
 done
+# (what the guest cannot do without is checked: /etc here, the runner, bash and the
+# share's mount point below)
+[ -f "$R/etc/passwd" ] || fatal "/etc of the host root not in the guest's root"
 # The loader reads /etc/ld.so.cache at every program start (10 reads over 9p): a copy
-# in RAM, bound over it. Packages are installed before labs boot; if the host's cache
-# changed later, the loader still finds libraries in the default paths.
+# in RAM, bound over it. Packages are installed before labs boot; a library installed
+# after the guest booted is found only in the loader's built-in directories
+# (/lib/x86_64-linux-gnu, /usr/lib/x86_64-linux-gnu, ...), not through ld.so.conf.
 if [ -f /hostview/etc/ld.so.cache ] && cp /hostview/etc/ld.so.cache /ld.so.cache; then
 	mount -o bind /ld.so.cache "$R/etc/ld.so.cache" || say "warning: /etc/ld.so.cache not kept in RAM"
 fi
@@ -134,9 +138,11 @@ ln -sf /proc/self/fd/2 "$R/dev/stderr"
 # untouched host view, and make the mount point in the tmpfs.
 mount_point_in_parent() { # DIR
 	p=${1%/*}
-	[ -n "$p" ] && [ -d "$R$p" ] || return 1
+	# at the top level: the guest's root is a tmpfs, still writable here
+	[ -n "$p" ] || { mkdir "$R$1"; return; }
+	[ -d "$R$p" ] || return 1
 	mount -t tmpfs -o mode=0755,size=4m tmpfs "$R$p" || return 1
-	for e in "/hostview$p"/* "/hostview$p"/.[!.]*; do
+	for e in "/hostview$p"/* "/hostview$p"/.[!.]* "/hostview$p"/..?*; do
 		[ -e "$e" ] || [ -L "$e" ] || continue
 		n=${e##*/}
 		if [ -L "$e" ]; then

@@ -105,18 +105,24 @@ fi
 
 # --- guest-root: the guest's / is the host root's top level, read-only ------------
 # (scripts/lab-guest-init.sh: a tmpfs with the host's top-level symlinks copied and its
-# directories bound; nothing may be written there, and each symlink is the host's)
+# directories bound, then made read-only; the loader's cache a RAM copy of the host's)
 hostlinks=
 for l in /bin /lib /lib64 /sbin; do [[ -L $l ]] && hostlinks+="$l=$(readlink "$l") "; done
+ldsum=$(sha256sum </etc/ld.so.cache | cut -d' ' -f1)
 # shellcheck disable=SC2016 # expanded inside the guest
 if out=$(lab exec h1 -- sh -c 'set -e
+	t=$(stat -f -c %T /)
+	[ "$t" = tmpfs ] || { echo "/ is $t, not the tmpfs root"; exit 1; }
 	if touch /.smoke-root 2>/dev/null; then echo "/ is writable"; exit 1; fi
-	if touch /etc/.smoke-root 2>/dev/null; then echo "/etc is writable"; exit 1; fi
 	for e in $1; do
 		[ "$(readlink "${e%%=*}")" = "${e#*=}" ] || { echo "${e%%=*} is not ${e#*=}"; exit 1; }
 	done
-	test -f "$2/scripts/lab.sh" || { echo "$2/scripts/lab.sh not seen"; exit 1; }
-	/usr/bin/true' sh "$hostlinks" "${LAB%/scripts/lab.sh}" 2>&1); then
+	awk "\$5 == \"/etc/ld.so.cache\" { f = 1 } END { exit !f }" /proc/self/mountinfo ||
+		{ echo "/etc/ld.so.cache is not a mount of its own"; exit 1; }
+	s=$(sha256sum </etc/ld.so.cache | cut -d" " -f1)
+	[ "$s" = "$2" ] || { echo "/etc/ld.so.cache differs from the host'"'"'s"; exit 1; }
+	test -f "$3/scripts/lab.sh" || { echo "$3/scripts/lab.sh not seen"; exit 1; }
+	/usr/bin/true' sh "$hostlinks" "$ldsum" "${LAB%/scripts/lab.sh}" 2>&1); then
 	pass "guest-root (${hostlinks% })"
 else
 	fail guest-root "$out"
