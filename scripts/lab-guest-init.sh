@@ -78,19 +78,28 @@ R=/newroot
 # symlinks, and on the 9p root (cache=none) each resolution was a walk, a getattr and a
 # readlink over 9p, each of them a round trip through qemu (docs/lab.md, "What a
 # wakeup costs"). Made read-only below, as the host root is.
+# bring_back DIR [NAME...]: each entry of the host's DIR into the guest's (a tmpfs laid
+# over it): a symlink copied, a directory or a file bind-mounted from the untouched host
+# view; a directory named among the NAMEs is only made (it gets a mount of its own)
+bring_back() {
+	# (its own names: the callers' loops use d and e)
+	bd=$1
+	shift
+	for be in "/hostview$bd"/* "/hostview$bd"/.[!.]* "/hostview$bd"/..?*; do
+		[ -e "$be" ] || [ -L "$be" ] || continue
+		bn=${be##*/}
+		if [ -L "$be" ]; then
+			cp -P "$be" "$R$bd/$bn"
+		elif [ -d "$be" ]; then
+			mkdir "$R$bd/$bn" && case " $* " in *" $bn "*) ;; *) mount -o bind "$be" "$R$bd/$bn" ;; esac
+		else
+			: >"$R$bd/$bn" && mount -o bind "$be" "$R$bd/$bn"
+		fi || say "warning: $bd/$bn not brought back over the tmpfs on ${bd:-/}"
+	done
+}
 mount -t tmpfs -o mode=0755,size=1m tmpfs "$R" || fatal "tmpfs on the guest's root"
-for e in /hostview/* /hostview/.[!.]* /hostview/..?*; do
-	[ -e "$e" ] || [ -L "$e" ] || continue
-	n=${e##*/}
-	if [ -L "$e" ]; then
-		cp -P "$e" "$R/$n"
-	elif [ -d "$e" ]; then
-		# proc, sys, dev and usr get mounts of their own below
-		mkdir "$R/$n" && case $n in proc | sys | dev | usr) ;; *) mount -o bind "$e" "$R/$n" ;; esac
-	else
-		: >"$R/$n" && mount -o bind "$e" "$R/$n"
-	fi || say "warning: /$n of the host root not brought into the guest's root"
-done
+# proc, sys, dev and usr get mounts of their own below
+bring_back "" proc sys dev usr
 # (what the guest cannot do without is checked: /etc here, the runner, bash and the
 # share's mount point below)
 [ -f "$R/etc/passwd" ] || fatal "/etc of the host root not in the guest's root"
@@ -142,17 +151,7 @@ mount_point_in_parent() { # DIR
 	[ -n "$p" ] || { mkdir "$R$1"; return; }
 	[ -d "$R$p" ] || return 1
 	mount -t tmpfs -o mode=0755,size=4m tmpfs "$R$p" || return 1
-	for e in "/hostview$p"/* "/hostview$p"/.[!.]* "/hostview$p"/..?*; do
-		[ -e "$e" ] || [ -L "$e" ] || continue
-		n=${e##*/}
-		if [ -L "$e" ]; then
-			cp -P "$e" "$R$p/$n"
-		elif [ -d "$e" ]; then
-			mkdir "$R$p/$n" && mount -o bind "$e" "$R$p/$n"
-		else
-			: >"$R$p/$n" && mount -o bind "$e" "$R$p/$n"
-		fi || say "warning: $p/$n not brought back over the tmpfs on $p"
-	done
+	bring_back "$p"
 	mkdir -p "$R$1"
 }
 
