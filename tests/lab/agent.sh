@@ -159,9 +159,7 @@ out=$(on h1 "$F" apply --fabric --json "${OP[@]}" "$WORK/v2.yaml")
 rc=$?
 [ $rc = 3 ] && [ "$(jq -r .result <<<"$out")" = rolled-back ] && pass "3-fabric-apply-fails-rolled-back" ||
 	fail "3-fabric-apply-fails-rolled-back" "exit $rc, $(jq -c '[.result, [.hosts[] | {host, exit, phase}]]' <<<"$out" 2>/dev/null)"
-ok=1
-for h in h1 h2 h3; do [ "$(version_of $h)" = 1 ] || ok=0; done
-[ $ok = 1 ] && pass "3-every-host-back-at-v1" || fail "3-every-host-back-at-v1" "$(for h in h1 h2 h3; do echo -n "$h=$(version_of $h) "; done)"
+all_at 1 && pass "3-every-host-back-at-v1" || fail "3-every-host-back-at-v1" "$WHY"
 for h in h1 h2 h3; do
 	on "$h" "$F" diff --host "$h" "$WORK/v1.yaml" >/dev/null 2>&1 && pass "3-$h-live-equals-v1" || fail "3-$h-live-equals-v1"
 done
